@@ -1,0 +1,29 @@
+//go:build sqlite_fts5
+
+package sqlitedb
+
+import (
+	"database/sql/driver"
+	"errors"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// DriverName names the SQLite driver linked into this build: "modernc"
+// (pure Go, the default) or "mattn" (cgo, built with -tags sqlite_fts5).
+const DriverName = "mattn"
+
+func newDriver() driver.Driver { return &sqlite3.SQLiteDriver{} }
+
+// errorCode returns SQLite's extended result code carried by err.
+func errorCode(err error) (int, bool) {
+	var e sqlite3.Error
+	if errors.As(err, &e) {
+		return int(e.ExtendedCode), true
+	}
+	var pe *sqlite3.Error
+	if errors.As(err, &pe) && pe != nil {
+		return int(pe.ExtendedCode), true
+	}
+	return 0, false
+}

@@ -1,0 +1,181 @@
+// Package sqlitedb is the SQLite machinery shared by the history store and
+// the mailbox files: opening files with the right modes and pragmas through
+// either driver, classifying driver errors by result code, and write
+// transactions that take SQLite's write lock with BEGIN IMMEDIATE inside a
+// time budget.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Config says how to open one SQLite file.
+type Config struct {
+	// Path is the database file. It must not be empty or name a directory.
+	Path string
+	// ReadOnly opens with mode=ro: SQLite refuses every write.
+	ReadOnly bool
+	// Pragmas run, in order, on every new connection, e.g.
+	// "PRAGMA foreign_keys=ON". They are how a pool's connections all get
+	// the same settings whatever the driver.
+	Pragmas []string
+	// MaxConns caps the pool; 0 leaves it unlimited. A writer uses 1.
+	MaxConns int
+}
+
+// URI returns the SQLite URI for path, percent-escaping every character that
+// would otherwise be read as URI syntax ('?', '#', '%'), so a hostile file
+// name can never smuggle in URI parameters.
+func URI(path string, readOnly bool) string {
+	u := url.URL{Scheme: "file", Path: path, OmitHost: true}
+	if !filepath.IsAbs(path) {
+		// Relative URIs keep the path relative: file:rel/path.
+		u = url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath()}
+	}
+	s := u.String()
+	if readOnly {
+		s += "?mode=ro"
+	}
+	return s
+}
+
+// Open opens a connection pool on c.Path. It does not create the file (see
+// CreateFile) unless SQLite does so itself for a read-write open.
+func Open(c Config) (*sql.DB, error) {
+	if err := CheckPath(c.Path); err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(&connector{drv: newDriver(), dsn: URI(c.Path, c.ReadOnly), pragmas: c.Pragmas})
+	if c.MaxConns > 0 {
+		db.SetMaxOpenConns(c.MaxConns)
+		db.SetMaxIdleConns(c.MaxConns)
+	}
+	// Connections are cheap to keep and costly to reopen (schema parse,
+	// pragmas); keep idle ones for the pool's life.
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	return db, nil
+}
+
+// CheckPath rejects paths SQLite would misread: empty, NUL bytes, or an
+// existing directory.
+func CheckPath(path string) error {
+	switch {
+	case path == "":
+		return fmt.Errorf("database path is empty")
+	case strings.ContainsRune(path, 0):
+		return fmt.Errorf("database path %q contains a NUL byte", path)
+	case path == ":memory:" || strings.HasPrefix(path, "file:"):
+		return fmt.Errorf("database path %q must be a file path, not a SQLite URI", path)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("database path %q is a directory", path)
+	}
+	return nil
+}
+
+// CreateFile makes sure path exists as a private file before SQLite opens
+// it: missing parent folders are created with dirMode, a missing file is
+// created empty with fileMode (SQLite copies the database file's mode to its
+// -wal, -shm and -journal files). An existing file that is more open than
+// fileMode is tightened to it, never loosened. It reports whether the file
+// was created. A failure to tighten is returned as warn, not as err.
+func CreateFile(path string, dirMode, fileMode fs.FileMode) (created bool, warn, err error) {
+	if err := CheckPath(path); err != nil {
+		return false, nil, err
+	}
+	dir := filepath.Dir(path)
+	if _, statErr := os.Stat(dir); errors.Is(statErr, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, dirMode); err != nil {
+			return false, nil, err
+		}
+		// MkdirAll's mode is filtered by the umask; say exactly what we mean.
+		_ = os.Chmod(dir, dirMode)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	switch {
+	case err == nil:
+		closeErr := f.Close()
+		if closeErr != nil {
+			return true, nil, closeErr
+		}
+		// The umask may have masked bits we asked for; modes here only ever
+		// remove access, so chmod to the exact mode.
+		return true, os.Chmod(path, fileMode), nil
+	case errors.Is(err, fs.ErrExist):
+		// Path-based stat and chmod only: opening a descriptor on a file
+		// another SQLite connection in this process holds, then closing it,
+		// would drop that connection's POSIX locks.
+		fi, statErr := os.Stat(path)
+		if statErr != nil {
+			return false, nil, statErr
+		}
+		if fi.IsDir() {
+			return false, nil, fmt.Errorf("database path %q is a directory", path)
+		}
+		if extra := fi.Mode().Perm() &^ fileMode; extra != 0 {
+			if err := os.Chmod(path, fi.Mode().Perm()&fileMode); err != nil {
+				return false, fmt.Errorf("could not tighten %s from %v to %v: %w", path, fi.Mode().Perm(), fileMode, err), nil
+			}
+		}
+		return false, nil, nil
+	default:
+		return false, nil, err
+	}
+}
+
+// connector opens driver connections and runs the configured pragmas on
+// each, so every connection of a pool has the same settings with either
+// driver (their DSN pragma syntaxes differ; plain SQL does not).
+type connector struct {
+	drv     driver.Driver
+	dsn     string
+	pragmas []string
+}
+
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("sqlite driver connection cannot execute statements directly")
+	}
+	for _, p := range c.pragmas {
+		if _, err := ex.ExecContext(ctx, p, nil); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return conn, nil
+}
+
+func (c *connector) Driver() driver.Driver { return c.drv }
+
+// Version returns the linked SQLite library's version, e.g. "3.51.0".
+func Version(ctx context.Context, db *sql.DB) (string, error) {
+	var v string
+	err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v)
+	return v, err
+}
+
+// HasFTS5 reports whether the linked SQLite was compiled with FTS5.
+func HasFTS5(ctx context.Context, db *sql.DB) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT sqlite_compileoption_used('ENABLE_FTS5')").Scan(&n)
+	if err != nil {
+		return false, err
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,378 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// DefaultWriteBudget is how long a write waits for SQLite's write lock before
+// it fails with code busy.
+const DefaultWriteBudget = 20 * time.Second
+
+// maxBusyWait caps SQLite's own busy wait inside one BEGIN IMMEDIATE, so that
+// our retry loop, not SQLite, owns the deadline and the jitter.
+const maxBusyWait = 250 * time.Millisecond
+
+// Writer owns the one connection through which a process writes a file.
+//
+// Every write runs in a BEGIN IMMEDIATE transaction: the write lock is taken
+// up front, so a transaction never fails half-way for want of it. Waiting for
+// the lock is bounded by a time budget with jittered retries, never by an
+// attempt count, and the connection is released while sleeping so other
+// goroutines are not held up behind a sleeper.
+//
+// Writes arriving together from many goroutines share one transaction and
+// one commit (group commit): whichever caller gets the connection runs every
+// pending write, each inside its own savepoint, so one write's failure
+// undoes only that write. Each call returns after the commit that holds its
+// own changes, or with the error that lost them.
+type Writer struct {
+	// Budget bounds the wait for the write lock; 0 means DefaultWriteBudget.
+	// A context deadline can shorten it.
+	Budget time.Duration
+	// Now reads the clock for the budget; nil means time.Now.
+	Now func() time.Time
+	// OnCommit, when set, is called after each successful commit with the
+	// number of writes it held, on the committing goroutine but after the
+	// connection is released. It must not block.
+	OnCommit func(writes int)
+
+	conn *sql.Conn
+	sem  chan struct{} // one slot: the right to use conn
+
+	mu      sync.Mutex // guards pending and call.taken
+	pending []*call
+
+	// Guarded by sem.
+	stmts  map[string]*sql.Stmt
+	busyMS int
+}
+
+type call struct {
+	ctx   context.Context
+	fn    func(*Tx) error
+	done  chan struct{}
+	err   error
+	taken bool
+}
+
+// NewWriter returns a Writer over conn. The Writer owns conn from now on:
+// nothing else may use it, and Close closes it.
+func NewWriter(conn *sql.Conn) *Writer {
+	return &Writer{conn: conn, sem: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, busyMS: -1}
+}
+
+// Close closes the cached statements and the connection, after any write in
+// progress.
+func (w *Writer) Close() error {
+	w.sem <- struct{}{}
+	defer func() { <-w.sem }()
+	for _, s := range w.stmts {
+		s.Close()
+	}
+	w.stmts = nil
+	return w.conn.Close()
+}
+
+func (w *Writer) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// Do runs fn in a write transaction, possibly together with other callers'
+// writes in one commit. fn must do only database work through tx; its error
+// rolls back its own changes and is returned. Once fn has started, ctx no
+// longer cancels it: a started transaction always finishes, so the
+// connection is never left half-way.
+func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
+	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
+	w.mu.Lock()
+	w.pending = append(w.pending, c)
+	w.mu.Unlock()
+
+	start := w.now()
+	budget := w.Budget
+	if budget <= 0 {
+		budget = DefaultWriteBudget
+	}
+	deadline := start.Add(budget)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	attempts := 0
+	for {
+		select {
+		case <-c.done:
+			return c.err
+		case w.sem <- struct{}{}:
+		case <-ctx.Done():
+			if w.withdraw(c) {
+				return sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "write abandoned while waiting for the connection")
+			}
+			<-c.done
+			return c.err
+		}
+		select {
+		case <-c.done: // another caller committed our write while we waited
+			<-w.sem
+			return c.err
+		default:
+		}
+		attempts++
+		err := w.begin(deadline)
+		if err != nil {
+			<-w.sem
+			elapsed := w.now().Sub(start)
+			if !IsBusy(err) {
+				if w.withdraw(c) {
+					return sessiondb.Wrap(sessiondb.EINTERNAL, err, "begin write transaction")
+				}
+				<-c.done
+				return c.err
+			}
+			remaining := deadline.Sub(w.now())
+			if remaining <= 0 {
+				if w.withdraw(c) {
+					return sessiondb.Errorf(sessiondb.EBUSY, "database is locked by another writer: gave up after %d attempts in %s: %w",
+						attempts, elapsed.Round(time.Millisecond), err)
+				}
+				<-c.done
+				return c.err
+			}
+			pause := jitter(elapsed)
+			if pause > remaining {
+				pause = remaining
+			}
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-c.done:
+				t.Stop()
+				return c.err
+			case <-ctx.Done():
+				t.Stop()
+				if w.withdraw(c) {
+					return sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "write abandoned while waiting for the lock")
+				}
+				<-c.done
+				return c.err
+			}
+			continue
+		}
+		batch := w.take()
+		committed := w.run(batch, deadline)
+		<-w.sem
+		for _, b := range batch {
+			close(b.done)
+		}
+		if committed > 0 && w.OnCommit != nil {
+			w.OnCommit(committed)
+		}
+		return c.err
+	}
+}
+
+// jitter is the pause between lock attempts: short while contention is
+// young, longer once it has lasted, so many waiters spread out.
+func jitter(elapsed time.Duration) time.Duration {
+	lo, hi := 20*time.Millisecond, 150*time.Millisecond
+	if elapsed > 2*time.Second {
+		hi = time.Second
+	}
+	return lo + time.Duration(rand.Int64N(int64(hi-lo)))
+}
+
+// withdraw removes c from the pending list; false if a committer took it.
+func (w *Writer) withdraw(c *call) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c.taken {
+		return false
+	}
+	for i, p := range w.pending {
+		if p == c {
+			w.pending = append(w.pending[:i], w.pending[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+func (w *Writer) take() []*call {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	batch := w.pending
+	w.pending = nil
+	for _, c := range batch {
+		c.taken = true
+	}
+	return batch
+}
+
+// begin sets SQLite's busy wait to what is left of the budget (at most
+// maxBusyWait) and starts the transaction.
+func (w *Writer) begin(deadline time.Time) error {
+	wait := deadline.Sub(w.now())
+	if wait > maxBusyWait {
+		wait = maxBusyWait
+	}
+	ms := int(wait / time.Millisecond)
+	if ms < 1 {
+		ms = 1
+	}
+	ctx := context.Background()
+	if ms != w.busyMS {
+		if _, err := w.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", ms)); err != nil {
+			return err
+		}
+		w.busyMS = ms
+	}
+	_, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	return err
+}
+
+// run executes batch inside the open transaction and commits. It returns the
+// number of writes committed and sets each call's error.
+func (w *Writer) run(batch []*call, deadline time.Time) int {
+	ctx := context.Background()
+	ok := 0
+	if len(batch) == 1 {
+		c := batch[0]
+		c.err = c.fn(&Tx{w: w, ctx: context.WithoutCancel(c.ctx)})
+		if c.err != nil {
+			w.rollback()
+			return 0
+		}
+		ok = 1
+	} else {
+		for _, c := range batch {
+			if _, err := w.conn.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+				c.err = sessiondb.Wrap(sessiondb.EINTERNAL, err, "savepoint")
+				continue
+			}
+			c.err = c.fn(&Tx{w: w, ctx: context.WithoutCancel(c.ctx)})
+			if c.err != nil {
+				w.conn.ExecContext(ctx, "ROLLBACK TO w")
+			} else {
+				ok++
+			}
+			w.conn.ExecContext(ctx, "RELEASE w")
+		}
+		if ok == 0 {
+			w.rollback()
+			return 0
+		}
+	}
+	if err := w.commit(deadline); err != nil {
+		w.rollback()
+		for _, c := range batch {
+			if c.err == nil {
+				c.err = err
+			}
+		}
+		return 0
+	}
+	return ok
+}
+
+// commit commits, retrying while readers block it (in rollback-journal mode
+// COMMIT needs an exclusive lock; the transaction stays open while we wait).
+func (w *Writer) commit(deadline time.Time) error {
+	ctx := context.Background()
+	for {
+		_, err := w.conn.ExecContext(ctx, "COMMIT")
+		if err == nil {
+			return nil
+		}
+		if !IsBusy(err) || !w.now().Before(deadline) {
+			code := sessiondb.EINTERNAL
+			if IsBusy(err) {
+				code = sessiondb.EBUSY
+			}
+			return sessiondb.Wrap(code, err, "commit")
+		}
+		time.Sleep(jitter(0) / 4)
+	}
+}
+
+func (w *Writer) rollback() {
+	// An error here means no transaction is open (SQLite already rolled it
+	// back, e.g. after SQLITE_FULL); nothing more to undo.
+	w.conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// Tx is the handle a write function gets. Statements it runs are prepared
+// once per writer and reused.
+type Tx struct {
+	w   *Writer
+	ctx context.Context
+}
+
+// Context returns the context of the call this write belongs to, without its
+// cancellation.
+func (t *Tx) Context() context.Context { return t.ctx }
+
+const maxCachedStmts = 256
+
+func (t *Tx) stmt(query string) (*sql.Stmt, error) {
+	if s, ok := t.w.stmts[query]; ok {
+		return s, nil
+	}
+	s, err := t.w.conn.PrepareContext(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.w.stmts) >= maxCachedStmts {
+		// Dynamic statements (IN lists of many sizes) would grow the cache
+		// without bound; start over rather than track recency.
+		for q, old := range t.w.stmts {
+			old.Close()
+			delete(t.w.stmts, q)
+		}
+	}
+	t.w.stmts[query] = s
+	return s, nil
+}
+
+// Exec runs one statement.
+func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	s, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(t.ctx, args...)
+}
+
+// ExecScript runs several ';'-separated statements without preparing them
+// (schema scripts).
+func (t *Tx) ExecScript(script string) error {
+	_, err := t.w.conn.ExecContext(t.ctx, script)
+	return err
+}
+
+// Query runs a query.
+func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	s, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(t.ctx, args...)
+}
+
+// QueryRow runs a query expected to return at most one row.
+func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
+	s, err := t.stmt(query)
+	if err != nil {
+		// Surface the prepare error through Scan, like database/sql does.
+		return t.w.conn.QueryRowContext(t.ctx, query, args...)
+	}
+	return s.QueryRowContext(t.ctx, args...)
+}

@@ -1,0 +1,110 @@
+package sessiondb
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Message is one row of the messages table. ToolCalls is decoded (invalid
+// stored JSON reads as an empty list); ReasoningDetails and
+// CodexReasoningItems stay JSON text as Hermes v6 returns them.
+type Message struct {
+	ID                  int64           `json:"id"`
+	SessionID           string          `json:"session_id"`
+	Role                string          `json:"role"`
+	Content             *string         `json:"content"`
+	ToolCallID          *string         `json:"tool_call_id"`
+	ToolCalls           json.RawMessage `json:"tool_calls"`
+	ToolName            *string         `json:"tool_name"`
+	Timestamp           float64         `json:"timestamp"`
+	TokenCount          *int64          `json:"token_count"`
+	FinishReason        *string         `json:"finish_reason"`
+	Reasoning           *string         `json:"reasoning"`
+	ReasoningDetails    *string         `json:"reasoning_details"`
+	CodexReasoningItems *string         `json:"codex_reasoning_items"`
+}
+
+// StructuredPrefix marks content that a newer Hermes stores as JSON.
+const StructuredPrefix = "\x00json:"
+
+// StructuredContent returns the decoded JSON of content written by a newer
+// Hermes as "\x00json:<json>", and ok=false for plain text.
+func (m *Message) StructuredContent() (json.RawMessage, bool) {
+	if m.Content == nil || len(*m.Content) < len(StructuredPrefix) || (*m.Content)[:len(StructuredPrefix)] != StructuredPrefix {
+		return nil, false
+	}
+	raw := json.RawMessage((*m.Content)[len(StructuredPrefix):])
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	return raw, true
+}
+
+// NewMessage is the input of AppendMessage. ToolCalls, ReasoningDetails and
+// CodexReasoningItems are stored as JSON only when truthy (non-nil and not an
+// empty list, object or string). The session's tool_call_count grows by the
+// length of a ToolCalls list, or 1 for any other non-nil value.
+type NewMessage struct {
+	SessionID           string
+	Role                string
+	Content             *string
+	ToolName            *string
+	ToolCallID          *string
+	FinishReason        *string
+	Reasoning           *string
+	ToolCalls           any
+	ReasoningDetails    any
+	CodexReasoningItems any
+	TokenCount          *int64
+}
+
+// ConversationItem is one entry of GetMessagesAsConversation, in the shape
+// an OpenAI-style chat API takes back. Only the keys Hermes emits are set.
+type ConversationItem map[string]any
+
+// Page selects a window of messages by id (IMP-12). BeforeID/AfterID are
+// exclusive cursors; 0 means unset. Limit 0 means 50. Without cursors the
+// page is the newest Limit messages.
+type Page struct {
+	BeforeID int64
+	AfterID  int64
+	Limit    int
+}
+
+// MessagePage is one page of messages in id order with cursors to move on.
+type MessagePage struct {
+	Messages []Message `json:"messages"`
+	// HasBefore/HasAfter tell whether older/newer messages exist.
+	HasBefore bool `json:"has_before"`
+	HasAfter  bool `json:"has_after"`
+}
+
+// MessageService is the message half of the history store contract
+// (spec/history-store.md section 6).
+type MessageService interface {
+	// AppendMessage inserts a message (timestamp = now) and bumps the
+	// session's counters in one transaction; an unknown session is invalid.
+	// Concurrent calls share commits (group commit); each returns only after
+	// the commit holding its row.
+	AppendMessage(ctx context.Context, m NewMessage) (int64, error)
+	// GetMessages returns every message of the session in insertion order.
+	GetMessages(ctx context.Context, sessionID string) ([]Message, error)
+	GetMessagesPage(ctx context.Context, sessionID string, p Page) (*MessagePage, error)
+	// GetMessagesAsConversation returns the replay form; lastN > 0 keeps only
+	// the last lastN entries, widened so no tool-call group is split.
+	GetMessagesAsConversation(ctx context.Context, sessionID string, lastN int) ([]ConversationItem, error)
+	SearchMessages(ctx context.Context, query string, f SearchFilter) ([]SearchHit, error)
+	// ExportSession returns the session row with all stored columns plus
+	// "messages"; not_found when missing.
+	ExportSession(ctx context.Context, id string) (map[string]any, error)
+	// ExportAll streams every session (optionally of one source) newest
+	// first; yield returning an error stops and returns it.
+	ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error
+}
+
+// Store is the whole history store.
+type Store interface {
+	SessionService
+	MessageService
+	Close() error
+}

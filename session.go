@@ -1,0 +1,139 @@
+package sessiondb
+
+import "context"
+
+// Session is one row of the sessions table (Hermes state.db v6). Nullable
+// columns are pointers; ModelConfig is the stored JSON text.
+type Session struct {
+	ID               string   `json:"id"`
+	Source           string   `json:"source"`
+	UserID           *string  `json:"user_id"`
+	Model            *string  `json:"model"`
+	ModelConfig      *string  `json:"model_config"`
+	SystemPrompt     *string  `json:"system_prompt"`
+	ParentSessionID  *string  `json:"parent_session_id"`
+	StartedAt        float64  `json:"started_at"`
+	EndedAt          *float64 `json:"ended_at"`
+	EndReason        *string  `json:"end_reason"`
+	MessageCount     int64    `json:"message_count"`
+	ToolCallCount    int64    `json:"tool_call_count"`
+	InputTokens      int64    `json:"input_tokens"`
+	OutputTokens     int64    `json:"output_tokens"`
+	CacheReadTokens  int64    `json:"cache_read_tokens"`
+	CacheWriteTokens int64    `json:"cache_write_tokens"`
+	ReasoningTokens  int64    `json:"reasoning_tokens"`
+	BillingProvider  *string  `json:"billing_provider"`
+	BillingBaseURL   *string  `json:"billing_base_url"`
+	BillingMode      *string  `json:"billing_mode"`
+	EstimatedCostUSD *float64 `json:"estimated_cost_usd"`
+	ActualCostUSD    *float64 `json:"actual_cost_usd"`
+	CostStatus       *string  `json:"cost_status"`
+	CostSource       *string  `json:"cost_source"`
+	PricingVersion   *string  `json:"pricing_version"`
+	Title            *string  `json:"title"`
+}
+
+// NewSession is the input of CreateSession. Source is required. ModelConfig
+// is stored as JSON only when it is non-empty (nil or {} store NULL).
+type NewSession struct {
+	ID              string
+	Source          string
+	Model           string
+	ModelConfig     map[string]any
+	SystemPrompt    string
+	UserID          string
+	ParentSessionID string
+}
+
+// TokenUpdate is the input of UpdateTokenCounts. Incremental by default: the
+// five token columns are added to; EstimatedCostUSD is added (nil adds 0);
+// ActualCostUSD is added only when non-nil; CostStatus, CostSource and
+// PricingVersion overwrite when non-nil; Model and the Billing fields only
+// fill NULL columns. With Absolute the token columns are set, and
+// EstimatedCostUSD replaces (nil resets to 0).
+type TokenUpdate struct {
+	Input, Output, CacheRead, CacheWrite, Reasoning int64
+
+	Model                                        *string
+	EstimatedCostUSD, ActualCostUSD              *float64
+	CostStatus, CostSource, PricingVersion       *string
+	BillingProvider, BillingBaseURL, BillingMode *string
+
+	Absolute bool
+}
+
+// RichFilter selects sessions for ListSessionsRich. The zero value lists the
+// 20 newest top-level sessions of every source with compression tips
+// projected (set NoProjection to see raw rows).
+type RichFilter struct {
+	Source          string
+	ExcludeSources  []string
+	Limit           int // 0 means 20
+	Offset          int
+	IncludeChildren bool
+	NoProjection    bool // turns off ProjectCompressionTips (on by default)
+}
+
+// RichSession is a session row plus its preview and last activity. When a
+// compression chain was projected onto its root, LineageRootID names the
+// root whose started_at the row keeps.
+type RichSession struct {
+	Session
+	Preview       string  `json:"preview"`
+	LastActive    float64 `json:"last_active"`
+	LineageRootID string  `json:"_lineage_root_id,omitempty"`
+}
+
+// SessionService is the session half of the history store contract
+// (spec/history-store.md section 5). Every method is safe for concurrent use.
+type SessionService interface {
+	// CreateSession inserts a session with started_at = now, or fills the
+	// NULL columns of an existing one (IMP-3). An unknown parent is invalid.
+	CreateSession(ctx context.Context, s NewSession) (string, error)
+	// EnsureSession inserts (id, source, model, now) if absent; else no-op.
+	// An empty source means "unknown".
+	EnsureSession(ctx context.Context, id, source, model string) error
+	// EndSession sets ended_at and end_reason unless already ended: the first
+	// reason wins. Unknown ids are a no-op.
+	EndSession(ctx context.Context, id, reason string) error
+	// ReopenSession clears ended_at and end_reason.
+	ReopenSession(ctx context.Context, id string) error
+	UpdateSystemPrompt(ctx context.Context, id, prompt string) error
+	// UpdateTokenCounts applies u (see TokenUpdate); unknown id is a no-op.
+	UpdateTokenCounts(ctx context.Context, id string, u TokenUpdate) error
+	// GetSession returns the row or a not_found error.
+	GetSession(ctx context.Context, id string) (*Session, error)
+	// ResolveSessionID resolves an exact id or a unique prefix: none is
+	// not_found, two or more conflict, "" invalid.
+	ResolveSessionID(ctx context.Context, idOrPrefix string) (string, error)
+	// SearchSessions lists sessions newest first; "" source means all.
+	SearchSessions(ctx context.Context, source string, limit, offset int) ([]Session, error)
+	SessionCount(ctx context.Context, source string) (int64, error)
+	MessageCount(ctx context.Context, sessionID string) (int64, error)
+	// CompressionTip follows compression continuations (at most 100 hops)
+	// and returns the newest; the input when there is none.
+	CompressionTip(ctx context.Context, id string) (string, error)
+	ListSessionsRich(ctx context.Context, f RichFilter) ([]RichSession, error)
+
+	// SetSessionTitle sanitizes and sets a title ("" clears it). A title held
+	// by another session is a conflict, unless that session is a compression
+	// ancestor of id, whose title then moves to id (IMP-15). Returns whether
+	// a row was updated.
+	SetSessionTitle(ctx context.Context, id, title string) (bool, error)
+	GetSessionTitle(ctx context.Context, id string) (string, bool, error)
+	GetSessionByTitle(ctx context.Context, title string) (*Session, error)
+	ResolveSessionByTitle(ctx context.Context, title string) (string, error)
+	NextTitleInLineage(ctx context.Context, title string) (string, error)
+
+	// ForkSession copies src's messages up to atMessageID into a new child
+	// session (IMP-11), never separating a tool call from its results.
+	ForkSession(ctx context.Context, src string, atMessageID int64, s NewSession) (string, error)
+
+	ClearMessages(ctx context.Context, id string) error
+	// DeleteSession orphans children, deletes messages and the row; false
+	// when the session did not exist.
+	DeleteSession(ctx context.Context, id string) (bool, error)
+	// PruneSessions deletes ended sessions started more than olderThanDays
+	// ago (optionally of one source), orphaning their children.
+	PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error)
+}
