@@ -1,0 +1,37 @@
+package sessiondb
+
+// UsageFilter narrows a usage report. The zero value covers every source
+// and all time, with the 10 most expensive sessions in Top.
+type UsageFilter struct {
+	// Source keeps only sessions of this source; "" means all.
+	Source string
+	// Since keeps only sessions started at or after this epoch second; 0
+	// means all time.
+	Since float64
+	// Top is how many sessions to list in UsageReport.Top; 0 means 10,
+	// negative means none.
+	Top int
+}
+
+// UsageRow sums the token and cost columns of a group of sessions. Key is
+// the model, the source or (in UsageReport.Top) the session id.
+type UsageRow struct {
+	Key              string  `json:"key"`
+	Sessions         int64   `json:"sessions"`
+	Messages         int64   `json:"messages"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
+	ActualCostUSD    float64 `json:"actual_cost_usd"`
+}
+
+// UsageReport is token use and cost grouped by model and by source, plus
+// the sessions that cost most (ordered by cost, then by total tokens).
+type UsageReport struct {
+	ByModel  []UsageRow `json:"by_model"`
+	BySource []UsageRow `json:"by_source"`
+	Top      []UsageRow `json:"top"`
+}
