@@ -1,0 +1,154 @@
+package mailbox
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// Defaults of HostOptions.
+const (
+	DefaultOpTimeout           = 10 * time.Second
+	DefaultSystemRowTTL        = 10 * time.Minute
+	DefaultMaxDeliveryAttempts = 3
+	DefaultBackoffMin          = time.Second
+	DefaultBackoffMax          = 5 * time.Minute
+	DefaultStuckCeiling        = 30 * time.Minute
+	DefaultClaimTimeout        = 60 * time.Second
+	// MaxTries is the retry count after which a claimed row fails for good.
+	MaxTries = 5
+)
+
+// HostOptions configure a Host. Zero values give the documented defaults.
+type HostOptions struct {
+	// Layout locates the session folders (required: Layout.Root).
+	Layout Layout
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Location is the time zone recurrences are computed in; nil means UTC.
+	Location *time.Location
+	// Logger receives debug/warn logs; nil discards them.
+	Logger *slog.Logger
+	// SharedGID, when > 0, makes folders 0770 and files 0660 owned by that
+	// group (the container runs as another uid); else 0700/0600.
+	SharedGID int
+	// OpTimeout bounds each per-session operation inside Sweep and Drain;
+	// default 10 s.
+	OpTimeout time.Duration
+	// WriteBudget bounds the wait for a file's write lock; default
+	// sqlitedb.DefaultWriteBudget.
+	WriteBudget time.Duration
+	// SystemRowTTL is how long a pending kind='system' row may wait before
+	// it is marked failed; default 10 min.
+	SystemRowTTL time.Duration
+	// MaxDeliveryAttempts is how many failed deliveries make a row failed;
+	// default 3.
+	MaxDeliveryAttempts int
+	// NotifyFailureTrigger makes delivery-failure notifications wake the
+	// agent (trigger=1); by default they are context only (trigger=0).
+	NotifyFailureTrigger bool
+	// BackoffMin and BackoffMax bound the per-session back-off after a
+	// failed sweep step; defaults 1 s and 5 min.
+	BackoffMin, BackoffMax time.Duration
+}
+
+// Host is the host side of every session mailbox under one data root. It
+// is safe for concurrent use. Host methods that write inbound.db open it,
+// write in one transaction and close it again, so the agent's read-only
+// handle never sees stale pages; outbound.db is only ever opened read-only,
+// except for recovery once the container is confirmed dead.
+type Host struct {
+	opts   HostOptions
+	layout Layout
+	now    func() time.Time
+	loc    *time.Location
+	log    *slog.Logger
+	modes  modes
+
+	mu       sync.Mutex
+	sessions map[SessionRef]*hostSession
+}
+
+// hostSession is the in-memory state the Host keeps per session: a lock
+// that serializes this process's writes to the session's files (so they
+// queue instead of spinning on SQLite's lock), a drain flag, and sweep
+// bookkeeping.
+type hostSession struct {
+	lock     chan struct{}
+	draining sync.Mutex
+
+	// guarded by Host.mu
+	lastSeq      int64 // last seq seen in outbound (fallback when unreadable)
+	migrated     bool
+	sweep        sweepState
+	badCron      map[string]bool
+	quarantined  bool
+	failures     int
+	backoffUntil time.Time
+}
+
+// NewHost returns a Host over opts.Layout. It opens nothing.
+func NewHost(opts HostOptions) (*Host, error) {
+	if opts.Layout.Root == "" {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "mailbox host: Layout.Root is empty")
+	}
+	h := &Host{opts: opts, layout: opts.Layout, sessions: map[SessionRef]*hostSession{}}
+	h.now = opts.Now
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.loc = opts.Location
+	if h.loc == nil {
+		h.loc = time.UTC
+	}
+	h.log = opts.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.modes = newModes(opts.SharedGID)
+	if h.opts.OpTimeout <= 0 {
+		h.opts.OpTimeout = DefaultOpTimeout
+	}
+	if h.opts.SystemRowTTL <= 0 {
+		h.opts.SystemRowTTL = DefaultSystemRowTTL
+	}
+	if h.opts.MaxDeliveryAttempts <= 0 {
+		h.opts.MaxDeliveryAttempts = DefaultMaxDeliveryAttempts
+	}
+	if h.opts.BackoffMin <= 0 {
+		h.opts.BackoffMin = DefaultBackoffMin
+	}
+	if h.opts.BackoffMax <= 0 {
+		h.opts.BackoffMax = DefaultBackoffMax
+	}
+	return h, nil
+}
+
+// Layout returns the host's layout.
+func (h *Host) Layout() Layout { return h.layout }
+
+func (h *Host) session(ref SessionRef) *hostSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[ref]
+	if s == nil {
+		s = &hostSession{lock: make(chan struct{}, 1)}
+		h.sessions[ref] = s
+	}
+	return s
+}
+
+// lockSession takes the per-session lock, or fails with busy when ctx ends
+// first.
+func (h *Host) lockSession(ctx context.Context, ref SessionRef) (unlock func(), err error) {
+	s := h.session(ref)
+	select {
+	case s.lock <- struct{}{}:
+		return func() { <-s.lock }, nil
+	case <-ctx.Done():
+		return nil, sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "session %s: waiting for this process's other operation on the session", ref)
+	}
+}
