@@ -1,0 +1,252 @@
+// Package fts turns a user's search string into an SQLite FTS5 MATCH
+// expression.
+//
+// Sanitize reproduces Hermes v6's SanitizeFTSQuery byte for byte, so a
+// search here finds what the same search finds in Hermes. Its output can
+// still be rejected by FTS5 (a stray ':' reads as a column filter, an
+// apostrophe as a syntax error); Escape is the second attempt for exactly
+// those queries, and its output is built so that FTS5 never rejects it.
+package fts
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Sanitize returns q cleaned the way Hermes v6 cleans a search query before
+// handing it to FTS5 (history-store spec, section 7):
+//
+//  1. balanced "…" phrases are set aside, left to right;
+//  2. + { } ( ) " ^ become spaces;
+//  3. runs of * collapse to one, and a * at the start or after white space
+//     is deleted;
+//  4. after trimming, one leading AND/OR/NOT word (any case) with the space
+//     after it is deleted, and after trimming again one trailing
+//     space-separated AND/OR/NOT;
+//  5. every maximal word([.-]word)+ run is wrapped in double quotes, where a
+//     word character is a Unicode letter or number or '_' as in Python's re;
+//  6. the phrases are put back and the result trimmed.
+//
+// White space, trimming and word characters follow Python 3's str rules,
+// not Go's. The result may be empty (search nothing) and may still be an
+// expression FTS5 rejects. Invalid UTF-8 in q is read as U+FFFD, so the
+// result is always valid UTF-8.
+func Sanitize(q string) string {
+	s := []rune(q)
+
+	// Step 1. The placeholder is Hermes' own: NUL, 'Q', the index, NUL.
+	// Later steps leave it alone because NUL is neither white space, nor a
+	// word character, nor one of the characters they remove.
+	var phrases []string
+	out := make([]rune, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '"' {
+			out = append(out, s[i])
+			continue
+		}
+		j := i + 1
+		for j < len(s) && s[j] != '"' {
+			j++
+		}
+		if j == len(s) { // unmatched: step 2 turns it into a space
+			out = append(out, s[i:]...)
+			break
+		}
+		out = append(out, []rune(placeholder(len(phrases)))...)
+		phrases = append(phrases, string(s[i:j+1]))
+		i = j
+	}
+	s = out
+
+	// Step 2.
+	for i, r := range s {
+		switch r {
+		case '+', '{', '}', '(', ')', '"', '^':
+			s[i] = ' '
+		}
+	}
+
+	// Step 3. After the runs collapse no two stars are adjacent, so "at the
+	// start or after white space" can be judged on the collapsed text.
+	collapsed := make([]rune, 0, len(s))
+	for i, r := range s {
+		if r == '*' && i > 0 && s[i-1] == '*' {
+			continue
+		}
+		collapsed = append(collapsed, r)
+	}
+	s = make([]rune, 0, len(collapsed))
+	for i, r := range collapsed {
+		if r == '*' && (i == 0 || isPySpace(collapsed[i-1])) {
+			continue
+		}
+		s = append(s, r)
+	}
+
+	// Step 4.
+	s = pyStrip(s)
+	if n := leadingOperator(s); n > 0 {
+		s = s[n:]
+		for len(s) > 0 && isPySpace(s[0]) {
+			s = s[1:]
+		}
+	}
+	s = pyStrip(s)
+	s = s[:trailingOperator(s)]
+
+	// Step 5.
+	s = quoteCompounds(s)
+
+	// Step 6.
+	res := restore(string(s), phrases, strings.ContainsRune(q, 0))
+	return string(pyStrip([]rune(res)))
+}
+
+func placeholder(i int) string { return "\x00Q" + strconv.Itoa(i) + "\x00" }
+
+// restore puts the phrases back. Hermes does it with one str.replace per
+// phrase, in order, which also rewrites any placeholder-shaped text the user
+// typed (or that an earlier phrase brought in). That can only happen when
+// the query holds a NUL; otherwise one pass over our own placeholders gives
+// the same string in linear time.
+func restore(s string, phrases []string, userNUL bool) string {
+	if len(phrases) == 0 {
+		return s
+	}
+	if userNUL {
+		for i, p := range phrases {
+			s = strings.ReplaceAll(s, placeholder(i), p)
+		}
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.IndexByte(s, 0)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		// Without a user NUL every NUL opens one of our placeholders.
+		end := strings.IndexByte(s[i+1:], 0) + i + 1
+		n, _ := strconv.Atoi(s[i+2 : end])
+		b.WriteString(phrases[n])
+		s = s[end+1:]
+	}
+}
+
+// leadingOperator returns the length of an AND, OR or NOT (any case) at the
+// start of s that ends at a word boundary, or 0.
+func leadingOperator(s []rune) int {
+	for _, op := range [...]string{"AND", "OR", "NOT"} {
+		n := len(op)
+		if len(s) >= n && foldEqual(s[:n], op) && (len(s) == n || !isPyWord(s[n])) {
+			return n
+		}
+	}
+	return 0
+}
+
+// trailingOperator returns where a trailing white-space run followed by AND,
+// OR or NOT (any case) begins in s, which has no trailing white space, or
+// len(s) when there is none.
+func trailingOperator(s []rune) int {
+	for _, op := range [...]string{"AND", "OR", "NOT"} {
+		n := len(op)
+		if len(s) < n+1 || !foldEqual(s[len(s)-n:], op) || !isPySpace(s[len(s)-n-1]) {
+			continue
+		}
+		i := len(s) - n - 1
+		for i > 0 && isPySpace(s[i-1]) {
+			i--
+		}
+		return i
+	}
+	return len(s)
+}
+
+// foldEqual compares s with the upper-case ASCII word op, ignoring case.
+// Python's IGNORECASE maps no non-ASCII letter onto A, D, N, O, R or T, so
+// ASCII folding is exact here.
+func foldEqual(s []rune, op string) bool {
+	for i := range len(op) {
+		r := s[i]
+		if 'a' <= r && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		if r != rune(op[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteCompounds wraps each maximal word([.-]word)+ run that starts at a
+// word boundary in double quotes: the effect of Python's
+// re.sub(r'\b(\w+(?:[.-]\w+)+)\b', r'"\1"', s). A greedy \w+ can only stop
+// where a non-word character follows, so every match spans whole words and
+// the closing \b always holds.
+func quoteCompounds(s []rune) []rune {
+	wordEnd := func(i int) int {
+		for i < len(s) && isPyWord(s[i]) {
+			i++
+		}
+		return i
+	}
+	out := make([]rune, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		if !isPyWord(s[i]) || (i > 0 && isPyWord(s[i-1])) {
+			out = append(out, s[i])
+			i++
+			continue
+		}
+		j := wordEnd(i)
+		k, parts := j, 0
+		for k+1 < len(s) && (s[k] == '.' || s[k] == '-') && isPyWord(s[k+1]) {
+			k = wordEnd(k + 1)
+			parts++
+		}
+		if parts == 0 {
+			out = append(out, s[i:j]...)
+			i = j
+			continue
+		}
+		out = append(out, '"')
+		out = append(out, s[i:k]...)
+		out = append(out, '"')
+		i = k
+	}
+	return out
+}
+
+// isPyWord reports whether Python 3's re matches r with \w in a str
+// pattern: str.isalnum() (letters L*, and every character with a numeric
+// value, which are the N* categories plus letters already counted) or '_'.
+// Combining marks are not word characters there, and are not here.
+func isPyWord(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_'
+	}
+	return unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// isPySpace reports whether Python 3's str.isspace() holds for r, which is
+// what \s and str.strip() use. It is Go's unicode.IsSpace plus the four
+// information separators U+001C–U+001F.
+func isPySpace(r rune) bool {
+	return unicode.IsSpace(r) || r >= 0x1C && r <= 0x1F
+}
+
+// pyStrip trims Python white space from both ends of s.
+func pyStrip(s []rune) []rune {
+	for len(s) > 0 && isPySpace(s[0]) {
+		s = s[1:]
+	}
+	for len(s) > 0 && isPySpace(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
