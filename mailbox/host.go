@@ -81,7 +81,8 @@ type hostSession struct {
 	draining sync.Mutex
 
 	// guarded by Host.mu
-	lastSeq      int64 // last seq seen in outbound (fallback when unreadable)
+	lastSeq      int64 // last MAX(seq) read from outbound (fallback when unreadable)
+	outSeqSig    fileSig
 	migrated     bool
 	sweep        sweepState
 	badCron      map[string]bool
