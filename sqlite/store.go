@@ -1,13 +1,28 @@
 // Package sqlite implements the sessiondb history store on one SQLite file
-// that is a Hermes Agent state.db at schema version 6.
+// that is a Hermes Agent state.db at schema version 6: Hermes opens what we
+// write, and we open what Hermes v6 or newer wrote.
+//
+// One Store owns one writer connection, through which every mutation runs
+// (BEGIN IMMEDIATE inside a time budget, group commit), and a pool of
+// reader connections. Queries are built from the columns the file actually
+// has, so older files opened read-only and files of a newer Hermes work.
 package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // Options tune Open. The zero value opens read-write with synchronous=NORMAL,
@@ -28,22 +43,447 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// checkpointEvery is how many committed writes pass between PASSIVE
+// checkpoints. SQLite's own auto-checkpoint also runs, but on the
+// committing connection; ours runs off the hot path on a reader.
+const checkpointEvery = 50
+
 // Store is the history store on one SQLite file. It is safe for concurrent
-// use.
+// use. Close it to release the file.
 type Store struct {
-	path string
-	opts Options
+	path     string
+	readOnly bool
+	now      func() time.Time
+	log      *slog.Logger
+
+	db  *sql.DB          // reader pool
+	wdb *sql.DB          // the writer's one-connection pool; nil when read-only
+	w   *sqlitedb.Writer // nil when read-only
+
+	si *schemaInfo
+	q  queries // SQL text built from the columns the file has
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // prepared reader statements
+
+	writes    atomic.Int64 // committed writes, for checkpoint pacing
+	ckptBusy  atomic.Bool
+	ckptWG    sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	// pendingParents remembers, for ImportSession, children whose parent
+	// had not been imported yet: parent id → child ids. Exports list the
+	// newest sessions first, so a child usually arrives before its parent.
+	pendingMu      sync.Mutex
+	pendingParents map[string][]string
 }
 
 var _ sessiondb.Store = (*Store)(nil)
 
-// Open opens (creating or migrating as needed) the state.db at path.
+// Open opens the state.db at path, creating it (folder 0700, file 0600) or
+// migrating it to schema v6 as needed. Opening a file that needs no change
+// takes no write lock. A file of a newer Hermes (version > 6) is used as it
+// is, with no schema write at all. The linked SQLite must have FTS5.
 func Open(ctx context.Context, path string, o Options) (*Store, error) {
-	return nil, notImplemented()
+	if err := sqlitedb.CheckPath(path); err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open history store")
+	}
+	syncMode := strings.ToUpper(o.Synchronous)
+	switch syncMode {
+	case "":
+		syncMode = "NORMAL"
+	case "NORMAL", "FULL":
+	default:
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
+	}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, stmts: map[string]*sql.Stmt{}, pendingParents: map[string][]string{}}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s.now = time.Now
+	if o.Now != nil {
+		s.now = o.Now
+	}
+
+	fresh := false
+	if o.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, sessiondb.Wrap(sessiondb.ENOTFOUND, err, "open %s read-only", path)
+		}
+	} else {
+		created, warn, err := sqlitedb.CreateFile(path, 0o700, 0o600)
+		if err != nil {
+			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", path)
+		}
+		if warn != nil {
+			s.log.Warn("database file permissions", "path", path, "err", warn)
+		}
+		if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+			fresh = true
+		}
+		_ = created
+	}
+
+	// Every connection: foreign keys on (v6 has no ON DELETE CASCADE, so the
+	// FK is what catches an append to an unknown session) and a bounded WAL.
+	common := []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864"}
+	readerPragmas := append([]string{"PRAGMA busy_timeout=5000"}, common...)
+	if !o.ReadOnly {
+		readerPragmas = append(readerPragmas, "PRAGMA synchronous="+syncMode)
+	}
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: o.ReadOnly, Pragmas: readerPragmas})
+	if err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
+	}
+	s.db = db
+	fail := func(err error) (*Store, error) {
+		s.closeAll()
+		return nil, err
+	}
+	ok, err := sqlitedb.HasFTS5(ctx, db)
+	if err != nil {
+		return fail(openErr(err, path, "probe SQLite"))
+	}
+	if !ok {
+		return fail(sessiondb.Errorf(sessiondb.EINTERNAL, "open %s: the linked SQLite lacks FTS5, which the history store needs (driver %s)", path, sqlitedb.DriverName))
+	}
+	si, err := inspect(func(q string, args ...any) (*sql.Rows, error) { return db.QueryContext(ctx, q, args...) })
+	if err != nil {
+		return fail(openErr(err, path, "inspect schema"))
+	}
+	if err := si.checkUsable(o.ReadOnly); err != nil {
+		return fail(sessiondb.Wrap("", err, "open %s", path))
+	}
+
+	if !o.ReadOnly {
+		wdb, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, Pragmas: append(common, "PRAGMA synchronous="+syncMode)})
+		if err != nil {
+			return fail(sessiondb.Wrap(sessiondb.EINTERNAL, err, "open writer on %s", path))
+		}
+		s.wdb = wdb
+		conn, err := wdb.Conn(ctx)
+		if err != nil {
+			return fail(openErr(err, path, "open writer connection"))
+		}
+		budget := o.WriteBudget
+		if budget <= 0 {
+			budget = sqlitedb.DefaultWriteBudget
+		}
+		if fresh {
+			// Must precede the first table; lets a retention policy reclaim
+			// space in small steps instead of a whole-file VACUUM (IMP-13).
+			if _, err := conn.ExecContext(ctx, "PRAGMA auto_vacuum=INCREMENTAL"); err != nil {
+				conn.Close()
+				return fail(openErr(err, path, "set auto_vacuum"))
+			}
+		}
+		if err := s.enableWAL(ctx, conn, budget); err != nil {
+			conn.Close()
+			return fail(err)
+		}
+		s.w = sqlitedb.NewWriter(conn)
+		s.w.Budget = budget
+		s.w.Now = s.now
+		s.w.OnCommit = s.onCommit
+		if si.needsMigration() {
+			// Open-time migrations wait for the lock in the same budget as
+			// any write (IMP-8).
+			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return migrate(tx) }); err != nil {
+				return fail(sessiondb.Wrap("", err, "migrate %s to schema v6", path))
+			}
+			si, err = inspect(func(q string, args ...any) (*sql.Rows, error) { return db.QueryContext(ctx, q, args...) })
+			if err != nil {
+				return fail(openErr(err, path, "inspect schema"))
+			}
+			if err := si.checkUsable(false); err != nil {
+				return fail(sessiondb.Wrap("", err, "open %s", path))
+			}
+		}
+	}
+	s.si = si
+	s.q = buildQueries(si)
+	return s, nil
 }
 
-// Close runs one PASSIVE checkpoint and closes the file.
-func (s *Store) Close() error { return nil }
+// enableWAL switches a writable file to WAL unless it already is. A file
+// system without the shared memory or locks WAL needs (NFS, SMB, FUSE)
+// leaves the file in its rollback-journal mode with a warning (IMP-9). A
+// file already in WAL is never moved off it. Changing the mode needs a
+// lock, so a busy answer is retried within the write budget.
+func (s *Store) enableWAL(ctx context.Context, conn *sql.Conn, budget time.Duration) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return openErr(err, s.path, "read journal mode")
+	}
+	if strings.EqualFold(mode, "wal") {
+		return nil
+	}
+	deadline := s.now().Add(budget)
+	for {
+		err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		switch {
+		case err == nil:
+			if !strings.EqualFold(mode, "wal") {
+				s.log.Warn("WAL mode not available; staying in rollback-journal mode", "path", s.path, "mode", mode)
+			}
+			return nil
+		case sqlitedb.IsBusy(err) && s.now().Before(deadline):
+			select {
+			case <-ctx.Done():
+				return sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "enable WAL on %s", s.path)
+			case <-time.After(50 * time.Millisecond):
+			}
+		case sqlitedb.IsBusy(err):
+			return sessiondb.Wrap(sessiondb.EBUSY, err, "enable WAL on %s", s.path)
+		case sqlitedb.IsWALUnsupported(err):
+			s.log.Warn("WAL mode not supported by this file system; staying in rollback-journal mode", "path", s.path, "err", err)
+			return nil
+		default:
+			return openErr(err, s.path, "enable WAL")
+		}
+	}
+}
+
+// openErr classifies an error met while opening: a file that is not a
+// database is invalid input, the rest internal.
+func openErr(err error, path, what string) error {
+	code := sessiondb.EINTERNAL
+	switch {
+	case sqlitedb.IsCorrupt(err):
+		code = sessiondb.EINVALID
+	case sqlitedb.IsBusy(err):
+		code = sessiondb.EBUSY
+	}
+	return sessiondb.Wrap(code, err, "open %s: %s", path, what)
+}
+
+// onCommit paces PASSIVE checkpoints: every checkpointEvery writes one runs
+// on a reader connection in its own goroutine, at most one at a time, so
+// the writer never waits for it. Errors are only logged.
+func (s *Store) onCommit(n int) {
+	total := s.writes.Add(int64(n))
+	if total/checkpointEvery == (total-int64(n))/checkpointEvery {
+		return
+	}
+	if !s.ckptBusy.CompareAndSwap(false, true) {
+		return
+	}
+	s.ckptWG.Add(1)
+	go func() {
+		defer s.ckptWG.Done()
+		defer s.ckptBusy.Store(false)
+		if err := s.checkpoint(context.Background()); err != nil {
+			s.log.Warn("passive checkpoint", "path", s.path, "err", err)
+		}
+	}()
+}
+
+func (s *Store) checkpoint(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+	return err
+}
+
+// Close waits for a running checkpoint, runs one PASSIVE checkpoint (never
+// TRUNCATE: other processes may be reading) and closes every connection.
+// Calling it again returns the first result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.ckptWG.Wait()
+		var errs []error
+		if !s.readOnly && s.db != nil {
+			if err := s.checkpoint(context.Background()); err != nil {
+				s.log.Warn("passive checkpoint at close", "path", s.path, "err", err)
+			}
+		}
+		errs = append(errs, s.closeAll())
+		s.closeErr = errors.Join(errs...)
+		if s.closeErr != nil {
+			s.closeErr = sessiondb.Wrap(sessiondb.EINTERNAL, s.closeErr, "close %s", s.path)
+		}
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeAll() error {
+	var errs []error
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.stmtMu.Unlock()
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+	}
+	return errors.Join(errs...)
+}
 
 // Path returns the database file path given to Open.
 func (s *Store) Path() string { return s.path }
+
+// SQLiteVersion returns the version of the linked SQLite library.
+func (s *Store) SQLiteVersion(ctx context.Context) (string, error) {
+	v, err := sqlitedb.Version(ctx, s.db)
+	if err != nil {
+		return "", s.readErr(err, "read SQLite version")
+	}
+	return v, nil
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and returns its rows: a single
+// "ok" when the file is sound.
+func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return nil, s.readErr(err, "integrity check")
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, s.readErr(err, "integrity check")
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err, "integrity check")
+	}
+	return out, nil
+}
+
+// FTSIntegrityCheck asks FTS5 to verify messages_fts against the messages
+// table; a mismatch is an internal error.
+func (s *Store) FTSIntegrityCheck(ctx context.Context) error {
+	if !s.si.hasFTS() {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts)", s.path)
+	}
+	const q = "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"
+	if s.readOnly {
+		// FTS5 checks inside a write statement; a read-only connection may
+		// refuse it, which is reported as such.
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return s.readErr(err, "full-text integrity check")
+		}
+		return nil
+	}
+	return s.write(ctx, "full-text integrity check", func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(q)
+		return err
+	})
+}
+
+// RebuildFTS rebuilds messages_fts from the messages table. It refuses a
+// file of a newer Hermes, whose full-text tables that Hermes owns.
+func (s *Store) RebuildFTS(ctx context.Context) error { return s.ftsCommand(ctx, "rebuild") }
+
+// OptimizeFTS merges messages_fts's segments into one, making searches
+// faster after many appends. It refuses a file of a newer Hermes.
+func (s *Store) OptimizeFTS(ctx context.Context) error { return s.ftsCommand(ctx, "optimize") }
+
+func (s *Store) ftsCommand(ctx context.Context, cmd string) error {
+	if s.si.newer() {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s full-text index: schema version %d belongs to a newer Hermes, which owns its full-text tables", cmd, s.si.version)
+	}
+	if !s.si.hasFTS() {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts)", s.path)
+	}
+	return s.write(ctx, cmd+" full-text index", func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(fmt.Sprintf("INSERT INTO messages_fts(messages_fts) VALUES('%s')", cmd))
+		return err
+	})
+}
+
+// write runs fn as one write transaction through the writer (group commit,
+// time budget). A read-only store refuses with invalid. Driver errors fn
+// returns unwrapped are classified here.
+func (s *Store) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx) error) error {
+	if s.w == nil {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s: store opened read-only", what)
+	}
+	err := s.w.Do(ctx, fn)
+	if err == nil {
+		return nil
+	}
+	return s.writeErr(err, what)
+}
+
+// writeErr classifies a write failure by SQLite result code.
+func (s *Store) writeErr(err error, what string) error {
+	var coded *sessiondb.Error
+	if errors.As(err, &coded) {
+		return err
+	}
+	code := sessiondb.EINTERNAL
+	switch {
+	case sqlitedb.IsBusy(err):
+		code = sessiondb.EBUSY
+	case sqlitedb.IsForeignKey(err):
+		code = sessiondb.EINVALID
+	case sqlitedb.IsUnique(err):
+		code = sessiondb.ECONFLICT
+	case sqlitedb.IsReadOnly(err):
+		code = sessiondb.EINVALID
+	}
+	return sessiondb.Wrap(code, err, "%s", what)
+}
+
+// readErr classifies a read failure.
+func (s *Store) readErr(err error, format string, args ...any) error {
+	code := sessiondb.EINTERNAL
+	if sqlitedb.IsBusy(err) {
+		code = sessiondb.EBUSY
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		code = sessiondb.EBUSY
+	}
+	return sessiondb.Wrap(code, err, format, args...)
+}
+
+// stmt returns a prepared reader statement for query, preparing it once.
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.stmts) >= 512 {
+		// Statements with IN lists of many sizes would grow the cache
+		// without bound; start over rather than track recency.
+		for q, old := range s.stmts {
+			old.Close()
+			delete(s.stmts, q)
+		}
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return s.db.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (s *Store) epochNow() float64 { return sessiondb.EpochSeconds(s.now()) }

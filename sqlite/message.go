@@ -1,0 +1,393 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// encodeJSONField returns the JSON text stored for a JSON column, or nil
+// (NULL) when v is not truthy: nil, JSON null, or an empty list, object or
+// string. A json.RawMessage is stored as given once validated.
+func encodeJSONField(field string, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "%s cannot be stored as JSON: %v", field, err)
+	}
+	switch string(bytes.TrimSpace(b)) {
+	case "null", "[]", "{}", `""`:
+		return nil, nil
+	}
+	return string(b), nil
+}
+
+// toolCallCount is how much a message adds to tool_call_count: a list
+// counts its elements, any other non-nil value 1, nil 0. It depends only
+// on the value, never on the role.
+func toolCallCount(v any) int64 {
+	if v == nil {
+		return 0
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return 0
+	}
+	if len(b) > 0 && b[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(b, &list) == nil {
+			return int64(len(list))
+		}
+	}
+	return 1
+}
+
+// storedToolCallCount is toolCallCount for a stored tool_calls text.
+func storedToolCallCount(text sql.NullString) int64 {
+	if !text.Valid || text.String == "" {
+		return 0
+	}
+	var v any
+	if json.Unmarshal([]byte(text.String), &v) != nil {
+		return 1
+	}
+	return toolCallCount(v)
+}
+
+const insertMessageSQL = `INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
+    token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// AppendMessage inserts a message stamped now and bumps the session's
+// message and tool call counters, in one transaction shared with other
+// concurrent appends (group commit). Content is stored exactly as given,
+// including NUL bytes and invalid UTF-8. An unknown session is invalid.
+func (s *Store) AppendMessage(ctx context.Context, m sessiondb.NewMessage) (int64, error) {
+	if m.SessionID == "" {
+		return 0, sessiondb.Errorf(sessiondb.EINVALID, "append message: session id is empty")
+	}
+	if m.Role == "" {
+		return 0, sessiondb.Errorf(sessiondb.EINVALID, "append message to %s: role is empty", m.SessionID)
+	}
+	tc, err := encodeJSONField("tool_calls", m.ToolCalls)
+	if err != nil {
+		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
+	}
+	rd, err := encodeJSONField("reasoning_details", m.ReasoningDetails)
+	if err != nil {
+		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
+	}
+	cr, err := encodeJSONField("codex_reasoning_items", m.CodexReasoningItems)
+	if err != nil {
+		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
+	}
+	n := toolCallCount(m.ToolCalls)
+	var tokens any
+	if m.TokenCount != nil {
+		tokens = *m.TokenCount
+	}
+	now := s.epochNow()
+	var id int64
+	err = s.write(ctx, "append message to "+m.SessionID, func(tx *sqlitedb.Tx) error {
+		res, err := tx.Exec(insertMessageSQL, m.SessionID, m.Role, optStr(m.Content), optStr(m.ToolCallID), tc, optStr(m.ToolName), now,
+			tokens, optStr(m.FinishReason), optStr(m.Reasoning), rd, cr)
+		if sqlitedb.IsForeignKey(err) {
+			return sessiondb.Errorf(sessiondb.EINVALID, "append message: session %q does not exist", m.SessionID)
+		}
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		_, err = tx.Exec("UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, tool_call_count = COALESCE(tool_call_count, 0) + ? WHERE id = ?", n, m.SessionID)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// decodeToolCalls turns a stored tool_calls text into the Message field:
+// NULL or "" → nil; invalid JSON → [] with a warning.
+func (s *Store) decodeToolCalls(r *rawMessage) {
+	if !r.toolCalls.Valid || r.toolCalls.String == "" {
+		return
+	}
+	b := []byte(r.toolCalls.String)
+	if !json.Valid(b) {
+		s.log.Warn("message has invalid tool_calls JSON; reading it as []", "message_id", r.ID, "session_id", r.SessionID)
+		r.ToolCalls = json.RawMessage("[]")
+		return
+	}
+	r.ToolCalls = json.RawMessage(b)
+}
+
+func (s *Store) collectMessages(rows *sql.Rows, what string) ([]sessiondb.Message, error) {
+	defer rows.Close()
+	out := []sessiondb.Message{}
+	for rows.Next() {
+		r, err := scanMessage(rows)
+		if err != nil {
+			return nil, s.readErr(err, "%s", what)
+		}
+		s.decodeToolCalls(r)
+		out = append(out, r.Message)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err, "%s", what)
+	}
+	return out, nil
+}
+
+// GetMessages returns every message of the session in insertion order
+// (IMP-1); tool_calls decoded, reasoning_details and codex_reasoning_items
+// as their JSON text. An unknown session has no messages.
+func (s *Store) GetMessages(ctx context.Context, sessionID string) ([]sessiondb.Message, error) {
+	rows, err := s.query(ctx, "SELECT "+s.q.msgSel+" FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", sessionID)
+	if err != nil {
+		return nil, s.readErr(err, "get messages of %s", sessionID)
+	}
+	return s.collectMessages(rows, "get messages of "+sessionID)
+}
+
+// defaultPageLimit is the page size of GetMessagesPage when Limit is 0.
+const defaultPageLimit = 50
+
+// GetMessagesPage returns one page of the session's messages in id order
+// (IMP-12). With BeforeID it is the newest Limit messages older than it;
+// with AfterID the oldest Limit newer than it; with neither the newest
+// Limit. A page never splits a tool-call group (an assistant row and the
+// tool rows that follow it): it grows at its far edge to keep the group
+// whole.
+func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p sessiondb.Page) (*sessiondb.MessagePage, error) {
+	if p.Limit < 0 || p.BeforeID < 0 || p.AfterID < 0 {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "get messages page of %s: limit and cursors must not be negative", sessionID)
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = defaultPageLimit
+	}
+	what := "get messages page of " + sessionID
+	sel := "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.visible
+	var msgs []sessiondb.Message
+	var err error
+	forward := p.AfterID > 0 && p.BeforeID == 0
+	switch {
+	case forward:
+		msgs, err = s.pageQuery(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, limit)
+	case p.AfterID > 0:
+		msgs, err = s.pageQuery(ctx, what, sel+" AND m.id > ? AND m.id < ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, p.BeforeID, limit)
+		forward = true
+	case p.BeforeID > 0:
+		msgs, err = s.pageQuery(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, p.BeforeID, limit)
+		reverse(msgs)
+	default:
+		msgs, err = s.pageQuery(ctx, what, sel+" ORDER BY m.id DESC LIMIT ?", sessionID, limit)
+		reverse(msgs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) > 0 {
+		if forward {
+			// Extend the newest edge over the tool results that follow.
+			last := msgs[len(msgs)-1]
+			if last.Role == "tool" || (last.Role == "assistant" && len(last.ToolCalls) > 0) {
+				more, err := s.followingTools(ctx, what, sel, sessionID, last.ID)
+				if err != nil {
+					return nil, err
+				}
+				msgs = append(msgs, more...)
+			}
+		} else if msgs[0].Role == "tool" {
+			// Extend the oldest edge back to the assistant row that made
+			// the calls.
+			more, err := s.precedingGroup(ctx, what, sel, sessionID, msgs[0].ID)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(more, msgs...)
+		}
+	}
+	page := &sessiondb.MessagePage{Messages: msgs}
+	if page.Messages == nil {
+		page.Messages = []sessiondb.Message{}
+	}
+	lo, hi := p.AfterID, p.BeforeID
+	if len(msgs) > 0 {
+		lo, hi = msgs[0].ID, msgs[len(msgs)-1].ID
+	} else if hi == 0 && lo == 0 {
+		return page, nil
+	}
+	var one int
+	if lo > 0 || len(msgs) > 0 {
+		err = s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND m.id < ?"+s.q.visible+" LIMIT 1", sessionID, lo).Scan(&one)
+		if err != nil && err != sql.ErrNoRows {
+			return nil, s.readErr(err, "%s", what)
+		}
+		page.HasBefore = err == nil
+	}
+	if hi > 0 {
+		cmp := "m.id > ?"
+		if len(msgs) == 0 {
+			cmp = "m.id >= ?"
+		}
+		err = s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND "+cmp+s.q.visible+" LIMIT 1", sessionID, hi).Scan(&one)
+		if err != nil && err != sql.ErrNoRows {
+			return nil, s.readErr(err, "%s", what)
+		}
+		page.HasAfter = err == nil
+	}
+	return page, nil
+}
+
+func reverse(m []sessiondb.Message) {
+	for i, j := 0, len(m)-1; i < j; i, j = i+1, j-1 {
+		m[i], m[j] = m[j], m[i]
+	}
+}
+
+func (s *Store) pageQuery(ctx context.Context, what, q string, args ...any) ([]sessiondb.Message, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, s.readErr(err, "%s", what)
+	}
+	return s.collectMessages(rows, what)
+}
+
+// groupScan is how many rows one step of group widening reads.
+const groupScan = 32
+
+// followingTools returns the run of tool rows right after id.
+func (s *Store) followingTools(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
+	var out []sessiondb.Message
+	for {
+		next, err := s.pageQuery(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, id, groupScan)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range next {
+			if m.Role != "tool" {
+				return out, nil
+			}
+			out = append(out, m)
+			id = m.ID
+		}
+		if len(next) < groupScan {
+			return out, nil
+		}
+	}
+}
+
+// precedingGroup returns the tool rows before id and the row that started
+// them (normally the assistant row with the calls), oldest first.
+func (s *Store) precedingGroup(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
+	var out []sessiondb.Message
+	for {
+		prev, err := s.pageQuery(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, id, groupScan)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range prev {
+			out = append(out, m)
+			id = m.ID
+			if m.Role != "tool" {
+				reverse(out)
+				return out, nil
+			}
+		}
+		if len(prev) < groupScan {
+			reverse(out)
+			return out, nil
+		}
+	}
+}
+
+// GetMessagesAsConversation returns the session in the replay form an
+// OpenAI-style API takes back (spec 6). lastN > 0 keeps the last lastN
+// entries, widened backwards so a tool result never loses the assistant
+// row that called it.
+func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string, lastN int) ([]sessiondb.ConversationItem, error) {
+	if lastN < 0 {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "conversation of %s: last %d is negative", sessionID, lastN)
+	}
+	rows, err := s.query(ctx, "SELECT "+s.q.msgSel+" FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", sessionID)
+	if err != nil {
+		return nil, s.readErr(err, "conversation of %s", sessionID)
+	}
+	defer rows.Close()
+	var raws []*rawMessage
+	for rows.Next() {
+		r, err := scanMessage(rows)
+		if err != nil {
+			return nil, s.readErr(err, "conversation of %s", sessionID)
+		}
+		raws = append(raws, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err, "conversation of %s", sessionID)
+	}
+	start := 0
+	if lastN > 0 && lastN < len(raws) {
+		start = len(raws) - lastN
+		for start > 0 && raws[start].Role == "tool" {
+			start--
+		}
+	}
+	out := make([]sessiondb.ConversationItem, 0, len(raws)-start)
+	for _, r := range raws[start:] {
+		out = append(out, s.conversationItem(r))
+	}
+	return out, nil
+}
+
+func (s *Store) conversationItem(r *rawMessage) sessiondb.ConversationItem {
+	it := sessiondb.ConversationItem{"role": r.Role}
+	if r.Content != nil {
+		it["content"] = *r.Content
+	} else {
+		it["content"] = nil
+	}
+	if r.ToolCallID != nil && *r.ToolCallID != "" {
+		it["tool_call_id"] = *r.ToolCallID
+	}
+	if r.ToolName != nil && *r.ToolName != "" {
+		it["tool_name"] = *r.ToolName
+	}
+	if r.toolCalls.Valid && r.toolCalls.String != "" {
+		var v any
+		if err := json.Unmarshal([]byte(r.toolCalls.String), &v); err != nil {
+			s.log.Warn("message has invalid tool_calls JSON; replaying it as []", "message_id", r.ID, "session_id", r.SessionID)
+			v = []any{}
+		}
+		it["tool_calls"] = v
+	}
+	if r.Role == "assistant" {
+		if r.Reasoning != nil && *r.Reasoning != "" {
+			it["reasoning"] = *r.Reasoning
+		}
+		for key, p := range map[string]*string{"reasoning_details": r.ReasoningDetails, "codex_reasoning_items": r.CodexReasoningItems} {
+			if p == nil || *p == "" {
+				continue
+			}
+			var v any
+			if json.Unmarshal([]byte(*p), &v) != nil {
+				v = nil
+			}
+			it[key] = v
+		}
+	}
+	return it
+}

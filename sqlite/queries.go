@@ -1,0 +1,159 @@
+package sqlite
+
+import (
+	"database/sql"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// queries holds the SQL fragments that depend on which columns the file
+// has (IMP-7): a v6 column the file lacks (an old file opened read-only)
+// reads as NULL; extra columns of a newer Hermes are used where the spec
+// says so and otherwise ignored.
+type queries struct {
+	sessSel string // the 26 v6 session columns, alias s
+	msgSel  string // the 13 v6 message columns, alias m
+	// visible is "" or an AND clause hiding rows a newer Hermes rewound
+	// (active=0 AND compacted=0), alias m.
+	visible string
+}
+
+func selectList(alias string, cols []column, have map[string]bool, override map[string]string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		switch {
+		case override[c.name] != "":
+			parts[i] = override[c.name]
+		case have[c.name]:
+			parts[i] = alias + "." + c.name
+		default:
+			parts[i] = "NULL"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func buildQueries(si *schemaInfo) queries {
+	var q queries
+	override := map[string]string{}
+	if si.sessCols["system_prompt"] && si.sessCols["system_prompt_hash"] && si.tables["system_prompts"] {
+		// A newer Hermes stores each distinct prompt once and leaves
+		// sessions.system_prompt NULL.
+		override["system_prompt"] = "COALESCE(s.system_prompt, (SELECT sp.prompt FROM system_prompts sp WHERE sp.hash = s.system_prompt_hash))"
+	}
+	q.sessSel = selectList("s", sessionColumns, si.sessCols, override)
+	q.msgSel = selectList("m", messageColumns, si.msgCols, nil)
+	if si.msgCols["active"] {
+		if si.msgCols["compacted"] {
+			q.visible = " AND NOT (COALESCE(m.active, 1) = 0 AND COALESCE(m.compacted, 0) = 0)"
+		} else {
+			q.visible = " AND COALESCE(m.active, 1) <> 0"
+		}
+	}
+	return q
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// nullable column helpers: the file may hold NULL in any column.
+func strPtr(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	v := n.String
+	return &v
+}
+
+func floatPtr(n sql.NullFloat64) *float64 {
+	if !n.Valid {
+		return nil
+	}
+	v := n.Float64
+	return &v
+}
+
+func intPtr(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	v := n.Int64
+	return &v
+}
+
+// scanSession reads the 26 columns of q.sessSel followed by extra.
+func scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
+	var (
+		x                                                           sessiondb.Session
+		id, source                                                  sql.NullString
+		userID, model, modelConfig, systemPrompt, parent, endReason sql.NullString
+		started                                                     sql.NullFloat64
+		ended, est, act                                             sql.NullFloat64
+		mc, tc, in, out, cr, cw, rt                                 sql.NullInt64
+		bp, bu, bm, cs, csrc, pv, title                             sql.NullString
+	)
+	dest := []any{&id, &source, &userID, &model, &modelConfig, &systemPrompt, &parent, &started, &ended, &endReason,
+		&mc, &tc, &in, &out, &cr, &cw, &rt, &bp, &bu, &bm, &est, &act, &cs, &csrc, &pv, &title}
+	if err := sc.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	x.ID, x.Source = id.String, source.String
+	x.UserID, x.Model, x.ModelConfig, x.SystemPrompt = strPtr(userID), strPtr(model), strPtr(modelConfig), strPtr(systemPrompt)
+	x.ParentSessionID, x.EndReason = strPtr(parent), strPtr(endReason)
+	x.StartedAt, x.EndedAt = started.Float64, floatPtr(ended)
+	x.MessageCount, x.ToolCallCount = mc.Int64, tc.Int64
+	x.InputTokens, x.OutputTokens, x.CacheReadTokens, x.CacheWriteTokens, x.ReasoningTokens = in.Int64, out.Int64, cr.Int64, cw.Int64, rt.Int64
+	x.BillingProvider, x.BillingBaseURL, x.BillingMode = strPtr(bp), strPtr(bu), strPtr(bm)
+	x.EstimatedCostUSD, x.ActualCostUSD = floatPtr(est), floatPtr(act)
+	x.CostStatus, x.CostSource, x.PricingVersion, x.Title = strPtr(cs), strPtr(csrc), strPtr(pv), strPtr(title)
+	return &x, nil
+}
+
+// rawMessage is a message row as stored, before tool_calls is decoded.
+type rawMessage struct {
+	sessiondb.Message
+	toolCalls sql.NullString
+}
+
+// scanMessage reads the 13 columns of q.msgSel.
+func scanMessage(sc scanner) (*rawMessage, error) {
+	var (
+		r                                           rawMessage
+		id                                          sql.NullInt64
+		sid, role                                   sql.NullString
+		content, tcid, tname, finish, reasoning, rd sql.NullString
+		codex                                       sql.NullString
+		ts                                          sql.NullFloat64
+		tokens                                      sql.NullInt64
+	)
+	if err := sc.Scan(&id, &sid, &role, &content, &tcid, &r.toolCalls, &tname, &ts, &tokens, &finish, &reasoning, &rd, &codex); err != nil {
+		return nil, err
+	}
+	m := &r.Message
+	m.ID, m.SessionID, m.Role = id.Int64, sid.String, role.String
+	m.Content, m.ToolCallID, m.ToolName = strPtr(content), strPtr(tcid), strPtr(tname)
+	m.Timestamp, m.TokenCount = ts.Float64, intPtr(tokens)
+	m.FinishReason, m.Reasoning, m.ReasoningDetails, m.CodexReasoningItems = strPtr(finish), strPtr(reasoning), strPtr(rd), strPtr(codex)
+	return &r, nil
+}
+
+// likeEscape escapes \ % _ for a LIKE pattern with ESCAPE '\'.
+func likeEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// placeholders returns "?, ?, ?" for n values.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// richExtra is the preview source (first 63 code points of the first user
+// message with content, in insertion order, IMP-1) and the last activity
+// appended to the session columns.
+func (s *Store) richExtra() string {
+	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
+        WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
+        ORDER BY m.id LIMIT 1), ''),
+    COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at)`
+}
+
+// preview shapes the first 63 code points of a first user message as
+// Hermes v6 shows it: line breaks become spaces, the text is trimmed, and
+// more than 60 code points are cut to 60 plus "...".
+func preview(raw string) string {
+	t := strings.NewReplacer("\n", " ", "\r", " ").Replace(raw)
+	t = strings.TrimSpace(t)
+	if utf8.RuneCountInString(t) > 60 {
+		r := []rune(t)
+		return string(r[:60]) + "..."
+	}
+	return t
+}
+
+func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
+	var raw string
+	var last sql.NullFloat64
+	x, err := scanSession(sc, &raw, &last)
+	if err != nil {
+		return nil, err
+	}
+	return &sessiondb.RichSession{Session: *x, Preview: preview(raw), LastActive: last.Float64}, nil
+}
+
+// ListSessionsRich lists sessions newest first with their preview and last
+// activity (spec 5.2). Without IncludeChildren only top-level sessions are
+// listed, and a root that ended in compression shows its chain's tip
+// (unless NoProjection), keeping its own started_at.
+func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([]sessiondb.RichSession, error) {
+	limit, offset, err := pageArgs("list sessions", f.Limit, f.Offset)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	if !f.IncludeChildren {
+		where = append(where, "s.parent_session_id IS NULL")
+	}
+	if f.Source != "" {
+		where = append(where, "s.source = ?")
+		args = append(args, f.Source)
+	}
+	if len(f.ExcludeSources) > 0 {
+		where = append(where, "s.source NOT IN ("+placeholders(len(f.ExcludeSources))+")")
+		for _, x := range f.ExcludeSources {
+			args = append(args, x)
+		}
+	}
+	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM sessions s"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
+	args = append(args, limit, offset)
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	out := []sessiondb.RichSession{}
+	for rows.Next() {
+		r, err := s.scanRich(rows)
+		if err != nil {
+			rows.Close()
+			return nil, s.readErr(err, "list sessions")
+		}
+		out = append(out, *r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	if f.NoProjection || f.IncludeChildren {
+		return out, nil
+	}
+	for i := range out {
+		r := &out[i]
+		if r.EndReason == nil || *r.EndReason != "compression" {
+			continue
+		}
+		tip, err := s.CompressionTip(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if tip == r.ID {
+			continue
+		}
+		t, err := s.scanRich(s.queryRow(ctx, "SELECT "+s.q.sessSel+s.richExtra()+" FROM sessions s WHERE s.id = ?", tip))
+		if err == sql.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return nil, s.readErr(err, "list sessions: tip of %s", r.ID)
+		}
+		root := r.ID
+		r.ID, r.EndedAt, r.EndReason = t.ID, t.EndedAt, t.EndReason
+		r.MessageCount, r.ToolCallCount, r.Title = t.MessageCount, t.ToolCallCount, t.Title
+		r.LastActive, r.Preview, r.Model, r.SystemPrompt = t.LastActive, t.Preview, t.Model, t.SystemPrompt
+		r.LineageRootID = root
+	}
+	return out, nil
+}

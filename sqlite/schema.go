@@ -1,0 +1,412 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// SchemaVersion6 is the Hermes state.db schema version this package writes.
+const SchemaVersion6 = 6
+
+// schemaTables is section 2's DDL for the plain tables and indexes, verbatim:
+// Hermes compares nothing, but people diff sqlite_master against it.
+const schemaTables = `CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    user_id TEXT,
+    model TEXT,
+    model_config TEXT,
+    system_prompt TEXT,
+    parent_session_id TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    end_reason TEXT,
+    message_count INTEGER DEFAULT 0,
+    tool_call_count INTEGER DEFAULT 0,
+    input_tokens INTEGER DEFAULT 0,
+    output_tokens INTEGER DEFAULT 0,
+    cache_read_tokens INTEGER DEFAULT 0,
+    cache_write_tokens INTEGER DEFAULT 0,
+    reasoning_tokens INTEGER DEFAULT 0,
+    billing_provider TEXT,
+    billing_base_url TEXT,
+    billing_mode TEXT,
+    estimated_cost_usd REAL,
+    actual_cost_usd REAL,
+    cost_status TEXT,
+    cost_source TEXT,
+    pricing_version TEXT,
+    title TEXT,
+    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)
+);
+
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL,
+    content TEXT,
+    tool_call_id TEXT,
+    tool_calls TEXT,
+    tool_name TEXT,
+    timestamp REAL NOT NULL,
+    token_count INTEGER,
+    finish_reason TEXT,
+    reasoning TEXT,
+    reasoning_details TEXT,
+    codex_reasoning_items TEXT
+);
+
+CREATE INDEX IF NOT EXISTS idx_sessions_source ON sessions(source);
+CREATE INDEX IF NOT EXISTS idx_sessions_parent ON sessions(parent_session_id);
+CREATE INDEX IF NOT EXISTS idx_sessions_started ON sessions(started_at DESC);
+CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, timestamp);
+`
+
+// schemaTitleIndex is migration step 4, kept apart because duplicate titles
+// must be reported before it runs.
+const schemaTitleIndex = `CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title_unique
+    ON sessions(title) WHERE title IS NOT NULL;`
+
+// schemaFTS is the full-text index and the triggers that keep it in the same
+// transaction as its rows (IMP-4).
+const schemaFTS = `CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+    content,
+    content=messages,
+    content_rowid=id
+);
+
+CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END;
+
+CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, old.content);
+END;
+
+CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, old.content);
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END;
+`
+
+// column is one v6 column: its name and the declaration ALTER TABLE adds it
+// with. Columns that are NOT NULL without a default cannot be added to an
+// existing table; a file missing one is not a state.db we can repair.
+type column struct {
+	name, decl string
+	addable    bool
+}
+
+var sessionColumns = []column{
+	{"id", "TEXT PRIMARY KEY", false},
+	{"source", "TEXT NOT NULL", false},
+	{"user_id", "TEXT", true},
+	{"model", "TEXT", true},
+	{"model_config", "TEXT", true},
+	{"system_prompt", "TEXT", true},
+	{"parent_session_id", "TEXT", true},
+	{"started_at", "REAL NOT NULL", false},
+	{"ended_at", "REAL", true},
+	{"end_reason", "TEXT", true},
+	{"message_count", "INTEGER DEFAULT 0", true},
+	{"tool_call_count", "INTEGER DEFAULT 0", true},
+	{"input_tokens", "INTEGER DEFAULT 0", true},
+	{"output_tokens", "INTEGER DEFAULT 0", true},
+	{"cache_read_tokens", "INTEGER DEFAULT 0", true},
+	{"cache_write_tokens", "INTEGER DEFAULT 0", true},
+	{"reasoning_tokens", "INTEGER DEFAULT 0", true},
+	{"billing_provider", "TEXT", true},
+	{"billing_base_url", "TEXT", true},
+	{"billing_mode", "TEXT", true},
+	{"estimated_cost_usd", "REAL", true},
+	{"actual_cost_usd", "REAL", true},
+	{"cost_status", "TEXT", true},
+	{"cost_source", "TEXT", true},
+	{"pricing_version", "TEXT", true},
+	{"title", "TEXT", true},
+}
+
+var messageColumns = []column{
+	{"id", "INTEGER PRIMARY KEY AUTOINCREMENT", false},
+	{"session_id", "TEXT NOT NULL REFERENCES sessions(id)", false},
+	{"role", "TEXT NOT NULL", false},
+	{"content", "TEXT", true},
+	{"tool_call_id", "TEXT", true},
+	{"tool_calls", "TEXT", true},
+	{"tool_name", "TEXT", true},
+	{"timestamp", "REAL NOT NULL", false},
+	{"token_count", "INTEGER", true},
+	{"finish_reason", "TEXT", true},
+	{"reasoning", "TEXT", true},
+	{"reasoning_details", "TEXT", true},
+	{"codex_reasoning_items", "TEXT", true},
+}
+
+// v6Indexes are the index names section 2 creates besides the title index.
+var v6Indexes = []string{"idx_sessions_source", "idx_sessions_parent", "idx_sessions_started", "idx_messages_session", "idx_sessions_title_unique"}
+
+// schemaInfo is what Open learned about the file: which tables and columns
+// exist. Queries are built from it (IMP-7), so an older file opened
+// read-only or a newer Hermes file never meets "no such column".
+type schemaInfo struct {
+	version    int  // 0 when there is no version row
+	hasVersion bool // a version row exists
+	tables     map[string]bool
+	indexes    map[string]bool
+	sessCols   map[string]bool
+	sessOrder  []string // sessions columns in table order
+	msgCols    map[string]bool
+	msgOrder   []string
+}
+
+func (si *schemaInfo) hasFTS() bool { return si.tables["messages_fts"] }
+
+// newer reports a file written by a Hermes newer than v6, which we must not
+// change structurally.
+func (si *schemaInfo) newer() bool { return si.hasVersion && si.version > SchemaVersion6 }
+
+// fresh reports a file with none of the state.db tables.
+func (si *schemaInfo) fresh() bool {
+	return !si.tables["sessions"] && !si.tables["messages"] && !si.tables["schema_version"] && !si.tables["messages_fts"]
+}
+
+// queryFunc runs a query; it lets inspection run on the reader pool before
+// any lock and again inside the migration transaction.
+type queryFunc func(query string, args ...any) (*sql.Rows, error)
+
+func inspect(q queryFunc) (*schemaInfo, error) {
+	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}}
+	rows, err := q("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view')")
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if typ == "index" {
+			si.indexes[name] = true
+		} else {
+			si.tables[name] = true
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	for _, t := range []struct {
+		name  string
+		cols  map[string]bool
+		order *[]string
+	}{{"sessions", si.sessCols, &si.sessOrder}, {"messages", si.msgCols, &si.msgOrder}} {
+		if !si.tables[t.name] {
+			continue
+		}
+		rows, err := q("SELECT name FROM pragma_table_info(?)", t.name)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			t.cols[c] = true
+			*t.order = append(*t.order, c)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	if si.tables["schema_version"] {
+		rows, err := q("SELECT version FROM schema_version LIMIT 1")
+		if err != nil {
+			return nil, err
+		}
+		if rows.Next() {
+			var v sql.NullInt64
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			si.hasVersion, si.version = true, int(v.Int64)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return si, nil
+}
+
+// missingV6 lists the v6 columns absent from the file, as "table.column".
+func (si *schemaInfo) missingV6() []string {
+	var out []string
+	for _, c := range sessionColumns {
+		if !si.sessCols[c.name] {
+			out = append(out, "sessions."+c.name)
+		}
+	}
+	for _, c := range messageColumns {
+		if !si.msgCols[c.name] {
+			out = append(out, "messages."+c.name)
+		}
+	}
+	return out
+}
+
+// needsMigration reports whether bringing the file to v6 would change it.
+func (si *schemaInfo) needsMigration() bool {
+	if si.newer() {
+		return false
+	}
+	if si.fresh() || !si.hasVersion || si.version != SchemaVersion6 || !si.hasFTS() {
+		return true
+	}
+	if !si.tables["schema_version"] || !si.tables["sessions"] || !si.tables["messages"] {
+		return true
+	}
+	if len(si.missingV6()) > 0 {
+		return true
+	}
+	for _, ix := range v6Indexes {
+		if !si.indexes[ix] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkUsable fails when a file cannot be worked on as it is: a newer file
+// missing a v6 column, or (read-only) no sessions/messages tables at all.
+func (si *schemaInfo) checkUsable(readOnly bool) error {
+	if si.newer() {
+		if m := si.missingV6(); len(m) > 0 {
+			return sessiondb.Errorf(sessiondb.EINTERNAL, "schema version %d lacks v6 columns %s", si.version, strings.Join(m, ", "))
+		}
+		return nil
+	}
+	if readOnly && (!si.tables["sessions"] || !si.tables["messages"]) {
+		return sessiondb.Errorf(sessiondb.EINVALID, "not a state.db: no sessions/messages tables (a read-only open cannot create them)")
+	}
+	return nil
+}
+
+// migrate brings the file to v6 inside the caller's transaction (IMP-2): it
+// re-inspects (another process may have migrated meanwhile), creates what is
+// missing, adds missing nullable or defaulted columns, refuses duplicate
+// titles before the unique index, builds the FTS index if it was absent and
+// sets the version row.
+func migrate(tx txRunner) error {
+	si, err := inspect(tx.Query)
+	if err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "inspect schema")
+	}
+	if si.newer() || !si.needsMigration() {
+		return nil
+	}
+	if err := tx.ExecScript(schemaTables); err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create v6 tables")
+	}
+	for _, t := range []struct {
+		name string
+		have map[string]bool
+		cols []column
+	}{{"sessions", si.sessCols, sessionColumns}, {"messages", si.msgCols, messageColumns}} {
+		if !si.tables[t.name] {
+			continue // just created whole
+		}
+		for _, c := range t.cols {
+			if t.have[c.name] {
+				continue
+			}
+			if !c.addable {
+				return sessiondb.Errorf(sessiondb.EINTERNAL, "table %s lacks required column %s, which cannot be added to existing rows", t.name, c.name)
+			}
+			if err := tx.ExecScript(fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", t.name, c.name, c.decl)); err != nil {
+				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "add column %s.%s", t.name, c.name)
+			}
+		}
+	}
+	if !si.indexes["idx_sessions_title_unique"] {
+		if err := checkDuplicateTitles(tx); err != nil {
+			return err
+		}
+		if err := tx.ExecScript(schemaTitleIndex); err != nil {
+			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create title index")
+		}
+	}
+	if !si.hasFTS() {
+		if err := tx.ExecScript(schemaFTS); err != nil {
+			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create full-text index")
+		}
+		if !si.fresh() {
+			if err := tx.ExecScript("INSERT INTO messages_fts(messages_fts) VALUES('rebuild')"); err != nil {
+				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "fill full-text index")
+			}
+		}
+	}
+	if si.hasVersion {
+		_, err = tx.Exec("UPDATE schema_version SET version = ?", SchemaVersion6)
+	} else {
+		_, err = tx.Exec("INSERT INTO schema_version (version) VALUES (?)", SchemaVersion6)
+	}
+	if err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "set schema version")
+	}
+	return nil
+}
+
+func checkDuplicateTitles(tx txRunner) error {
+	rows, err := tx.Query("SELECT title, group_concat(id, ', ') FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING count(*) > 1 ORDER BY title")
+	if err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "look for duplicate titles")
+	}
+	defer rows.Close()
+	var dups []string
+	for rows.Next() {
+		var title, ids string
+		if err := rows.Scan(&title, &ids); err != nil {
+			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "look for duplicate titles")
+		}
+		dups = append(dups, fmt.Sprintf("%q held by sessions %s", title, ids))
+	}
+	if err := rows.Err(); err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "look for duplicate titles")
+	}
+	if len(dups) > 0 {
+		sort.Strings(dups)
+		return sessiondb.Errorf(sessiondb.ECONFLICT, "cannot add the unique title index (schema step 4): duplicate titles %s; rename them and open again", strings.Join(dups, "; "))
+	}
+	return nil
+}
+
+// txRunner is the part of sqlitedb.Tx that migrations use.
+type txRunner interface {
+	Exec(query string, args ...any) (sql.Result, error)
+	ExecScript(script string) error
+	Query(query string, args ...any) (*sql.Rows, error)
+}
+
+// SchemaVersion returns the version row of the file (0 when there is none).
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, "SELECT version FROM schema_version LIMIT 1").Scan(&v)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.readErr(err, "read schema version")
+	}
+	return int(v.Int64), nil
+}

@@ -1,0 +1,427 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"math"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// defaultLimit is the page size when a caller passes 0.
+const defaultLimit = 20
+
+func checkID(what, id string) error {
+	if id == "" {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s: session id is empty", what)
+	}
+	return nil
+}
+
+func pageArgs(what string, limit, offset int) (int, int, error) {
+	if limit < 0 {
+		return 0, 0, sessiondb.Errorf(sessiondb.EINVALID, "%s: limit %d is negative", what, limit)
+	}
+	if offset < 0 {
+		return 0, 0, sessiondb.Errorf(sessiondb.EINVALID, "%s: offset %d is negative", what, offset)
+	}
+	if limit == 0 {
+		limit = defaultLimit
+	}
+	return limit, offset, nil
+}
+
+// encodeModelConfig returns the JSON text stored for a model config: NULL
+// for nil or an empty map.
+func encodeModelConfig(mc map[string]any) (any, error) {
+	if len(mc) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(mc)
+	if err != nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "model_config cannot be stored as JSON: %v", err)
+	}
+	return string(b), nil
+}
+
+// CreateSession inserts a session started now, or fills the NULL columns of
+// an existing row with the new values (IMP-3): a late, rich create enriches
+// a row EnsureSession made and never overwrites. Source and ID are
+// required; an unknown parent is invalid.
+func (s *Store) CreateSession(ctx context.Context, n sessiondb.NewSession) (string, error) {
+	if err := checkID("create session", n.ID); err != nil {
+		return "", err
+	}
+	if n.Source == "" {
+		return "", sessiondb.Errorf(sessiondb.EINVALID, "create session %s: source is required", n.ID)
+	}
+	mc, err := encodeModelConfig(n.ModelConfig)
+	if err != nil {
+		return "", sessiondb.Wrap("", err, "create session %s", n.ID)
+	}
+	now := s.epochNow()
+	err = s.write(ctx, "create session "+n.ID, func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(`INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt, parent_session_id, started_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(id) DO UPDATE SET
+    user_id = COALESCE(user_id, excluded.user_id),
+    model = COALESCE(model, excluded.model),
+    model_config = COALESCE(model_config, excluded.model_config),
+    system_prompt = COALESCE(system_prompt, excluded.system_prompt),
+    parent_session_id = COALESCE(parent_session_id, excluded.parent_session_id)`,
+			n.ID, n.Source, nullStr(n.UserID), nullStr(n.Model), mc, nullStr(n.SystemPrompt), nullStr(n.ParentSessionID), now)
+		if sqlitedb.IsForeignKey(err) {
+			return sessiondb.Errorf(sessiondb.EINVALID, "create session %s: parent session %q does not exist", n.ID, n.ParentSessionID)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return n.ID, nil
+}
+
+// EnsureSession inserts (id, source, model, now) when the session is
+// absent and does nothing otherwise. An empty source is "unknown".
+func (s *Store) EnsureSession(ctx context.Context, id, source, model string) error {
+	if err := checkID("ensure session", id); err != nil {
+		return err
+	}
+	if source == "" {
+		source = "unknown"
+	}
+	now := s.epochNow()
+	return s.write(ctx, "ensure session "+id, func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec("INSERT INTO sessions (id, source, model, started_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+			id, source, nullStr(model), now)
+		return err
+	})
+}
+
+// EndSession sets ended_at = now and end_reason unless the session already
+// ended: the first reason wins. Unknown ids are a no-op.
+func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+	now := s.epochNow()
+	return s.write(ctx, "end session "+id, func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec("UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL", now, reason, id)
+		return err
+	})
+}
+
+// ReopenSession clears ended_at and end_reason, so the session can end
+// again with another reason. Unknown ids are a no-op.
+func (s *Store) ReopenSession(ctx context.Context, id string) error {
+	return s.write(ctx, "reopen session "+id, func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", id)
+		return err
+	})
+}
+
+// UpdateSystemPrompt replaces the session's system prompt. Unknown ids are
+// a no-op.
+func (s *Store) UpdateSystemPrompt(ctx context.Context, id, prompt string) error {
+	return s.write(ctx, "update system prompt of "+id, func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec("UPDATE sessions SET system_prompt = ? WHERE id = ?", prompt, id)
+		return err
+	})
+}
+
+func optStr(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func optFloat(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// UpdateTokenCounts applies u to the session (see sessiondb.TokenUpdate).
+// Unknown ids are a silent no-op. NaN or infinite costs are invalid.
+func (s *Store) UpdateTokenCounts(ctx context.Context, id string, u sessiondb.TokenUpdate) error {
+	for name, p := range map[string]*float64{"estimated_cost_usd": u.EstimatedCostUSD, "actual_cost_usd": u.ActualCostUSD} {
+		if p != nil && (math.IsNaN(*p) || math.IsInf(*p, 0)) {
+			return sessiondb.Errorf(sessiondb.EINVALID, "update token counts of %s: %s is %v", id, name, *p)
+		}
+	}
+	var q string
+	if u.Absolute {
+		q = `UPDATE sessions SET
+    input_tokens = ?1, output_tokens = ?2, cache_read_tokens = ?3, cache_write_tokens = ?4, reasoning_tokens = ?5,
+    estimated_cost_usd = COALESCE(?6, 0),
+    actual_cost_usd = COALESCE(?7, actual_cost_usd),`
+	} else {
+		q = `UPDATE sessions SET
+    input_tokens = COALESCE(input_tokens, 0) + ?1,
+    output_tokens = COALESCE(output_tokens, 0) + ?2,
+    cache_read_tokens = COALESCE(cache_read_tokens, 0) + ?3,
+    cache_write_tokens = COALESCE(cache_write_tokens, 0) + ?4,
+    reasoning_tokens = COALESCE(reasoning_tokens, 0) + ?5,
+    estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + COALESCE(?6, 0),
+    actual_cost_usd = CASE WHEN ?7 IS NULL THEN actual_cost_usd ELSE COALESCE(actual_cost_usd, 0) + ?7 END,`
+	}
+	q += `
+    cost_status = COALESCE(?8, cost_status),
+    cost_source = COALESCE(?9, cost_source),
+    pricing_version = COALESCE(?10, pricing_version),
+    billing_provider = COALESCE(billing_provider, ?11),
+    billing_base_url = COALESCE(billing_base_url, ?12),
+    billing_mode = COALESCE(billing_mode, ?13),
+    model = COALESCE(model, ?14)
+WHERE id = ?15`
+	return s.write(ctx, "update token counts of "+id, func(tx *sqlitedb.Tx) error {
+		_, err := tx.Exec(q, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning,
+			optFloat(u.EstimatedCostUSD), optFloat(u.ActualCostUSD),
+			optStr(u.CostStatus), optStr(u.CostSource), optStr(u.PricingVersion),
+			optStr(u.BillingProvider), optStr(u.BillingBaseURL), optStr(u.BillingMode), optStr(u.Model), id)
+		return err
+	})
+}
+
+// GetSession returns every v6 column of the session, model_config as its
+// JSON text; a missing session is not_found.
+func (s *Store) GetSession(ctx context.Context, id string) (*sessiondb.Session, error) {
+	x, err := scanSession(s.queryRow(ctx, "SELECT "+s.q.sessSel+" FROM sessions s WHERE s.id = ?", id))
+	if err == sql.ErrNoRows {
+		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %q not found", id)
+	}
+	if err != nil {
+		return nil, s.readErr(err, "get session %s", id)
+	}
+	return x, nil
+}
+
+// ResolveSessionID returns the session whose id is idOrPrefix, else the one
+// session whose id starts with it (newest first). No match is not_found,
+// two or more conflict, an empty input invalid (IMP-14).
+func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string, error) {
+	if idOrPrefix == "" {
+		return "", sessiondb.Errorf(sessiondb.EINVALID, "resolve session id: id or prefix is empty")
+	}
+	var id string
+	err := s.queryRow(ctx, "SELECT id FROM sessions WHERE id = ?", idOrPrefix).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if err != sql.ErrNoRows {
+		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
+	}
+	rows, err := s.query(ctx, `SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 2`, likeEscape(idOrPrefix)+"%")
+	if err != nil {
+		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
+	}
+	ids, err := scanStrings(rows)
+	if err != nil {
+		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
+	}
+	switch len(ids) {
+	case 0:
+		return "", sessiondb.Errorf(sessiondb.ENOTFOUND, "no session id starts with %q", idOrPrefix)
+	case 1:
+		return ids[0], nil
+	}
+	return "", sessiondb.Errorf(sessiondb.ECONFLICT, "session id prefix %q is ambiguous: it matches %s and more", idOrPrefix, strings.Join(ids, ", "))
+}
+
+func scanStrings(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v sql.NullString
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v.String)
+	}
+	return out, rows.Err()
+}
+
+// SearchSessions lists sessions newest first; "" source means all. Limit 0
+// means 20.
+func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset int) ([]sessiondb.Session, error) {
+	limit, offset, err := pageArgs("search sessions", limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	q := "SELECT " + s.q.sessSel + " FROM sessions s"
+	args := []any{}
+	if source != "" {
+		q += " WHERE s.source = ?"
+		args = append(args, source)
+	}
+	q += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
+	args = append(args, limit, offset)
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, s.readErr(err, "search sessions")
+	}
+	defer rows.Close()
+	out := []sessiondb.Session{}
+	for rows.Next() {
+		x, err := scanSession(rows)
+		if err != nil {
+			return nil, s.readErr(err, "search sessions")
+		}
+		out = append(out, *x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err, "search sessions")
+	}
+	return out, nil
+}
+
+// SessionCount counts sessions of source ("" means all).
+func (s *Store) SessionCount(ctx context.Context, source string) (int64, error) {
+	var n int64
+	var err error
+	if source == "" {
+		err = s.queryRow(ctx, "SELECT count(*) FROM sessions").Scan(&n)
+	} else {
+		err = s.queryRow(ctx, "SELECT count(*) FROM sessions WHERE source = ?", source).Scan(&n)
+	}
+	if err != nil {
+		return 0, s.readErr(err, "count sessions")
+	}
+	return n, nil
+}
+
+// MessageCount counts the messages of a session ("" means all sessions).
+func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, error) {
+	var n int64
+	var err error
+	if sessionID == "" {
+		err = s.queryRow(ctx, "SELECT count(*) FROM messages m WHERE 1"+s.q.visible).Scan(&n)
+	} else {
+		err = s.queryRow(ctx, "SELECT count(*) FROM messages m WHERE m.session_id = ?"+s.q.visible, sessionID).Scan(&n)
+	}
+	if err != nil {
+		return 0, s.readErr(err, "count messages")
+	}
+	return n, nil
+}
+
+// maxCompressionHops bounds the walk along compression continuations, so a
+// cycle in a damaged file cannot loop forever.
+const maxCompressionHops = 100
+
+const nextContinuationSQL = `SELECT id FROM sessions
+WHERE parent_session_id = ?1
+  AND started_at >= (SELECT ended_at FROM sessions WHERE id = ?1 AND end_reason = 'compression')
+ORDER BY started_at DESC LIMIT 1`
+
+// CompressionTip follows compression continuations from id (a child started
+// after its parent ended with reason "compression", newest child first) at
+// most 100 hops and returns the last; id itself when there is none.
+func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
+	cur := id
+	for i := 0; i < maxCompressionHops; i++ {
+		var next string
+		err := s.queryRow(ctx, nextContinuationSQL, cur).Scan(&next)
+		if err == sql.ErrNoRows {
+			break
+		}
+		if err != nil {
+			return "", s.readErr(err, "compression tip of %s", id)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// ClearMessages deletes the session's messages and zeroes its message and
+// tool call counters (token counters are kept). Unknown ids are a no-op.
+func (s *Store) ClearMessages(ctx context.Context, id string) error {
+	return s.write(ctx, "clear messages of "+id, func(tx *sqlitedb.Tx) error {
+		if _, err := tx.Exec("DELETE FROM messages WHERE session_id = ?", id); err != nil {
+			return err
+		}
+		_, err := tx.Exec("UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?", id)
+		return err
+	})
+}
+
+// fkConflict turns a foreign key failure of a delete (a table of a newer
+// Hermes referencing the session) into conflict.
+func fkConflict(err error, format string, args ...any) error {
+	if sqlitedb.IsForeignKey(err) || sqlitedb.IsConstraint(err) {
+		return sessiondb.Wrap(sessiondb.ECONFLICT, err, format, args...)
+	}
+	return err
+}
+
+// DeleteSession orphans the session's children, deletes its messages and
+// the row, in one transaction. It returns false when there was no such
+// session.
+func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
+	found := false
+	err := s.write(ctx, "delete session "+id, func(tx *sqlitedb.Tx) error {
+		var one int
+		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", id).Scan(&one)
+		if err == sql.ErrNoRows {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		if _, err := tx.Exec("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec("DELETE FROM messages WHERE session_id = ?", id); err != nil {
+			return fkConflict(err, "delete messages of %s", id)
+		}
+		if _, err := tx.Exec("DELETE FROM sessions WHERE id = ?", id); err != nil {
+			return fkConflict(err, "delete session %s", id)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return found, nil
+}
+
+// PruneSessions deletes, in one transaction, the ended sessions (of source,
+// unless "") that started more than olderThanDays days ago, orphaning their
+// children first. It returns how many sessions it deleted.
+func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error) {
+	if math.IsNaN(olderThanDays) || math.IsInf(olderThanDays, 0) || olderThanDays < 0 {
+		return 0, sessiondb.Errorf(sessiondb.EINVALID, "prune sessions: older-than days must be a number >= 0, not %v", olderThanDays)
+	}
+	cutoff := s.epochNow() - olderThanDays*86400
+	cond := "started_at < ? AND ended_at IS NOT NULL"
+	args := []any{cutoff}
+	if source != "" {
+		cond += " AND source = ?"
+		args = append(args, source)
+	}
+	var n int64
+	err := s.write(ctx, "prune sessions", func(tx *sqlitedb.Tx) error {
+		// Orphaning first keeps the parent foreign key satisfied whichever
+		// candidates reference each other; the condition reads only each
+		// row's own start, end and source, so it is unchanged by it.
+		if _, err := tx.Exec("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
+			return err
+		}
+		if _, err := tx.Exec("DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
+			return fkConflict(err, "prune messages")
+		}
+		res, err := tx.Exec("DELETE FROM sessions WHERE "+cond, args...)
+		if err != nil {
+			return fkConflict(err, "prune sessions")
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
