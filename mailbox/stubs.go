@@ -2,7 +2,6 @@ package mailbox
 
 import (
 	"context"
-	"time"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -11,16 +10,7 @@ func notImplemented(what string) error {
 	return sessiondb.Errorf(sessiondb.EINTERNAL, "mailbox: %s is not implemented yet", what)
 }
 
-func (h *Host) extractAttachments(ref SessionRef, id string, content []byte, now time.Time) ([]byte, []string, error) {
-	return content, nil, nil
-}
 
-// AdvanceRecurrences inserts the next occurrence of every completed or
-// failed row with a recurrence, and clears the source row's recurrence, in
-// one transaction. It returns the rows inserted.
-func (h *Host) AdvanceRecurrences(ctx context.Context, ref SessionRef) (int, error) {
-	return 0, notImplemented("AdvanceRecurrences")
-}
 
 // Drain delivers the session's due outbound rows in seq order through d,
 // recording delivered/failed rows and attempts in inbound.db, then syncs
