@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+func (h *historyCLI) sessionsCmd() *cobra.Command {
+	var f sessiondb.RichFilter
+	c := &cobra.Command{
+		Use:   "sessions",
+		Short: "List sessions, newest first",
+		Long: `List sessions newest first with their title, source, model, start and last
+activity, message and tool-call counts, tokens (input + output), cost and the
+first words of the first user message.
+
+A compression chain (a session ended with end_reason=compression and its
+continuations) shows as one row: the newest continuation's id and counters
+with the root's start time. --children lists every session as stored.`,
+		Example: `  sessiondb sessions
+  sessiondb sessions --source telegram --limit 50
+  sessiondb sessions --exclude-source cron --exclude-source slack
+  sessiondb sessions --children --json | jq '.[].id'`,
+		Args: argsExactly(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkPaging(f.Limit, f.Offset); err != nil {
+				return err
+			}
+			return h.withStore(c.Context(), readStore, func(st *sqlite.Store) error {
+				rows, err := st.ListSessionsRich(c.Context(), f)
+				if err != nil {
+					return err
+				}
+				if h.jsonOut {
+					if rows == nil {
+						rows = []sessiondb.RichSession{}
+					}
+					return h.printJSON(rows)
+				}
+				if len(rows) == 0 {
+					fmt.Fprintln(h.stderr, "no sessions match")
+					return nil
+				}
+				return h.printSessions(rows)
+			})
+		},
+	}
+	c.Flags().StringVar(&f.Source, "source", "", "only sessions of this source (cli, telegram, slack, cron, ...)")
+	c.Flags().StringArrayVar(&f.ExcludeSources, "exclude-source", nil, "leave out sessions of this source (repeatable)")
+	c.Flags().IntVar(&f.Limit, "limit", 20, "how many sessions to list")
+	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many sessions first (for paging)")
+	c.Flags().BoolVar(&f.IncludeChildren, "children", false, "also list child sessions (continuations, forks) as rows of their own")
+	return c
+}
+
+// printSessions writes the session table of `sessions`.
+func (h *historyCLI) printSessions(rows []sessiondb.RichSession) error {
+	tw := tabwriter.NewWriter(h.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tSTARTED\tLAST ACTIVE\tMSGS\tTOOLS\tTOKENS\tCOST\tPREVIEW")
+	for i := range rows {
+		r := &rows[i]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n",
+			r.ID, orDash(cut(deref(r.Title), 32)), r.Source, orDash(deref(r.Model)),
+			fmtTime(r.StartedAt), fmtTime(r.LastActive), r.MessageCount, r.ToolCallCount,
+			fmtCount(r.InputTokens+r.OutputTokens), fmtCost(sessionCost(&r.Session)), r.Preview)
+	}
+	return tw.Flush()
+}
+
+func (h *historyCLI) showCmd() *cobra.Command {
+	var last int
+	var full bool
+	c := &cobra.Command{
+		Use:   "show <id|prefix|title>",
+		Short: "Print a session's transcript",
+		Long: `Print a session as a readable transcript: each message with its id, role and
+time, the assistant's tool calls with their arguments, the tool results, and
+the model's reasoning (labelled, and dimmed on a terminal).
+
+The session is found by exact id, then by a unique id prefix, then by title
+(a title finds the newest session of its lineage: "proj" finds "proj #2").
+Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
+		Example: `  sessiondb show 20260315_092437_c9a6ff
+  sessiondb show 20260315            # a unique prefix is enough
+  sessiondb show "Fix Docker build"
+  sessiondb show proj --last 6       # the last 6 messages, tool calls kept whole
+  sessiondb show proj --json`,
+		Args: argsExactly(1, "one session id, id prefix or title"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if last < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--last %d: want 0 (all) or more", last)
+			}
+			ctx := c.Context()
+			return h.withStore(ctx, readStore, func(st *sqlite.Store) error {
+				id, err := resolveSession(ctx, st, args[0], true)
+				if err != nil {
+					return err
+				}
+				s, err := st.GetSession(ctx, id)
+				if err != nil {
+					return err
+				}
+				var msgs []sessiondb.Message
+				earlier := false
+				if last > 0 {
+					p, err := st.GetMessagesPage(ctx, id, sessiondb.Page{Limit: last})
+					if err != nil {
+						return err
+					}
+					msgs, earlier = p.Messages, p.HasBefore
+				} else if msgs, err = st.GetMessages(ctx, id); err != nil {
+					return err
+				}
+				if msgs == nil {
+					msgs = []sessiondb.Message{}
+				}
+				if h.jsonOut {
+					return h.printJSON(map[string]any{"session": s, "messages": msgs, "has_earlier": earlier})
+				}
+				h.printTranscript(s, msgs, earlier, full)
+				return nil
+			})
+		},
+	}
+	c.Flags().IntVar(&last, "last", 0, "show only the last N messages (0 = all); a tool call and its results stay together")
+	c.Flags().BoolVar(&full, "full", false, "print long tool results whole (by default they are cut at 1000 characters)")
+	return c
+}
+
+// maxToolResult is how much of a tool result the transcript prints without
+// --full: results (file dumps, build logs) can run to megabytes.
+const maxToolResult = 1000
+
+func (h *historyCLI) printTranscript(s *sessiondb.Session, msgs []sessiondb.Message, earlier, full bool) {
+	tty := isTerminal(h.stdout)
+	title := deref(s.Title)
+	if title == "" {
+		title = "(untitled)"
+	}
+	h.printf("%s  %s\n", style(tty, ansiBold, title), s.ID)
+	h.printf("  source %s · model %s · started %s", s.Source, orDash(deref(s.Model)), fmtTime(s.StartedAt))
+	if s.EndedAt != nil {
+		h.printf(" · ended %s (%s)", fmtTime(*s.EndedAt), orDash(deref(s.EndReason)))
+	}
+	h.printf("\n  %d messages · %d tool calls · %s in / %s out tokens · %s\n",
+		s.MessageCount, s.ToolCallCount, fmtCount(s.InputTokens), fmtCount(s.OutputTokens), fmtCost(sessionCost(s)))
+	if p := deref(s.ParentSessionID); p != "" {
+		h.printf("  continues %s\n", p)
+	}
+	if earlier {
+		h.printf("\n  … earlier messages not shown (drop --last to see them all)\n")
+	}
+	day := ""
+	for i := range msgs {
+		m := &msgs[i]
+		head := fmt.Sprintf("#%d %s", m.ID, m.Role)
+		if m.Role == "tool" {
+			head += fmt.Sprintf(" %s ← %s", orDash(deref(m.ToolName)), orDash(deref(m.ToolCallID)))
+		}
+		h.printf("\n%s  %s\n", style(tty, ansiBold, head), style(tty, ansiDim, fmtClock(m.Timestamp, day)))
+		day = sessiondb.FromEpochSeconds(m.Timestamp).Local().Format("2006-01-02")
+		if r := deref(m.Reasoning); r != "" {
+			h.printf("%s\n", style(tty, ansiDim, indent("reasoning: "+r, "  │ ")))
+		}
+		text := deref(m.Content)
+		if raw, ok := m.StructuredContent(); ok {
+			text = string(raw)
+		}
+		if m.Role == "tool" && !full && len([]rune(text)) > maxToolResult {
+			n := len([]rune(text)) - maxToolResult
+			text = string([]rune(text)[:maxToolResult]) + fmt.Sprintf("\n… %d more characters (--full shows them)", n)
+		}
+		if strings.TrimSpace(text) != "" {
+			h.printf("%s\n", indent(text, "  "))
+		}
+		for _, tc := range toolCalls(m.ToolCalls) {
+			h.printf("  → %s %s  %s\n", style(tty, ansiBold, tc.name), tc.args, style(tty, ansiDim, "("+tc.id+")"))
+		}
+	}
+}
+
+type shownCall struct{ id, name, args string }
+
+// toolCalls reads the OpenAI-style tool_calls JSON of a message for display;
+// anything else shows as its raw JSON so nothing is hidden.
+func toolCalls(raw json.RawMessage) []shownCall {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var list []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments any    `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return []shownCall{{id: "?", name: "tool_calls", args: string(raw)}}
+	}
+	out := make([]shownCall, 0, len(list))
+	for _, tc := range list {
+		args := ""
+		switch a := tc.Function.Arguments.(type) {
+		case string:
+			args = a
+		case nil:
+		default:
+			b, _ := json.Marshal(a)
+			args = string(b)
+		}
+		out = append(out, shownCall{id: orDash(tc.ID), name: orDash(tc.Function.Name), args: args})
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+func (h *historyCLI) statsCmd() *cobra.Command {
+	var f sessiondb.UsageFilter
+	var since string
+	c := &cobra.Command{
+		Use:   "stats",
+		Short: "Token use and cost by model and by source, and the costliest sessions",
+		Long: `Sum the token counters (input, output, cache read and write, reasoning) and
+the costs of sessions, grouped by model and by source, and list the sessions
+that cost most. The estimated cost comes from the pricing table the agent
+used; the actual cost is what a provider reported, where it did.`,
+		Example: `  sessiondb stats
+  sessiondb stats --since 30d
+  sessiondb stats --source telegram --top 3
+  sessiondb stats --since 2w --json`,
+		Args: argsExactly(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if since != "" {
+				days, err := parseAge("--since", since)
+				if err != nil {
+					return err
+				}
+				f.Since = sessiondb.EpochSeconds(h.now()) - days*86400
+			}
+			if f.Top < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--top %d: want 0 or more", f.Top)
+			}
+			if f.Top == 0 {
+				f.Top = -1 // the store reads 0 as its default of 10; 0 here means none
+			}
+			ctx := c.Context()
+			return h.withStore(ctx, readStore, func(st *sqlite.Store) error {
+				r, err := st.Usage(ctx, f)
+				if err != nil {
+					return err
+				}
+				for _, rows := range []*[]sessiondb.UsageRow{&r.ByModel, &r.BySource, &r.Top} {
+					if *rows == nil {
+						*rows = []sessiondb.UsageRow{}
+					}
+				}
+				if h.jsonOut {
+					return h.printJSON(r)
+				}
+				tw := tabwriter.NewWriter(h.stdout, 0, 0, 2, ' ', 0)
+				usageTable(tw, "MODEL", r.ByModel)
+				fmt.Fprintln(tw, "\t")
+				usageTable(tw, "SOURCE", r.BySource)
+				if len(r.Top) > 0 {
+					fmt.Fprintln(tw, "\t")
+					usageTable(tw, "TOP SESSIONS", r.Top)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	c.Flags().StringVar(&f.Source, "source", "", "only sessions of this source")
+	c.Flags().StringVar(&since, "since", "", "only sessions started within this age: 30d, 12h, 2w or a number of days")
+	c.Flags().IntVar(&f.Top, "top", 10, "how many of the costliest sessions to list (0 = none)")
+	return c
+}
+
+// usageTable writes one group of usage rows with a total line.
+func usageTable(w io.Writer, key string, rows []sessiondb.UsageRow) {
+	fmt.Fprintf(w, "%s\tSESSIONS\tMESSAGES\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tREASONING\tEST. COST\tACTUAL COST\t\n", key)
+	var t sessiondb.UsageRow
+	for _, r := range rows {
+		usageLine(w, orDash(r.Key), r)
+		t.Sessions += r.Sessions
+		t.Messages += r.Messages
+		t.InputTokens += r.InputTokens
+		t.OutputTokens += r.OutputTokens
+		t.CacheReadTokens += r.CacheReadTokens
+		t.CacheWriteTokens += r.CacheWriteTokens
+		t.ReasoningTokens += r.ReasoningTokens
+		t.EstimatedCostUSD += r.EstimatedCostUSD
+		t.ActualCostUSD += r.ActualCostUSD
+	}
+	if key != "TOP SESSIONS" && len(rows) > 1 {
+		usageLine(w, "total", t)
+	}
+}
+
+func usageLine(w io.Writer, key string, r sessiondb.UsageRow) {
+	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", key, r.Sessions, r.Messages,
+		fmtCount(r.InputTokens), fmtCount(r.OutputTokens), fmtCount(r.CacheReadTokens),
+		fmtCount(r.CacheWriteTokens), fmtCount(r.ReasoningTokens), fmtCost(r.EstimatedCostUSD), fmtCost(r.ActualCostUSD))
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/examples"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+func (h *historyCLI) quickstartCmd() *cobra.Command {
+	var query string
+	c := &cobra.Command{
+		Use:   "quickstart",
+		Short: "Load the example conversations, then list and search them",
+		Long: `Import the eight example conversations built into this binary (the same as
+examples/conversations.jsonl) into the store, creating it if needed, then
+list the sessions and run a search, to show what sessiondb keeps.
+
+Running it again imports nothing new: sessions already present are skipped.
+The store is --db, else $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db;
+point --db at a scratch file to keep your own store clean.`,
+		Example: `  sessiondb quickstart
+  sessiondb --db /tmp/demo.db quickstart --search "readiness probe"`,
+		Args: argsExactly(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := h.checkSynchronous(); err != nil {
+				return err
+			}
+			ctx := c.Context()
+			return h.withStore(ctx, createStore, func(st *sqlite.Store) error {
+				res, err := h.importRecords(ctx, st, examples.Conversations(), examples.Size(), "examples/conversations.jsonl")
+				if err != nil {
+					return err
+				}
+				if res.Failed > 0 {
+					return h.reportImport(res, "examples/conversations.jsonl")
+				}
+				rows, err := st.ListSessionsRich(ctx, sessiondb.RichFilter{Limit: 10})
+				if err != nil {
+					return err
+				}
+				hits, err := st.SearchMessages(ctx, query, sessiondb.SearchFilter{Limit: 3})
+				if err != nil {
+					return err
+				}
+				if h.jsonOut {
+					return h.printJSON(map[string]any{"store": st.Path(), "import": res, "sessions": rows, "search": map[string]any{"query": query, "hits": hits}})
+				}
+				h.printf("Store: %s\n", st.Path())
+				h.printf("Imported %d example session(s), %d already present.\n\n", res.Imported, res.Skipped)
+				h.printf("$ sessiondb sessions\n")
+				if err := h.printSessions(rows); err != nil {
+					return err
+				}
+				h.printf("\n$ sessiondb search %s --limit 3\n", query)
+				if len(hits) == 0 {
+					h.printf("no messages match %q\n", query)
+				} else {
+					h.printHits(hits)
+				}
+				h.printf("\nNext: sessiondb show proj · sessiondb lineage proj · sessiondb stats · sessiondb --help\n")
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&query, "search", "docker", "what the demo search looks for")
+	h.addSynchronousFlag(c)
+	return c
+}
