@@ -1,0 +1,294 @@
+// Package storetest is the behaviour every history-store backend must show:
+// one conformance suite, written from spec/history-store.md, that each
+// backend (sqlite/ now, postgres/ later) runs against its own stores.
+//
+// A backend's test calls Run with a Harness that opens a fresh, empty store
+// on an injected clock:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, storetest.Harness{Open: func(t *testing.T, now sessiondb.Clock) sessiondb.Store { ... }})
+//	}
+//
+// Subtests are grouped by section of the spec (sessions, titles, rich
+// listing, messages, search, export and cleanup, fork, paging), and every
+// case is named so a failure says which rule broke.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// Harness is how the suite reaches one backend.
+type Harness struct {
+	// Open returns a new, empty store whose clock is now. Each call must
+	// give an independent store. The suite closes it when the test ends.
+	Open func(t *testing.T, now sessiondb.Clock) sessiondb.Store
+
+	// SetMessageColumn, when set, overwrites one column of one stored
+	// message with raw text, bypassing the store's API. The suite uses it to
+	// plant what another program may have written (invalid JSON in
+	// tool_calls, reasoning_details, codex_reasoning_items) and check how
+	// readers cope. When nil those cases are left out.
+	SetMessageColumn func(t *testing.T, s sessiondb.Store, messageID int64, column, value string)
+}
+
+// Run runs the whole conformance suite against h.
+func Run(t *testing.T, h Harness) {
+	if h.Open == nil {
+		t.Fatal("storetest: Harness.Open is nil")
+	}
+	t.Run("Sessions", func(t *testing.T) { testSessions(t, h) })
+	t.Run("TokenCounts", func(t *testing.T) { testTokenCounts(t, h) })
+	t.Run("Resolve", func(t *testing.T) { testResolve(t, h) })
+	t.Run("SearchSessions", func(t *testing.T) { testSearchSessions(t, h) })
+	t.Run("CompressionTip", func(t *testing.T) { testCompressionTip(t, h) })
+	t.Run("Titles", func(t *testing.T) { testTitles(t, h) })
+	t.Run("ListSessionsRich", func(t *testing.T) { testRich(t, h) })
+	t.Run("Messages", func(t *testing.T) { testMessages(t, h) })
+	t.Run("Conversation", func(t *testing.T) { testConversation(t, h) })
+	t.Run("SearchMessages", func(t *testing.T) { testSearch(t, h) })
+	t.Run("Export", func(t *testing.T) { testExport(t, h) })
+	t.Run("Cleanup", func(t *testing.T) { testCleanup(t, h) })
+	t.Run("Prune", func(t *testing.T) { testPrune(t, h) })
+	t.Run("Fork", func(t *testing.T) { testFork(t, h) })
+	t.Run("Paging", func(t *testing.T) { testPaging(t, h) })
+	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, h) })
+}
+
+// Epoch is where every suite clock starts: 2026-03-15 09:24:37 UTC, a time
+// with a whole number of seconds so stored REAL values compare exactly.
+var Epoch = time.Date(2026, 3, 15, 9, 24, 37, 0, time.UTC)
+
+// Clock is a settable clock for tests, safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a Clock reading start.
+func NewClock(start time.Time) *Clock { return &Clock{t: start} }
+
+// Now returns the clock's current time; pass it as a sessiondb.Clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock by d (which may be negative).
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Set moves the clock to t, forwards or back.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// env is one fresh store with its clock and the helpers the cases share.
+type env struct {
+	t     *testing.T
+	h     Harness
+	ctx   context.Context
+	clock *Clock
+	s     sessiondb.Store
+}
+
+func newEnv(t *testing.T, h Harness) *env {
+	t.Helper()
+	c := NewClock(Epoch)
+	s := h.Open(t, c.Now)
+	if s == nil {
+		t.Fatal("Harness.Open returned a nil store")
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &env{t: t, h: h, ctx: context.Background(), clock: c, s: s}
+}
+
+// now is the clock's time as state.db stores it.
+func (e *env) now() float64 { return sessiondb.EpochSeconds(e.clock.Now()) }
+
+// tick advances the clock one second, so rows created one after the other
+// have distinct, ordered started_at and timestamp values.
+func (e *env) tick() { e.clock.Advance(time.Second) }
+
+// create makes a session with the given id and source, then ticks.
+func (e *env) create(id, source string) {
+	e.t.Helper()
+	e.createWith(sessiondb.NewSession{ID: id, Source: source})
+}
+
+func (e *env) createWith(ns sessiondb.NewSession) {
+	e.t.Helper()
+	got, err := e.s.CreateSession(e.ctx, ns)
+	if err != nil {
+		e.t.Fatalf("CreateSession(%q): %v", ns.ID, err)
+	}
+	if got != ns.ID {
+		e.t.Fatalf("CreateSession(%q) returned id %q", ns.ID, got)
+	}
+	e.tick()
+}
+
+// child makes a session whose parent is parent, then ticks.
+func (e *env) child(id, parent string) {
+	e.t.Helper()
+	e.createWith(sessiondb.NewSession{ID: id, Source: "cli", ParentSessionID: parent})
+}
+
+func (e *env) end(id, reason string) {
+	e.t.Helper()
+	if err := e.s.EndSession(e.ctx, id, reason); err != nil {
+		e.t.Fatalf("EndSession(%q, %q): %v", id, reason, err)
+	}
+	e.tick()
+}
+
+// msg appends a plain message and returns its id.
+func (e *env) msg(sid, role, content string) int64 {
+	e.t.Helper()
+	return e.append(sessiondb.NewMessage{SessionID: sid, Role: role, Content: &content})
+}
+
+func (e *env) append(m sessiondb.NewMessage) int64 {
+	e.t.Helper()
+	id, err := e.s.AppendMessage(e.ctx, m)
+	if err != nil {
+		e.t.Fatalf("AppendMessage(%q, %q): %v", m.SessionID, m.Role, err)
+	}
+	e.tick()
+	return id
+}
+
+func (e *env) get(id string) *sessiondb.Session {
+	e.t.Helper()
+	s, err := e.s.GetSession(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("GetSession(%q): %v", id, err)
+	}
+	if s == nil {
+		e.t.Fatalf("GetSession(%q) returned nil without an error", id)
+	}
+	return s
+}
+
+func (e *env) messages(sid string) []sessiondb.Message {
+	e.t.Helper()
+	ms, err := e.s.GetMessages(e.ctx, sid)
+	if err != nil {
+		e.t.Fatalf("GetMessages(%q): %v", sid, err)
+	}
+	return ms
+}
+
+func (e *env) setTitle(id, title string) {
+	e.t.Helper()
+	if _, err := e.s.SetSessionTitle(e.ctx, id, title); err != nil {
+		e.t.Fatalf("SetSessionTitle(%q, %q): %v", id, title, err)
+	}
+}
+
+func str(s string) *string   { return &s }
+func f64(v float64) *float64 { return &v }
+func i64(v int64) *int64     { return &v }
+func deref(p *string) string { return derefOr(p, "<nil>") }
+func derefF(p *float64) any  { return derefAny(p) }
+func derefOr(p *string, d string) string {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+func derefAny[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// wantCode fails unless err carries code.
+func wantCode(t *testing.T, what string, err error, code string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: got no error, want code %q", what, code)
+	}
+	if got := sessiondb.ErrorCode(err); got != code {
+		t.Fatalf("%s: got error %v with code %q, want code %q", what, err, got, code)
+	}
+}
+
+func noErr(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// normJSON returns v as generic JSON (maps, slices, float64, strings), so
+// values built by different code compare with reflect.DeepEqual.
+func normJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshal %#v: %v", v, err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+	return out
+}
+
+// jsonText decodes JSON text to a generic value; invalid text fails.
+func jsonText(t *testing.T, s string) any {
+	t.Helper()
+	var out any
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		t.Fatalf("invalid JSON %q: %v", s, err)
+	}
+	return out
+}
+
+func ids(ss []sessiondb.Session) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.ID
+	}
+	return out
+}
+
+func msgIDs(ms []sessiondb.Message) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func sortedStrings(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}
+
+func joinIDs(ss []string) string { return "[" + strings.Join(ss, " ") + "]" }
+
+var errStop = errors.New("storetest: stop")
