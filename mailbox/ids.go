@@ -17,3 +17,5 @@ func newID(prefix string, now time.Time) string {
 	}
 	return prefix + "-" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + string(r[:])
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,412 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// maxRetryDelay caps the wait between delivery attempts.
+const maxRetryDelay = 60 * time.Second
+
+// deliveryDelay is the wait after the n-th failed attempt: min(2^n s, 60 s).
+func deliveryDelay(attempts int) time.Duration {
+	if attempts > 6 {
+		return maxRetryDelay
+	}
+	return min(time.Second<<attempts, maxRetryDelay)
+}
+
+// drainState is what inbound.db says about the candidates of one drain.
+type drainState struct {
+	delivered map[string]deliveredRow
+	attempts  map[string]attemptRow
+	inbound   map[string]bool // edit/reaction targets that are inbound ids
+}
+
+type deliveredRow struct{ platformID, status string }
+
+type attemptRow struct {
+	attempts int
+	next     string
+}
+
+// Drain delivers the session's due outbound rows, in seq order, through d:
+// rows not yet in delivered, past deliver_after and not waiting for a retry.
+// Each result is recorded in inbound.db at once (delivered, failed, or an
+// attempt with back-off), the outbox folder of a delivered row is removed,
+// and the agent is told about a row that failed for good. Edits and
+// reactions are retargeted (contract section 11) before d sees them.
+// Afterwards acks are synced. Only one drain per session runs at a time: an
+// overlapping call returns at once with Skipped set.
+//
+// d receives kind='system' rows too (the host action registry): it should
+// return "", nil for an unknown action so the row is marked delivered.
+func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainResult, error) {
+	var res DrainResult
+	dir, err := h.layout.SessionDir(ref)
+	if err != nil {
+		return res, err
+	}
+	if d == nil {
+		return res, sessiondb.Errorf(sessiondb.EINVALID, "drain %s: no deliverer", ref)
+	}
+	s := h.session(ref)
+	if !s.draining.TryLock() {
+		res.Skipped = true
+		return res, nil
+	}
+	defer s.draining.Unlock()
+
+	now := h.now()
+	var cands []OutboundRow
+	outIDs := map[string]bool{}
+	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
+		rows, err := q.Query("SELECT "+outboundCols+` FROM messages_out
+ WHERE deliver_after IS NULL OR datetime(deliver_after) <= datetime(?)
+ ORDER BY seq IS NULL, seq, timestamp`, FormatTime(now))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanOutbound(rows)
+			if err != nil {
+				return err
+			}
+			cands = append(cands, r)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Edit targets may be rows not yet due; know every out id.
+		ids, err := idSet(q, "SELECT id FROM messages_out")
+		if err != nil {
+			return err
+		}
+		outIDs = ids
+		return nil
+	})
+	if err != nil || len(cands) == 0 {
+		if err == nil {
+			_, err = h.SyncAcks(ctx, ref)
+		}
+		return res, err
+	}
+
+	st := drainState{delivered: map[string]deliveredRow{}, attempts: map[string]attemptRow{}, inbound: map[string]bool{}}
+	err = h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		rows, err := tx.Query("SELECT message_out_id, platform_message_id, status FROM delivered")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var pid, status sql.NullString
+			if err := rows.Scan(&id, &pid, &status); err != nil {
+				rows.Close()
+				return err
+			}
+			st.delivered[id] = deliveredRow{pid.String, status.String}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.Query("SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var a attemptRow
+			var next sql.NullString
+			if err := rows.Scan(&id, &a.attempts, &next); err != nil {
+				rows.Close()
+				return err
+			}
+			a.next = next.String
+			st.attempts[id] = a
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, c := range cands {
+			if t := editTarget(c); t != "" && !outIDs[t] {
+				var one int
+				err := tx.QueryRow("SELECT 1 FROM messages_in WHERE id = ?", t).Scan(&one)
+				if err == nil {
+					st.inbound[t] = true
+				} else if !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+
+	var errs []error
+	for _, row := range cands {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		if _, done := st.delivered[row.ID]; done {
+			continue
+		}
+		if a, ok := st.attempts[row.ID]; ok && a.next != "" {
+			if t, err := ParseTime(a.next); err == nil && t.After(now) {
+				continue
+			}
+		}
+		if err := h.deliverOne(ctx, ref, dir, d, row, outIDs, &st, &res); err != nil {
+			errs = append(errs, err)
+			// A failure to record is a failure of the session's inbound
+			// file: stop here rather than deliver rows we cannot record.
+			break
+		}
+	}
+	if _, err := h.SyncAcks(ctx, ref); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return res, sessiondb.Wrap(sessiondb.ErrorCode(errs[0]), errors.Join(errs...), "drain %s", ref)
+	}
+	return res, nil
+}
+
+func editTarget(r OutboundRow) string {
+	if r.Kind != KindChat || !strings.Contains(string(r.Content), `"operation"`) {
+		return ""
+	}
+	c, err := DecodeContent(r.Content)
+	if err != nil || (c.Operation != "edit" && c.Operation != "reaction") {
+		return ""
+	}
+	return c.MessageID
+}
+
+// deliverOne prepares, delivers and records one row. Its error is only a
+// failure to record; delivery failures are recorded, not returned.
+func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Deliverer, row OutboundRow,
+	outIDs map[string]bool, st *drainState, res *DrainResult) error {
+	isEdit := false
+	prep := func() error {
+		c, err := DecodeContent(row.Content)
+		if err != nil {
+			return Permanent(fmt.Errorf("malformed content: %w", err))
+		}
+		if row.Kind != KindSystem && row.Routing.ChannelType == "" {
+			return Permanent(errors.New("no channel_type"))
+		}
+		if row.Kind != KindSystem && row.Routing.PlatformID == "" {
+			return Permanent(errors.New("no platform_id"))
+		}
+		if t := editTarget(row); t != "" {
+			isEdit = true
+			switch {
+			case outIDs[t]:
+				dr, ok := st.delivered[t]
+				switch {
+				case !ok:
+					return ErrNotReady
+				case dr.status == DeliveredFailed:
+					return Permanent(fmt.Errorf("%s target %s failed to deliver", c.Operation, t))
+				case dr.platformID != "":
+					row.Content = setKey(row.Content, "messageId", dr.platformID)
+				}
+			case st.inbound[t] && strings.HasSuffix(t, ":"+ref.AgentGroupID):
+				row.Content = setKey(row.Content, "messageId", strings.TrimSuffix(t, ":"+ref.AgentGroupID))
+			}
+		}
+		for _, name := range c.Files {
+			f, err := checkOutboxFile(dir, row.ID, name)
+			if err != nil {
+				return Permanent(err)
+			}
+			row.Files = append(row.Files, f)
+		}
+		return nil
+	}
+	err := prep()
+	pid := ""
+	if err == nil {
+		dctx, cancel := context.WithTimeout(ctx, h.opts.OpTimeout)
+		pid, err = d.Deliver(dctx, ref, row)
+		cancel()
+	}
+	now := h.now()
+	if errors.Is(err, ErrNotReady) {
+		res.Deferred++
+		return nil
+	}
+	if err == nil {
+		if isEdit || row.Kind == KindSystem {
+			pid = ""
+		}
+		werr := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+			if _, err := tx.Exec("INSERT OR IGNORE INTO delivered (message_out_id, platform_message_id, status, delivered_at) VALUES (?, ?, 'delivered', ?)",
+				row.ID, nullStr(pid), FormatTime(now)); err != nil {
+				return err
+			}
+			_, err := tx.Exec("DELETE FROM delivery_attempts WHERE message_out_id = ?", row.ID)
+			return err
+		})
+		if werr != nil {
+			return werr
+		}
+		st.delivered[row.ID] = deliveredRow{pid, DeliveredOK}
+		res.Delivered++
+		h.removeOutbox(dir, row.ID)
+		return nil
+	}
+	reason := truncate(strings.ReplaceAll(err.Error(), "\n", " "), 300)
+	attempts := st.attempts[row.ID].attempts + 1
+	final := IsPermanent(err) || attempts >= h.opts.MaxDeliveryAttempts
+	h.log.Debug("mailbox: delivery failed", "session", ref.String(), "id", row.ID, "attempt", attempts, "final", final, "err", reason)
+	werr := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		var next any
+		if !final {
+			next = FormatTime(now.Add(deliveryDelay(attempts)))
+		}
+		if _, err := tx.Exec(`INSERT INTO delivery_attempts (message_out_id, attempts, last_error, last_attempt_at, next_attempt_at)
+ VALUES (?, ?, ?, ?, ?) ON CONFLICT(message_out_id) DO UPDATE SET attempts = excluded.attempts,
+ last_error = excluded.last_error, last_attempt_at = excluded.last_attempt_at, next_attempt_at = excluded.next_attempt_at`,
+			row.ID, attempts, reason, FormatTime(now), next); err != nil {
+			return err
+		}
+		if !final {
+			return nil
+		}
+		if _, err := tx.Exec("INSERT OR IGNORE INTO delivered (message_out_id, platform_message_id, status, delivered_at) VALUES (?, NULL, 'failed', ?)",
+			row.ID, FormatTime(now)); err != nil {
+			return err
+		}
+		text := fmt.Sprintf("Delivery failed (seq %d): %s", row.Seq, reason)
+		m := InboundMessage{ID: newID("msg", now), Kind: KindChat, Content: notification(text), Timestamp: now,
+			Routing: Routing{ChannelType: ChannelAgent, PlatformID: ref.AgentGroupID}, ContextOnly: !h.opts.NotifyFailureTrigger}
+		_, _, err := h.insertInbound(ctx, tx, ref, m, m.Content)
+		return err
+	})
+	if werr != nil {
+		return werr
+	}
+	st.attempts[row.ID] = attemptRow{attempts: attempts}
+	if final {
+		st.delivered[row.ID] = deliveredRow{"", DeliveredFailed}
+		res.Failed++
+	} else {
+		res.Retrying++
+	}
+	return nil
+}
+
+// setKey returns content with key set to the string v (content already
+// decoded once, so it parses).
+func setKey(content []byte, key, v string) []byte {
+	o, err := parseObject("content", content)
+	if err != nil {
+		return content
+	}
+	o.set(key, marshalCompact(v))
+	return o.marshal()
+}
+
+// removeOutbox deletes outbox/<id>/ after a delivery, refusing to follow a
+// symlink planted in its place.
+func (h *Host) removeOutbox(dir, id string) {
+	if ValidateName("id", id) != nil {
+		return
+	}
+	p := filepath.Join(dir, OutboxDirName, id)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil || !fi.IsDir() {
+		h.log.Warn("mailbox: outbox entry is not a folder; left alone", "path", p)
+		return
+	}
+	if err := os.RemoveAll(p); err != nil {
+		h.log.Warn("mailbox: could not remove outbox folder", "path", p, "err", err)
+	}
+}
+
+// InboundRow returns the messages_in row with the given id (not_found when
+// absent), e.g. to find the source_session_id an agent-to-agent reply goes
+// back to.
+func (h *Host) InboundRow(ctx context.Context, ref SessionRef, id string) (InboundRow, error) {
+	var r InboundRow
+	found := false
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		rows, err := tx.Query("SELECT "+inboundCols+" FROM messages_in WHERE id = ?", id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if rows.Next() {
+			found = true
+			if r, err = scanInbound(rows, true); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err == nil && !found {
+		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s: no inbound message %q", ref, truncate(id, 64))
+	}
+	return r, err
+}
+
+// Forward writes an agent-to-agent message: row (delivered from session
+// src) becomes a kind='chat' row in session dst with channel_type 'agent',
+// platform_id = src's agent group, source_session_id = src's session, and
+// its outbox files copied to dst's inbox/<new id>/ as attachments. It
+// returns the new row's id and seq.
+func (h *Host) Forward(ctx context.Context, src SessionRef, row OutboundRow, dst SessionRef) (string, int64, error) {
+	if err := src.Validate(); err != nil {
+		return "", 0, err
+	}
+	dstDir, err := h.layout.SessionDir(dst)
+	if err != nil {
+		return "", 0, err
+	}
+	now := h.now()
+	id := newID("msg", now)
+	o, err := parseObject("content", row.Content)
+	if err != nil {
+		return "", 0, Permanent(err)
+	}
+	if len(row.Files) > 0 {
+		var atts []map[string]string
+		for _, f := range row.Files {
+			data, err := os.ReadFile(f.Path)
+			if err != nil {
+				return "", 0, sessiondb.Wrap(sessiondb.EINTERNAL, err, "read outbox file %s", f.Name)
+			}
+			rel, _, err := writeExclusive(dstDir, []string{InboxDirName, id}, f.Name, data, h.modes)
+			if err != nil {
+				return "", 0, err
+			}
+			atts = append(atts, map[string]string{"name": f.Name, "filename": f.Name, "type": "file", "localPath": rel})
+		}
+		o.del("files")
+		o.set("attachments", marshalCompact(atts))
+	}
+	seq, _, err := h.Enqueue(ctx, dst, InboundMessage{ID: id, Kind: KindChat, Content: o.marshal(), Timestamp: now,
+		Routing: Routing{ChannelType: ChannelAgent, PlatformID: src.AgentGroupID}, SourceSessionID: src.SessionID})
+	return id, seq, err
+}
