@@ -166,6 +166,7 @@ type schemaInfo struct {
 	sessOrder  []string // sessions columns in table order
 	msgCols    map[string]bool
 	msgOrder   []string
+	colTypes   map[string]string // "table.column" → declared type, upper case
 }
 
 func (si *schemaInfo) hasFTS() bool { return si.tables["messages_fts"] }
@@ -184,7 +185,7 @@ func (si *schemaInfo) fresh() bool {
 type queryFunc func(query string, args ...any) (*sql.Rows, error)
 
 func inspect(q queryFunc) (*schemaInfo, error) {
-	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}}
+	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, colTypes: map[string]string{}}
 	rows, err := q("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view')")
 	if err != nil {
 		return nil, err
@@ -212,17 +213,18 @@ func inspect(q queryFunc) (*schemaInfo, error) {
 		if !si.tables[t.name] {
 			continue
 		}
-		rows, err := q("SELECT name FROM pragma_table_info(?)", t.name)
+		rows, err := q("SELECT name, type FROM pragma_table_info(?)", t.name)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
+			var c, typ string
+			if err := rows.Scan(&c, &typ); err != nil {
 				rows.Close()
 				return nil, err
 			}
 			t.cols[c] = true
+			si.colTypes[t.name+"."+c] = strings.ToUpper(typ)
 			*t.order = append(*t.order, c)
 		}
 		if err := rows.Close(); err != nil {

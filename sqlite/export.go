@@ -1,0 +1,402 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// ExportSession returns the session row with every stored column (newer
+// Hermes columns included) under its snake_case name, plus "messages" =
+// GetMessages. A missing session is not_found.
+func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, error) {
+	rows, err := s.query(ctx, "SELECT * FROM sessions WHERE id = ?", id)
+	if err != nil {
+		return nil, s.readErr(err, "export session %s", id)
+	}
+	rec, err := scanRecord(rows)
+	if err != nil {
+		return nil, s.readErr(err, "export session %s", id)
+	}
+	if rec == nil {
+		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %q not found", id)
+	}
+	msgs, err := s.GetMessages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rec["messages"] = msgs
+	return rec, nil
+}
+
+// scanRecord reads the first row of rows as a column-name map, text as
+// string; nil when there is no row.
+func scanRecord(rows *sql.Rows) (map[string]any, error) {
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	rec := make(map[string]any, len(cols)+1)
+	for i, c := range cols {
+		if b, ok := vals[i].([]byte); ok {
+			rec[c] = string(b)
+		} else {
+			rec[c] = vals[i]
+		}
+	}
+	return rec, rows.Err()
+}
+
+// ExportAll streams every session (of source, unless "") newest first, in
+// ExportSession's form, to yield; an error from yield stops the export and
+// is returned. Unlike Hermes v6 it has no cap and holds one session in
+// memory at a time (IMP-14).
+func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error {
+	q := "SELECT id FROM sessions"
+	var args []any
+	if source != "" {
+		q += " WHERE source = ?"
+		args = append(args, source)
+	}
+	rows, err := s.query(ctx, q+" ORDER BY started_at DESC", args...)
+	if err != nil {
+		return s.readErr(err, "export sessions")
+	}
+	// The ids are read first so no read transaction stays open (holding
+	// back checkpoints) while the caller writes out each session.
+	ids, err := scanStrings(rows)
+	if err != nil {
+		return s.readErr(err, "export sessions")
+	}
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return sessiondb.Wrap(sessiondb.EBUSY, err, "export sessions")
+		}
+		rec, err := s.ExportSession(ctx, id)
+		if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return err
+		}
+		if err := yield(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonColumns hold JSON text; an import may give them as decoded values.
+var jsonColumns = map[string]bool{"model_config": true, "tool_calls": true, "reasoning_details": true, "codex_reasoning_items": true}
+
+// importValue converts one JSON-decoded value for a column of declared
+// type typ, or fails invalid naming field.
+func importValue(field, column, typ string, v any) (any, error) {
+	bad := func(want string) error {
+		return sessiondb.Errorf(sessiondb.EINVALID, "import: %s must be %s, not %T", field, want, v)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			v = i
+		} else if f, err := n.Float64(); err == nil {
+			v = f
+		} else {
+			return nil, bad("a number")
+		}
+	}
+	switch {
+	case strings.Contains(typ, "INT"):
+		switch x := v.(type) {
+		case float64:
+			if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > 1<<53 {
+				return nil, bad("an integer")
+			}
+			return int64(x), nil
+		case int64, int:
+			return x, nil
+		case bool:
+			if x {
+				return int64(1), nil
+			}
+			return int64(0), nil
+		}
+		return nil, bad("an integer")
+	case strings.Contains(typ, "REAL"), strings.Contains(typ, "FLOA"), strings.Contains(typ, "DOUB"):
+		switch x := v.(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, bad("a finite number")
+			}
+			return x, nil
+		case int64:
+			return float64(x), nil
+		case int:
+			return float64(x), nil
+		}
+		return nil, bad("a number")
+	default:
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case map[string]any, []any:
+			if !jsonColumns[column] {
+				return nil, bad("a string")
+			}
+			return encodeJSONField(field, x)
+		}
+		if typ == "" { // no declared type: any scalar
+			switch v.(type) {
+			case float64, int64, int, bool:
+				return v, nil
+			}
+		}
+		return nil, bad("a string")
+	}
+}
+
+// importRow is one row to insert: columns and values in step.
+type importRow struct {
+	cols []string
+	vals []any
+	id   any // original message id, nil when none
+	tc   int64
+}
+
+// ImportSession inserts one session of an export (ours or Hermes' own
+// JSONL: the session's columns plus "messages") in one transaction. A
+// session id that already exists is skipped (imported=false). Keys naming
+// no column of the file are ignored; wrong JSON types are invalid, naming
+// the field. Message ids are kept when free; message_count and
+// tool_call_count are recomputed from the inserted rows. A parent not yet
+// imported is linked once it is, by this Store.
+func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
+	id, ok := rec["id"].(string)
+	if !ok || id == "" {
+		return false, sessiondb.Errorf(sessiondb.EINVALID, "import: id must be a non-empty string")
+	}
+	if src, ok := rec["source"].(string); !ok || src == "" {
+		return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: source must be a non-empty string", id)
+	}
+	switch rec["started_at"].(type) {
+	case float64, int64, int, json.Number:
+	default:
+		return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: started_at must be a number", id)
+	}
+	sess := importRow{}
+	var parent string
+	for k, v := range rec {
+		if k == "messages" || k == "message_count" || k == "tool_call_count" || !s.si.sessCols[k] {
+			continue
+		}
+		val, err := importValue(k, k, s.si.colTypes["sessions."+k], v)
+		if err != nil {
+			return false, sessiondb.Wrap("", err, "import session %s", id)
+		}
+		if k == "parent_session_id" {
+			parent, _ = val.(string)
+			continue // set below, once we know the parent exists
+		}
+		sess.cols = append(sess.cols, k)
+		sess.vals = append(sess.vals, val)
+	}
+	var rawMsgs []any
+	switch m := rec["messages"].(type) {
+	case nil:
+	case []any:
+		rawMsgs = m
+	case []sessiondb.Message:
+		// Straight from ExportSession, without a JSON round trip.
+		b, err := json.Marshal(m)
+		if err != nil {
+			return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
+		}
+		if err := json.Unmarshal(b, &rawMsgs); err != nil {
+			return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
+		}
+	default:
+		return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages must be a list, not %T", id, rec["messages"])
+	}
+	msgs := make([]importRow, 0, len(rawMsgs))
+	var toolCalls int64
+	for i, raw := range rawMsgs {
+		m, ok := raw.(map[string]any)
+		if !ok {
+			return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages[%d] must be an object, not %T", id, i, raw)
+		}
+		row, err := s.importMessage(id, i, m)
+		if err != nil {
+			return false, err
+		}
+		toolCalls += row.tc
+		msgs = append(msgs, row)
+	}
+	sess.cols = append(sess.cols, "message_count", "tool_call_count")
+	sess.vals = append(sess.vals, int64(len(msgs)), toolCalls)
+
+	s.pendingMu.Lock()
+	children := append([]string(nil), s.pendingParents[id]...)
+	s.pendingMu.Unlock()
+
+	imported, parentMissing := false, false
+	err := s.write(ctx, "import session "+id, func(tx *sqlitedb.Tx) error {
+		imported, parentMissing = false, false
+		var one int
+		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", id).Scan(&one)
+		if err == nil {
+			return nil
+		}
+		if err != sql.ErrNoRows {
+			return err
+		}
+		cols, vals := sess.cols, sess.vals
+		if parent != "" {
+			err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", parent).Scan(&one)
+			switch {
+			case err == nil:
+				cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], parent)
+			case err == sql.ErrNoRows:
+				parentMissing = true
+			default:
+				return err
+			}
+		}
+		if _, err := tx.Exec("INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(len(cols))+")", vals...); err != nil {
+			if sqlitedb.IsUnique(err) {
+				return sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", id)
+			}
+			return err
+		}
+		for i, m := range msgs {
+			if err := insertImported(tx, id, m); err != nil {
+				return sessiondb.Wrap("", err, "import session %s: messages[%d]", id, i)
+			}
+		}
+		for _, c := range children {
+			if _, err := tx.Exec("UPDATE sessions SET parent_session_id = ? WHERE id = ? AND parent_session_id IS NULL", id, c); err != nil {
+				return err
+			}
+		}
+		imported = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if imported {
+		s.pendingMu.Lock()
+		delete(s.pendingParents, id)
+		if parentMissing {
+			s.pendingParents[parent] = append(s.pendingParents[parent], id)
+		}
+		s.pendingMu.Unlock()
+	}
+	return imported, nil
+}
+
+// importMessage validates and converts one exported message.
+func (s *Store) importMessage(sessionID string, i int, m map[string]any) (importRow, error) {
+	field := func(k string) string { return fmt.Sprintf("messages[%d].%s", i, k) }
+	row := importRow{}
+	if r, ok := m["role"].(string); !ok || r == "" {
+		return row, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: %s must be a non-empty string", sessionID, field("role"))
+	}
+	switch m["timestamp"].(type) {
+	case float64, int64, int, json.Number:
+	default:
+		return row, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: %s must be a number", sessionID, field("timestamp"))
+	}
+	for k, v := range m {
+		if k == "session_id" || !s.si.msgCols[k] {
+			continue
+		}
+		var val any
+		var err error
+		if k == "tool_calls" {
+			if str, ok := v.(string); ok {
+				val = nullStr(str)
+			} else {
+				val, err = encodeJSONField(field(k), v)
+			}
+		} else {
+			val, err = importValue(field(k), k, s.si.colTypes["messages."+k], v)
+		}
+		if err != nil {
+			return row, sessiondb.Wrap("", err, "import session %s", sessionID)
+		}
+		if k == "id" {
+			row.id = val
+			continue
+		}
+		if k == "tool_calls" {
+			var text sql.NullString
+			if str, ok := val.(string); ok {
+				text = sql.NullString{String: str, Valid: true}
+			}
+			row.tc = storedToolCallCount(text)
+		}
+		row.cols = append(row.cols, k)
+		row.vals = append(row.vals, val)
+	}
+	sortRow(&row)
+	return row, nil
+}
+
+// sortRow orders a row's columns by name, so rows of the same shape share
+// one cached statement.
+func sortRow(r *importRow) {
+	idx := make([]int, len(r.cols))
+	for i := range idx {
+		idx[i] = i
+	}
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && r.cols[idx[j]] < r.cols[idx[j-1]]; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	cols := make([]string, len(idx))
+	vals := make([]any, len(idx))
+	for i, k := range idx {
+		cols[i], vals[i] = r.cols[k], r.vals[k]
+	}
+	r.cols, r.vals = cols, vals
+}
+
+// insertImported inserts one message, with its original id when that id
+// is free.
+func insertImported(tx *sqlitedb.Tx, sessionID string, m importRow) error {
+	cols := "session_id, " + strings.Join(m.cols, ", ")
+	ph := placeholders(len(m.cols) + 1)
+	args := append([]any{sessionID}, m.vals...)
+	if m.id != nil {
+		res, err := tx.Exec("INSERT OR IGNORE INTO messages (id, "+cols+") VALUES (?, "+ph+")", append([]any{m.id}, args...)...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+	}
+	_, err := tx.Exec("INSERT INTO messages ("+cols+") VALUES ("+ph+")", args...)
+	return err
+}

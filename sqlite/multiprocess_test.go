@@ -1,0 +1,211 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+// Child processes are this test binary run again with helperRoleEnv set; the
+// role's arguments travel in helperArgsEnv, separated by helperArgsSep.
+const (
+	helperRoleEnv = "SESSIONDB_TEST_HELPER_ROLE"
+	helperArgsEnv = "SESSIONDB_TEST_HELPER_ARGS"
+	helperArgsSep = "\x1f"
+)
+
+// helperCmd returns a command that runs this test binary as a child in role.
+func helperCmd(t *testing.T, role string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperRoleEnv+"="+role, helperArgsEnv+"="+strings.Join(args, helperArgsSep))
+	return cmd
+}
+
+// TestHelperProcess is not a test: it is the body of the child processes of
+// the multi-process and crash tests, selected by helperRoleEnv. Run directly
+// it returns at once.
+func TestHelperProcess(t *testing.T) {
+	role := os.Getenv(helperRoleEnv)
+	if role == "" {
+		return
+	}
+	args := strings.Split(os.Getenv(helperArgsEnv), helperArgsSep)
+	var err error
+	switch role {
+	case "append":
+		err = helperAppend(args)
+	case "crash":
+		err = helperCrash(args)
+	default:
+		err = fmt.Errorf("unknown helper role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(3)
+	}
+	os.Exit(0)
+}
+
+// helperAppend: args path, session id, count, start file. It opens the
+// store, creates its session, prints "ready", waits for the start file, then
+// appends count messages "<session>-<i>" and exits.
+func helperAppend(args []string) error {
+	if len(args) != 4 {
+		return fmt.Errorf("append wants 4 arguments, got %q", args)
+	}
+	path, sid, startFile := args[0], args[1], args[3]
+	n, err := strconv.Atoi(args[2])
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: sid, Source: "multiprocess"}); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	fmt.Println("ready")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(startFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("start file never appeared")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for i := 0; i < n; i++ {
+		c := fmt.Sprintf("%s-%d", sid, i)
+		if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: sid, Role: "user", Content: &c}); err != nil {
+			return fmt.Errorf("append %d: %w", i, err)
+		}
+	}
+	return s.Close()
+}
+
+// TestMultiProcessAppend runs four OS processes appending to one file at
+// once, released together: every row lands, every counter is exact, no
+// process sees an error, and the file passes SQLite's integrity check.
+func TestMultiProcessAppend(t *testing.T) {
+	const procs, each = 4, 200
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	startFile := filepath.Join(dir, "start")
+	ctx := context.Background()
+
+	// Create the schema first so the children only contend for appends.
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+
+	type child struct {
+		cmd    *exec.Cmd
+		stdout io.ReadCloser
+		stderr bytes.Buffer
+	}
+	children := make([]*child, procs)
+	for i := range children {
+		c := &child{cmd: helperCmd(t, "append", path, fmt.Sprintf("proc%d", i), strconv.Itoa(each), startFile)}
+		c.cmd.Stderr = &c.stderr
+		if c.stdout, err = c.cmd.StdoutPipe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.cmd.Start(); err != nil {
+			t.Fatalf("start child %d: %v", i, err)
+		}
+		children[i] = c
+		t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
+	}
+	// Barrier: every child has opened the file and created its session.
+	var rest sync.WaitGroup
+	for i, c := range children {
+		r := bufio.NewReader(c.stdout)
+		line, err := r.ReadString('\n')
+		if strings.TrimSpace(line) != "ready" {
+			_ = c.cmd.Wait()
+			t.Fatalf("child %d: %q, %v; stderr: %s", i, line, err, c.stderr.String())
+		}
+		rest.Add(1)
+		go func() { defer rest.Done(); _, _ = io.Copy(io.Discard, r) }()
+	}
+	if err := os.WriteFile(startFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rest.Wait()
+	for i, c := range children {
+		if err := c.cmd.Wait(); err != nil || c.stderr.Len() > 0 {
+			t.Errorf("child %d: exit %v; stderr: %s", i, err, c.stderr.String())
+		}
+	}
+
+	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	for i := 0; i < procs; i++ {
+		sid := fmt.Sprintf("proc%d", i)
+		sess, err := s.GetSession(ctx, sid)
+		if err != nil {
+			t.Fatalf("GetSession(%s): %v", sid, err)
+		}
+		if sess.MessageCount != each {
+			t.Errorf("%s message_count = %d, want %d", sid, sess.MessageCount, each)
+		}
+		ms, err := s.GetMessages(ctx, sid)
+		if err != nil {
+			t.Fatalf("GetMessages(%s): %v", sid, err)
+		}
+		if len(ms) != each {
+			t.Errorf("%s has %d rows, want %d", sid, len(ms), each)
+		}
+		for j, m := range ms {
+			if want := fmt.Sprintf("%s-%d", sid, j); m.Content == nil || *m.Content != want {
+				t.Errorf("%s row %d = %v, want %q in order", sid, j, m.Content, want)
+				break
+			}
+		}
+	}
+	if n, err := s.MessageCount(ctx, ""); err != nil || n != procs*each {
+		t.Errorf("MessageCount = %d, %v; want %d", n, err, procs*each)
+	}
+	checkIntegrity(t, s)
+}
+
+// checkIntegrity fails unless SQLite's integrity check and the FTS index
+// check both pass.
+func checkIntegrity(t *testing.T, s *sqlite.Store) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := s.IntegrityCheck(ctx)
+	if err != nil {
+		t.Fatalf("IntegrityCheck: %v", err)
+	}
+	if len(res) != 1 || res[0] != "ok" {
+		t.Errorf("IntegrityCheck = %q, want [ok]", res)
+	}
+	if err := s.FTSIntegrityCheck(ctx); err != nil {
+		t.Errorf("FTSIntegrityCheck: %v", err)
+	}
+}

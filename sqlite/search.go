@@ -1,0 +1,287 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// SearchMessages finds messages matching query with the full-text index
+// (spec 6.1): the query is sanitized as Hermes v6 does; if FTS5 rejects it,
+// it is retried once escaped (IMP-5), and a query FTS5 still rejects is
+// invalid, never a silent empty result. Hits are ranked by bm25. When FTS
+// finds nothing for a query with CJK text, a substring search (escaped
+// LIKE, every token required, newest first) takes over (IMP-6).
+//
+// For speed the ranking runs on the FTS table alone when no filter needs
+// the messages/sessions join; snippets are computed for the winners only,
+// and the context rows of all hits come from one query.
+func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
+	limit, offset, err := pageArgs("search messages", f.Limit, f.Offset)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(query) == "" || (f.Sources != nil && len(f.Sources) == 0) {
+		return []sessiondb.SearchHit{}, nil
+	}
+	q := fts.Sanitize(query)
+	if q == "" {
+		return []sessiondb.SearchHit{}, nil
+	}
+	var hits []sessiondb.SearchHit
+	if s.si.hasFTS() {
+		hits, err = s.ftsSearch(ctx, q, f, limit, offset)
+		if err != nil && sqlitedb.IsQueryError(err) {
+			esc := fts.Escape(query)
+			if esc == "" {
+				hits, err = nil, nil
+			} else {
+				hits, err = s.ftsSearch(ctx, esc, f, limit, offset)
+			}
+			if err != nil && sqlitedb.IsQueryError(err) {
+				if !sessiondb.ContainsCJK(q) {
+					return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "search: the full-text index cannot read the query %q", query)
+				}
+				hits, err = nil, nil
+			}
+		}
+		if err != nil {
+			return nil, s.readErr(err, "search %q", query)
+		}
+	}
+	if len(hits) == 0 && (sessiondb.ContainsCJK(q) || !s.si.hasFTS()) {
+		hits, err = s.likeSearch(ctx, q, f, limit, offset)
+		if err != nil {
+			return nil, s.readErr(err, "search %q", query)
+		}
+	}
+	if hits == nil {
+		return []sessiondb.SearchHit{}, nil
+	}
+	s.addContext(ctx, hits)
+	return hits, nil
+}
+
+// searchFilters returns the WHERE additions for f over aliases m and s.
+func (s *Store) searchFilters(f sessiondb.SearchFilter) (string, []any) {
+	var b strings.Builder
+	var args []any
+	if f.Sources != nil {
+		b.WriteString(" AND s.source IN (" + placeholders(len(f.Sources)) + ")")
+		for _, x := range f.Sources {
+			args = append(args, x)
+		}
+	}
+	if len(f.ExcludeSources) > 0 {
+		b.WriteString(" AND s.source NOT IN (" + placeholders(len(f.ExcludeSources)) + ")")
+		for _, x := range f.ExcludeSources {
+			args = append(args, x)
+		}
+	}
+	if len(f.Roles) > 0 {
+		b.WriteString(" AND m.role IN (" + placeholders(len(f.Roles)) + ")")
+		for _, x := range f.Roles {
+			args = append(args, x)
+		}
+	}
+	b.WriteString(s.q.visible)
+	return b.String(), args
+}
+
+const hitColumns = "m.session_id, m.role, m.timestamp, m.tool_name, s.source, s.model, s.started_at"
+
+func scanHit(sc scanner, h *sessiondb.SearchHit) error {
+	var sid, role, source sql.NullString
+	var tool, model sql.NullString
+	var ts, started sql.NullFloat64
+	var snippet sql.NullString
+	if err := sc.Scan(&h.ID, &snippet, &sid, &role, &ts, &tool, &source, &model, &started); err != nil {
+		return err
+	}
+	h.Snippet, h.SessionID, h.Role, h.Source = snippet.String, sid.String, role.String, source.String
+	h.Timestamp, h.SessionStarted = ts.Float64, started.Float64
+	h.ToolName, h.Model = strPtr(tool), strPtr(model)
+	h.Context = []sessiondb.ContextRow{}
+	return nil
+}
+
+// ftsSearch ranks with FTS5 and then fetches the winners' snippets and
+// columns. The ranking query is the only one that touches every match.
+func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	filters, fargs := s.searchFilters(f)
+	var rankSQL string
+	args := []any{match}
+	if filters == "" {
+		rankSQL = "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?"
+	} else {
+		rankSQL = "SELECT messages_fts.rowid FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" +
+			" WHERE messages_fts MATCH ?" + filters + " ORDER BY messages_fts.rank LIMIT ? OFFSET ?"
+		args = append(args, fargs...)
+	}
+	args = append(args, limit, offset)
+	rows, err := s.query(ctx, rankSQL, args...)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	idJSON, _ := json.Marshal(ids)
+	rows, err = s.query(ctx, "SELECT messages_fts.rowid, snippet(messages_fts, 0, '>>>', '<<<', '...', 40), "+hitColumns+
+		" FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id"+
+		" WHERE messages_fts MATCH ? AND messages_fts.rowid IN (SELECT value FROM json_each(?))", match, string(idJSON))
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]sessiondb.SearchHit, len(ids))
+	for rows.Next() {
+		var h sessiondb.SearchHit
+		if err := scanHit(rows, &h); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byID[h.ID] = h
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	hits := make([]sessiondb.SearchHit, 0, len(ids))
+	for _, id := range ids {
+		if h, ok := byID[id]; ok {
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}
+
+// likeTerms splits the CJK fallback's query: surrounding quotes then white
+// space trimmed, split on white space, quotes and operator words dropped.
+func likeTerms(q string) []string {
+	r := strings.TrimSpace(strings.Trim(q, `"`))
+	var out []string
+	for _, t := range strings.Fields(r) {
+		t = strings.Trim(t, `"`)
+		switch t {
+		case "", "AND", "OR", "NOT":
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// likeSearch is the substring fallback: every term must occur (escaped
+// LIKE, IMP-6), newest first; the snippet is 120 code points around the
+// first term's first exact occurrence (the start when the match was only
+// case-insensitive).
+func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	terms := likeTerms(q)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	filters, fargs := s.searchFilters(f)
+	var b strings.Builder
+	args := []any{terms[0]}
+	b.WriteString("SELECT m.id, substr(m.content, max(1, instr(m.content, ?) - 40), 120), " + hitColumns +
+		" FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.content IS NOT NULL")
+	for _, t := range terms {
+		b.WriteString(` AND m.content LIKE ? ESCAPE '\'`)
+		args = append(args, "%"+likeEscape(t)+"%")
+	}
+	b.WriteString(filters)
+	args = append(args, fargs...)
+	b.WriteString(" ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?")
+	args = append(args, limit, offset)
+	rows, err := s.query(ctx, b.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []sessiondb.SearchHit
+	for rows.Next() {
+		var h sessiondb.SearchHit
+		if err := scanHit(rows, &h); err != nil {
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// addContext fills each hit's context, the previous message, the hit and
+// the next one of the same session in id order (IMP-1), each cut to 200
+// code points, with one query for all hits. If that query fails the hits
+// keep an empty context, as in Hermes.
+func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	idJSON, _ := json.Marshal(ids)
+	visP := strings.ReplaceAll(s.q.visible, "m.", "p.")
+	visN := strings.ReplaceAll(s.q.visible, "m.", "n.")
+	rows, err := s.query(ctx, `SELECT h.value, m.id, m.role, COALESCE(substr(m.content, 1, 200), '')
+FROM json_each(?) h
+JOIN messages hm ON hm.id = h.value
+JOIN messages m ON m.id IN (
+    (SELECT max(p.id) FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id`+visP+`),
+    hm.id,
+    (SELECT min(n.id) FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id`+visN+`))
+ORDER BY h.value, m.id`, string(idJSON))
+	if err != nil {
+		s.log.Warn("search context query failed", "err", err)
+		return
+	}
+	defer rows.Close()
+	type ctxRow struct {
+		id  int64
+		row sessiondb.ContextRow
+	}
+	byHit := map[int64][]ctxRow{}
+	for rows.Next() {
+		var hit, id int64
+		var role, content sql.NullString
+		if err := rows.Scan(&hit, &id, &role, &content); err != nil {
+			s.log.Warn("search context query failed", "err", err)
+			return
+		}
+		byHit[hit] = append(byHit[hit], ctxRow{id, sessiondb.ContextRow{Role: role.String, Content: content.String}})
+	}
+	if err := rows.Err(); err != nil {
+		s.log.Warn("search context query failed", "err", err)
+		return
+	}
+	for i := range hits {
+		rs := byHit[hits[i].ID]
+		sort.Slice(rs, func(a, b int) bool { return rs[a].id < rs[b].id })
+		c := make([]sessiondb.ContextRow, len(rs))
+		for j, r := range rs {
+			c[j] = r.row
+		}
+		hits[i].Context = c
+	}
+}

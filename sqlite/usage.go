@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+const usageSums = `count(*), COALESCE(SUM(message_count), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+    COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0),
+    COALESCE(SUM(estimated_cost_usd), 0), COALESCE(SUM(actual_cost_usd), 0)`
+
+// Usage sums tokens and costs of the sessions f selects, by model (""
+// for sessions without one) and by source, each ordered by estimated cost
+// then key, plus the f.Top sessions that cost most (actual cost when
+// known, else estimated; then total tokens).
+func (s *Store) Usage(ctx context.Context, f sessiondb.UsageFilter) (*sessiondb.UsageReport, error) {
+	var where []string
+	var args []any
+	if f.Source != "" {
+		where = append(where, "source = ?")
+		args = append(args, f.Source)
+	}
+	if f.Since != 0 {
+		where = append(where, "started_at >= ?")
+		args = append(args, f.Since)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	top := f.Top
+	if top == 0 {
+		top = 10
+	}
+	rep := &sessiondb.UsageReport{}
+	var err error
+	if rep.ByModel, err = s.usageRows(ctx, "SELECT COALESCE(model, ''), "+usageSums+" FROM sessions"+cond+
+		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
+		return nil, err
+	}
+	if rep.BySource, err = s.usageRows(ctx, "SELECT source, "+usageSums+" FROM sessions"+cond+
+		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
+		return nil, err
+	}
+	rep.Top = []sessiondb.UsageRow{}
+	if top > 0 {
+		if rep.Top, err = s.usageRows(ctx, `SELECT id, 1, COALESCE(message_count, 0), COALESCE(input_tokens, 0), COALESCE(output_tokens, 0),
+    COALESCE(cache_read_tokens, 0), COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0),
+    COALESCE(estimated_cost_usd, 0), COALESCE(actual_cost_usd, 0) FROM sessions`+cond+`
+ORDER BY COALESCE(actual_cost_usd, estimated_cost_usd, 0) DESC,
+    COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) + COALESCE(cache_read_tokens, 0) + COALESCE(cache_write_tokens, 0) + COALESCE(reasoning_tokens, 0) DESC,
+    started_at DESC LIMIT ?`, append(args, top)...); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func (s *Store) usageRows(ctx context.Context, q string, args ...any) ([]sessiondb.UsageRow, error) {
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return nil, s.readErr(err, "usage report")
+	}
+	defer rows.Close()
+	out := []sessiondb.UsageRow{}
+	for rows.Next() {
+		var r sessiondb.UsageRow
+		if err := rows.Scan(&r.Key, &r.Sessions, &r.Messages, &r.InputTokens, &r.OutputTokens, &r.CacheReadTokens,
+			&r.CacheWriteTokens, &r.ReasoningTokens, &r.EstimatedCostUSD, &r.ActualCostUSD); err != nil {
+			return nil, s.readErr(err, "usage report")
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err, "usage report")
+	}
+	return out, nil
+}
