@@ -142,6 +142,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("%d ids acknowledged before the kill, %d rows present", len(acked), len(ms))
 			have := map[int64]bool{}
 			for _, m := range ms {
 				have[m.ID] = true

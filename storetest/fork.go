@@ -95,7 +95,7 @@ func testFork(t *testing.T, h Harness) {
 		{name: "unanswered call cuts before the assistant row", at: 7, want: numbered(1, 6), wantCalls: 2},
 		{name: "partly answered call cuts before the assistant row", at: 9, want: numbered(1, 8), wantCalls: 3},
 		{name: "cut inside a partly answered group", at: 10, want: numbered(1, 8), wantCalls: 3},
-		{name: "whole conversation", at: 12, want: numbered(1, 12), wantCalls: 6},
+		{name: "whole conversation", at: 12, want: numbered(1, 12), wantCalls: 5},
 		{name: "source without model_config", at: 1, noConfig: true, want: numbered(1, 1), wantConfig: map[string]any{"_branched_from": "src"}},
 	}
 	for _, tc := range cases {

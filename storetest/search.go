@@ -118,8 +118,8 @@ func testSearch(t *testing.T, h Harness) {
 				t.Errorf("snippet = %q, want %q", hit.Snippet, want)
 			}
 			hits = e.search("output", sessiondb.SearchFilter{})
-			if len(hits) != 1 || deref(hits[0].ToolName) != "terminal" || hits[0].Model != nil || hits[0].Role != "tool" {
-				t.Errorf("tool hit = %+v, want tool_name terminal and NULL model", hits)
+			if len(hits) != 1 || deref(hits[0].ToolName) != "terminal" || deref(hits[0].Model) != "m-a" || hits[0].Role != "tool" {
+				t.Errorf("tool hit = %+v, want tool_name terminal and the session's model", hits)
 			}
 			hits = e.search("great", sessiondb.SearchFilter{})
 			if len(hits) != 1 || hits[0].Model != nil || hits[0].Source != "telegram" {
