@@ -1,0 +1,767 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// examplesFile is the example conversations, as the README's tour uses them.
+const examplesFile = "../../examples/conversations.jsonl"
+
+// Facts about examples/conversations.jsonl the assertions rely on.
+const (
+	exampleSessions = 8
+	exampleEnded    = 7 // all but the Kubernetes session
+	projID          = "20260402_140511_4e81b2"
+	proj2ID         = "20260402_141202_d07a13"
+	dockerID        = "20260315_092437_c9a6ff"
+	cronID          = "20260701_020000_e1d442"
+	k8sID           = "20261006_164519_f28a0c"
+)
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs the command line with stdin and returns its exit status and
+// output.
+func cli(t *testing.T, stdin string, args ...string) cliResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// mustCLI runs the command line and fails the test unless it exits 0.
+func mustCLI(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	r := cli(t, "", args...)
+	if r.code != 0 {
+		t.Fatalf("sessiondb %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// decode parses r's stdout as JSON into v.
+func decode(t *testing.T, r cliResult, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+		t.Fatalf("stdout is not JSON (%v):\n%s", err, r.stdout)
+	}
+}
+
+// exampleDB returns a fresh store in a temp folder holding the examples.
+func exampleDB(t *testing.T) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "state.db")
+	mustCLI(t, "--db", db, "import", examplesFile)
+	return db
+}
+
+func TestImportIsIdempotent(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sub", "state.db")
+	var first, second importReport
+	decode(t, mustCLI(t, "--db", db, "--json", "import", examplesFile), &first)
+	decode(t, mustCLI(t, "--db", db, "--json", "import", examplesFile), &second)
+	if first.Imported != exampleSessions || first.Skipped != 0 || first.Failed != 0 {
+		t.Errorf("first import: %+v, want %d imported", first, exampleSessions)
+	}
+	if second.Imported != 0 || second.Skipped != exampleSessions {
+		t.Errorf("second import: %+v, want all %d skipped", second, exampleSessions)
+	}
+	fi, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Errorf("store mode %04o, want 0600", m)
+	}
+	di, err := os.Stat(filepath.Dir(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := di.Mode().Perm(); m != 0o700 {
+		t.Errorf("store folder mode %04o, want 0700", m)
+	}
+	text := mustCLI(t, "--db", db, "import", examplesFile)
+	if !strings.Contains(text.stdout, "imported 0 session(s), skipped 8 already present") {
+		t.Errorf("text summary: %q", text.stdout)
+	}
+}
+
+// exampleLines returns the example file's lines keyed by session id.
+func exampleLines(t *testing.T) (ids []string, lines map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(examplesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var rec struct{ ID string }
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.ID)
+		lines[rec.ID] = sc.Text()
+	}
+	return ids, lines
+}
+
+func TestImportInputs(t *testing.T) {
+	_, lines := exampleLines(t)
+	tests := []struct {
+		name       string
+		input      []string
+		wantCode   int
+		imported   int
+		failed     int
+		failLines  []int
+		errorsHave []string
+		present    []string
+	}{
+		{
+			name:     "continuation before its parent is held back",
+			input:    []string{lines[proj2ID], lines[projID]},
+			imported: 2, present: []string{projID, proj2ID},
+		},
+		{
+			name:     "blank lines are skipped",
+			input:    []string{"", lines[dockerID], "   ", ""},
+			imported: 1, present: []string{dockerID},
+		},
+		{
+			name:     "bad lines are reported and do not stop the others",
+			input:    []string{lines[dockerID], "{not json", `{"source":"cli"}`, `[1,2]`, `{"id":7}`, lines[cronID]},
+			wantCode: exitInvalid, imported: 2, failed: 4, failLines: []int{2, 3, 4, 5},
+			errorsHave: []string{"not a JSON object", "field id", "not a JSON object", "field id"},
+			present:    []string{dockerID, cronID},
+		},
+		{
+			name:     "a parent in neither store nor file",
+			input:    []string{strings.Replace(lines[proj2ID], `"parent_session_id":"`+projID, `"parent_session_id":"nope`, 1)},
+			wantCode: exitInvalid, failed: 1, failLines: []int{1},
+			errorsHave: []string{`field parent_session_id: session "nope"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "state.db")
+			in := filepath.Join(dir, "in.jsonl")
+			if err := os.WriteFile(in, []byte(strings.Join(tc.input, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := cli(t, "", "--db", db, "--json", "import", in)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit %d, want %d; stderr: %s", r.code, tc.wantCode, r.stderr)
+			}
+			var rep importReport
+			decode(t, r, &rep)
+			if rep.Imported != tc.imported || rep.Failed != tc.failed {
+				t.Errorf("report %+v, want imported %d failed %d", rep, tc.imported, tc.failed)
+			}
+			for i, want := range tc.failLines {
+				if i >= len(rep.Errors) || rep.Errors[i].Line != want {
+					t.Errorf("errors %+v: want line %d at %d", rep.Errors, want, i)
+				}
+			}
+			for i, want := range tc.errorsHave {
+				if i >= len(rep.Errors) || !strings.Contains(rep.Errors[i].Error, want) {
+					t.Errorf("error %d: %+v, want it to say %q", i, rep.Errors, want)
+				}
+			}
+			for _, id := range tc.present {
+				mustCLI(t, "--db", db, "show", id)
+			}
+		})
+	}
+}
+
+func TestImportStdin(t *testing.T) {
+	_, lines := exampleLines(t)
+	db := filepath.Join(t.TempDir(), "state.db")
+	r := cli(t, lines[dockerID]+"\n", "--db", db, "--json", "import", "-")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var rep importReport
+	decode(t, r, &rep)
+	if rep.Imported != 1 {
+		t.Errorf("imported %d from stdin, want 1", rep.Imported)
+	}
+}
+
+// listed is the part of a `sessions --json` row the tests look at.
+type listed struct {
+	ID            string  `json:"id"`
+	Source        string  `json:"source"`
+	Title         *string `json:"title"`
+	StartedAt     float64 `json:"started_at"`
+	Preview       string  `json:"preview"`
+	LineageRootID string  `json:"_lineage_root_id"`
+	MessageCount  int64   `json:"message_count"`
+}
+
+func TestSessions(t *testing.T) {
+	db := exampleDB(t)
+	tests := []struct {
+		name string
+		args []string
+		want []string // ids in order
+	}{
+		{"newest first, chain projected onto its root", nil,
+			[]string{k8sID, "20260823_113005_6c0b95", cronID, "20260617_090003_5b2c7d", "20260509_081244_a3f9e0", proj2ID, dockerID}},
+		{"children listed", []string{"--children"},
+			[]string{k8sID, "20260823_113005_6c0b95", cronID, "20260617_090003_5b2c7d", "20260509_081244_a3f9e0", proj2ID, projID, dockerID}},
+		{"one source", []string{"--source", "telegram"}, []string{"20260823_113005_6c0b95", "20260509_081244_a3f9e0"}},
+		{"excluded sources", []string{"--exclude-source", "cli", "--exclude-source", "telegram"}, []string{cronID, "20260617_090003_5b2c7d"}},
+		{"paging", []string{"--limit", "2", "--offset", "1"}, []string{"20260823_113005_6c0b95", cronID}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var rows []listed
+			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "sessions"}, tc.args...)...), &rows)
+			var got []string
+			for _, r := range rows {
+				got = append(got, r.ID)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("ids\n got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+	var rows []listed
+	decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--source", "cli"), &rows)
+	for _, r := range rows {
+		if r.ID == proj2ID && (r.LineageRootID != projID || r.Preview == "") {
+			t.Errorf("projected row %+v: want _lineage_root_id %s and a preview", r, projID)
+		}
+	}
+	text := mustCLI(t, "--db", db, "sessions")
+	for _, want := range []string{"ID", "PREVIEW", "Fix Docker build", "docker compose build fails", "telegram"} {
+		if !strings.Contains(text.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, text.stdout)
+		}
+	}
+}
+
+func TestShow(t *testing.T) {
+	db := exampleDB(t)
+	type shown struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+		Messages []struct {
+			ID   int64  `json:"id"`
+			Role string `json:"role"`
+		} `json:"messages"`
+		HasEarlier bool `json:"has_earlier"`
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		wantID  string
+		wantN   int
+		earlier bool
+	}{
+		{"exact id", []string{dockerID}, dockerID, 11, false},
+		{"unique prefix", []string{"20260315"}, dockerID, 11, false},
+		{"title", []string{"Fix Docker build"}, dockerID, 11, false},
+		{"lineage title finds the newest variant", []string{"proj"}, proj2ID, 8, false},
+		{"last messages keep tool results with their call", []string{dockerID, "--last", "2"}, dockerID, 2, true},
+		{"last reaching into a tool group widens it", []string{dockerID, "--last", "8"}, dockerID, 10, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s shown
+			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "show"}, tc.args...)...), &s)
+			if s.Session.ID != tc.wantID || len(s.Messages) != tc.wantN || s.HasEarlier != tc.earlier {
+				t.Errorf("got session %s, %d messages, earlier %v; want %s, %d, %v", s.Session.ID, len(s.Messages), s.HasEarlier, tc.wantID, tc.wantN, tc.earlier)
+			}
+		})
+	}
+	text := mustCLI(t, "--db", db, "show", dockerID).stdout
+	for _, want := range []string{
+		"Fix Docker build", "reasoning: The failure is inside the builder stage",
+		`→ read_file {"path":"Dockerfile"}`, "tool read_file ← call_7Qm2dK1", "FROM golang:1.22-alpine",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "\x1b[") {
+		t.Error("ANSI escapes in output that is not a terminal")
+	}
+}
+
+func TestSearch(t *testing.T) {
+	db := exampleDB(t)
+	type hit struct {
+		SessionID string `json:"session_id"`
+		Role      string `json:"role"`
+		Source    string `json:"source"`
+		Snippet   string `json:"snippet"`
+		Context   []struct {
+			Role string `json:"role"`
+		} `json:"context"`
+	}
+	tests := []struct {
+		name      string
+		args      []string
+		sessions  []string // every hit is in one of these
+		notSource string   // no hit is from this source
+		min       int
+	}{
+		{"a word", []string{"docker"}, []string{dockerID}, "", 2},
+		{"several words are one query", []string{"readiness", "probe"}, []string{k8sID}, "", 1},
+		{"one source", []string{"backup", "--source", "cron"}, []string{cronID}, "", 1},
+		{"excluded source", []string{"backup", "--exclude-source", "cron"}, nil, "cron", 0},
+		{"role", []string{"filesystem", "--role", "tool"}, []string{cronID}, "", 1},
+		{"CJK substring", []string{"大别山"}, []string{"20260823_113005_6c0b95"}, "", 1},
+		{"punctuation FTS5 rejects", []string{"what's", "C++"}, nil, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var hits []hit
+			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "search"}, tc.args...)...), &hits)
+			if len(hits) < tc.min {
+				t.Fatalf("%d hits, want at least %d", len(hits), tc.min)
+			}
+			for _, h := range hits {
+				if h.Source == tc.notSource {
+					t.Errorf("hit from excluded source: %+v", h)
+				}
+				if tc.sessions != nil && !contains(tc.sessions, h.SessionID) {
+					t.Errorf("hit in %s, want one of %v", h.SessionID, tc.sessions)
+				}
+				if len(h.Context) == 0 {
+					t.Errorf("hit without context: %+v", h)
+				}
+			}
+		})
+	}
+	text := mustCLI(t, "--db", db, "search", "docker").stdout
+	if !strings.Contains(strings.ToLower(text), "[docker]") || strings.Contains(text, ">>>") || strings.Contains(text, "\x1b[") {
+		t.Errorf("piped output should mark matches with plain brackets:\n%s", text)
+	}
+	if got := highlight("a >>>b<<< c", true); got != "a "+ansiBold+"b"+ansiReset+" c" {
+		t.Errorf("terminal highlight: %q", got)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTitle(t *testing.T) {
+	db := exampleDB(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string // in stdout
+	}{
+		{"get", []string{"title", dockerID}, 0, "Fix Docker build"},
+		{"next in lineage", []string{"title", "--next", "proj"}, 0, "proj #3"},
+		{"next of a fresh title", []string{"title", "--next", "brand new"}, 0, "brand new"},
+		{"set", []string{"title", cronID, "  Nightly\tbackup  check "}, 0, `titled "Nightly backup check"`},
+		{"set a title another session holds", []string{"title", k8sID, "Fix Docker build"}, exitConflict, ""},
+		{"too long", []string{"title", k8sID, strings.Repeat("x", 101)}, exitInvalid, ""},
+		{"only invisible characters", []string{"title", k8sID, "\u200b"}, exitInvalid, ""},
+		{"new title and --clear", []string{"title", k8sID, "x", "--clear"}, exitInvalid, ""},
+		{"unknown session", []string{"title", "nope", "x"}, exitNotFound, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cli(t, "", append([]string{"--db", db}, tc.args...)...)
+			if r.code != tc.wantCode || !strings.Contains(r.stdout, tc.want) {
+				t.Errorf("exit %d stdout %q stderr %q; want exit %d and %q", r.code, r.stdout, r.stderr, tc.wantCode, tc.want)
+			}
+		})
+	}
+	var got struct{ Title *string }
+	decode(t, mustCLI(t, "--db", db, "--json", "title", cronID), &got)
+	if got.Title == nil || *got.Title != "Nightly backup check" {
+		t.Errorf("title after set: %v", got.Title)
+	}
+	mustCLI(t, "--db", db, "title", cronID, "--clear")
+	decode(t, mustCLI(t, "--db", db, "--json", "title", cronID), &got)
+	if got.Title != nil {
+		t.Errorf("title after --clear: %q", *got.Title)
+	}
+}
+
+func TestLineage(t *testing.T) {
+	db := exampleDB(t)
+	for _, ref := range []string{projID, proj2ID} {
+		t.Run(ref, func(t *testing.T) {
+			var root lineageNode
+			decode(t, mustCLI(t, "--db", db, "--json", "lineage", ref), &root)
+			if root.ID != projID || deref(root.EndReason) != "compression" || len(root.Children) != 1 || root.Children[0].ID != proj2ID {
+				t.Fatalf("tree %+v: want %s (compression) → %s", root, projID, proj2ID)
+			}
+			if root.Selected != (ref == projID) || root.Children[0].Selected != (ref == proj2ID) {
+				t.Errorf("selected marks wrong for %s", ref)
+			}
+		})
+	}
+	text := mustCLI(t, "--db", db, "lineage", "proj").stdout
+	if !strings.Contains(text, "└─ * "+proj2ID) || !strings.Contains(text, "compression") {
+		t.Errorf("tree text:\n%s", text)
+	}
+}
+
+func TestStats(t *testing.T) {
+	db := exampleDB(t)
+	// The expected sums come from the example file itself.
+	_, lines := exampleLines(t)
+	wantIn := map[string]float64{}
+	var total float64
+	for _, l := range lines {
+		var rec struct {
+			Model       string  `json:"model"`
+			InputTokens float64 `json:"input_tokens"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		wantIn[rec.Model] += rec.InputTokens
+		total += rec.InputTokens
+	}
+	type row struct {
+		Key         string  `json:"key"`
+		Sessions    int64   `json:"sessions"`
+		InputTokens float64 `json:"input_tokens"`
+	}
+	var rep struct {
+		ByModel  []row `json:"by_model"`
+		BySource []row `json:"by_source"`
+		Top      []row `json:"top"`
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "stats", "--top", "3"), &rep)
+	if len(rep.ByModel) != len(wantIn) {
+		t.Errorf("%d models, want %d", len(rep.ByModel), len(wantIn))
+	}
+	for _, r := range rep.ByModel {
+		if r.InputTokens != wantIn[r.Key] {
+			t.Errorf("model %s: %v input tokens, want %v", r.Key, r.InputTokens, wantIn[r.Key])
+		}
+	}
+	var sum float64
+	for _, r := range rep.BySource {
+		sum += r.InputTokens
+	}
+	if sum != total || len(rep.Top) != 3 {
+		t.Errorf("by source sums to %v (want %v); top has %d rows (want 3)", sum, total, len(rep.Top))
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "stats", "--source", "telegram", "--top", "0"), &rep)
+	if len(rep.BySource) != 1 || rep.BySource[0].Key != "telegram" || rep.BySource[0].Sessions != 2 || len(rep.Top) != 0 {
+		t.Errorf("telegram stats: %+v", rep)
+	}
+	// Every example started long before the last day.
+	decode(t, mustCLI(t, "--db", db, "--json", "stats", "--since", "12h"), &rep)
+	if len(rep.ByModel) != 0 {
+		t.Errorf("--since 12h: %+v, want nothing", rep.ByModel)
+	}
+	text := mustCLI(t, "--db", db, "stats").stdout
+	for _, want := range []string{"MODEL", "SOURCE", "TOP SESSIONS", "anthropic/claude-sonnet-4.6", "telegram"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("stats text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestExportRoundTrip(t *testing.T) {
+	db := exampleDB(t)
+	one := mustCLI(t, "--db", db, "export", "Fix Docker build")
+	var rec struct {
+		ID       string `json:"id"`
+		Messages []any  `json:"messages"`
+	}
+	decode(t, one, &rec)
+	if rec.ID != dockerID || len(rec.Messages) != 11 || strings.Count(one.stdout, "\n") != 1 {
+		t.Errorf("one-session export: id %s, %d messages, %d lines", rec.ID, len(rec.Messages), strings.Count(one.stdout, "\n"))
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "all.jsonl")
+	// An existing, world-readable file is made private on export.
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "--db", db, "export", "-o", out)
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("export file mode %04o, want 0600", fi.Mode().Perm())
+	}
+	b, _ := os.ReadFile(out)
+	if n := strings.Count(string(b), "\n"); n != exampleSessions {
+		t.Errorf("%d lines exported, want %d", n, exampleSessions)
+	}
+	// Newest first puts proj #2 before proj: the import must cope.
+	db2 := filepath.Join(dir, "copy.db")
+	var rep importReport
+	decode(t, mustCLI(t, "--db", db2, "--json", "import", out), &rep)
+	if rep.Imported != exampleSessions {
+		t.Errorf("re-import: %+v", rep)
+	}
+	again := mustCLI(t, "--db", db2, "export", dockerID)
+	if a, b := withoutMessageIDs(t, one.stdout), withoutMessageIDs(t, again.stdout); a != b {
+		t.Errorf("export → import → export changed the session:\n%s\n%s", a, b)
+	}
+	src := mustCLI(t, "--db", db, "export", "--source", "telegram").stdout
+	if n := strings.Count(src, "\n"); n != 2 {
+		t.Errorf("--source telegram exported %d sessions, want 2", n)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		wantCount int
+		remaining int // sessions left (with children)
+	}{
+		{"dry run changes nothing", []string{"--older-than", "1d", "--dry-run"}, exampleEnded, exampleSessions},
+		{"nothing that old", []string{"--older-than", "100000d"}, 0, exampleSessions},
+		{"one source", []string{"--older-than", "2w", "--source", "cron"}, 1, exampleSessions - 1},
+		{"every ended session", []string{"--older-than", "1"}, exampleEnded, exampleSessions - exampleEnded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			db := exampleDB(t)
+			var rep struct {
+				Pruned     int `json:"pruned"`
+				WouldPrune int `json:"would_prune"`
+			}
+			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "prune"}, tc.args...)...), &rep)
+			if rep.Pruned+rep.WouldPrune != tc.wantCount {
+				t.Errorf("pruned %d / would prune %d, want %d", rep.Pruned, rep.WouldPrune, tc.wantCount)
+			}
+			var rows []listed
+			decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--children", "--limit", "100"), &rows)
+			if len(rows) != tc.remaining {
+				t.Errorf("%d sessions left, want %d", len(rows), tc.remaining)
+			}
+		})
+	}
+}
+
+func TestSessionChanges(t *testing.T) {
+	db := exampleDB(t)
+	type row struct {
+		ID              string   `json:"id"`
+		EndedAt         *float64 `json:"ended_at"`
+		EndReason       *string  `json:"end_reason"`
+		ParentSessionID *string  `json:"parent_session_id"`
+		MessageCount    int64    `json:"message_count"`
+		ToolCallCount   int64    `json:"tool_call_count"`
+		InputTokens     int64    `json:"input_tokens"`
+		Title           *string  `json:"title"`
+	}
+	var s row
+	decode(t, mustCLI(t, "--db", db, "--json", "end", k8sID, "--reason", "resolved"), &s)
+	if s.EndedAt == nil || deref(s.EndReason) != "resolved" {
+		t.Errorf("after end: %+v", s)
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "end", k8sID, "--reason", "other"), &s)
+	if deref(s.EndReason) != "resolved" {
+		t.Errorf("second end changed the reason to %q: the first reason wins", deref(s.EndReason))
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "reopen", k8sID), &s)
+	if s.EndedAt != nil || s.EndReason != nil {
+		t.Errorf("after reopen: %+v", s)
+	}
+
+	decode(t, mustCLI(t, "--db", db, "--json", "fork", dockerID, "--at", "4", "--id", "docker-branch", "--title", "Docker branch"), &s)
+	if s.ID != "docker-branch" || deref(s.ParentSessionID) != dockerID || s.MessageCount != 4 || deref(s.Title) != "Docker branch" {
+		t.Errorf("fork: %+v", s)
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "fork", "docker-branch"), &s)
+	if deref(s.ParentSessionID) != "docker-branch" || s.MessageCount != 4 || !strings.HasPrefix(s.ID, "20") {
+		t.Errorf("fork with defaults: %+v", s)
+	}
+	if r := cli(t, "", "--db", db, "fork", dockerID, "--title", "proj"); r.code != exitConflict {
+		t.Errorf("fork with a taken title: exit %d, want %d (%s)", r.code, exitConflict, r.stderr)
+	}
+
+	decode(t, mustCLI(t, "--db", db, "--json", "clear", cronID), &s)
+	if s.MessageCount != 0 || s.ToolCallCount != 0 || s.InputTokens == 0 {
+		t.Errorf("after clear: %+v (tokens are kept)", s)
+	}
+
+	// Not a terminal: no question is asked.
+	var del struct{ Deleted bool }
+	decode(t, mustCLI(t, "--db", db, "--json", "delete", dockerID), &del)
+	if !del.Deleted {
+		t.Error("delete reported nothing deleted")
+	}
+	if r := cli(t, "", "--db", db, "show", dockerID); r.code != exitNotFound {
+		t.Errorf("show after delete: exit %d, want %d", r.code, exitNotFound)
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "show", "docker-branch"), &struct{}{})
+	var child struct{ Session row }
+	decode(t, mustCLI(t, "--db", db, "--json", "show", "docker-branch"), &child)
+	if child.Session.ParentSessionID != nil {
+		t.Errorf("the fork of a deleted session keeps parent %q", *child.Session.ParentSessionID)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	db := exampleDB(t)
+	for _, args := range [][]string{{"doctor"}, {"doctor", "--rebuild-fts", "--optimize-fts"}, {"--read-only", "doctor"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var rep doctorReport
+			decode(t, mustCLI(t, append([]string{"--db", db, "--json"}, args...)...), &rep)
+			wantFTS := "ok"
+			if args[0] == "--read-only" {
+				wantFTS = "skipped (needs a writable open: drop --read-only)"
+			}
+			if rep.SchemaVersion != 6 || strings.Join(rep.Integrity, ",") != "ok" || rep.FTS != wantFTS ||
+				rep.FileMode != "0600" || rep.Sessions != exampleSessions || rep.SQLiteVersion == "" || rep.Driver == "" || len(rep.Problems) != 0 {
+				t.Errorf("report %+v", rep)
+			}
+		})
+	}
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "--db", db, "--read-only", "doctor")
+	if r.code != exitInternal || !strings.Contains(r.stdout, "readable by others") {
+		t.Errorf("doctor on a 0644 file: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+func TestQuickstart(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("SESSIONDB_HOME", home)
+	first := mustCLI(t, "quickstart")
+	second := mustCLI(t, "quickstart")
+	for _, want := range []string{filepath.Join(home, "state.db"), "Imported 8 example session(s), 0 already present", "$ sessiondb sessions", "[docker]"} {
+		if !strings.Contains(first.stdout, want) && !strings.Contains(strings.ToLower(first.stdout), want) {
+			t.Errorf("first run lacks %q:\n%s", want, first.stdout)
+		}
+	}
+	if !strings.Contains(second.stdout, "Imported 0 example session(s), 8 already present") {
+		t.Errorf("second run is not idempotent:\n%s", second.stdout)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	db := exampleDB(t)
+	missing := filepath.Join(t.TempDir(), "none", "state.db")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		say      string // in stderr
+	}{
+		{"unknown id", []string{"--db", db, "show", "nope"}, exitNotFound, `"nope"`},
+		{"ambiguous prefix", []string{"--db", db, "show", "2026"}, exitConflict, "matches several sessions"},
+		{"empty id", []string{"--db", db, "show", ""}, exitInvalid, "empty"},
+		{"bad duration", []string{"--db", db, "prune", "--older-than", "9x"}, exitInvalid, "--older-than"},
+		{"negative duration", []string{"--db", db, "stats", "--since", "-3d"}, exitInvalid, "--since"},
+		{"missing store", []string{"--db", missing, "sessions"}, exitNotFound, "sessiondb import examples/conversations.jsonl"},
+		{"missing store for a change", []string{"--db", missing, "end", "x"}, exitNotFound, "no history store"},
+		{"read-only refuses a change", []string{"--db", db, "--read-only", "end", dockerID}, exitInvalid, "--read-only"},
+		{"unknown flag", []string{"--db", db, "sessions", "--bogus"}, exitInvalid, "--bogus"},
+		{"flag value of the wrong type", []string{"--db", db, "sessions", "--limit", "many"}, exitInvalid, "--limit"},
+		{"limit zero", []string{"--db", db, "sessions", "--limit", "0"}, exitInvalid, "--limit"},
+		{"too many arguments", []string{"--db", db, "show", "a", "b"}, exitInvalid, "usage"},
+		{"missing argument", []string{"--db", db, "search"}, exitInvalid, "query"},
+		{"unknown command", []string{"--db", db, "sesions"}, exitInvalid, "unknown command"},
+		{"import of a missing file", []string{"--db", db, "import", "/no/such/file.jsonl"}, exitNotFound, "/no/such/file.jsonl"},
+		{"bad --synchronous", []string{"--db", db, "end", dockerID, "--synchronous", "sometimes"}, exitInvalid, "--synchronous"},
+		{"delete by title is refused", []string{"--db", db, "delete", "Fix Docker build", "--yes"}, exitNotFound, "id prefix"},
+		{"export of one session with --source", []string{"--db", db, "export", dockerID, "--source", "cli"}, exitInvalid, "--source"},
+		{"fork at a bad message id", []string{"--db", db, "fork", dockerID, "--at", "0"}, exitInvalid, "--at"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cli(t, "", tc.args...)
+			if r.code != tc.wantCode || !strings.Contains(r.stderr, tc.say) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tc.wantCode, tc.say)
+			}
+		})
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("a read command created %s (err %v)", missing, err)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	db := exampleDB(t)
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []listed
+	decode(t, mustCLI(t, "--db", db, "--read-only", "--json", "sessions"), &rows)
+	if len(rows) == 0 {
+		t.Error("read-only listing is empty")
+	}
+	mustCLI(t, "--db", db, "--read-only", "search", "docker")
+	after, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("read-only commands changed the file")
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"90d", 90, true}, {"90", 90, true}, {"12h", 0.5, true}, {"2w", 14, true}, {"1.5d", 1.5, true},
+		{" 3D ", 3, true}, {"", 0, false}, {"d", 0, false}, {"0d", 0, false}, {"-1", 0, false},
+		{"9x", 0, false}, {"NaN", 0, false}, {"Inf", 0, false}, {"1e400", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseAge("--older-than", tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Errorf("parseAge(%q) = %v, %v; want %v ok=%v", tc.in, got, err, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// withoutMessageIDs re-encodes an exported session without its message ids
+// (a store may number imported messages afresh) for comparison.
+func withoutMessageIDs(t *testing.T, line string) string {
+	t.Helper()
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := rec["messages"].([]any)
+	for _, m := range msgs {
+		delete(m.(map[string]any), "id")
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
