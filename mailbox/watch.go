@@ -2,21 +2,29 @@ package mailbox
 
 import (
 	"context"
+	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // Watcher wakes waiters when chosen files of one folder change. It watches
-// the folder, not the files, with fsnotify (SQLite's DELETE journal mode and
-// atomic renames replace files, which would orphan a file watch), and also
-// polls the files' size and mtime every Interval, because notifications do
-// not cross every mount (virtiofs, NFS): notification only makes the wake
-// earlier.
+// the folder, not the files, with fsnotify (SQLite's DELETE journal mode
+// creates and deletes the journal beside the file, and replaced files would
+// orphan a file watch), and also polls the files' size and mtime every
+// Interval, because notifications do not cross every mount (virtiofs, NFS):
+// notification only makes the wake earlier.
 type Watcher struct {
 	dir      string
-	names    map[string]bool
+	names    []string
 	interval time.Duration
 	c        chan struct{}
 	done     chan struct{}
+	fw       *fsnotify.Watcher
+	once     sync.Once
+	wg       sync.WaitGroup
+	notify   bool
 }
 
 // WatchOptions configure NewWatcher.
@@ -27,17 +35,130 @@ type WatchOptions struct {
 	NoNotify bool
 }
 
-// NewWatcher watches the files named names inside dir.
+// NewWatcher watches the files named names (base names) inside dir. When
+// the OS gives no notification for dir, it falls back to polling alone.
 func NewWatcher(dir string, names []string, o WatchOptions) (*Watcher, error) {
-	return nil, notImplemented("NewWatcher")
+	if o.Interval <= 0 {
+		o.Interval = DefaultPollInterval
+	}
+	w := &Watcher{dir: dir, names: append([]string(nil), names...), interval: o.Interval,
+		c: make(chan struct{}, 1), done: make(chan struct{})}
+	if !o.NoNotify {
+		if fw, err := fsnotify.NewWatcher(); err == nil {
+			if err := fw.Add(dir); err == nil {
+				w.fw, w.notify = fw, true
+			} else {
+				fw.Close()
+			}
+		}
+	}
+	w.wg.Add(1)
+	go w.poll()
+	if w.fw != nil {
+		w.wg.Add(1)
+		go w.listen()
+	}
+	return w, nil
+}
+
+// Notifying reports whether OS file-change notification is in use.
+func (w *Watcher) Notifying() bool { return w.notify }
+
+func (w *Watcher) signal() {
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Watcher) listen() {
+	defer w.wg.Done()
+	want := map[string]bool{}
+	for _, n := range w.names {
+		want[n] = true
+	}
+	for {
+		select {
+		case <-w.done:
+			return
+		case ev, ok := <-w.fw.Events:
+			if !ok {
+				return
+			}
+			if len(want) == 0 || want[filepath.Base(ev.Name)] {
+				w.signal()
+			}
+		case _, ok := <-w.fw.Errors:
+			if !ok {
+				return
+			}
+			// An overflow loses events: wake waiters to re-read.
+			w.signal()
+		}
+	}
+}
+
+func (w *Watcher) sigs() []fileSig {
+	out := make([]fileSig, len(w.names))
+	for i, n := range w.names {
+		out[i] = statSig(filepath.Join(w.dir, n))
+	}
+	return out
+}
+
+func (w *Watcher) poll() {
+	defer w.wg.Done()
+	last := w.sigs()
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+			cur := w.sigs()
+			for i := range cur {
+				if cur[i] != last[i] {
+					w.signal()
+					break
+				}
+			}
+			last = cur
+		}
+	}
 }
 
 // C delivers one value (coalesced) after each change.
 func (w *Watcher) C() <-chan struct{} { return w.c }
 
-// Wait returns nil when a change was seen (or the polling interval passed
-// without notification support), or ctx's error.
-func (w *Watcher) Wait(ctx context.Context) error { return notImplemented("Watcher.Wait") }
+// Wait blocks until a change is seen (true), timeout passes (false; timeout
+// ≤ 0 waits for a change only), or ctx ends (ctx's error).
+func (w *Watcher) Wait(ctx context.Context, timeout time.Duration) (bool, error) {
+	var tc <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case <-w.c:
+		return true, nil
+	case <-tc:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
 
-// Close stops the watcher.
-func (w *Watcher) Close() error { return nil }
+// Close stops the watcher; it is safe to call more than once.
+func (w *Watcher) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.done)
+		if w.fw != nil {
+			err = w.fw.Close()
+		}
+		w.wg.Wait()
+	})
+	return err
+}

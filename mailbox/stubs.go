@@ -1,9 +1,0 @@
-package mailbox
-
-import (
-	"github.com/sessiondb/sessiondb"
-)
-
-func notImplemented(what string) error {
-	return sessiondb.Errorf(sessiondb.EINTERNAL, "mailbox: %s is not implemented yet", what)
-}
