@@ -84,7 +84,11 @@ func (h *historyCLI) printHits(hits []sessiondb.SearchHit) {
 				h.printf("  > %s: %s\n", row.Role, highlight(cut(hit.Snippet, 240), tty))
 				continue
 			}
-			h.printf("%s\n", style(tty, ansiDim, "    "+row.Role+": "+cut(row.Content, 160)))
+			text := cut(row.Content, 160)
+			if text == "" {
+				text = "(no text)"
+			}
+			h.printf("%s\n", style(tty, ansiDim, "    "+row.Role+": "+text))
 		}
 		if at < 0 {
 			h.printf("  > %s: %s\n", hit.Role, highlight(cut(hit.Snippet, 240), tty))

@@ -54,15 +54,26 @@ used; the actual cost is what a provider reported, where it did.`,
 				if h.jsonOut {
 					return h.printJSON(r)
 				}
-				tw := tabwriter.NewWriter(h.stdout, 0, 0, 2, ' ', 0)
-				usageTable(tw, "MODEL", r.ByModel)
-				fmt.Fprintln(tw, "\t")
-				usageTable(tw, "SOURCE", r.BySource)
-				if len(r.Top) > 0 {
-					fmt.Fprintln(tw, "\t")
-					usageTable(tw, "TOP SESSIONS", r.Top)
+				// One table per grouping, a blank line apart; each is
+				// aligned on its own.
+				tables := []struct {
+					key  string
+					rows []sessiondb.UsageRow
+				}{{"MODEL", r.ByModel}, {"SOURCE", r.BySource}, {"TOP SESSIONS", r.Top}}
+				for i, t := range tables {
+					if len(t.rows) == 0 && t.key == "TOP SESSIONS" {
+						continue
+					}
+					if i > 0 {
+						h.printf("\n")
+					}
+					tw := tabwriter.NewWriter(h.stdout, 0, 0, 2, ' ', 0)
+					usageTable(tw, t.key, t.rows)
+					if err := tw.Flush(); err != nil {
+						return err
+					}
 				}
-				return tw.Flush()
+				return nil
 			})
 		},
 	}
@@ -74,7 +85,7 @@ used; the actual cost is what a provider reported, where it did.`,
 
 // usageTable writes one group of usage rows with a total line.
 func usageTable(w io.Writer, key string, rows []sessiondb.UsageRow) {
-	fmt.Fprintf(w, "%s\tSESSIONS\tMESSAGES\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tREASONING\tEST. COST\tACTUAL COST\t\n", key)
+	fmt.Fprintf(w, "%s\tSESSIONS\tMESSAGES\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tREASONING\tEST. COST\tACTUAL COST\n", key)
 	var t sessiondb.UsageRow
 	for _, r := range rows {
 		usageLine(w, orDash(r.Key), r)
@@ -94,7 +105,11 @@ func usageTable(w io.Writer, key string, rows []sessiondb.UsageRow) {
 }
 
 func usageLine(w io.Writer, key string, r sessiondb.UsageRow) {
-	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", key, r.Sessions, r.Messages,
+	actual := "-" // no provider reported one
+	if r.ActualCostUSD != 0 {
+		actual = fmtCost(r.ActualCostUSD)
+	}
+	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", key, r.Sessions, r.Messages,
 		fmtCount(r.InputTokens), fmtCount(r.OutputTokens), fmtCount(r.CacheReadTokens),
-		fmtCount(r.CacheWriteTokens), fmtCount(r.ReasoningTokens), fmtCost(r.EstimatedCostUSD), fmtCost(r.ActualCostUSD))
+		fmtCount(r.CacheWriteTokens), fmtCount(r.ReasoningTokens), fmtCost(r.EstimatedCostUSD), actual)
 }
