@@ -50,6 +50,8 @@ func TestHelperProcess(t *testing.T) {
 		err = helperAppend(args)
 	case "crash":
 		err = helperCrash(args)
+	case "openpath":
+		err = helperOpenPath(args)
 	default:
 		err = fmt.Errorf("unknown helper role %q", role)
 	}
