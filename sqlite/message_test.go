@@ -1,0 +1,111 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// Content is stored faithfully: NUL bytes, invalid UTF-8 and very large
+// text read back byte for byte.
+func TestContentStoredFaithfully(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, "", Options{})
+	mustCreate(t, s, "a", "cli")
+	cases := []struct {
+		name    string
+		content string
+	}{
+		{"empty", ""},
+		{"NUL inside", "before\x00after"},
+		{"structured prefix", "\x00json:{\"a\":1}"},
+		{"invalid UTF-8", "bad \xff\xfe bytes \xc3"},
+		{"emoji and CJK", "🚀 大别山 ünïcödé"},
+		{"10 MB", strings.Repeat("0123456789abcdef", 10<<20/16)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := mustAppend(t, s, sessiondb.NewMessage{SessionID: "a", Role: "user", Content: str(tc.content)})
+			ms, err := s.GetMessages(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := ms[len(ms)-1]
+			if last.ID != id || last.Content == nil || *last.Content != tc.content {
+				got := "<nil>"
+				if last.Content != nil {
+					got = *last.Content
+				}
+				if len(got) > 80 {
+					got = got[:80] + "..."
+				}
+				t.Errorf("read back %q (len %d); want len %d", got, len(got), len(tc.content))
+			}
+		})
+	}
+	if err := s.FTSIntegrityCheck(ctx); err != nil {
+		t.Errorf("FTS integrity after odd content: %v", err)
+	}
+	if res, err := s.IntegrityCheck(ctx); err != nil || len(res) != 1 || res[0] != "ok" {
+		t.Errorf("integrity = %v, %v", res, err)
+	}
+}
+
+func TestAppendBadInput(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, "", Options{})
+	mustCreate(t, s, "a", "cli")
+	cases := []struct {
+		name string
+		m    sessiondb.NewMessage
+		want string // part of the message
+	}{
+		{"unknown session", sessiondb.NewMessage{SessionID: "nope", Role: "user"}, "nope"},
+		{"no session", sessiondb.NewMessage{Role: "user"}, "session id"},
+		{"no role", sessiondb.NewMessage{SessionID: "a"}, "role"},
+		{"unencodable tool calls", sessiondb.NewMessage{SessionID: "a", Role: "assistant", ToolCalls: func() {}}, "tool_calls"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.AppendMessage(ctx, tc.m)
+			if sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v; want invalid mentioning %q", err, tc.want)
+			}
+		})
+	}
+	x, err := s.GetSession(ctx, "a")
+	if err != nil || x.MessageCount != 0 {
+		t.Errorf("failed appends changed the counters: %+v %v", x, err)
+	}
+}
+
+// Concurrent appends share commits and every one lands exactly once.
+func TestConcurrentAppendsAllLand(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, "", Options{})
+	mustCreate(t, s, "a", "cli")
+	const n = 16 * 25
+	errs := make(chan error, n)
+	for g := 0; g < 16; g++ {
+		go func() {
+			for i := 0; i < 25; i++ {
+				_, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "a", Role: "user", Content: str("x"), ToolCalls: []any{1}})
+				errs <- err
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err := s.GetSession(ctx, "a")
+	if err != nil || x.MessageCount != n || x.ToolCallCount != n {
+		t.Fatalf("counts %d/%d, %v; want %d", x.MessageCount, x.ToolCallCount, err, n)
+	}
+	if c, _ := s.MessageCount(ctx, "a"); c != n {
+		t.Errorf("rows %d; want %d", c, n)
+	}
+}
