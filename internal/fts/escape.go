@@ -26,8 +26,9 @@ const maxNots = 64
 // exact words AND, OR and NOT are operators; any other piece loses its
 // leading stars, keeps one trailing star as a prefix marker, and is written
 // bare if every character is a bareword character (ASCII letter or digit,
-// '_', U+001A, or any non-ASCII code point), quoted as a phrase (inner
-// quotes doubled) if some are not, and dropped if none is. Operators at the
+// '_', U+001A, or any non-ASCII code point) and it does not spell an
+// operator, quoted as a phrase (inner quotes doubled) if it does or some
+// character is not a bareword character, and dropped if none is. Operators at the
 // ends are dropped and a run of operators is reduced to its last one.
 //
 // NUL reads as white space, since SQLite stops reading the query there;
@@ -84,8 +85,7 @@ type token struct {
 // appendPieces splits text on white space and appends a token per piece.
 func appendPieces(toks []token, text []rune) []token {
 	for _, piece := range strings.FieldsFunc(string(text), unicode.IsSpace) {
-		switch piece {
-		case "AND", "OR", "NOT":
+		if isOperator(piece) {
 			toks = append(toks, token{text: piece, op: true})
 			continue
 		}
@@ -121,7 +121,7 @@ func operand(piece string) (string, bool) {
 	switch {
 	case !anyBareword(rs):
 		return "", false
-	case allBareword(rs):
+	case allBareword(rs) && !isOperator(core):
 		return core + suffix, true
 	}
 	return `"` + strings.ReplaceAll(core, `"`, `""`) + `"` + suffix, true
@@ -152,6 +152,11 @@ func joinTokens(toks []token) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// isOperator reports whether FTS5 reads the bare word w as an operator. It
+// matters for pieces that become operators only after their stars are
+// removed ("*AND"): those are quoted so they stay words.
+func isOperator(w string) bool { return w == "AND" || w == "OR" || w == "NOT" }
 
 // isBareword reports whether FTS5 accepts r inside an unquoted term.
 func isBareword(r rune) bool {

@@ -182,6 +182,8 @@ func TestEscapeEdges(t *testing.T) {
 		{"operator run reduced to last", "a OR NOT AND b", "a AND b"},
 		{"only operators", "AND OR NOT", ""},
 		{"NEAR is a plain word", "NEAR x", "NEAR x"},
+		{"star-hidden operator quoted", "**AND", `"AND"`},
+		{"star-hidden operator keeps prefix", "x *OR* y", `x "OR"* y`},
 		{"balanced phrase verbatim", `say "hi there" now`, `say "hi there" now`},
 		{"phrase keeps specials", `"a:b (c)"`, `"a:b (c)"`},
 		{"phrase without bareword dropped", `x "!?" y`, "x y"},
@@ -230,6 +232,9 @@ func TestEscapeBoundsNotChains(t *testing.T) {
 func FuzzSanitize(f *testing.F) {
 	for _, tc := range specTable {
 		f.Add(tc.in)
+	}
+	for _, s := range fuzzSeeds {
+		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
 		got := Sanitize(q)
