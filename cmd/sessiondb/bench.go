@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -175,6 +176,12 @@ type rawAppendResult struct {
 // search; import, group commit, raw and concurrent each get their own fresh
 // file, so no phase measures another's leftovers.
 func runBench(ctx context.Context, a *app, cfg benchConfig) (*benchResult, error) {
+	stderr := a.stderr
+	if _, ok := stderr.(*os.File); !ok {
+		// The worker processes' stderr is copied in by goroutines of
+		// os/exec while this goroutine writes too.
+		stderr = &lockedWriter{w: stderr}
+	}
 	p := newProgress(a.stderr, cfg.quiet, cfg.now)
 	p.phase("loading workload %s", cfg.workload)
 	wl, err := loadWorkload(cfg.workload)
@@ -194,7 +201,7 @@ func runBench(ctx context.Context, a *app, cfg benchConfig) (*benchResult, error
 	}
 	// MkdirTemp already uses 0700; stores hold conversations.
 	if cfg.keep {
-		defer fmt.Fprintf(a.stderr, "bench: kept the run folder %s\n", dir)
+		defer fmt.Fprintf(stderr, "bench: kept the run folder %s\n", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
@@ -205,7 +212,7 @@ func runBench(ctx context.Context, a *app, cfg benchConfig) (*benchResult, error
 		GoVersion:   runtime.Version(),
 		Synchronous: lowerSync(cfg.synchronous),
 	}
-	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: a.stderr}
+	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr}
 
 	if err := b.mainStore(ctx, res); err != nil {
 		return nil, err
@@ -232,6 +239,18 @@ func runBench(ctx context.Context, a *app, cfg benchConfig) (*benchResult, error
 	}
 	p.phase("done")
 	return res, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 func lowerSync(s string) string {
