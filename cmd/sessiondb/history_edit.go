@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 
@@ -372,13 +372,13 @@ nothing.`,
 						return h.printJSON(map[string]any{"dry_run": true, "would_prune": len(doomed), "sessions": doomed})
 					}
 					if len(doomed) > 0 {
-						tw := tabwriter.NewWriter(h.stdout, 0, 0, 2, ' ', 0)
-						fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tSTARTED\tENDED\tMSGS")
+						var t table
+						t.row("ID", "TITLE", "SOURCE", "STARTED", "ENDED", "MSGS")
 						for i := range doomed {
 							d := &doomed[i]
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", d.ID, orDash(cut(deref(d.Title), 32)), d.Source, fmtTime(d.StartedAt), fmtTime(*d.EndedAt), d.MessageCount)
+							t.row(d.ID, orDash(cut(deref(d.Title), 32)), d.Source, fmtTime(d.StartedAt), fmtTime(*d.EndedAt), strconv.FormatInt(d.MessageCount, 10))
 						}
-						if err := tw.Flush(); err != nil {
+						if err := t.write(h.stdout); err != nil {
 							return err
 						}
 					}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/sessiondb/sessiondb"
@@ -247,4 +248,67 @@ func spinner(w io.Writer, now sessiondb.Clock, label string) (stop func()) {
 		<-finished
 		p.done()
 	}
+}
+
+// table lays out rows in columns two spaces apart. Cells are measured in
+// terminal columns, where CJK and other wide characters take two: a title
+// like 大别山徒步计划 would push text/tabwriter's columns (which counts
+// runes) out of line.
+type table struct{ rows [][]string }
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) error {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], termWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range t.rows {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-termWidth(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// termWidth is the number of terminal columns s takes: two for East Asian
+// wide and full-width characters and most emoji, none for combining marks.
+func termWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		case wideRune(r):
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+func wideRune(r rune) bool {
+	switch {
+	case r >= 0x1100 && r <= 0x115F, // Hangul Jamo initials
+		r >= 0x2E80 && r <= 0xA4CF && r != 0x303F,              // CJK radicals … Yi
+		r >= 0xAC00 && r <= 0xD7A3,                             // Hangul syllables
+		r >= 0xF900 && r <= 0xFAFF,                             // CJK compatibility ideographs
+		r >= 0xFE30 && r <= 0xFE4F,                             // CJK compatibility forms
+		r >= 0xFF00 && r <= 0xFF60, r >= 0xFFE0 && r <= 0xFFE6, // full-width forms
+		r >= 0x1F300 && r <= 0x1F64F, r >= 0x1F900 && r <= 0x1F9FF, // emoji
+		r >= 0x20000 && r <= 0x3FFFD: // CJK extensions
+		return true
+	}
+	return false
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -62,16 +62,15 @@ with the root's start time. --children lists every session as stored.`,
 
 // printSessions writes the session table of `sessions`.
 func (h *historyCLI) printSessions(rows []sessiondb.RichSession) error {
-	tw := tabwriter.NewWriter(h.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTITLE\tSOURCE\tMODEL\tSTARTED\tLAST ACTIVE\tMSGS\tTOOLS\tTOKENS\tCOST\tPREVIEW")
+	var t table
+	t.row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS", "COST", "PREVIEW")
 	for i := range rows {
 		r := &rows[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n",
-			r.ID, orDash(cut(deref(r.Title), 32)), r.Source, orDash(deref(r.Model)),
-			fmtTime(r.StartedAt), fmtTime(r.LastActive), r.MessageCount, r.ToolCallCount,
+		t.row(r.ID, orDash(cut(deref(r.Title), 32)), r.Source, orDash(deref(r.Model)),
+			fmtTime(r.StartedAt), fmtTime(r.LastActive), strconv.FormatInt(r.MessageCount, 10), strconv.FormatInt(r.ToolCallCount, 10),
 			fmtCount(r.InputTokens+r.OutputTokens), fmtCost(sessionCost(&r.Session)), r.Preview)
 	}
-	return tw.Flush()
+	return t.write(h.stdout)
 }
 
 func (h *historyCLI) showCmd() *cobra.Command {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"text/tabwriter"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -67,9 +65,7 @@ used; the actual cost is what a provider reported, where it did.`,
 					if i > 0 {
 						h.printf("\n")
 					}
-					tw := tabwriter.NewWriter(h.stdout, 0, 0, 2, ' ', 0)
-					usageTable(tw, t.key, t.rows)
-					if err := tw.Flush(); err != nil {
+					if err := usageTable(t.key, t.rows).write(h.stdout); err != nil {
 						return err
 					}
 				}
@@ -83,33 +79,35 @@ used; the actual cost is what a provider reported, where it did.`,
 	return c
 }
 
-// usageTable writes one group of usage rows with a total line.
-func usageTable(w io.Writer, key string, rows []sessiondb.UsageRow) {
-	fmt.Fprintf(w, "%s\tSESSIONS\tMESSAGES\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tREASONING\tEST. COST\tACTUAL COST\n", key)
-	var t sessiondb.UsageRow
+// usageTable lays out one group of usage rows with a total line.
+func usageTable(key string, rows []sessiondb.UsageRow) *table {
+	t := &table{}
+	t.row(key, "SESSIONS", "MESSAGES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING", "EST. COST", "ACTUAL COST")
+	var sum sessiondb.UsageRow
 	for _, r := range rows {
-		usageLine(w, orDash(r.Key), r)
-		t.Sessions += r.Sessions
-		t.Messages += r.Messages
-		t.InputTokens += r.InputTokens
-		t.OutputTokens += r.OutputTokens
-		t.CacheReadTokens += r.CacheReadTokens
-		t.CacheWriteTokens += r.CacheWriteTokens
-		t.ReasoningTokens += r.ReasoningTokens
-		t.EstimatedCostUSD += r.EstimatedCostUSD
-		t.ActualCostUSD += r.ActualCostUSD
+		usageLine(t, orDash(r.Key), r)
+		sum.Sessions += r.Sessions
+		sum.Messages += r.Messages
+		sum.InputTokens += r.InputTokens
+		sum.OutputTokens += r.OutputTokens
+		sum.CacheReadTokens += r.CacheReadTokens
+		sum.CacheWriteTokens += r.CacheWriteTokens
+		sum.ReasoningTokens += r.ReasoningTokens
+		sum.EstimatedCostUSD += r.EstimatedCostUSD
+		sum.ActualCostUSD += r.ActualCostUSD
 	}
 	if key != "TOP SESSIONS" && len(rows) > 1 {
-		usageLine(w, "total", t)
+		usageLine(t, "total", sum)
 	}
+	return t
 }
 
-func usageLine(w io.Writer, key string, r sessiondb.UsageRow) {
+func usageLine(t *table, key string, r sessiondb.UsageRow) {
 	actual := "-" // no provider reported one
 	if r.ActualCostUSD != 0 {
 		actual = fmtCost(r.ActualCostUSD)
 	}
-	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", key, r.Sessions, r.Messages,
+	t.row(key, strconv.FormatInt(r.Sessions, 10), strconv.FormatInt(r.Messages, 10),
 		fmtCount(r.InputTokens), fmtCount(r.OutputTokens), fmtCount(r.CacheReadTokens),
 		fmtCount(r.CacheWriteTokens), fmtCount(r.ReasoningTokens), fmtCost(r.EstimatedCostUSD), actual)
 }

@@ -765,3 +765,35 @@ func withoutMessageIDs(t *testing.T, line string) string {
 	}
 	return string(b)
 }
+
+func TestTableAlignsWideCharacters(t *testing.T) {
+	widths := []struct {
+		in   string
+		want int
+	}{
+		{"abc", 3}, {"大别山", 6}, {"e\u0301", 1}, {"한국", 4}, {"ＡＢ", 4}, {"", 0},
+	}
+	for _, tc := range widths {
+		if got := termWidth(tc.in); got != tc.want {
+			t.Errorf("termWidth(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+	var tb table
+	tb.row("ID", "TITLE", "SOURCE")
+	tb.row("a", "大别山徒步计划", "telegram")
+	tb.row("bb", "Lisbon", "telegram")
+	var b bytes.Buffer
+	if err := tb.write(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	col := -1
+	for i, l := range lines {
+		// The third column starts at the same terminal column on every line.
+		at := termWidth(l[:strings.LastIndex(l, "  ")+2])
+		if i > 0 && at != col {
+			t.Errorf("line %d: third column at %d, want %d:\n%s", i, at, col, b.String())
+		}
+		col = at
+	}
+}
