@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
 )
 
 // examplesFile is the example conversations, as the README's tour uses them.
@@ -133,6 +136,12 @@ func TestImportInputs(t *testing.T) {
 			name:     "continuation before its parent is held back",
 			input:    []string{lines[proj2ID], lines[projID]},
 			imported: 2, present: []string{projID, proj2ID},
+		},
+		{
+			name: "a newer Hermes export with columns v6 lacks",
+			input: []string{strings.Replace(strings.Replace(lines[dockerID], `{"actual_cost_usd"`, `{"api_call_count":3,"actual_cost_usd"`, 1),
+				`"codex_reasoning_items":null,"content"`, `"active":1,"codex_reasoning_items":null,"content"`, 1)},
+			imported: 1, present: []string{dockerID},
 		},
 		{
 			name:     "blank lines are skipped",
@@ -795,5 +804,86 @@ func TestTableAlignsWideCharacters(t *testing.T) {
 			t.Errorf("line %d: third column at %d, want %d:\n%s", i, at, col, b.String())
 		}
 		col = at
+	}
+}
+
+func TestConfirm(t *testing.T) {
+	tests := []struct {
+		answer string
+		want   bool
+	}{
+		{"y\n", true}, {"YES\n", true}, {" yes ", true}, {"n\n", false}, {"\n", false}, {"", false}, {"yep\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.answer, func(t *testing.T) {
+			var asked bytes.Buffer
+			if got := confirm(strings.NewReader(tc.answer), &asked, "Delete? "); got != tc.want {
+				t.Errorf("confirm(%q) = %v, want %v", tc.answer, got, tc.want)
+			}
+			if asked.String() != "Delete? " {
+				t.Errorf("question written: %q", asked.String())
+			}
+		})
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var b bytes.Buffer
+	p := &progressLine{w: &b, now: clock, label: "importing", total: 200, unit: "bytes", started: now}
+	p.set(50)
+	first := b.String()
+	if !strings.Contains(first, "importing") || !strings.Contains(first, " 25%") || !strings.Contains(first, "50/200 bytes") {
+		t.Errorf("first draw: %q", first)
+	}
+	now = now.Add(50 * time.Millisecond)
+	p.set(60)
+	if b.String() != first {
+		t.Errorf("redrawn within 100 ms: %q", b.String())
+	}
+	now = now.Add(100 * time.Millisecond)
+	p.set(200)
+	if !strings.HasSuffix(b.String(), "100% (200/200 bytes, 200ms)") {
+		t.Errorf("second draw: %q", b.String())
+	}
+	p.done()
+	if !strings.HasSuffix(b.String(), "\r\x1b[K") {
+		t.Errorf("done does not erase the line: %q", b.String())
+	}
+	// Not a terminal: no progress line at all, and its methods are no-ops.
+	none := newProgressLine(&b, clock, "x", 0, "")
+	if none != nil {
+		t.Fatal("progress line on a buffer")
+	}
+	none.set(1)
+	none.done()
+}
+
+func TestHitIndex(t *testing.T) {
+	row := func(role, content string) sessiondb.ContextRow {
+		return sessiondb.ContextRow{Role: role, Content: content}
+	}
+	tests := []struct {
+		name    string
+		snippet string
+		role    string
+		context []sessiondb.ContextRow
+		want    int
+	}{
+		{"middle of three", "x", "user", []sessiondb.ContextRow{row("user", "a"), row("user", "x"), row("assistant", "b")}, 1},
+		{"alone", "x", "user", []sessiondb.ContextRow{row("user", "x")}, 0},
+		{"first of two", "the >>>docker<<< build", "user", []sessiondb.ContextRow{row("user", "fix the docker build"), row("assistant", "ok")}, 0},
+		{"last of two", "...image is >>>small<<< now", "assistant", []sessiondb.ContextRow{row("user", "make it small"), row("assistant", "the image is small now")}, 1},
+		{"two that cannot be told apart", "same", "user", []sessiondb.ContextRow{row("user", "same same"), row("user", "same same")}, -1},
+		{"none", "x", "user", nil, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hit := &sessiondb.SearchHit{Snippet: tc.snippet, Role: tc.role, Context: tc.context}
+			if got := hitIndex(hit); got != tc.want {
+				t.Errorf("hitIndex = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
