@@ -222,6 +222,20 @@ func testPaging(t *testing.T, h Harness) {
 			t.Errorf("pages joined = %v, want every message once", all)
 		}
 	})
+	t.Run("default limit is 50", func(t *testing.T) {
+		e := newEnv(t, h)
+		e.create("q", "cli")
+		var plain []string
+		for i := 0; i < 55; i++ {
+			plain = append(plain, "u")
+		}
+		e.toolSession("q", plain)
+		p, err := e.s.GetMessagesPage(e.ctx, "q", sessiondb.Page{})
+		noErr(t, "GetMessagesPage", err)
+		if got := contents(p.Messages); !reflect.DeepEqual(got, numbered(6, 55)) || !p.HasBefore || p.HasAfter {
+			t.Errorf("page %v (before %v after %v), want the newest 50 m6…m55", got, p.HasBefore, p.HasAfter)
+		}
+	})
 	t.Run("LastN", func(t *testing.T) {
 		cases := []struct {
 			name  string

@@ -128,6 +128,31 @@ func testSearch(t *testing.T, h Harness) {
 		})
 	})
 
+	t.Run("DefaultLimit", func(t *testing.T) {
+		e := newEnv(t, h)
+		e.create("a", "cli")
+		for i := 0; i < 25; i++ {
+			e.msg("a", "user", fmt.Sprintf("walrus number %d", i))
+		}
+		if hits := e.search("walrus", sessiondb.SearchFilter{}); len(hits) != 20 {
+			t.Errorf("zero Limit gave %d hits, want 20", len(hits))
+		}
+		if hits := e.search("walrus", sessiondb.SearchFilter{Limit: 25}); len(hits) != 25 {
+			t.Errorf("Limit 25 gave %d hits, want 25", len(hits))
+		}
+	})
+
+	t.Run("Rank", func(t *testing.T) {
+		e := newEnv(t, h)
+		e.create("a", "cli")
+		filler := strings.Repeat("lorem ipsum dolor sit amet ", 10)
+		weak := e.msg("a", "user", filler+"otter "+filler)
+		strong := e.msg("a", "user", "otter otter otter")
+		if got := hitIDs(e.search("otter", sessiondb.SearchFilter{})); !reflect.DeepEqual(got, []int64{strong, weak}) {
+			t.Errorf("hits %v, want the denser match first %v", got, []int64{strong, weak})
+		}
+	})
+
 	t.Run("Blank", func(t *testing.T) {
 		e := newEnv(t, h)
 		e.create("a", "cli")
@@ -317,6 +342,8 @@ func testSearch(t *testing.T, h Harness) {
 			{name: "role filter", q: "大别山", f: sessiondb.SearchFilter{Roles: []string{"assistant"}}, want: []int64{older}},
 			{name: "exclude source", q: "大别山很美", f: sessiondb.SearchFilter{ExcludeSources: []string{"telegram"}}, want: []int64{}},
 			{name: "snippet window", q: "长江大桥", want: []int64{long}, snippet: strings.Repeat("中", 40) + "长江大桥" + strings.Repeat("中", 76)},
+			{name: "tokens are ANDed", q: "我们 很好", want: []int64{project}},
+			{name: "every token must match", q: "我们 不在", want: []int64{}},
 			{name: "percent escaped", q: "山100%项", want: []int64{pct}},
 			{name: "underscore escaped", q: "山1_2项", want: []int64{und}},
 		}

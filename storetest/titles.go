@@ -84,6 +84,11 @@ func testTitles(t *testing.T, h Harness) {
 				e.end("a", "user_exit")
 				e.child("c", "a")
 			}, id: "c", title: "proj", code: sessiondb.ECONFLICT, want: map[string]string{"a": "proj", "c": ""}},
+			{name: "child started before the compression end keeps conflict", build: func(e *env) {
+				e.setTitle("a", "proj")
+				e.child("c", "a")
+				e.end("a", "compression")
+			}, id: "c", title: "proj", code: sessiondb.ECONFLICT, want: map[string]string{"a": "proj", "c": ""}},
 			{name: "descendant's title does not move up", build: func(e *env) {
 				e.end("a", "compression")
 				e.child("c", "a")
