@@ -1,0 +1,61 @@
+package mailbox
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// DeliveryEnvelope is the JSON object the exec and webhook deliverers hand
+// to their target for one outbound row: the session it came from, then the
+// row's own fields (id, seq, kind, routing, content, files, ...) at the top
+// level. Files carry absolute paths inside the session's outbox/ folder,
+// readable by a target on the same machine until the row is delivered.
+type DeliveryEnvelope struct {
+	AgentGroupID string `json:"agent_group_id"`
+	SessionID    string `json:"session_id"`
+	OutboundRow
+}
+
+// NewDeliveryEnvelope builds the envelope of row from session ref.
+func NewDeliveryEnvelope(ref SessionRef, row OutboundRow) DeliveryEnvelope {
+	return DeliveryEnvelope{AgentGroupID: ref.AgentGroupID, SessionID: ref.SessionID, OutboundRow: row}
+}
+
+// deliveryReply is what an exec command prints or a webhook answers:
+// {"ok":true,"platform_message_id":"..."} or
+// {"ok":false,"error":"...","permanent":true}.
+type deliveryReply struct {
+	OK                *bool  `json:"ok"`
+	PlatformMessageID string `json:"platform_message_id"`
+	Error             string `json:"error"`
+	Permanent         bool   `json:"permanent"`
+}
+
+// parseReply reads a reply object. found is false when b holds no JSON
+// object at all (an empty body, plain text).
+func parseReply(b []byte) (r deliveryReply, found bool, err error) {
+	s := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(s, "{") {
+		return r, false, nil
+	}
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return r, true, sessiondb.Errorf(sessiondb.EINVALID, "delivery reply is not valid JSON: %v", err)
+	}
+	return r, true, nil
+}
+
+// replyError turns an {"ok":false} reply into the error Drain records:
+// permanent when the target said so.
+func replyError(r deliveryReply, who string) error {
+	msg := r.Error
+	if msg == "" {
+		msg = "no reason given"
+	}
+	err := sessiondb.Errorf(sessiondb.EINTERNAL, "%s refused the message: %s", who, truncate(msg, 300))
+	if r.Permanent {
+		return Permanent(err)
+	}
+	return err
+}

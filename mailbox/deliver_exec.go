@@ -1,0 +1,136 @@
+package mailbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// DefaultExecTimeout bounds one run of an exec deliverer's command.
+const DefaultExecTimeout = 30 * time.Second
+
+// ExecDeliverer delivers each outbound row by running Command once, with
+// the row's DeliveryEnvelope as ONE JSON line on its standard input (then
+// end of input). One process per message keeps the protocol free of
+// framing: a command that reads to end of input (`cat >> file`) works, and
+// a crashed command costs one attempt, never a stream of them.
+//
+// The command runs under /bin/sh -c, in its own process group, with
+// SESSIONDB_AGENT_GROUP, SESSIONDB_SESSION, SESSIONDB_MESSAGE_ID and
+// SESSIONDB_SESSION_DIR set. Its reply is the last line of standard output
+// that is a JSON object:
+//
+//	{"ok":true,"platform_message_id":"..."}  delivered (the id is recorded)
+//	{"ok":false,"error":"...","permanent":true}  failed; permanent fails the row at once
+//
+// A non-zero exit status is a failure (retried with back-off) whatever was
+// printed, unless the reply said permanent. Exit 0 without a reply line
+// counts as delivered without a platform id. A run longer than Timeout (or
+// the caller's deadline) is killed and counts as a failure.
+type ExecDeliverer struct {
+	// Command is a shell command line.
+	Command string
+	// Layout, when set, fills SESSIONDB_SESSION_DIR.
+	Layout Layout
+	// Timeout bounds one run; default DefaultExecTimeout.
+	Timeout time.Duration
+	// Env is added to the inherited environment.
+	Env []string
+}
+
+// NewExecDeliverer returns an ExecDeliverer for command (not empty).
+func NewExecDeliverer(command string, layout Layout) (*ExecDeliverer, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "exec deliverer: the command is empty")
+	}
+	return &ExecDeliverer{Command: command, Layout: layout}, nil
+}
+
+// Deliver runs the command for row; see ExecDeliverer.
+func (d *ExecDeliverer) Deliver(ctx context.Context, ref SessionRef, row OutboundRow) (string, error) {
+	line, err := json.Marshal(NewDeliveryEnvelope(ref, row))
+	if err != nil {
+		return "", Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultExecTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", d.Command)
+	ownProcessGroup(cmd)
+	cmd.Cancel = func() error { return kill(cmd) }
+	// Children that keep the pipes open must not hold Wait forever.
+	cmd.WaitDelay = time.Second
+	cmd.Stdin = bytes.NewReader(append(line, '\n'))
+	var stdout, stderr limitedBuffer
+	stdout.max, stderr.max = 64<<10, 4<<10
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	dir := ""
+	if d.Layout.Root != "" {
+		dir, _ = d.Layout.SessionDir(ref)
+	}
+	cmd.Env = append(os.Environ(), d.Env...)
+	cmd.Env = append(cmd.Env, "SESSIONDB_AGENT_GROUP="+ref.AgentGroupID, "SESSIONDB_SESSION="+ref.SessionID,
+		"SESSIONDB_MESSAGE_ID="+row.ID, "SESSIONDB_SESSION_DIR="+dir)
+	runErr := cmd.Run()
+
+	reply, found, perr := lastReply(stdout.Bytes())
+	if found && perr == nil && reply.OK != nil && !*reply.OK {
+		return "", replyError(reply, "exec deliverer")
+	}
+	if runErr != nil {
+		why := strings.TrimSpace(stderr.String())
+		if ctx.Err() != nil {
+			return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer: %s: %v", ctx.Err(), runErr)
+		}
+		var ee *exec.ExitError
+		if errors.As(runErr, &ee) {
+			if why != "" {
+				return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer exited with status %d: %s", ee.ExitCode(), truncate(why, 300))
+			}
+			return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer exited with status %d", ee.ExitCode())
+		}
+		return "", sessiondb.Wrap(sessiondb.EINTERNAL, runErr, "exec deliverer")
+	}
+	if perr != nil {
+		return "", perr
+	}
+	if found && reply.OK == nil {
+		return "", sessiondb.Errorf(sessiondb.EINVALID, `exec deliverer: reply has no "ok" field`)
+	}
+	return reply.PlatformMessageID, nil
+}
+
+// lastReply finds the last stdout line that is a JSON object.
+func lastReply(out []byte) (deliveryReply, bool, error) {
+	lines := strings.Split(strings.TrimRight(string(out), "\r\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "{") {
+			return parseReply([]byte(lines[i]))
+		}
+	}
+	return deliveryReply{}, false, nil
+}
+
+// limitedBuffer keeps the first max bytes written and drops the rest, so a
+// chatty command cannot grow the host's memory.
+type limitedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,110 @@
+package mailbox
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testOutRow() OutboundRow {
+	return OutboundRow{ID: "out-1", Seq: 5, Kind: KindChat, Timestamp: "2026-03-01T12:00:00.000Z",
+		Routing: Routing{ChannelType: "slack", PlatformID: "C1"}, Content: json.RawMessage(`{"text":"hi"}`)}
+}
+
+func TestExecDeliverer(t *testing.T) {
+	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	cases := []struct {
+		name      string
+		script    string
+		wantPID   string
+		wantErr   string // substring; "" = success
+		permanent bool
+	}{
+		{name: "ok with platform id", script: `cat > "$OUT"; echo '{"ok":true,"platform_message_id":"P-9"}'`, wantPID: "P-9"},
+		{name: "ok after log lines", script: `cat > "$OUT"; echo starting; echo '{"ok":true,"platform_message_id":"P-2"}'; echo bye`, wantPID: "P-2"},
+		{name: "exit 0 without reply", script: `cat > "$OUT"`},
+		{name: "refused, permanent", script: `cat > "$OUT"; echo '{"ok":false,"error":"no such chat","permanent":true}'`, wantErr: "no such chat", permanent: true},
+		{name: "refused, transient", script: `cat > "$OUT"; echo '{"ok":false,"error":"rate limited"}'`, wantErr: "rate limited"},
+		{name: "non-zero exit", script: `cat > "$OUT"; echo boom >&2; exit 3`, wantErr: "status 3: boom"},
+		{name: "non-zero exit despite ok", script: `cat > "$OUT"; echo '{"ok":true}'; exit 1`, wantErr: "status 1"},
+		{name: "malformed reply", script: `cat > "$OUT"; echo '{"ok":tru'`, wantErr: "not valid JSON"},
+		{name: "reply without ok", script: `cat > "$OUT"; echo '{"platform_message_id":"x"}'`, wantErr: `no "ok"`},
+		{name: "timeout", script: `cat > "$OUT"; sleep 30`, wantErr: "deadline exceeded"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "stdin.json")
+			d, err := NewExecDeliverer(tc.script, Layout{Root: "/data"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Env = []string{"OUT=" + out}
+			d.Timeout = 2 * time.Second
+			pid, err := d.Deliver(ctxb, ref, testOutRow())
+			if tc.wantErr == "" {
+				if err != nil || pid != tc.wantPID {
+					t.Fatalf("Deliver = %q, %v; want %q, nil", pid, err, tc.wantPID)
+				}
+			} else {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Deliver error = %v; want one containing %q", err, tc.wantErr)
+				}
+				if IsPermanent(err) != tc.permanent {
+					t.Fatalf("IsPermanent(%v) = %v, want %v", err, IsPermanent(err), tc.permanent)
+				}
+			}
+			// The command got exactly one JSON line: the envelope.
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Count(string(b), "\n") != 1 || !strings.HasSuffix(string(b), "\n") {
+				t.Fatalf("stdin %q is not one line", b)
+			}
+			var env DeliveryEnvelope
+			if err := json.Unmarshal(b, &env); err != nil {
+				t.Fatal(err)
+			}
+			if env.AgentGroupID != "ag-1" || env.SessionID != "sess-1" || env.ID != "out-1" || env.Seq != 5 ||
+				env.Routing.PlatformID != "C1" || string(env.Content) != `{"text":"hi"}` {
+				t.Fatalf("envelope %+v", env)
+			}
+		})
+	}
+}
+
+func TestExecDelivererEnvironment(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "env")
+	d, err := NewExecDeliverer(`echo "$SESSIONDB_AGENT_GROUP|$SESSIONDB_SESSION|$SESSIONDB_MESSAGE_ID|$SESSIONDB_SESSION_DIR" > "$OUT"`, Layout{Root: "/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Env = []string{"OUT=" + out}
+	if _, err := d.Deliver(ctxb, SessionRef{AgentGroupID: "g", SessionID: "s"}, testOutRow()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	if got, want := strings.TrimSpace(string(b)), "g|s|out-1|/data/g/s"; got != want {
+		t.Fatalf("env %q, want %q", got, want)
+	}
+}
+
+func TestNewDeliverersRejectBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		make func() error
+	}{
+		{"empty exec command", func() error { _, err := NewExecDeliverer("  ", Layout{}); return err }},
+		{"relative webhook URL", func() error { _, err := NewWebhookDeliverer("/hook"); return err }},
+		{"ftp webhook URL", func() error { _, err := NewWebhookDeliverer("ftp://example.com/x"); return err }},
+		{"unparseable webhook URL", func() error { _, err := NewWebhookDeliverer("http://[::1"); return err }},
+		{"empty waker command", func() error { _, err := NewExecWaker("", Layout{Root: "/x"}, ExecWakerOptions{}); return err }},
+		{"waker without root", func() error { _, err := NewExecWaker("true", Layout{}, ExecWakerOptions{}); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.make(), "invalid") })
+	}
+}

@@ -1,0 +1,115 @@
+package mailbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// DefaultWebhookTimeout bounds one webhook request.
+const DefaultWebhookTimeout = 10 * time.Second
+
+// WebhookDeliverer delivers each outbound row as an HTTP POST of its
+// DeliveryEnvelope (Content-Type application/json) to URL.
+//
+// A 2xx status is delivered; a JSON body's "platform_message_id" is
+// recorded (an empty or non-JSON body records none), and a 2xx body of
+// {"ok":false,...} is a refusal like the exec deliverer's. 4xx other than
+// 408 and 429 is a permanent failure (the row fails at once and the agent is
+// told); 408, 429, 5xx, timeouts and connection errors are retried with
+// back-off.
+type WebhookDeliverer struct {
+	URL string
+	// Client sends the requests; nil means a client with Timeout.
+	Client *http.Client
+	// Timeout bounds one request; default DefaultWebhookTimeout.
+	Timeout time.Duration
+	// Header is added to every request (e.g. Authorization).
+	Header http.Header
+}
+
+// NewWebhookDeliverer checks rawURL (absolute http or https) and returns a
+// deliverer posting to it.
+func NewWebhookDeliverer(rawURL string) (*WebhookDeliverer, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q: %v", truncate(rawURL, 100), err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q must be absolute http:// or https://", truncate(rawURL, 100))
+	}
+	return &WebhookDeliverer{URL: rawURL}, nil
+}
+
+// Deliver posts row; see WebhookDeliverer.
+func (d *WebhookDeliverer) Deliver(ctx context.Context, ref SessionRef, row OutboundRow) (string, error) {
+	body, err := json.Marshal(NewDeliveryEnvelope(ref, row))
+	if err != nil {
+		return "", Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultWebhookTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		return "", Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "webhook deliverer: build request"))
+	}
+	for k, vs := range d.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", ref.String()+"/"+row.ID)
+	client := d.Client
+	if client == nil {
+		client = &http.Client{Timeout: timeout}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", sessiondb.Wrap(sessiondb.EINTERNAL, err, "webhook deliverer: POST")
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		reply, found, err := parseReply(rb)
+		if !found || err != nil {
+			// A 2xx is the receiver's word that it took the message; an
+			// unreadable body must not make us send it again.
+			return "", nil
+		}
+		if reply.OK != nil && !*reply.OK {
+			return "", replyError(reply, "webhook")
+		}
+		return reply.PlatformMessageID, nil
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s%s", resp.Status, bodyHint(rb))
+	case code >= 400:
+		return "", Permanent(sessiondb.Errorf(sessiondb.EINTERNAL, "webhook refused the message: %s%s", resp.Status, bodyHint(rb)))
+	default:
+		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s", resp.Status)
+	}
+}
+
+func bodyHint(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return ""
+	}
+	if r, found, err := parseReply(b); found && err == nil && r.Error != "" {
+		s = r.Error
+	}
+	return fmt.Sprintf(": %s", truncate(strings.ReplaceAll(s, "\n", " "), 200))
+}
