@@ -125,8 +125,10 @@ func TestImportInputs(t *testing.T) {
 	tests := []struct {
 		name       string
 		input      []string
+		flags      []string
 		wantCode   int
 		imported   int
+		detached   int
 		failed     int
 		failLines  []int
 		errorsHave []string
@@ -161,23 +163,30 @@ func TestImportInputs(t *testing.T) {
 			wantCode: exitInvalid, failed: 1, failLines: []int{1},
 			errorsHave: []string{`field parent_session_id: session "nope"`},
 		},
+		{
+			name:     "a parent in neither store nor file, detached",
+			input:    []string{strings.Replace(lines[proj2ID], `"parent_session_id":"`+projID, `"parent_session_id":"nope`, 1)},
+			flags:    []string{"--detach-orphans"},
+			imported: 1, detached: 1, present: []string{proj2ID},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "state.db")
 			in := filepath.Join(dir, "in.jsonl")
+			args := append([]string{"--db", db, "--json", "import", in}, tc.flags...)
 			if err := os.WriteFile(in, []byte(strings.Join(tc.input, "\n")+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			r := cli(t, "", "--db", db, "--json", "import", in)
+			r := cli(t, "", args...)
 			if r.code != tc.wantCode {
 				t.Fatalf("exit %d, want %d; stderr: %s", r.code, tc.wantCode, r.stderr)
 			}
 			var rep importReport
 			decode(t, r, &rep)
-			if rep.Imported != tc.imported || rep.Failed != tc.failed {
-				t.Errorf("report %+v, want imported %d failed %d", rep, tc.imported, tc.failed)
+			if rep.Imported != tc.imported || rep.Failed != tc.failed || rep.Detached != tc.detached {
+				t.Errorf("report %+v, want imported %d detached %d failed %d", rep, tc.imported, tc.detached, tc.failed)
 			}
 			for i, want := range tc.failLines {
 				if i >= len(rep.Errors) || rep.Errors[i].Line != want {

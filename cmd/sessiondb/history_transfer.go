@@ -138,6 +138,7 @@ func (h *historyCLI) export(ctx context.Context, st *sqlite.Store, id, source, o
 }
 
 func (h *historyCLI) importCmd() *cobra.Command {
+	var detach bool
 	c := &cobra.Command{
 		Use:   "import <file.jsonl|->",
 		Short: "Load sessions from a JSON Lines export (ours or Hermes')",
@@ -149,10 +150,13 @@ Importing is idempotent: a session already in the store is skipped, so the
 same file can be loaded twice. Each session commits on its own; a bad line is
 reported with its line number and what was wrong, the lines around it are
 still imported, and the command exits with status 2. A continuation that
-comes before its parent in the file is held back until the parent is in.`,
+comes before its parent in the file is held back until the parent is in; one
+whose parent is in neither the store nor the file (a partial export) fails,
+unless --detach-orphans imports it without its parent.`,
 		Example: `  sessiondb import examples/conversations.jsonl
   sessiondb --db /tmp/copy.db import backup.jsonl
-  sessiondb export --source cli | sessiondb --db other.db import -`,
+  sessiondb export --source cli | sessiondb --db other.db import -
+  sessiondb import telegram-only.jsonl --detach-orphans`,
 		Args: argsExactly(1, "one file (or - for stdin)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := h.checkSynchronous(); err != nil {
@@ -178,7 +182,7 @@ comes before its parent in the file is held back until the parent is in.`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, createStore, func(st *sqlite.Store) error {
-				res, err := h.importRecords(ctx, st, r, size, name)
+				res, err := h.importRecords(ctx, st, r, size, name, detach)
 				if err != nil {
 					return err
 				}
@@ -186,15 +190,18 @@ comes before its parent in the file is held back until the parent is in.`,
 			})
 		},
 	}
+	c.Flags().BoolVar(&detach, "detach-orphans", false, "import a session whose parent is missing from store and input without its parent, instead of failing it")
 	h.addSynchronousFlag(c)
 	return c
 }
 
 // importReport counts what an import did.
 type importReport struct {
-	Imported int         `json:"imported"`
-	Skipped  int         `json:"skipped"`
-	Failed   int         `json:"failed"`
+	Imported int `json:"imported"`
+	Skipped  int `json:"skipped"`
+	Failed   int `json:"failed"`
+	// Detached counts sessions imported without their missing parent.
+	Detached int         `json:"detached"`
 	Errors   []lineError `json:"errors"`
 }
 
@@ -214,10 +221,12 @@ type pendingLine struct {
 }
 
 // importRecords reads JSONL from r and imports every record. size is the
-// input's length for the progress line (0 if unknown). Errors of single
-// lines are collected in the result; only a failure of the store or the
-// input as a whole is returned.
-func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.Reader, size int64, name string) (*importReport, error) {
+// input's length for the progress line (0 if unknown). With detach, a
+// session whose parent is in neither the store nor the input is imported
+// with parent_session_id NULL; without, it fails. Errors of single lines are
+// collected in the result; only a failure of the store or the input as a
+// whole is returned.
+func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.Reader, size int64, name string, detach bool) (*importReport, error) {
 	res := &importReport{Errors: []lineError{}}
 	bar := newProgressLine(h.stderr, h.now, "importing", size, "bytes")
 	defer bar.done()
@@ -319,8 +328,19 @@ func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.R
 		held = rest
 	}
 	for _, p := range held {
-		fail(p.line, p.id, sessiondb.Errorf(sessiondb.EINVALID,
-			"field parent_session_id: session %q is neither in the store nor in the input", p.parent))
+		if !detach {
+			fail(p.line, p.id, sessiondb.Errorf(sessiondb.EINVALID,
+				"field parent_session_id: session %q is neither in the store nor in the input (--detach-orphans imports it without a parent)", p.parent))
+			continue
+		}
+		p.rec["parent_session_id"] = nil
+		before := res.Failed
+		if err := importOne(p); err != nil {
+			return nil, err
+		}
+		if res.Failed == before {
+			res.Detached++
+		}
 	}
 	return res, nil
 }
@@ -377,6 +397,9 @@ func (h *historyCLI) reportImport(res *importReport, name string) error {
 			fmt.Fprintf(h.stderr, "%s line %d%s: %s\n", name, e.Line, sess, e.Error)
 		}
 		h.printf("imported %d session(s), skipped %d already present", res.Imported, res.Skipped)
+		if res.Detached > 0 {
+			h.printf(", %d detached from a missing parent", res.Detached)
+		}
 		if res.Failed > 0 {
 			h.printf(", %d failed", res.Failed)
 		}

@@ -29,7 +29,7 @@ point --db at a scratch file to keep your own store clean.`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, createStore, func(st *sqlite.Store) error {
-				res, err := h.importRecords(ctx, st, examples.Conversations(), examples.Size(), "examples/conversations.jsonl")
+				res, err := h.importRecords(ctx, st, examples.Conversations(), examples.Size(), "examples/conversations.jsonl", false)
 				if err != nil {
 					return err
 				}
