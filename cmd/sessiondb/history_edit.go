@@ -80,6 +80,8 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 					if cutAt, err = lastMessageID(ctx, st, src); err != nil {
 						return err
 					}
+				} else if err := checkMessageOf(ctx, st, src, at); err != nil {
+					return err
 				}
 				if newID == "" {
 					if newID, err = newSessionID(h.now()); err != nil {
@@ -128,6 +130,22 @@ func lastMessageID(ctx context.Context, st *sqlite.Store, id string) (int64, err
 		last = max(last, m.ID)
 	}
 	return last, nil
+}
+
+// checkMessageOf fails invalid unless message id belongs to session src:
+// the store would take any id as a cut point, and a number copied from the
+// wrong transcript should not fork silently.
+func checkMessageOf(ctx context.Context, st *sqlite.Store, src string, id int64) error {
+	p, err := st.GetMessagesPage(ctx, src, sessiondb.Page{AfterID: id - 1, Limit: 1})
+	if err != nil {
+		return err
+	}
+	for _, m := range p.Messages {
+		if m.ID == id {
+			return nil
+		}
+	}
+	return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: session %s has no message %d (see the #ids in `sessiondb show %s`)", id, src, id, src)
 }
 
 // newSessionID makes an id in Hermes' shape, 20260315_092437_c9a6ff: the
