@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -172,9 +173,9 @@ func (h *historyCLI) printTranscript(s *sessiondb.Session, msgs []sessiondb.Mess
 		if raw, ok := m.StructuredContent(); ok {
 			text = string(raw)
 		}
-		if m.Role == "tool" && !full && len([]rune(text)) > maxToolResult {
-			n := len([]rune(text)) - maxToolResult
-			text = string([]rune(text)[:maxToolResult]) + fmt.Sprintf("\n… %d more characters (--full shows them)", n)
+		if m.Role == "tool" && !full && utf8.RuneCountInString(text) > maxToolResult {
+			r := []rune(text)
+			text = string(r[:maxToolResult]) + fmt.Sprintf("\n… %d more characters (--full shows them)", len(r)-maxToolResult)
 		}
 		if strings.TrimSpace(text) != "" {
 			h.printf("%s\n", indent(text, "  "))

@@ -898,3 +898,36 @@ func TestHitIndex(t *testing.T) {
 		})
 	}
 }
+
+func TestShowCutsLongToolResults(t *testing.T) {
+	_, lines := exampleLines(t)
+	long := strings.Repeat("0123456789", 150) // 1500 characters
+	rec := strings.Replace(lines[cronID], `"content":"Filesystem`, `"content":"`+long+`Filesystem`, 1)
+	if rec == lines[cronID] {
+		t.Fatal("the cron example no longer has the df output this test lengthens")
+	}
+	db := filepath.Join(t.TempDir(), "state.db")
+	if r := cli(t, rec+"\n", "--db", db, "import", "-"); r.code != 0 {
+		t.Fatalf("import: %s", r.stderr)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		cut     bool
+		hasTail bool
+	}{
+		{"cut by default", nil, true, false},
+		{"whole with --full", []string{"--full"}, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := mustCLI(t, append([]string{"--db", db, "show", cronID}, tc.args...)...).stdout
+			if got := strings.Contains(out, "more characters (--full shows them)"); got != tc.cut {
+				t.Errorf("cut marker present = %v, want %v", got, tc.cut)
+			}
+			if got := strings.Contains(out, "Mounted on"); got != tc.hasTail {
+				t.Errorf("end of the long result shown = %v, want %v", got, tc.hasTail)
+			}
+		})
+	}
+}
