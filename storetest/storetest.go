@@ -30,7 +30,8 @@ import (
 // Harness is how the suite reaches one backend.
 type Harness struct {
 	// Open returns a new, empty store whose clock is now. Each call must
-	// give an independent store. The suite closes it when the test ends.
+	// give an independent store; calls may come from parallel tests. The
+	// suite closes the store when the test ends.
 	Open func(t *testing.T, now sessiondb.Clock) sessiondb.Store
 
 	// SetMessageColumn, when set, overwrites one column of one stored
@@ -41,27 +42,28 @@ type Harness struct {
 	SetMessageColumn func(t *testing.T, s sessiondb.Store, messageID int64, column, value string)
 }
 
-// Run runs the whole conformance suite against h.
+// Run runs the whole conformance suite against h. The groups run in
+// parallel with each other; the cases inside a group run one by one.
 func Run(t *testing.T, h Harness) {
 	if h.Open == nil {
 		t.Fatal("storetest: Harness.Open is nil")
 	}
-	t.Run("Sessions", func(t *testing.T) { testSessions(t, h) })
-	t.Run("TokenCounts", func(t *testing.T) { testTokenCounts(t, h) })
-	t.Run("Resolve", func(t *testing.T) { testResolve(t, h) })
-	t.Run("SearchSessions", func(t *testing.T) { testSearchSessions(t, h) })
-	t.Run("CompressionTip", func(t *testing.T) { testCompressionTip(t, h) })
-	t.Run("Titles", func(t *testing.T) { testTitles(t, h) })
-	t.Run("ListSessionsRich", func(t *testing.T) { testRich(t, h) })
-	t.Run("Messages", func(t *testing.T) { testMessages(t, h) })
-	t.Run("Conversation", func(t *testing.T) { testConversation(t, h) })
-	t.Run("SearchMessages", func(t *testing.T) { testSearch(t, h) })
-	t.Run("Export", func(t *testing.T) { testExport(t, h) })
-	t.Run("Cleanup", func(t *testing.T) { testCleanup(t, h) })
-	t.Run("Prune", func(t *testing.T) { testPrune(t, h) })
-	t.Run("Fork", func(t *testing.T) { testFork(t, h) })
-	t.Run("Paging", func(t *testing.T) { testPaging(t, h) })
-	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, h) })
+	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, h) })
+	t.Run("TokenCounts", func(t *testing.T) { t.Parallel(); testTokenCounts(t, h) })
+	t.Run("Resolve", func(t *testing.T) { t.Parallel(); testResolve(t, h) })
+	t.Run("SearchSessions", func(t *testing.T) { t.Parallel(); testSearchSessions(t, h) })
+	t.Run("CompressionTip", func(t *testing.T) { t.Parallel(); testCompressionTip(t, h) })
+	t.Run("Titles", func(t *testing.T) { t.Parallel(); testTitles(t, h) })
+	t.Run("ListSessionsRich", func(t *testing.T) { t.Parallel(); testRich(t, h) })
+	t.Run("Messages", func(t *testing.T) { t.Parallel(); testMessages(t, h) })
+	t.Run("Conversation", func(t *testing.T) { t.Parallel(); testConversation(t, h) })
+	t.Run("SearchMessages", func(t *testing.T) { t.Parallel(); testSearch(t, h) })
+	t.Run("Export", func(t *testing.T) { t.Parallel(); testExport(t, h) })
+	t.Run("Cleanup", func(t *testing.T) { t.Parallel(); testCleanup(t, h) })
+	t.Run("Prune", func(t *testing.T) { t.Parallel(); testPrune(t, h) })
+	t.Run("Fork", func(t *testing.T) { t.Parallel(); testFork(t, h) })
+	t.Run("Paging", func(t *testing.T) { t.Parallel(); testPaging(t, h) })
+	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); testConcurrency(t, h) })
 }
 
 // Epoch is where every suite clock starts: 2026-03-15 09:24:37 UTC, a time
