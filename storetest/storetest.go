@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,16 +209,17 @@ func (e *env) setTitle(id, title string) {
 func str(s string) *string   { return &s }
 func f64(v float64) *float64 { return &v }
 func i64(v int64) *int64     { return &v }
-func deref(p *string) string { return derefOr(p, "<nil>") }
-func derefF(p *float64) any  { return derefAny(p) }
-func derefOr(p *string, d string) string {
+
+// deref shows a nullable string in messages; NULL reads "<nil>".
+func deref(p *string) string {
 	if p == nil {
-		return d
+		return "<nil>"
 	}
 	return *p
 }
 
-func derefAny[T any](p *T) any {
+// derefF shows a nullable REAL in messages.
+func derefF(p *float64) any {
 	if p == nil {
 		return nil
 	}
@@ -290,7 +290,5 @@ func sortedStrings(in []string) []string {
 	sort.Strings(out)
 	return out
 }
-
-func joinIDs(ss []string) string { return "[" + strings.Join(ss, " ") + "]" }
 
 var errStop = errors.New("storetest: stop")
