@@ -155,7 +155,7 @@ func testTitles(t *testing.T, h Harness) {
 
 	t.Run("ByTitle", func(t *testing.T) {
 		e := newEnv(t, h)
-		e.titledSessions([]titled{{"a", "My Project"}, {"b", "My Project #2"}, {"c", "100%"}})
+		e.titledSessions([]titled{{"a", "My Project"}, {"b", "My Project #2"}, {"c", "100%"}, {"d", ""}})
 		cases := []struct {
 			name  string
 			title string
@@ -168,6 +168,7 @@ func testTitles(t *testing.T, h Harness) {
 			{"wildcard is literal", "100_", ""},
 			{"percent exact", "100%", "c"},
 			{"missing", "nothing", ""},
+			{"empty never matches an untitled session", "", ""},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
