@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -929,5 +930,43 @@ func TestShowCutsLongToolResults(t *testing.T) {
 				t.Errorf("end of the long result shown = %v, want %v", got, tc.hasTail)
 			}
 		})
+	}
+}
+
+// cancelAfterFirstLine hands out one line per Read and cancels the context
+// when asked for the second, like a person pressing Ctrl-C mid-import.
+type cancelAfterFirstLine struct {
+	lines  []string
+	reads  int
+	cancel context.CancelFunc
+}
+
+func (r *cancelAfterFirstLine) Read(p []byte) (int, error) {
+	if len(r.lines) == 0 {
+		return 0, io.EOF
+	}
+	if r.reads++; r.reads == 2 {
+		r.cancel()
+	}
+	n := copy(p, r.lines[0]+"\n")
+	r.lines = r.lines[1:]
+	return n, nil
+}
+
+func TestImportInterrupted(t *testing.T) {
+	_, lines := exampleLines(t)
+	db := filepath.Join(t.TempDir(), "state.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in := &cancelAfterFirstLine{lines: []string{lines[dockerID], lines[cronID], lines[k8sID]}, cancel: cancel}
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"--db", db, "import", "-"}, in, &out, &errb)
+	if code != 130 || !strings.Contains(errb.String(), "stopped after importing 1 session(s)") {
+		t.Fatalf("exit %d, stderr %q; want 130 and what was kept", code, errb.String())
+	}
+	var rows []listed
+	decode(t, mustCLI(t, "--db", db, "--json", "sessions"), &rows)
+	if len(rows) != 1 || rows[0].ID != dockerID {
+		t.Errorf("after the interrupted import: %+v, want only %s", rows, dockerID)
 	}
 }

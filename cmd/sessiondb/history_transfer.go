@@ -184,6 +184,9 @@ unless --detach-orphans imports it without its parent.`,
 			return h.withStore(ctx, createStore, func(st *sqlite.Store) error {
 				res, err := h.importRecords(ctx, st, r, size, name, detach)
 				if err != nil {
+					if res.Imported > 0 {
+						fmt.Fprintf(h.stderr, "stopped after importing %d session(s), which stay imported; importing the file again skips them\n", res.Imported)
+					}
 					return err
 				}
 				return h.reportImport(res, name)
@@ -225,7 +228,8 @@ type pendingLine struct {
 // session whose parent is in neither the store nor the input is imported
 // with parent_session_id NULL; without, it fails. Errors of single lines are
 // collected in the result; only a failure of the store or the input as a
-// whole is returned.
+// whole (or cancellation) is returned, with the result so far: what it
+// counts as imported is committed.
 func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.Reader, size int64, name string, detach bool) (*importReport, error) {
 	res := &importReport{Errors: []lineError{}}
 	bar := newProgressLine(h.stderr, h.now, "importing", size, "bytes")
@@ -274,13 +278,15 @@ func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.R
 	br := bufio.NewReaderSize(r, 1<<16)
 	var read int64
 	for line := 1; ; line++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		raw, rerr := br.ReadBytes('\n')
+		// Checked after the read, which may have waited long on stdin: no
+		// new session starts once the user has asked to stop.
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
 		read += int64(len(raw))
 		if rerr != nil && rerr != io.EOF {
-			return nil, sessiondb.Errorf(sessiondb.EINTERNAL, "read %s: %v", name, rerr)
+			return res, sessiondb.Errorf(sessiondb.EINTERNAL, "read %s: %v", name, rerr)
 		}
 		if t := bytes.TrimSpace(raw); len(t) > 0 {
 			p, err := parseRecord(t, line)
@@ -290,13 +296,13 @@ func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.R
 				ok := true
 				if p.parent != "" {
 					if ok, err = hasSession(p.parent); err != nil {
-						return nil, err
+						return res, err
 					}
 				}
 				if !ok {
 					held = append(held, p)
 				} else if err := importOne(p); err != nil {
-					return nil, err
+					return res, err
 				}
 			}
 			bar.set(read)
@@ -312,22 +318,28 @@ func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.R
 		progressed = false
 		rest := held[:0]
 		for _, p := range held {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
 			ok, err := hasSession(p.parent)
 			if err != nil {
-				return nil, err
+				return res, err
 			}
 			if !ok {
 				rest = append(rest, p)
 				continue
 			}
 			if err := importOne(p); err != nil {
-				return nil, err
+				return res, err
 			}
 			progressed = true
 		}
 		held = rest
 	}
 	for _, p := range held {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
 		if !detach {
 			fail(p.line, p.id, sessiondb.Errorf(sessiondb.EINVALID,
 				"field parent_session_id: session %q is neither in the store nor in the input (--detach-orphans imports it without a parent)", p.parent))
@@ -336,7 +348,7 @@ func (h *historyCLI) importRecords(ctx context.Context, st *sqlite.Store, r io.R
 		p.rec["parent_session_id"] = nil
 		before := res.Failed
 		if err := importOne(p); err != nil {
-			return nil, err
+			return res, err
 		}
 		if res.Failed == before {
 			res.Detached++
