@@ -33,6 +33,12 @@ import (
 // not Go's. The result may be empty (search nothing) and may still be an
 // expression FTS5 rejects. Invalid UTF-8 in q is read as U+FFFD, so the
 // result is always valid UTF-8.
+//
+// One deliberate limit: Hermes' restore step also rewrites placeholder-shaped
+// text the user typed (NUL, 'Q', digits, NUL), which lets a query of a few
+// hundred bytes expand to gigabytes. When the exact result would be longer
+// than four times the query plus 4 KiB, Sanitize returns "" instead. Only a
+// query holding NUL characters can reach that limit.
 func Sanitize(q string) string {
 	s := []rune(q)
 
@@ -107,19 +113,15 @@ func Sanitize(q string) string {
 func placeholder(i int) string { return "\x00Q" + strconv.Itoa(i) + "\x00" }
 
 // restore puts the phrases back. Hermes does it with one str.replace per
-// phrase, in order, which also rewrites any placeholder-shaped text the user
-// typed (or that an earlier phrase brought in). That can only happen when
-// the query holds a NUL; otherwise one pass over our own placeholders gives
-// the same string in linear time.
+// phrase, in order. Without a NUL in the user's query every NUL in s opens
+// one of our own placeholders and the phrases hold none, so one pass gives
+// the same string; otherwise restoreExact reproduces the sequence.
 func restore(s string, phrases []string, userNUL bool) string {
 	if len(phrases) == 0 {
 		return s
 	}
 	if userNUL {
-		for i, p := range phrases {
-			s = strings.ReplaceAll(s, placeholder(i), p)
-		}
-		return s
+		return restoreExact(s, phrases, 4*len(s)+4096)
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -130,7 +132,6 @@ func restore(s string, phrases []string, userNUL bool) string {
 			return b.String()
 		}
 		b.WriteString(s[:i])
-		// Without a user NUL every NUL opens one of our placeholders.
 		end := strings.IndexByte(s[i+1:], 0) + i + 1
 		n, _ := strconv.Atoi(s[i+2 : end])
 		b.WriteString(phrases[n])

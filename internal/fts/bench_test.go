@@ -1,0 +1,35 @@
+package fts
+
+import (
+	"strings"
+	"testing"
+)
+
+var benchQueries = []struct{ name, q string }{
+	{"short", "docker deployment"},
+	{"punctuated", `foo "bar baz" my-app.config.ts user@example.com what's C# 100%`},
+	{"long", strings.Repeat(`"a b" c-d.e f* AND g `, 200)},
+	{"NUL", "\x00" + strings.Repeat(`"a" \x00Q0\x00 b `, 200)},
+}
+
+func BenchmarkSanitize(b *testing.B) {
+	for _, bq := range benchQueries {
+		b.Run(bq.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bq.q)))
+			for b.Loop() {
+				Sanitize(bq.q)
+			}
+		})
+	}
+}
+
+func BenchmarkEscape(b *testing.B) {
+	for _, bq := range benchQueries {
+		b.Run(bq.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bq.q)))
+			for b.Loop() {
+				Escape(bq.q)
+			}
+		})
+	}
+}
