@@ -30,7 +30,11 @@ type historyCLI struct {
 // search, title, lineage, stats, export, import, fork, end, reopen, clear,
 // delete, prune, doctor) and quickstart.
 func historyCommands(a *app) []*cobra.Command {
-	h := &historyCLI{app: a, now: time.Now}
+	return (&historyCLI{app: a, now: time.Now}).commands()
+}
+
+// commands builds the history commands on h's streams, flags and clock.
+func (h *historyCLI) commands() []*cobra.Command {
 	cmds := []*cobra.Command{
 		h.sessionsCmd(), h.showCmd(), h.searchCmd(), h.titleCmd(), h.lineageCmd(),
 		h.statsCmd(), h.exportCmd(), h.importCmd(), h.forkCmd(), h.endCmd(),

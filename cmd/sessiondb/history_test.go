@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -40,6 +41,35 @@ func cli(t *testing.T, stdin string, args ...string) cliResult {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// cliAt runs the command line like cli, but with the history commands on a
+// clock stopped at now, for what depends on the date (prune, stats --since):
+// the root command is main's, with the history commands swapped for ones
+// built on the test's clock.
+func cliAt(t *testing.T, now time.Time, args ...string) cliResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
+	root := newRootCmd(a)
+	h := &historyCLI{app: a, now: func() time.Time { return now }}
+	mine := h.commands()
+	for _, c := range mine {
+		if old, _, err := root.Find([]string{c.Name()}); err == nil && old != root {
+			root.RemoveCommand(old)
+		}
+	}
+	root.AddCommand(mine...)
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	code := 0
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintf(&errb, "sessiondb: %v\n", err)
+		code = exitCode(err)
+	}
 	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
@@ -492,8 +522,13 @@ func TestStats(t *testing.T) {
 	if len(rep.BySource) != 1 || rep.BySource[0].Key != "telegram" || rep.BySource[0].Sessions != 2 || len(rep.Top) != 0 {
 		t.Errorf("telegram stats: %+v", rep)
 	}
-	// Every example started long before the last day.
-	decode(t, mustCLI(t, "--db", db, "--json", "stats", "--since", "12h"), &rep)
+	// At pruneNow, only the Kubernetes session (October 6) started within
+	// 30 days, and none within 12 hours.
+	decode(t, cliAt(t, pruneNow, "--db", db, "--json", "stats", "--since", "30d"), &rep)
+	if len(rep.ByModel) != 1 || rep.ByModel[0].Key != "openai/gpt-5-codex" {
+		t.Errorf("--since 30d: %+v, want only openai/gpt-5-codex", rep.ByModel)
+	}
+	decode(t, cliAt(t, pruneNow, "--db", db, "--json", "stats", "--since", "12h"), &rep)
 	if len(rep.ByModel) != 0 {
 		t.Errorf("--since 12h: %+v, want nothing", rep.ByModel)
 	}
@@ -551,6 +586,10 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 }
 
+// pruneNow is the date the prune and stats tests run at: the examples run
+// from March to October 2026.
+var pruneNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
 func TestPrune(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -558,10 +597,16 @@ func TestPrune(t *testing.T) {
 		wantCount int
 		remaining int // sessions left (with children)
 	}{
-		{"dry run changes nothing", []string{"--older-than", "1d", "--dry-run"}, exampleEnded, exampleSessions},
-		{"nothing that old", []string{"--older-than", "100000d"}, 0, exampleSessions},
+		// Cutoff 2026-08-03: six ended sessions started before it; the
+		// Daibie Shan chat (August 23) is younger, the Kubernetes one open.
+		{"dry run changes nothing", []string{"--older-than", "90d", "--dry-run"}, 6, exampleSessions},
+		{"ninety days", []string{"--older-than", "90d"}, 6, exampleSessions - 6},
+		{"weeks", []string{"--older-than", "13w"}, 6, exampleSessions - 6},
+		{"hours", []string{"--older-than", "2160h"}, 6, exampleSessions - 6},
+		{"plain days", []string{"--older-than", "1"}, exampleEnded, exampleSessions - exampleEnded},
+		{"nothing that old", []string{"--older-than", "1000d"}, 0, exampleSessions},
 		{"one source", []string{"--older-than", "2w", "--source", "cron"}, 1, exampleSessions - 1},
-		{"every ended session", []string{"--older-than", "1"}, exampleEnded, exampleSessions - exampleEnded},
+		{"open sessions stay", []string{"--older-than", "1h", "--source", "cli"}, 3, exampleSessions - 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -570,7 +615,11 @@ func TestPrune(t *testing.T) {
 				Pruned     int `json:"pruned"`
 				WouldPrune int `json:"would_prune"`
 			}
-			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "prune"}, tc.args...)...), &rep)
+			r := cliAt(t, pruneNow, append([]string{"--db", db, "--json", "prune"}, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			decode(t, r, &rep)
 			if rep.Pruned+rep.WouldPrune != tc.wantCount {
 				t.Errorf("pruned %d / would prune %d, want %d", rep.Pruned, rep.WouldPrune, tc.wantCount)
 			}
