@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,12 @@ const (
 	ansiDim   = "\x1b[2m"
 	ansiReset = "\x1b[0m"
 )
+
+// styled reports whether stdout gets ANSI styles: only a terminal does, and
+// not when the user asked for none with NO_COLOR (https://no-color.org).
+func (h *historyCLI) styled() bool {
+	return isTerminal(h.stdout) && os.Getenv("NO_COLOR") == ""
+}
 
 // style wraps s in an ANSI style when on is set.
 func style(on bool, code, s string) string {
@@ -148,9 +155,16 @@ func cut(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// indent prefixes every line of s with pre.
+// indent prefixes every non-empty line of s with pre (an empty line stays
+// empty rather than trailing spaces).
 func indent(s, pre string) string {
-	return pre + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pre)
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pre + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // progressLine draws a one-line progress report on stderr while long work runs,

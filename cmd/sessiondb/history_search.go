@@ -70,7 +70,7 @@ text in Chinese, Japanese or Korean is matched as a substring.`,
 }
 
 func (h *historyCLI) printHits(hits []sessiondb.SearchHit) {
-	tty := isTerminal(h.stdout)
+	tty := h.styled()
 	for i := range hits {
 		hit := &hits[i]
 		if i > 0 {

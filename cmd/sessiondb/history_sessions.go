@@ -139,7 +139,7 @@ Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
 const maxToolResult = 1000
 
 func (h *historyCLI) printTranscript(s *sessiondb.Session, msgs []sessiondb.Message, earlier, full bool) {
-	tty := isTerminal(h.stdout)
+	tty := h.styled()
 	title := deref(s.Title)
 	if title == "" {
 		title = "(untitled)"

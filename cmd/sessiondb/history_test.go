@@ -1019,3 +1019,17 @@ func TestImportInterrupted(t *testing.T) {
 		t.Errorf("after the interrupted import: %+v, want only %s", rows, dockerID)
 	}
 }
+
+func TestIndent(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"a", "  a"},
+		{"a\nb\n", "  a\n  b"},
+		{"a\n\nb", "  a\n\n  b"},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := indent(tc.in, "  "); got != tc.want {
+			t.Errorf("indent(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

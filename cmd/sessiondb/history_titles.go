@@ -235,7 +235,7 @@ func buildLineage(ctx context.Context, st *sqlite.Store, id string) (*lineageNod
 }
 
 func (h *historyCLI) printLineage(n *lineageNode, prefix string, last, root bool) {
-	tty := isTerminal(h.stdout)
+	tty := h.styled()
 	branch, next := "", ""
 	if !root {
 		branch, next = "├─ ", "│  "
