@@ -138,16 +138,15 @@ func (h *historyCLI) addSynchronousFlag(c *cobra.Command) {
 	c.Flags().StringVar(&h.synchronous, "synchronous", "", "durability of each commit: normal (default; survives a crash of the process) or full (also survives power loss, slower)")
 }
 
-// checkSynchronous validates --synchronous before anything is opened.
+// checkSynchronous validates --synchronous (with bench's parser, so both
+// take the same words) before anything is opened.
 func (h *historyCLI) checkSynchronous() error {
-	switch strings.ToUpper(h.synchronous) {
-	case "":
-		return nil
-	case "NORMAL", "FULL":
-		h.synchronous = strings.ToUpper(h.synchronous)
+	if h.synchronous == "" {
 		return nil
 	}
-	return sessiondb.Errorf(sessiondb.EINVALID, "--synchronous %q: want normal or full", h.synchronous)
+	s, err := parseSynchronous(h.synchronous)
+	h.synchronous = s
+	return err
 }
 
 // resolveSession turns what the user typed into a session id: an exact id,

@@ -60,19 +60,13 @@ search a little faster on a store that has taken many writes.`,
 				r := &doctorReport{Path: st.Path(), Driver: sqlitedb.DriverName, GoVersion: runtime.Version(), Problems: []string{}}
 				var err error
 				if rebuild {
-					stop := spinner(h.stderr, h.now, "rebuilding the search index")
-					err = st.RebuildFTS(ctx)
-					stop()
-					if err != nil {
+					if err := h.spin("rebuilding the search index", func() error { return st.RebuildFTS(ctx) }); err != nil {
 						return err
 					}
 					r.RebuiltFTS = true
 				}
 				if optimize {
-					stop := spinner(h.stderr, h.now, "optimizing the search index")
-					err = st.OptimizeFTS(ctx)
-					stop()
-					if err != nil {
+					if err := h.spin("optimizing the search index", func() error { return st.OptimizeFTS(ctx) }); err != nil {
 						return err
 					}
 					r.OptimizedFTS = true

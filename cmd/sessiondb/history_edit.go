@@ -405,9 +405,11 @@ nothing.`,
 				})
 			}
 			return h.withStore(ctx, writeStore, func(st *sqlite.Store) error {
-				stop := spinner(h.stderr, h.now, "pruning")
-				n, err := st.PruneSessions(ctx, days, source)
-				stop()
+				var n int
+				err := h.spin("pruning", func() (err error) {
+					n, err = st.PruneSessions(ctx, days, source)
+					return err
+				})
 				if err != nil {
 					return err
 				}

@@ -231,6 +231,13 @@ func bar(pct float64, width int) string {
 	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
 }
 
+// spin runs work with a spinner labelled label on stderr (a terminal only).
+func (h *historyCLI) spin(label string, work func() error) error {
+	stop := spinner(h.stderr, h.now, label)
+	defer stop()
+	return work()
+}
+
 // spinner shows label and the elapsed time on a terminal w while work of
 // unknown length (one transaction) runs; the returned stop erases it.
 func spinner(w io.Writer, now sessiondb.Clock, label string) (stop func()) {

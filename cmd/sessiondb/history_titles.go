@@ -50,51 +50,32 @@ that a compression ancestor's title moves to its continuation.
 			if len(args) > 1 && clear {
 				return sessiondb.Errorf(sessiondb.EINVALID, "give either a new title or --clear, not both")
 			}
-			if !set {
-				return h.withStore(ctx, readStore, func(st *sqlite.Store) error {
-					id, err := resolveSession(ctx, st, args[0], false)
-					if err != nil {
-						return err
-					}
-					t, ok, err := st.GetSessionTitle(ctx, id)
-					if err != nil {
-						return err
-					}
-					if h.jsonOut {
-						var v any
-						if ok {
-							v = t
-						}
-						return h.printJSON(map[string]any{"id": id, "title": v})
-					}
-					if !ok {
-						fmt.Fprintf(h.stderr, "session %s has no title; set one with `sessiondb title %s \"a title\"`\n", id, id)
-						return nil
-					}
-					h.printf("%s\n", t)
-					return nil
-				})
-			}
-			if err := h.checkSynchronous(); err != nil {
-				return err
-			}
+			access := readStore
 			want := strings.Join(args[1:], " ")
-			if !clear {
-				clean, err := sessiondb.SanitizeTitle(want)
-				if err != nil {
+			if set {
+				if err := h.checkSynchronous(); err != nil {
 					return err
 				}
-				if clean == "" {
-					return sessiondb.Errorf(sessiondb.EINVALID, "the new title %q is empty once cleaned up: use --clear to remove a title", want)
+				if !clear {
+					clean, err := sessiondb.SanitizeTitle(want)
+					if err != nil {
+						return err
+					}
+					if clean == "" {
+						return sessiondb.Errorf(sessiondb.EINVALID, "the new title %q is empty once cleaned up: use --clear to remove a title", want)
+					}
 				}
+				access = writeStore
 			}
-			return h.withStore(ctx, writeStore, func(st *sqlite.Store) error {
+			return h.withStore(ctx, access, func(st *sqlite.Store) error {
 				id, err := resolveSession(ctx, st, args[0], false)
 				if err != nil {
 					return err
 				}
-				if _, err := st.SetSessionTitle(ctx, id, want); err != nil {
-					return err
+				if set {
+					if _, err := st.SetSessionTitle(ctx, id, want); err != nil {
+						return err
+					}
 				}
 				t, ok, err := st.GetSessionTitle(ctx, id)
 				if err != nil {
@@ -107,11 +88,16 @@ that a compression ancestor's title moves to its continuation.
 					}
 					return h.printJSON(map[string]any{"id": id, "title": v})
 				}
-				if !ok {
+				switch {
+				case set && !ok:
 					h.printf("cleared the title of %s\n", id)
-					return nil
+				case set:
+					h.printf("%s is now titled %q\n", id, t)
+				case !ok:
+					fmt.Fprintf(h.stderr, "session %s has no title; set one with `sessiondb title %s \"a title\"`\n", id, id)
+				default:
+					h.printf("%s\n", t)
 				}
-				h.printf("%s is now titled %q\n", id, t)
 				return nil
 			})
 		},
