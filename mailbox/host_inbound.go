@@ -66,13 +66,13 @@ func (h *Host) InitSession(ctx context.Context, ref SessionRef) error {
 			return classify(err, "initialize %s", path)
 		}
 	}
+	s := h.session(ref)
 	h.mu.Lock()
-	h.session(ref).migrated = true
+	s.migrated = true
 	h.mu.Unlock()
 	return nil
 }
 
-// session must not be called with h.mu held; this variant is.
 func (h *Host) mkdir(d string) error {
 	fi, err := os.Lstat(d)
 	switch {

@@ -1,0 +1,161 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+var ctxb = context.Background()
+
+type fixture struct {
+	t     *testing.T
+	clk   *clock
+	host  *Host
+	ref   SessionRef
+	dir   string
+	agent *Agent
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	clk := newClock()
+	h, err := NewHost(HostOptions{Layout: Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	if err := h.InitSession(ctxb, ref); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := h.layout.SessionDir(ref)
+	f := &fixture{t: t, clk: clk, host: h, ref: ref, dir: dir}
+	return f
+}
+
+func (f *fixture) openAgent() *Agent {
+	f.t.Helper()
+	if f.agent != nil {
+		return f.agent
+	}
+	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { a.Close() })
+	f.agent = a
+	return a
+}
+
+func jsonc(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	b, err := MarshalContent(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func chat(id, text string) InboundMessage {
+	return InboundMessage{ID: id, Kind: KindChat, Content: json.RawMessage(`{"sender":"u","senderId":"u1","text":` + string(marshalCompact(text)) + `}`),
+		Routing: Routing{ChannelType: "slack", PlatformID: "C1"}}
+}
+
+func (f *fixture) enqueue(m InboundMessage) int64 {
+	f.t.Helper()
+	seq, _, err := f.host.Enqueue(ctxb, f.ref, m)
+	if err != nil {
+		f.t.Fatalf("enqueue %s: %v", m.ID, err)
+	}
+	return seq
+}
+
+// query runs a read on one of the session's files through a fresh
+// read-only connection.
+func (f *fixture) query(file string, q string, args ...any) [][]any {
+	f.t.Helper()
+	return queryFile(f.t, filepath.Join(f.dir, file), q, args...)
+}
+
+func queryFile(t testing.TB, path, q string, args ...any) [][]any {
+	t.Helper()
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: true, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (f *fixture) one(file, q string, args ...any) any {
+	f.t.Helper()
+	rows := f.query(file, q, args...)
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		f.t.Fatalf("%s: got %v, want one value", q, rows)
+	}
+	return rows[0][0]
+}
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if got := sessiondb.ErrorCode(err); got != code {
+		t.Fatalf("error %v: code %q, want %q", err, got, code)
+	}
+}
+
+func ids(rows []InboundRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
+}
+
+var _ = sql.ErrNoRows
