@@ -183,42 +183,44 @@ type importRow struct {
 	tc   int64
 }
 
-// ImportSession inserts one session of an export (ours or Hermes' own
-// JSONL: the session's columns plus "messages") in one transaction. A
-// session id that already exists is skipped (imported=false). Keys naming
-// no column of the file are ignored; wrong JSON types are invalid, naming
-// the field. Message ids are kept when free; message_count and
-// tool_call_count are recomputed from the inserted rows. A parent not yet
-// imported is linked once it is, by this Store.
-func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
+// preparedImport is one validated session of an import, ready to insert.
+type preparedImport struct {
+	id     string
+	parent string // wanted parent; linked only if it exists
+	sess   importRow
+	msgs   []importRow
+}
+
+// prepareImport validates and converts one exported session without
+// touching the database.
+func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
 	id, ok := rec["id"].(string)
 	if !ok || id == "" {
-		return false, sessiondb.Errorf(sessiondb.EINVALID, "import: id must be a non-empty string")
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import: id must be a non-empty string")
 	}
 	if src, ok := rec["source"].(string); !ok || src == "" {
-		return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: source must be a non-empty string", id)
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: source must be a non-empty string", id)
 	}
 	switch rec["started_at"].(type) {
 	case float64, int64, int, json.Number:
 	default:
-		return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: started_at must be a number", id)
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: started_at must be a number", id)
 	}
-	sess := importRow{}
-	var parent string
+	p := &preparedImport{id: id}
 	for k, v := range rec {
 		if k == "messages" || k == "message_count" || k == "tool_call_count" || !s.si.sessCols[k] {
 			continue
 		}
 		val, err := importValue(k, k, s.si.colTypes["sessions."+k], v)
 		if err != nil {
-			return false, sessiondb.Wrap("", err, "import session %s", id)
+			return nil, sessiondb.Wrap("", err, "import session %s", id)
 		}
 		if k == "parent_session_id" {
-			parent, _ = val.(string)
-			continue // set below, once we know the parent exists
+			p.parent, _ = val.(string)
+			continue // set at insert time, once we know the parent exists
 		}
-		sess.cols = append(sess.cols, k)
-		sess.vals = append(sess.vals, val)
+		p.sess.cols = append(p.sess.cols, k)
+		p.sess.vals = append(p.sess.vals, val)
 	}
 	var rawMsgs []any
 	switch m := rec["messages"].(type) {
@@ -229,89 +231,182 @@ func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, er
 		// Straight from ExportSession, without a JSON round trip.
 		b, err := json.Marshal(m)
 		if err != nil {
-			return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
+			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
 		}
 		if err := json.Unmarshal(b, &rawMsgs); err != nil {
-			return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
+			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
 		}
 	default:
-		return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages must be a list, not %T", id, rec["messages"])
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages must be a list, not %T", id, rec["messages"])
 	}
-	msgs := make([]importRow, 0, len(rawMsgs))
+	p.msgs = make([]importRow, 0, len(rawMsgs))
 	var toolCalls int64
 	for i, raw := range rawMsgs {
 		m, ok := raw.(map[string]any)
 		if !ok {
-			return false, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages[%d] must be an object, not %T", id, i, raw)
+			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages[%d] must be an object, not %T", id, i, raw)
 		}
 		row, err := s.importMessage(id, i, m)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		toolCalls += row.tc
-		msgs = append(msgs, row)
+		p.msgs = append(p.msgs, row)
 	}
-	sess.cols = append(sess.cols, "message_count", "tool_call_count")
-	sess.vals = append(sess.vals, int64(len(msgs)), toolCalls)
+	p.sess.cols = append(p.sess.cols, "message_count", "tool_call_count")
+	p.sess.vals = append(p.sess.vals, int64(len(p.msgs)), toolCalls)
+	return p, nil
+}
 
+// parentLinks records, during one import transaction, the changes to
+// Store.pendingParents to apply once it commits.
+type parentLinks struct {
+	done    []string    // parents now imported
+	waiting [][2]string // {parent, child}
+}
+
+// insertImport inserts one prepared session inside tx. It reports false
+// when the session already exists. pendingMu must be held.
+func (s *Store) insertImport(tx *sqlitedb.Tx, p *preparedImport, links *parentLinks, batchWaiting map[string][]string) (bool, error) {
+	var one int
+	err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.id).Scan(&one)
+	if err == nil {
+		return false, nil
+	}
+	if err != sql.ErrNoRows {
+		return false, err
+	}
+	cols, vals := p.sess.cols, p.sess.vals
+	parentMissing := false
+	if p.parent != "" {
+		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.parent).Scan(&one)
+		switch {
+		case err == nil:
+			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.parent)
+		case err == sql.ErrNoRows:
+			parentMissing = true
+		default:
+			return false, err
+		}
+	}
+	if _, err := tx.Exec("INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(len(cols))+")", vals...); err != nil {
+		if sqlitedb.IsUnique(err) {
+			return false, sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
+		}
+		return false, err
+	}
+	for i, m := range p.msgs {
+		if err := insertImported(tx, p.id, m); err != nil {
+			return false, sessiondb.Wrap("", err, "import session %s: messages[%d]", p.id, i)
+		}
+	}
+	children := append(append([]string(nil), s.pendingParents[p.id]...), batchWaiting[p.id]...)
+	for _, c := range children {
+		if _, err := tx.Exec("UPDATE sessions SET parent_session_id = ? WHERE id = ? AND parent_session_id IS NULL", p.id, c); err != nil {
+			return false, err
+		}
+	}
+	links.done = append(links.done, p.id)
+	if parentMissing {
+		links.waiting = append(links.waiting, [2]string{p.parent, p.id})
+		batchWaiting[p.parent] = append(batchWaiting[p.parent], p.id)
+	}
+	return true, nil
+}
+
+func (s *Store) applyLinks(l *parentLinks) {
+	for _, id := range l.done {
+		delete(s.pendingParents, id)
+	}
+	for _, w := range l.waiting {
+		s.pendingParents[w[0]] = append(s.pendingParents[w[0]], w[1])
+	}
+}
+
+// ImportSession inserts one session of an export (ours or Hermes' own
+// JSONL: the session's columns plus "messages") in one transaction. A
+// session id that already exists is skipped (imported=false). Keys naming
+// no column of the file are ignored; wrong JSON types are invalid, naming
+// the field. Message ids are kept when free; message_count and
+// tool_call_count are recomputed from the inserted rows. A parent not yet
+// imported is linked once it is, by this Store (exports list children
+// before their parents).
+func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
+	p, err := s.prepareImport(rec)
+	if err != nil {
+		return false, err
+	}
 	s.pendingMu.Lock()
-	children := append([]string(nil), s.pendingParents[id]...)
-	s.pendingMu.Unlock()
-
-	imported, parentMissing := false, false
-	err := s.write(ctx, "import session "+id, func(tx *sqlitedb.Tx) error {
-		imported, parentMissing = false, false
-		var one int
-		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", id).Scan(&one)
-		if err == nil {
-			return nil
-		}
-		if err != sql.ErrNoRows {
-			return err
-		}
-		cols, vals := sess.cols, sess.vals
-		if parent != "" {
-			err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", parent).Scan(&one)
-			switch {
-			case err == nil:
-				cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], parent)
-			case err == sql.ErrNoRows:
-				parentMissing = true
-			default:
-				return err
-			}
-		}
-		if _, err := tx.Exec("INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(len(cols))+")", vals...); err != nil {
-			if sqlitedb.IsUnique(err) {
-				return sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", id)
-			}
-			return err
-		}
-		for i, m := range msgs {
-			if err := insertImported(tx, id, m); err != nil {
-				return sessiondb.Wrap("", err, "import session %s: messages[%d]", id, i)
-			}
-		}
-		for _, c := range children {
-			if _, err := tx.Exec("UPDATE sessions SET parent_session_id = ? WHERE id = ? AND parent_session_id IS NULL", id, c); err != nil {
-				return err
-			}
-		}
-		imported = true
-		return nil
+	defer s.pendingMu.Unlock()
+	var links parentLinks
+	imported := false
+	err = s.write(ctx, "import session "+p.id, func(tx *sqlitedb.Tx) error {
+		links = parentLinks{}
+		var err error
+		imported, err = s.insertImport(tx, p, &links, map[string][]string{})
+		return err
 	})
 	if err != nil {
 		return false, err
 	}
-	if imported {
-		s.pendingMu.Lock()
-		delete(s.pendingParents, id)
-		if parentMissing {
-			s.pendingParents[parent] = append(s.pendingParents[parent], id)
-		}
-		s.pendingMu.Unlock()
-	}
+	s.applyLinks(&links)
 	return imported, nil
+}
+
+// ImportSessions imports several sessions as ImportSession does, sharing
+// one commit: each session is still all-or-nothing (a savepoint of its
+// own), but the file sees one transaction, which is several times faster
+// for bulk imports since SQLite and FTS5 pay per commit. It stops at the
+// first failing session: the sessions before it are committed, imported
+// reports each of them, and the error names the failing one.
+func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error) {
+	prepared := make([]*preparedImport, 0, len(recs))
+	var prepErr error
+	for _, rec := range recs {
+		p, err := s.prepareImport(rec)
+		if err != nil {
+			prepErr = err
+			break
+		}
+		prepared = append(prepared, p)
+	}
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	var links parentLinks
+	var insertErr error
+	if len(prepared) > 0 {
+		err = s.write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx *sqlitedb.Tx) error {
+			links, imported, insertErr = parentLinks{}, imported[:0], nil
+			batchWaiting := map[string][]string{}
+			for _, p := range prepared {
+				if _, err := tx.Exec("SAVEPOINT import_session"); err != nil {
+					return err
+				}
+				ok, err := s.insertImport(tx, p, &links, batchWaiting)
+				if err != nil {
+					if _, rbErr := tx.Exec("ROLLBACK TO import_session"); rbErr != nil {
+						return rbErr
+					}
+					tx.Exec("RELEASE import_session")
+					insertErr = s.writeErr(err, "import session "+p.id)
+					return nil // keep the sessions before it
+				}
+				if _, err := tx.Exec("RELEASE import_session"); err != nil {
+					return err
+				}
+				imported = append(imported, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.applyLinks(&links)
+	}
+	if insertErr != nil {
+		return imported, insertErr
+	}
+	return imported, prepErr
 }
 
 // importMessage validates and converts one exported message.

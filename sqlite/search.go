@@ -20,7 +20,7 @@ import (
 // LIKE, every token required, newest first) takes over (IMP-6).
 //
 // For speed the ranking runs on the FTS table alone when no filter needs
-// the messages/sessions join; snippets are computed for the winners only,
+// the messages/sessions join, snippets are computed for the winners only,
 // and the context rows of all hits come from one query.
 func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
 	limit, offset, err := pageArgs("search messages", f.Limit, f.Offset)
@@ -111,32 +111,53 @@ func scanHit(sc scanner, h *sessiondb.SearchHit) error {
 	return nil
 }
 
-// ftsSearch ranks with FTS5 and then fetches the winners' snippets and
-// columns. The ranking query is the only one that touches every match.
+// ftsSearch ranks with FTS5 and fetches the winners' columns.
+//
+// FTS5 consumes ORDER BY rank itself: it scores every match once, sorts
+// rowids with their positions, and hands rows out in rank order, so
+// SQLite stops after LIMIT rows and snippet() runs for the winners only,
+// from the sorted positions (no second MATCH per row). Without filters the
+// ranking touches the FTS table alone and the message and session columns
+// of the winners come from one keyed query; with filters the join sits in
+// the same statement, still driven by the FTS cursor in rank order.
 func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	filters, fargs := s.searchFilters(f)
-	var rankSQL string
-	args := []any{match}
-	if filters == "" {
-		rankSQL = "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?"
-	} else {
-		rankSQL = "SELECT messages_fts.rowid FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" +
-			" WHERE messages_fts MATCH ?" + filters + " ORDER BY messages_fts.rank LIMIT ? OFFSET ?"
-		args = append(args, fargs...)
+	if filters != "" {
+		args := append([]any{match}, fargs...)
+		args = append(args, limit, offset)
+		rows, err := s.query(ctx, "SELECT messages_fts.rowid, snippet(messages_fts, 0, '>>>', '<<<', '...', 40), "+hitColumns+
+			" FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id"+
+			" WHERE messages_fts MATCH ?"+filters+" ORDER BY messages_fts.rank LIMIT ? OFFSET ?", args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var hits []sessiondb.SearchHit
+		for rows.Next() {
+			var h sessiondb.SearchHit
+			if err := scanHit(rows, &h); err != nil {
+				return nil, err
+			}
+			hits = append(hits, h)
+		}
+		return hits, rows.Err()
 	}
-	args = append(args, limit, offset)
-	rows, err := s.query(ctx, rankSQL, args...)
+
+	rows, err := s.query(ctx, "SELECT rowid, snippet(messages_fts, 0, '>>>', '<<<', '...', 40) FROM messages_fts"+
+		" WHERE messages_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?", match, limit, offset)
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
+	var hits []sessiondb.SearchHit
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var h sessiondb.SearchHit
+		var snip sql.NullString
+		if err := rows.Scan(&h.ID, &snip); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		ids = append(ids, id)
+		h.Snippet = snip.String
+		hits = append(hits, h)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -144,13 +165,16 @@ func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchF
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(ids) == 0 {
+	if len(hits) == 0 {
 		return nil, nil
 	}
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
 	idJSON, _ := json.Marshal(ids)
-	rows, err = s.query(ctx, "SELECT messages_fts.rowid, snippet(messages_fts, 0, '>>>', '<<<', '...', 40), "+hitColumns+
-		" FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id"+
-		" WHERE messages_fts MATCH ? AND messages_fts.rowid IN (SELECT value FROM json_each(?))", match, string(idJSON))
+	rows, err = s.query(ctx, "SELECT m.id, NULL, "+hitColumns+
+		" FROM json_each(?) h JOIN messages m ON m.id = h.value JOIN sessions s ON s.id = m.session_id", string(idJSON))
 	if err != nil {
 		return nil, err
 	}
@@ -169,13 +193,16 @@ func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchF
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	hits := make([]sessiondb.SearchHit, 0, len(ids))
-	for _, id := range ids {
-		if h, ok := byID[id]; ok {
-			hits = append(hits, h)
+	out := hits[:0]
+	for _, h := range hits {
+		d, ok := byID[h.ID]
+		if !ok {
+			continue // an FTS row without its message: a damaged index
 		}
+		d.Snippet = h.Snippet
+		out = append(out, d)
 	}
-	return hits, nil
+	return out, nil
 }
 
 // likeTerms splits the CJK fallback's query: surrounding quotes then white
