@@ -756,6 +756,8 @@ func TestBadInput(t *testing.T) {
 		{"missing argument", []string{"--db", db, "search"}, exitInvalid, "query"},
 		{"unknown command", []string{"--db", db, "sesions"}, exitInvalid, "unknown command"},
 		{"import of a missing file", []string{"--db", db, "import", "/no/such/file.jsonl"}, exitNotFound, "/no/such/file.jsonl"},
+		{"import of a folder", []string{"--db", db, "import", filepath.Dir(db)}, exitInvalid, "is a folder"},
+		{"--db naming a folder", []string{"--db", filepath.Dir(db), "sessions"}, exitInvalid, "directory"},
 		{"bad --synchronous", []string{"--db", db, "end", dockerID, "--synchronous", "sometimes"}, exitInvalid, "--synchronous"},
 		{"delete by title is refused", []string{"--db", db, "delete", "Fix Docker build", "--yes"}, exitNotFound, "id prefix"},
 		{"export of one session with --source", []string{"--db", db, "export", dockerID, "--source", "cli"}, exitInvalid, "--source"},

@@ -176,6 +176,9 @@ unless --detach-orphans imports it without its parent.`,
 				}
 				defer f.Close()
 				if fi, err := f.Stat(); err == nil {
+					if fi.IsDir() {
+						return sessiondb.Errorf(sessiondb.EINVALID, "%s is a folder: give the JSONL file to import", name)
+					}
 					size = fi.Size()
 				}
 				r = f
