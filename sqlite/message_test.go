@@ -109,3 +109,25 @@ func TestConcurrentAppendsAllLand(t *testing.T) {
 		t.Errorf("rows %d; want %d", c, n)
 	}
 }
+
+// Every 50 committed writes a PASSIVE checkpoint runs off the hot path.
+func TestBackgroundCheckpoints(t *testing.T) {
+	s := openTestStore(t, "", Options{})
+	mustCreate(t, s, "a", "cli")
+	for i := 0; i < 120; i++ {
+		mustAppend(t, s, sessiondb.NewMessage{SessionID: "a", Role: "user", Content: str("x")})
+	}
+	s.ckptWG.Wait()
+	if got := s.writes.Load(); got != 121 {
+		t.Errorf("writes counted = %d; want 121", got)
+	}
+	if s.ckptRuns.Load() < 1 {
+		t.Error("no background checkpoint ran after 121 writes")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}

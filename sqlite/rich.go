@@ -11,11 +11,11 @@ import (
 
 // richExtra is the preview source (first 63 code points of the first user
 // message with content, in insertion order, IMP-1) and the last activity
-// appended to the session columns.
+// appended to the session columns. The first message is found by id alone
+// so no message text is read but the one previewed.
 func (s *Store) richExtra() string {
-	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
-        WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
-        ORDER BY m.id LIMIT 1), ''),
+	return `, COALESCE((SELECT substr(pm.content, 1, 63) FROM messages pm WHERE pm.id = (SELECT min(m.id) FROM messages m
+        WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `)), ''),
     COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at)`
 }
 
@@ -66,11 +66,14 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 			args = append(args, x)
 		}
 	}
-	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM sessions s"
+	// The page is cut first, so preview and last activity are computed for
+	// its rows only, not for every session before sorting.
+	page := "SELECT * FROM sessions s"
 	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+		page += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
+	page += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
+	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") s ORDER BY s.started_at DESC"
 	args = append(args, limit, offset)
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {

@@ -67,6 +67,7 @@ type Store struct {
 	stmts  map[string]*sql.Stmt // prepared reader statements
 
 	writes    atomic.Int64 // committed writes, for checkpoint pacing
+	ckptRuns  atomic.Int64 // background checkpoints that succeeded
 	ckptBusy  atomic.Bool
 	ckptWG    sync.WaitGroup
 	closeOnce sync.Once
@@ -275,7 +276,9 @@ func (s *Store) onCommit(n int) {
 		defer s.ckptBusy.Store(false)
 		if err := s.checkpoint(context.Background()); err != nil {
 			s.log.Warn("passive checkpoint", "path", s.path, "err", err)
+			return
 		}
+		s.ckptRuns.Add(1)
 	}()
 }
 
