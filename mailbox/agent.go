@@ -64,7 +64,8 @@ type Agent struct {
 	mu         sync.Mutex
 	lastInSeq  int64
 	inSeqSig   fileSig
-	hasOnWake  int // 0 unknown, 1 yes, -1 no
+	inSelect   string // messages_in select list, probed once
+	hasOnWake  bool
 	watcher    *Watcher
 	watchErr   error
 	closed     bool
@@ -224,30 +225,15 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 	}
 	var cands []InboundRow
 	err := a.withInbound(ctx, func(q queryer) error {
-		a.mu.Lock()
-		probe := a.hasOnWake
-		a.mu.Unlock()
-		if probe == 0 {
-			cols, err := columns(q, "messages_in")
-			if err != nil {
-				return err
-			}
-			probe = -1
-			if cols["on_wake"] {
-				probe = 1
-			}
-			a.mu.Lock()
-			a.hasOnWake = probe
-			a.mu.Unlock()
+		sel, hasOnWake, err := a.inboundSelect(q)
+		if err != nil {
+			return err
 		}
-		cols := inboundCols
 		where := ""
-		if probe < 0 {
-			cols = strings.TrimSuffix(cols, ", on_wake")
-		} else if !opts.FirstPoll {
+		if hasOnWake && !opts.FirstPoll {
 			where = " AND on_wake = 0"
 		}
-		rows, err := q.Query("SELECT "+cols+` FROM messages_in
+		rows, err := q.Query("SELECT "+sel+` FROM messages_in
  WHERE status = 'pending' AND (process_after IS NULL OR datetime(process_after) <= datetime(?))
  AND kind != 'system'`+where+` ORDER BY seq DESC, timestamp DESC`, FormatTime(a.now()))
 		if err != nil {
@@ -255,7 +241,7 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanInbound(rows, probe > 0)
+			r, err := scanInbound(rows, true)
 			if err != nil {
 				return err
 			}
@@ -297,6 +283,37 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 		out[len(window)-1-i] = r
 	}
 	return out, nil
+}
+
+// inboundSelect returns the messages_in select list for this file, with
+// defaults standing in for columns an older file lacks (the agent cannot
+// migrate a read-only file), probing table_info once.
+func (a *Agent) inboundSelect(q queryer) (string, bool, error) {
+	a.mu.Lock()
+	sel, onWake := a.inSelect, a.hasOnWake
+	a.mu.Unlock()
+	if sel != "" {
+		return sel, onWake, nil
+	}
+	cols, err := columns(q, "messages_in")
+	if err != nil {
+		return "", false, err
+	}
+	defaults := map[string]string{"series_id": "id", "trigger": "1", "source_session_id": "NULL", "on_wake": "0"}
+	var parts []string
+	for _, c := range strings.Split(inboundCols, ",") {
+		c = strings.TrimSpace(c)
+		if d, ok := defaults[c]; ok && !cols[c] {
+			parts = append(parts, d+" AS "+c)
+		} else {
+			parts = append(parts, c)
+		}
+	}
+	sel, onWake = strings.Join(parts, ", "), cols["on_wake"]
+	a.mu.Lock()
+	a.inSelect, a.hasOnWake = sel, onWake
+	a.mu.Unlock()
+	return sel, onWake, nil
 }
 
 // ackedAmong returns which of rows have a processing_ack row.
@@ -725,7 +742,11 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 	for {
 		var cands []InboundRow
 		err := a.withInbound(ctx, func(q queryer) error {
-			rows, err := q.Query("SELECT "+inboundCols+" FROM messages_in WHERE status = 'pending' AND "+where+" ORDER BY seq", arg)
+			sel, _, err := a.inboundSelect(q)
+			if err != nil {
+				return err
+			}
+			rows, err := q.Query("SELECT "+sel+" FROM messages_in WHERE status = 'pending' AND "+where+" ORDER BY seq", arg)
 			if err != nil {
 				return err
 			}

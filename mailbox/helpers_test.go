@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -159,3 +160,11 @@ func ids(rows []InboundRow) []string {
 }
 
 var _ = sql.ErrNoRows
+
+func removeIfExists(p string) error {
+	err := os.Remove(p)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	return err
+}
