@@ -374,3 +374,34 @@ func TestOpenBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A table of a newer Hermes that references sessions makes deleting a
+// referenced session a conflict, rolled back whole.
+func TestDeleteTrippingNewerForeignKeyIsConflict(t *testing.T) {
+	ctx := context.Background()
+	path := buildNewer(t, "")
+	db := rawDB(t, path)
+	execAll(t, db, "CREATE TABLE session_links (session_id TEXT NOT NULL REFERENCES sessions(id))",
+		"INSERT INTO session_links VALUES ('n1')")
+	db.Close()
+	c := newTestClock()
+	c.t = time.Unix(100*86400, 0)
+	s := openTestStore(t, path, Options{Now: c.Now})
+	cases := []struct {
+		name string
+		do   func() error
+	}{
+		{"delete", func() error { _, err := s.DeleteSession(ctx, "n1"); return err }},
+		{"prune", func() error { _, err := s.PruneSessions(ctx, 1, ""); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.do(); sessiondb.ErrorCode(err) != sessiondb.ECONFLICT {
+				t.Fatalf("err = %v; want conflict", err)
+			}
+			if n, err := s.MessageCount(ctx, "n1"); err != nil || n != 2 {
+				t.Errorf("messages of n1 = %d, %v; want both visible rows kept", n, err)
+			}
+		})
+	}
+}
