@@ -168,3 +168,5 @@ func removeIfExists(p string) error {
 	}
 	return err
 }
+
+type ctxT = context.Context
