@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -1034,4 +1035,44 @@ func TestIndent(t *testing.T) {
 			t.Errorf("indent(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// FuzzParseAge: any text gives a positive finite age or an invalid error,
+// never a panic.
+func FuzzParseAge(f *testing.F) {
+	for _, s := range []string{"90d", "12h", "2w", "7", "1.5d", "", "-1", "1e309d", "NaNh", "0x10", "d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		days, err := parseAge("--older-than", s)
+		if err != nil {
+			if sessiondb.ErrorCode(err) != sessiondb.EINVALID {
+				t.Fatalf("parseAge(%q): error %v has code %q, want invalid", s, err, sessiondb.ErrorCode(err))
+			}
+			return
+		}
+		if !(days > 0) || math.IsInf(days, 0) {
+			t.Fatalf("parseAge(%q) = %v: want a positive finite age", s, days)
+		}
+	})
+}
+
+// FuzzParseRecord: any import line gives a record with an id or an invalid
+// error, never a panic.
+func FuzzParseRecord(f *testing.F) {
+	for _, s := range []string{`{"id":"a"}`, `{"id":"a","parent_session_id":"b"}`, `{"id":1}`, `[]`, `null`, `{`, `{"id":"a","parent_session_id":3}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := parseRecord([]byte(s), 1)
+		if err != nil {
+			if sessiondb.ErrorCode(err) != sessiondb.EINVALID {
+				t.Fatalf("parseRecord(%q): code %q, want invalid", s, sessiondb.ErrorCode(err))
+			}
+			return
+		}
+		if p.id == "" || p.rec == nil {
+			t.Fatalf("parseRecord(%q) = %+v without an error", s, p)
+		}
+	})
 }
