@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -56,8 +57,7 @@ text in Chinese, Japanese or Korean is matched as a substring.`,
 					h.printf("no messages match %q\n", query)
 					return nil
 				}
-				h.printHits(hits)
-				return nil
+				return h.printHits(ctx, st, hits)
 			})
 		},
 	}
@@ -69,14 +69,30 @@ text in Chinese, Japanese or Korean is matched as a substring.`,
 	return c
 }
 
-func (h *historyCLI) printHits(hits []sessiondb.SearchHit) {
+// printHits writes search hits as short transcripts under a header naming
+// the session by id and title. Hits carry no title, so each session is
+// looked up once.
+func (h *historyCLI) printHits(ctx context.Context, st *sqlite.Store, hits []sessiondb.SearchHit) error {
 	tty := h.styled()
+	titles := map[string]string{}
 	for i := range hits {
 		hit := &hits[i]
+		title, seen := titles[hit.SessionID]
+		if !seen {
+			t, _, err := st.GetSessionTitle(ctx, hit.SessionID)
+			if err != nil {
+				return err
+			}
+			title, titles[hit.SessionID] = t, t
+		}
 		if i > 0 {
 			h.printf("\n")
 		}
-		h.printf("%s  %s · %s · %s · #%d %s\n", style(tty, ansiBold, hit.SessionID), hit.Source,
+		head := hit.SessionID
+		if title != "" {
+			head += " " + title
+		}
+		h.printf("%s  %s · %s · %s · #%d %s\n", style(tty, ansiBold, head), hit.Source,
 			orDash(deref(hit.Model)), fmtTime(hit.Timestamp), hit.ID, hit.Role)
 		at := hitIndex(hit)
 		for j, row := range hit.Context {
@@ -94,6 +110,7 @@ func (h *historyCLI) printHits(hits []sessiondb.SearchHit) {
 			h.printf("  > %s: %s\n", hit.Role, highlight(cut(hit.Snippet, 240), tty))
 		}
 	}
+	return nil
 }
 
 // hitIndex finds which context row is the hit itself, so the transcript

@@ -401,6 +401,9 @@ func TestSearch(t *testing.T) {
 		})
 	}
 	text := mustCLI(t, "--db", db, "search", "docker").stdout
+	if !strings.Contains(text, dockerID+" Fix Docker build") {
+		t.Errorf("hits are not headed by session id and title:\n%s", text)
+	}
 	if !strings.Contains(strings.ToLower(text), "[docker]") || strings.Contains(text, ">>>") || strings.Contains(text, "\x1b[") {
 		t.Errorf("piped output should mark matches with plain brackets:\n%s", text)
 	}

@@ -56,8 +56,8 @@ point --db at a scratch file to keep your own store clean.`,
 				h.printf("\n$ sessiondb search %s --limit 3\n", query)
 				if len(hits) == 0 {
 					h.printf("no messages match %q\n", query)
-				} else {
-					h.printHits(hits)
+				} else if err := h.printHits(ctx, st, hits); err != nil {
+					return err
 				}
 				h.printf("\nNext: sessiondb show proj · sessiondb lineage proj · sessiondb stats · sessiondb --help\n")
 				return nil
