@@ -24,6 +24,10 @@ func TestOpenFreshFileHasV6Schema(t *testing.T) {
 	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode = %q, %v; want wal", mode, err)
 	}
+	var av int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&av); err != nil || av != 2 {
+		t.Errorf("auto_vacuum = %d, %v; want 2 (incremental) on a new file", av, err)
+	}
 	s.Close()
 	// The exact DDL of section 2: every statement is in sqlite_master as
 	// written (modulo the IF NOT EXISTS SQLite drops).
