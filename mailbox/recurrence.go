@@ -66,8 +66,14 @@ func ParseRecurrence(expr string) (r Recurrence, err error) {
 	return Recurrence{expr: expr, sched: sched}, nil
 }
 
-// Next returns the first occurrence strictly after t, computed in loc (nil:
-// UTC), in UTC. Zero when there is none.
+// Next returns the first occurrence strictly after t, in UTC, reading the
+// expression as wall-clock time in loc (nil: UTC). Zero when there is none.
+//
+// The schedule is matched against wall-clock readings, not instants, so a
+// daylight-saving change neither skips nor doubles a fixed-time run: a time
+// that does not exist on the spring-forward day (02:30 in New York) runs at
+// the same offset after the jump (03:30), and a time repeated on the
+// fall-back day runs once, at its first pass.
 func (r Recurrence) Next(t time.Time, loc *time.Location) time.Time {
 	if r.sched == nil {
 		return time.Time{}
@@ -75,11 +81,35 @@ func (r Recurrence) Next(t time.Time, loc *time.Location) time.Time {
 	if loc == nil {
 		loc = time.UTC
 	}
-	n := r.sched.Next(t.In(loc))
-	if n.IsZero() {
-		return n
+	// Wall-clock arithmetic happens in UTC, which has no transitions.
+	w := wallUTC(t.In(loc))
+	for i := 0; i < 8; i++ {
+		w = r.sched.Next(w)
+		if w.IsZero() {
+			return w
+		}
+		real := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, loc)
+		if got := wallUTC(real.In(loc)); !got.Equal(w) {
+			// w falls in a spring-forward gap; time.Date picked an offset
+			// that lands before the gap. Move past it by the gap's size.
+			d := w.Sub(got)
+			if d < 0 {
+				d = -d
+			}
+			real = real.Add(d)
+		}
+		// During a repeated hour the wall reading can map to an instant at
+		// or before t (the first pass already happened): take the next one.
+		if real.After(t) {
+			return real.UTC()
+		}
 	}
-	return n.UTC()
+	return time.Time{}
+}
+
+// wallUTC returns t's wall-clock reading as a UTC time.
+func wallUTC(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 }
 
 // String returns the expression as given.
