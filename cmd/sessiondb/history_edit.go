@@ -55,6 +55,9 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 				if clean, err = sessiondb.SanitizeTitle(title); err != nil {
 					return err
 				}
+				if clean == "" {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--title %q is empty once cleaned up: give a title or leave --title out", title)
+				}
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, writeStore, func(st *sqlite.Store) error {

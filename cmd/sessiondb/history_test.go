@@ -766,6 +766,7 @@ func TestBadInput(t *testing.T) {
 		{"delete by title is refused", []string{"--db", db, "delete", "Fix Docker build", "--yes"}, exitNotFound, "id prefix"},
 		{"export of one session with --source", []string{"--db", db, "export", dockerID, "--source", "cli"}, exitInvalid, "--source"},
 		{"fork at a bad message id", []string{"--db", db, "fork", dockerID, "--at", "0"}, exitInvalid, "--at"},
+		{"fork with a blank title", []string{"--db", db, "fork", dockerID, "--title", " \u200b "}, exitInvalid, "--title"},
 		{"fork at another session's message", []string{"--db", db, "fork", dockerID, "--at", "20"}, exitInvalid, "has no message 20"},
 		{"fork at a message past the end", []string{"--db", db, "fork", dockerID, "--at", "99999"}, exitInvalid, "has no message 99999"},
 	}
