@@ -232,8 +232,13 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 		return page, nil
 	}
 	var one int
-	if lo > 0 || len(msgs) > 0 {
-		err = s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND m.id < ?"+s.q.visible+" LIMIT 1", sessionID, lo).Scan(&one)
+	if lo > 0 {
+		// An empty page after a cursor still has the cursor's row before it.
+		cmp := "m.id < ?"
+		if len(msgs) == 0 {
+			cmp = "m.id <= ?"
+		}
+		err = s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND "+cmp+s.q.visible+" LIMIT 1", sessionID, lo).Scan(&one)
 		if err != nil && err != sql.ErrNoRows {
 			return nil, s.readErr(err, "%s", what)
 		}

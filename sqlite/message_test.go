@@ -132,3 +132,55 @@ func TestBackgroundCheckpoints(t *testing.T) {
 		t.Errorf("second Close = %v", err)
 	}
 }
+
+func TestMessagesPageCursors(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, "", Options{})
+	mustCreate(t, s, "a", "cli")
+	// u1 a2(calls c1,c2) t3 t4 u5 r6 u7 r8
+	var ids []int64
+	add := func(m sessiondb.NewMessage) { m.SessionID = "a"; ids = append(ids, mustAppend(t, s, m)) }
+	add(sessiondb.NewMessage{Role: "user", Content: str("1")})
+	add(sessiondb.NewMessage{Role: "assistant", Content: str("2"), ToolCalls: []any{map[string]any{"id": "c1"}, map[string]any{"id": "c2"}}})
+	add(sessiondb.NewMessage{Role: "tool", Content: str("3"), ToolCallID: str("c1")})
+	add(sessiondb.NewMessage{Role: "tool", Content: str("4"), ToolCallID: str("c2")})
+	for _, c := range []string{"5", "6", "7", "8"} {
+		role := "user"
+		if c == "6" || c == "8" {
+			role = "assistant"
+		}
+		add(sessiondb.NewMessage{Role: role, Content: str(c)})
+	}
+	cases := []struct {
+		name                string
+		p                   sessiondb.Page
+		want                string
+		hasBefore, hasAfter bool
+	}{
+		{"newest", sessiondb.Page{Limit: 3}, "678", true, false},
+		{"before grows back over a tool group", sessiondb.Page{BeforeID: ids[4], Limit: 1}, "234", true, true},
+		{"after grows over the results", sessiondb.Page{AfterID: ids[0], Limit: 1}, "234", true, true},
+		{"after the last is empty", sessiondb.Page{AfterID: ids[7]}, "", true, false},
+		{"before the first is empty", sessiondb.Page{BeforeID: ids[0]}, "", false, true},
+		{"between cursors", sessiondb.Page{AfterID: ids[3], BeforeID: ids[7]}, "567", true, true},
+		{"whole", sessiondb.Page{Limit: 100}, "12345678", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pg, err := s.GetMessagesPage(ctx, "a", tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, m := range pg.Messages {
+				got += *m.Content
+			}
+			if got != tc.want || pg.HasBefore != tc.hasBefore || pg.HasAfter != tc.hasAfter {
+				t.Errorf("page %q before=%v after=%v; want %q %v %v", got, pg.HasBefore, pg.HasAfter, tc.want, tc.hasBefore, tc.hasAfter)
+			}
+		})
+	}
+	if _, err := s.GetMessagesPage(ctx, "a", sessiondb.Page{Limit: -1}); sessiondb.ErrorCode(err) != sessiondb.EINVALID {
+		t.Errorf("negative limit = %v; want invalid", err)
+	}
+}
