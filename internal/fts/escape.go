@@ -10,11 +10,12 @@ import (
 // is ignored. It bounds the work and the size of the expression FTS5 parses.
 const MaxEscapeRunes = 2048
 
-// maxNots bounds the NOT operators Escape keeps. FTS5 nests "a NOT b NOT c"
-// one level per NOT and rejects an expression deeper than its limit
-// (SQLITE_FTS5_MAX_EXPR_DEPTH, 256 by default); AND and OR chains are
-// flattened and do not nest. A NOT beyond this many is dropped, leaving its
-// neighbours joined by the implicit AND.
+// maxNots bounds the NOT operators Escape keeps. FTS5 rejects an expression
+// tree deeper than SQLITE_FTS5_MAX_EXPR_DEPTH (256 by default). AND and OR
+// chains are flattened and do not nest, but every NOT adds a level: "a NOT b
+// NOT c …" is rejected from 257 NOTs, "a NOT b c NOT d e …" from 256, and
+// no mix of operators did worse in our measurements. A NOT beyond this many
+// is dropped, leaving its neighbours joined by the implicit AND.
 const maxNots = 64
 
 // Escape returns an FTS5 expression for q that FTS5 accepts: the second
@@ -23,13 +24,13 @@ const maxNots = 64
 // It reads the first MaxEscapeRunes code points of q. A "…" pair is kept
 // verbatim as one phrase, unless it holds no bareword character; a quote
 // without a partner becomes a space. The rest is split on white space. The
-// exact words AND, OR and NOT are operators; any other piece loses its
-// leading stars, keeps one trailing star as a prefix marker, and is written
-// bare if every character is a bareword character (ASCII letter or digit,
-// '_', U+001A, or any non-ASCII code point) and it does not spell an
-// operator, quoted as a phrase (inner quotes doubled) if it does or some
-// character is not a bareword character, and dropped if none is. Operators at the
-// ends are dropped and a run of operators is reduced to its last one.
+// exact words AND, OR and NOT are operators. Any other piece loses its
+// leading stars and keeps one trailing star as a prefix marker; what remains
+// is dropped if it holds no bareword character (ASCII letter or digit, '_',
+// U+001A, any non-ASCII code point), written bare if it holds nothing else
+// and does not spell an operator, and quoted as a phrase (inner quotes
+// doubled) otherwise. Operators at the ends are dropped and a run of
+// operators is reduced to its last one.
 //
 // NUL reads as white space, since SQLite stops reading the query there;
 // invalid UTF-8 reads as U+FFFD. The result is valid UTF-8 and may be empty,
