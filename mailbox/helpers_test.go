@@ -170,3 +170,12 @@ func removeIfExists(p string) error {
 }
 
 type ctxT = context.Context
+
+func writeTemp(t testing.TB, name, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
