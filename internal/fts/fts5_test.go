@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -216,4 +217,27 @@ func FuzzEscape(f *testing.F) {
 			t.Fatalf("MATCH Escape(%q) = %q: %v", q, e, err)
 		}
 	})
+}
+
+func TestEscapeLongQueriesAgainstFTS5(t *testing.T) {
+	ctx := context.Background()
+	db := openFTS(t)
+	tests := []struct{ name, q string }{
+		{"NOT chain beyond FTS5's depth", "a" + strings.Repeat(" NOT b", 300)},
+		{"NOT chain with implicit ANDs", "a" + strings.Repeat(" NOT b c", 300)},
+		{"operators of every kind", strings.Repeat("x AND y OR z NOT w ", 150)},
+		{"punctuation soup", strings.Repeat(`a:b "c (d)" e^f -g +h* `, 120)},
+		{"one huge word", strings.Repeat("ab'", 3000)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Escape(tc.q)
+			if e == "" {
+				t.Fatalf("Escape(%d bytes) is empty", len(tc.q))
+			}
+			if _, err := match(ctx, db, e); err != nil {
+				t.Fatalf("MATCH Escape(...) (%d bytes): %v", len(e), err)
+			}
+		})
+	}
 }
