@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -50,6 +51,17 @@ Progress goes to stderr when it is a terminal (--quiet silences it).`,
 				return sessiondb.Errorf(sessiondb.EINVALID, "--group-commit-messages %d: must be >= 0", cfg.groupCommitMessages)
 			}
 			cfg.synchronous = s
+			if cfg.cpuProfile != "" {
+				pf, err := os.Create(cfg.cpuProfile)
+				if err != nil {
+					return sessiondb.Wrap(sessiondb.EINVALID, err, "--cpuprofile")
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return sessiondb.Wrap(sessiondb.EINTERNAL, err, "start the CPU profile")
+				}
+				defer pprof.StopCPUProfile()
+			}
 			res, err := runBench(cmd.Context(), a, cfg)
 			if err != nil {
 				return err
@@ -71,6 +83,8 @@ Progress goes to stderr when it is a terminal (--quiet silences it).`,
 	f.BoolVar(&cfg.quiet, "quiet", false, "no progress on stderr")
 	f.IntVar(&cfg.groupCommitMessages, "group-commit-messages", defaultGroupCommitMessages, "messages in the group-commit phase (0 skips it)")
 	f.MarkHidden("group-commit-messages")
+	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
+	f.MarkHidden("cpuprofile")
 	return []*cobra.Command{cmd, benchWorkerCommand(a)}
 }
 
@@ -87,6 +101,9 @@ type benchConfig struct {
 	groupCommitMessages int
 	// now is the clock the phases are timed with.
 	now func() time.Time
+	// cpuProfile, when set, receives a pprof CPU profile of the run (the
+	// worker processes are not in it).
+	cpuProfile string
 }
 
 // The result keys follow ../shared/bench/README.md exactly, so figures from
@@ -166,9 +183,10 @@ type rawResult struct {
 }
 
 type rawAppendResult struct {
-	Messages int     `json:"messages"`
-	Seconds  float64 `json:"seconds"`
-	MsgsPerS float64 `json:"msgs_per_s"`
+	Messages         int       `json:"messages"`
+	Seconds          float64   `json:"seconds"`
+	MsgsPerS         float64   `json:"msgs_per_s"`
+	MsgsPerSByDecile []float64 `json:"msgs_per_s_by_decile"`
 }
 
 // runBench runs every phase against fresh stores in a new run folder and
@@ -284,3 +302,8 @@ func (b *bencher) open(ctx context.Context, name string) (benchStore, string, er
 }
 
 func (b *bencher) since(t time.Time) time.Duration { return b.cfg.now().Sub(t) }
+
+// settle runs before every timed phase: it flushes the dirty pages earlier
+// phases left in the OS cache, so their write-back does not slow this
+// phase's fsyncs (at synchronous=FULL it otherwise dominates).
+func (b *bencher) settle() { flushFileSystems() }

@@ -256,6 +256,7 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 	}
 
 	b.p.phase("concurrent: %d workers ready, released", len(ws))
+	b.settle()
 	start := b.cfg.now()
 	release()
 	last := start

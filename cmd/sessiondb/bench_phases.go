@@ -85,16 +85,9 @@ func (b *bencher) appendPhase(ctx context.Context, st benchStore, res *benchResu
 	}
 	n := len(msgs)
 	b.p.phase("append: %d messages, one call at a time", n)
-	// bounds[d] is the first message of decile d.
-	var bounds [11]int
-	for d := range bounds {
-		bounds[d] = d * n / 10
-	}
-	var marks [11]time.Time
 	idMismatch := 0
-	start := b.cfg.now()
-	marks[0] = start
-	d := 1
+	b.settle()
+	dt := newDecileTimer(n, b.cfg.now)
 	for i := range msgs {
 		id, err := st.AppendMessage(ctx, msgs[i])
 		if err != nil {
@@ -103,16 +96,10 @@ func (b *bencher) appendPhase(ctx context.Context, st benchStore, res *benchResu
 		if id != b.wl.messages[i].Seq+1 {
 			idMismatch++
 		}
-		for d <= 10 && i+1 == bounds[d] {
-			marks[d] = b.cfg.now()
-			d++
-		}
+		dt.tick(i + 1)
 		b.p.count("append", i+1, n)
 	}
-	for ; d <= 10; d++ { // deciles past the end are empty (n < 10)
-		marks[d] = b.cfg.now()
-	}
-	total := marks[10].Sub(start)
+	total, byDecile := dt.finish()
 	b.p.done("append", n, total)
 	if idMismatch > 0 {
 		// Search ids are compared across implementations on the promise
@@ -123,10 +110,7 @@ func (b *bencher) appendPhase(ctx context.Context, st benchStore, res *benchResu
 		Messages:         n,
 		Seconds:          round(total.Seconds(), 3),
 		MsgsPerS:         rate(n, total),
-		MsgsPerSByDecile: make([]float64, 10),
-	}
-	for d := 0; d < 10; d++ {
-		res.Append.MsgsPerSByDecile[d] = rate(bounds[d+1]-bounds[d], marks[d+1].Sub(marks[d]))
+		MsgsPerSByDecile: byDecile,
 	}
 	return nil
 }
@@ -142,6 +126,7 @@ func (b *bencher) getMessagesPhase(ctx context.Context, st benchStore, res *benc
 		return sessiondb.Wrap("", err, "get messages of %s", b.wl.getMessages)
 	}
 	res.GetMessages.Rows = len(rows)
+	b.settle()
 	samples := make([]float64, 0, getMessagesRuns)
 	for range getMessagesRuns {
 		t := b.cfg.now()
@@ -181,6 +166,7 @@ func (b *bencher) searchPhase(ctx context.Context, st benchStore, res *benchResu
 			res.Search.ZeroHitQueries++
 		}
 	}
+	b.settle()
 	perQuery := make([][]float64, len(qs))
 	var all []float64
 	byKind := map[string][]float64{}
@@ -250,6 +236,7 @@ func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	defer removeStore(path)
 	defer st.Close()
 	b.p.phase("import: %d sessions, %d messages", len(b.importRecs), b.importMsgs)
+	b.settle()
 	start := b.cfg.now()
 	for i, rec := range b.importRecs {
 		if _, err := st.ImportSession(ctx, rec); err != nil {
@@ -302,6 +289,7 @@ func (b *bencher) groupCommitPhase(ctx context.Context, res *benchResult) error 
 				return 0, sessiondb.Wrap("", err, "create session %s", s)
 			}
 		}
+		b.settle()
 		start := b.cfg.now()
 		if !concurrent {
 			for i := range msgs {
@@ -360,6 +348,49 @@ func (b *bencher) groupCommitPhase(ctx context.Context, res *benchResult) error 
 	}
 	b.p.phase("group commit: %.0f msgs/s vs %.0f serial (x%.2f)", res.GroupCommit.MsgsPerS, res.GroupCommit.SerialPerS, res.GroupCommit.RatioVsSerial)
 	return nil
+}
+
+// decileTimer times a run of n steps as a whole and in tenths.
+type decileTimer struct {
+	now    func() time.Time
+	bounds [11]int // bounds[d] is the first step of decile d
+	marks  [11]time.Time
+	next   int // the next boundary to mark
+}
+
+func newDecileTimer(n int, now func() time.Time) *decileTimer {
+	t := &decileTimer{now: now}
+	for d := range t.bounds {
+		t.bounds[d] = d * n / 10
+	}
+	t.tick(0)
+	return t
+}
+
+// tick records that done steps are complete. It marks every boundary
+// reached, several at once when n < 10 makes tenths empty.
+func (t *decileTimer) tick(done int) {
+	if t.next > 10 || done < t.bounds[t.next] {
+		return
+	}
+	now := t.now()
+	for t.next <= 10 && done >= t.bounds[t.next] {
+		t.marks[t.next] = now
+		t.next++
+	}
+}
+
+// finish returns the total time and the rate of each tenth; a tenth with
+// no steps (n < 10) has rate 0.
+func (t *decileTimer) finish() (time.Duration, []float64) {
+	for ; t.next <= 10; t.next++ {
+		t.marks[t.next] = t.now()
+	}
+	rates := make([]float64, 10)
+	for d := range rates {
+		rates[d] = rate(t.bounds[d+1]-t.bounds[d], t.marks[d+1].Sub(t.marks[d]))
+	}
+	return t.marks[10].Sub(t.marks[0]), rates
 }
 
 // percentile returns the nearest-rank p-quantile of samples (p in [0,1]);

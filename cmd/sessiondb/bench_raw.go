@@ -71,7 +71,8 @@ func (b *bencher) rawPhase(ctx context.Context) (*rawResult, error) {
 	msgs := b.wl.messages
 	n := len(msgs)
 	b.p.phase("raw append: %d messages, bare database/sql loop", n)
-	start := b.cfg.now()
+	b.settle()
+	dt := newDecileTimer(n, b.cfg.now)
 	for i := range msgs {
 		m := &msgs[i]
 		// Encoding tool_calls is work the store must do too.
@@ -99,9 +100,10 @@ func (b *bencher) rawPhase(ctx context.Context) (*rawResult, error) {
 			conn.ExecContext(ctx, "ROLLBACK")
 			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "raw commit seq %d", m.Seq)
 		}
+		dt.tick(i + 1)
 		b.p.count("raw append", i+1, n)
 	}
-	took := b.since(start)
+	took, byDecile := dt.finish()
 	b.p.done("raw append", n, took)
 	var stored int
 	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM messages").Scan(&stored); err != nil {
@@ -110,5 +112,5 @@ func (b *bencher) rawPhase(ctx context.Context) (*rawResult, error) {
 	if stored != n {
 		return nil, sessiondb.Errorf(sessiondb.EINTERNAL, "raw loop stored %d messages, expected %d", stored, n)
 	}
-	return &rawResult{Append: rawAppendResult{Messages: n, Seconds: round(took.Seconds(), 3), MsgsPerS: rate(n, took)}}, nil
+	return &rawResult{Append: rawAppendResult{Messages: n, Seconds: round(took.Seconds(), 3), MsgsPerS: rate(n, took), MsgsPerSByDecile: byDecile}}, nil
 }

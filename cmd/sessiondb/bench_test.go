@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary stand in for the sessiondb binary: the
@@ -94,16 +95,16 @@ func tinyWorkload(t *testing.T) string {
 	return path
 }
 
-// runCLI runs the command line in-process and returns status and streams.
-func runCLI(t *testing.T, args ...string) (int, string, string) {
+// benchRunCLI runs the command line in-process and returns status and streams.
+func benchRunCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
-// lookup walks a dotted key path through decoded JSON objects.
-func lookup(v any, path string) (any, bool) {
+// jsonPath walks a dotted key path through decoded JSON objects.
+func jsonPath(v any, path string) (any, bool) {
 	for _, k := range strings.Split(path, ".") {
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -142,7 +143,7 @@ func TestBenchReplaysWorkload(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			runDir := t.TempDir()
 			args := append([]string{"bench", "--workload", wl, "--dir", runDir, "--quiet", "--group-commit-messages", "32"}, tc.args...)
-			code, out, errOut := runCLI(t, args...)
+			code, out, errOut := benchRunCLI(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 			}
@@ -151,13 +152,13 @@ func TestBenchReplaysWorkload(t *testing.T) {
 				t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
 			}
 			for _, k := range strs {
-				v, ok := lookup(res, k)
+				v, ok := jsonPath(res, k)
 				if s, isStr := v.(string); !ok || !isStr || s == "" {
 					t.Errorf("%s = %#v, want a non-empty string", k, v)
 				}
 			}
 			for _, k := range numbers {
-				if v, ok := lookup(res, k); !ok {
+				if v, ok := jsonPath(res, k); !ok {
 					t.Errorf("%s missing", k)
 				} else if _, isNum := v.(float64); !isNum {
 					t.Errorf("%s = %#v, want a number", k, v)
@@ -171,39 +172,39 @@ func TestBenchReplaysWorkload(t *testing.T) {
 				"group_commit.messages": 32.0, "group_commit.goroutines": 16.0,
 			}
 			for k, w := range want {
-				if v, _ := lookup(res, k); v != w {
+				if v, _ := jsonPath(res, k); v != w {
 					t.Errorf("%s = %#v, want %#v", k, v, w)
 				}
 			}
 			for _, k := range []string{"append.msgs_per_s", "import.msgs_per_s", "concurrent.aggregate_msgs_per_s", "group_commit.msgs_per_s", "db_bytes"} {
-				if v, _ := lookup(res, k); v.(float64) <= 0 {
+				if v, _ := jsonPath(res, k); v.(float64) <= 0 {
 					t.Errorf("%s = %v, want > 0", k, v)
 				}
 			}
-			if d, _ := lookup(res, "append.msgs_per_s_by_decile"); len(d.([]any)) != 10 {
+			if d, _ := jsonPath(res, "append.msgs_per_s_by_decile"); len(d.([]any)) != 10 {
 				t.Errorf("msgs_per_s_by_decile = %v, want 10 entries", d)
 			}
-			pq, _ := lookup(res, "search.per_query")
+			pq, _ := jsonPath(res, "search.per_query")
 			queries, _ := pq.([]any)
 			if len(queries) != 6 {
 				t.Fatalf("per_query has %d entries, want 6", len(queries))
 			}
 			// "zebrafish" is in seq 7 and 23 only: ids 8 and 24 in a fresh store.
-			ids, _ := lookup(queries[0], "ids")
+			ids, _ := jsonPath(queries[0], "ids")
 			got := fmt.Sprint(ids)
 			if got != "[8 24]" && got != "[24 8]" {
 				t.Errorf("ids for zebrafish = %s, want 8 and 24", got)
 			}
-			if ids, _ := lookup(queries[5], "ids"); len(ids.([]any)) != 0 {
+			if ids, _ := jsonPath(queries[5], "ids"); len(ids.([]any)) != 0 {
 				t.Errorf("ids for a word in no message = %v, want none", ids)
 			}
 			for i, q := range queries[1:5] {
-				if ids, _ := lookup(q, "ids"); len(ids.([]any)) == 0 {
+				if ids, _ := jsonPath(q, "ids"); len(ids.([]any)) == 0 {
 					t.Errorf("query %d (%v) found nothing", i+1, q.(map[string]any)["q"])
 				}
 			}
-			raw, hasRaw := lookup(res, "raw.append.msgs_per_s")
-			ratio, hasRatio := lookup(res, "append.ratio_vs_raw")
+			raw, hasRaw := jsonPath(res, "raw.append.msgs_per_s")
+			ratio, hasRatio := jsonPath(res, "append.ratio_vs_raw")
 			if hasRaw != tc.wantRaw || hasRatio != tc.wantRaw {
 				t.Errorf("raw present %v, ratio_vs_raw present %v, want %v", hasRaw, hasRatio, tc.wantRaw)
 			}
@@ -221,7 +222,7 @@ func TestBenchReplaysWorkload(t *testing.T) {
 func TestBenchKeepLeavesPrivateStore(t *testing.T) {
 	wl := tinyWorkload(t)
 	runDir := t.TempDir()
-	code, _, errOut := runCLI(t, "bench", "--workload", wl, "--dir", runDir, "--quiet", "--keep", "--group-commit-messages", "0")
+	code, _, errOut := benchRunCLI(t, "bench", "--workload", wl, "--dir", runDir, "--quiet", "--keep", "--group-commit-messages", "0")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -275,7 +276,7 @@ func TestBenchRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := runCLI(t, tc.args...)
+			code, out, errOut := benchRunCLI(t, tc.args...)
 			if code != tc.wantCode {
 				t.Errorf("exit %d, want %d (stderr %q)", code, tc.wantCode, errOut)
 			}
@@ -306,6 +307,34 @@ func TestPercentile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := percentile(tc.samples, tc.p); got != tc.want {
 				t.Errorf("percentile(%v, %v) = %v, want %v", tc.samples, tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecileTimer(t *testing.T) {
+	tests := []struct {
+		name      string
+		n         int
+		wantTotal time.Duration
+		want      []float64
+	}{
+		{"twenty steps", 20, time.Second, []float64{20, 20, 20, 20, 20, 20, 20, 20, 20, 20}},
+		{"fewer steps than tenths", 5, 500 * time.Millisecond, []float64{0, 10, 0, 10, 0, 10, 0, 10, 0, 10}},
+		{"one step", 1, 100 * time.Millisecond, []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each reading of the clock moves it on by 100 ms.
+			var k time.Duration
+			now := func() time.Time { k++; return time.Unix(0, 0).Add(k * 100 * time.Millisecond) }
+			dt := newDecileTimer(tc.n, now)
+			for i := 1; i <= tc.n; i++ {
+				dt.tick(i)
+			}
+			total, rates := dt.finish()
+			if total != tc.wantTotal || fmt.Sprint(rates) != fmt.Sprint(tc.want) {
+				t.Errorf("total %v rates %v, want %v %v", total, rates, tc.wantTotal, tc.want)
 			}
 		})
 	}
