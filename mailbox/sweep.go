@@ -138,6 +138,8 @@ func (h *Host) Sweep(ctx context.Context, o SweepOptions) (SweepResult, error) {
 				backoff = min(h.opts.BackoffMin<<(s.failures-1), h.opts.BackoffMax)
 			}
 			s.backoffUntil = now.Add(backoff)
+			// Look again when the back-off ends, changed or not.
+			nextDue = s.backoffUntil
 			if sqlitedb.IsCorrupt(err) {
 				s.quarantined = true
 				res.Quarantined = append(res.Quarantined, ref)
