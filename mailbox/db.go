@@ -13,12 +13,14 @@ import (
 )
 
 // Pragmas per open mode (contract section 3). busy_timeout is SQLite's own
-// wait for a read lock; write locks are waited for by sqlitedb.Writer.
+// wait for a read lock; write locks are waited for by sqlitedb.Writer. It
+// comes first: setting journal_mode reads the file header and must wait out
+// another process's commit rather than fail.
 var (
-	pragmasRW      = []string{"PRAGMA journal_mode=DELETE", "PRAGMA busy_timeout=5000"}
+	pragmasRW      = []string{"PRAGMA busy_timeout=5000", "PRAGMA journal_mode=DELETE"}
 	pragmasRO      = []string{"PRAGMA busy_timeout=5000"}
 	pragmasAgentIn = []string{"PRAGMA busy_timeout=5000", "PRAGMA mmap_size=0"}
-	pragmasAgentRW = []string{"PRAGMA journal_mode=DELETE", "PRAGMA busy_timeout=5000", "PRAGMA foreign_keys=ON"}
+	pragmasAgentRW = []string{"PRAGMA busy_timeout=5000", "PRAGMA journal_mode=DELETE", "PRAGMA foreign_keys=ON"}
 )
 
 // rwFile is one read-write open of a mailbox file for the length of one
