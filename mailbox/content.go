@@ -54,7 +54,7 @@ func parseObject(field string, raw []byte) (*object, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, bad("not JSON: %v", err)
 	}
-	if _, err := dec.Token(); err == nil {
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
 		return nil, bad("trailing data after the object")
 	}
 	return o, nil

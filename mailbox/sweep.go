@@ -166,6 +166,14 @@ func (h *Host) Sweep(ctx context.Context, o SweepOptions) (SweepResult, error) {
 // sweepSession runs one session's sweep steps and returns when it next needs
 // a look without any file change.
 func (h *Host) sweepSession(ctx context.Context, ref SessionRef, o SweepOptions, running bool, res *SweepResult) (time.Time, error) {
+	if !running {
+		// A journal left by a killed agent makes every read-only read of
+		// outbound fail; with no container alive it is safe to roll back
+		// first.
+		if _, err := h.RecoverHotJournal(ctx, ref); err != nil {
+			return time.Time{}, err
+		}
+	}
 	if _, err := h.SyncAcks(ctx, ref); err != nil {
 		return time.Time{}, err
 	}
