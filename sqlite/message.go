@@ -151,11 +151,19 @@ func (s *Store) collectMessages(rows *sql.Rows, what string) ([]sessiondb.Messag
 	return out, nil
 }
 
+// sessionMessagesSQL selects a session's messages in id order. The ids
+// come from the (session_id, timestamp) index and are looked up in rowid
+// order, so SQLite never sorts whole rows (message text included), which
+// ORDER BY id over the index's timestamp order would make it do.
+func (s *Store) sessionMessagesSQL() string {
+	return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.id IN (SELECT id FROM messages WHERE session_id = ?)" + s.q.visible + " ORDER BY m.id"
+}
+
 // GetMessages returns every message of the session in insertion order
 // (IMP-1); tool_calls decoded, reasoning_details and codex_reasoning_items
 // as their JSON text. An unknown session has no messages.
 func (s *Store) GetMessages(ctx context.Context, sessionID string) ([]sessiondb.Message, error) {
-	rows, err := s.query(ctx, "SELECT "+s.q.msgSel+" FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", sessionID)
+	rows, err := s.query(ctx, s.sessionMessagesSQL(), sessionID)
 	if err != nil {
 		return nil, s.readErr(err, "get messages of %s", sessionID)
 	}
@@ -328,7 +336,7 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	if lastN < 0 {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "conversation of %s: last %d is negative", sessionID, lastN)
 	}
-	rows, err := s.query(ctx, "SELECT "+s.q.msgSel+" FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", sessionID)
+	rows, err := s.query(ctx, s.sessionMessagesSQL(), sessionID)
 	if err != nil {
 		return nil, s.readErr(err, "conversation of %s", sessionID)
 	}
