@@ -30,8 +30,9 @@ func TestExecDeliverer(t *testing.T) {
 		{name: "refused, transient", script: `cat > "$OUT"; echo '{"ok":false,"error":"rate limited"}'`, wantErr: "rate limited"},
 		{name: "non-zero exit", script: `cat > "$OUT"; echo boom >&2; exit 3`, wantErr: "status 3: boom"},
 		{name: "non-zero exit despite ok", script: `cat > "$OUT"; echo '{"ok":true}'; exit 1`, wantErr: "status 1"},
-		{name: "malformed reply", script: `cat > "$OUT"; echo '{"ok":tru'`, wantErr: "not valid JSON"},
-		{name: "reply without ok", script: `cat > "$OUT"; echo '{"platform_message_id":"x"}'`, wantErr: `no "ok"`},
+		{name: "unreadable reply, exit 0", script: `cat > "$OUT"; echo {"ok":true}`},
+		{name: "reply without ok", script: `cat > "$OUT"; echo '{"platform_message_id":"x"}'`, wantPID: "x"},
+		{name: "unreadable reply, exit 1", script: `cat > "$OUT"; echo '{"ok":tru'; exit 1`, wantErr: "status 1"},
 		{name: "timeout", script: `cat > "$OUT"; sleep 30`, wantErr: "deadline exceeded"},
 	}
 	for _, tc := range cases {
