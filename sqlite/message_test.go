@@ -184,3 +184,29 @@ func TestMessagesPageCursors(t *testing.T) {
 		t.Errorf("negative limit = %v; want invalid", err)
 	}
 }
+
+func TestCallsAfterCloseFailCleanly(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, "", Options{})
+	mustCreate(t, s, "a", "cli")
+	s.Close()
+	cases := []struct {
+		name string
+		do   func() error
+	}{
+		{"append", func() error {
+			_, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "a", Role: "user"})
+			return err
+		}},
+		{"get", func() error { _, err := s.GetSession(ctx, "a"); return err }},
+		{"search", func() error { _, err := s.SearchMessages(ctx, "x", sessiondb.SearchFilter{}); return err }},
+		{"create", func() error { _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "b", Source: "cli"}); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.do(); err == nil {
+				t.Error("succeeded on a closed store")
+			}
+		})
+	}
+}

@@ -450,24 +450,26 @@ func (s *Store) readErr(err error, format string, args ...any) error {
 	return sessiondb.Wrap(code, err, format, args...)
 }
 
-// stmt returns a prepared reader statement for query, preparing it once.
+// maxReaderStmts caps the prepared statement cache. Queries built with IN
+// lists of many sizes could otherwise grow it without bound; past the cap
+// new queries run unprepared. Cached statements are never closed before
+// the Store is, since another goroutine may be reading through one.
+const maxReaderStmts = 512
+
+// stmt returns a prepared reader statement for query, preparing it once;
+// nil (and no error) when the cache is full.
 func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
+	if len(s.stmts) >= maxReaderStmts {
+		return nil, nil
+	}
 	st, err := s.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
-	}
-	if len(s.stmts) >= 512 {
-		// Statements with IN lists of many sizes would grow the cache
-		// without bound; start over rather than track recency.
-		for q, old := range s.stmts {
-			old.Close()
-			delete(s.stmts, q)
-		}
 	}
 	s.stmts[query] = st
 	return st, nil
@@ -478,12 +480,16 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 	if err != nil {
 		return nil, err
 	}
+	if st == nil {
+		return s.db.QueryContext(ctx, query, args...)
+	}
 	return st.QueryContext(ctx, args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := s.stmt(ctx, query)
-	if err != nil {
+	if err != nil || st == nil {
+		// A prepare error surfaces through Scan, as database/sql does.
 		return s.db.QueryRowContext(ctx, query, args...)
 	}
 	return st.QueryRowContext(ctx, args...)
