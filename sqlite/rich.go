@@ -68,12 +68,14 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	}
 	// The page is cut first, so preview and last activity are computed for
 	// its rows only, not for every session before sorting.
-	page := "SELECT * FROM sessions s"
+	// Ties in started_at keep the order of the started_at index (rowid),
+	// in the page and again after the outer sort.
+	page := "SELECT *, s.rowid AS sessiondb_rowid FROM sessions s"
 	if len(where) > 0 {
 		page += " WHERE " + strings.Join(where, " AND ")
 	}
-	page += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
-	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") s ORDER BY s.started_at DESC"
+	page += " ORDER BY s.started_at DESC, s.rowid LIMIT ? OFFSET ?"
+	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") s ORDER BY s.started_at DESC, s.sessiondb_rowid"
 	args = append(args, limit, offset)
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
