@@ -132,7 +132,8 @@ type SessionStatus struct {
 	Ref SessionRef `json:"session"`
 	// Inbound rows by state: Due is pending and due with trigger=1;
 	// Scheduled is pending with a future process_after; Processing has a
-	// processing ack.
+	// processing ack. A pending row the agent acked completed or failed
+	// counts as such before the host mirrors the ack.
 	Pending    int `json:"pending"`
 	Due        int `json:"due"`
 	Scheduled  int `json:"scheduled"`
@@ -166,23 +167,33 @@ func (h *Host) Status(ctx context.Context, ref SessionRef) (SessionStatus, error
 	if err != nil {
 		return st, err
 	}
-	claims, err := h.Claims(ctx, ref)
+	acks, err := h.readAcks(ctx, ref, AckProcessing, AckCompleted, AckFailed)
 	if err != nil {
 		return st, err
 	}
-	claimed := map[string]bool{}
-	for _, c := range claims {
-		claimed[c.MessageID] = true
+	acked := map[string]string{}
+	for _, a := range acks {
+		acked[a.MessageID] = a.Status
 	}
 	now := h.now()
 	for _, r := range rows {
 		switch r.Status {
 		case StatusPending:
-			st.Pending++
 			pa, perr := ParseTime(r.ProcessAfter)
 			future := r.ProcessAfter != "" && perr == nil && pa.After(now)
+			// An ack the host has not mirrored yet already tells the
+			// row's fate.
+			switch acked[r.ID] {
+			case AckCompleted:
+				st.Completed++
+				continue
+			case AckFailed:
+				st.Failed++
+				continue
+			}
+			st.Pending++
 			switch {
-			case claimed[r.ID]:
+			case acked[r.ID] == AckProcessing:
 				st.Processing++
 			case future:
 				st.Scheduled++
@@ -376,4 +387,13 @@ func (a *Agent) Acks(ctx context.Context) ([]Claim, error) {
 		out = append(out, c)
 	}
 	return out, classify(rows.Err(), "agent: read acks")
+}
+
+// Acks reads the agent's acks of every status (read-only), for tools that
+// show what the agent has finished but the host has not yet mirrored.
+func (h *Host) Acks(ctx context.Context, ref SessionRef) ([]Claim, error) {
+	if err := ref.Validate(); err != nil {
+		return nil, err
+	}
+	return h.readAcks(ctx, ref, AckProcessing, AckCompleted, AckFailed)
 }

@@ -164,14 +164,15 @@ type mbOutState struct {
 	Delivery mailbox.DeliveryState `json:"delivery"`
 }
 
-// inboundState names a row's state: pending rows are split into
-// processing (claimed by the agent) and scheduled (process_after ahead).
-func inboundState(r mailbox.InboundRow, claimed map[string]bool, now time.Time) string {
+// inboundState names a row's state: a pending row the agent has acked
+// shows the ack (processing, or completed/failed before the host mirrors
+// it); else scheduled when process_after is ahead.
+func inboundState(r mailbox.InboundRow, acked map[string]string, now time.Time) string {
 	if r.Status != mailbox.StatusPending {
 		return r.Status
 	}
-	if claimed[r.ID] {
-		return "processing"
+	if a := acked[r.ID]; a != "" {
+		return a
 	}
 	if r.ProcessAfter != "" {
 		if t, err := mailbox.ParseTime(r.ProcessAfter); err == nil && t.After(now) {
@@ -188,13 +189,13 @@ func (m *mbCLI) readSession(cmd *cobra.Command, h *mailbox.Host, ref mailbox.Ses
 	if err != nil {
 		return nil, nil, err
 	}
-	claims, err := h.Claims(ctx, ref)
+	acks, err := h.Acks(ctx, ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	claimed := map[string]bool{}
-	for _, c := range claims {
-		claimed[c.MessageID] = true
+	acked := map[string]string{}
+	for _, a := range acks {
+		acked[a.MessageID] = a.Status
 	}
 	out, err := h.OutboundRows(ctx, ref, limit)
 	if err != nil {
@@ -207,7 +208,7 @@ func (m *mbCLI) readSession(cmd *cobra.Command, h *mailbox.Host, ref mailbox.Ses
 	now := m.now()
 	ins := make([]mbInState, len(in))
 	for i, r := range in {
-		ins[i] = mbInState{r, inboundState(r, claimed, now)}
+		ins[i] = mbInState{r, inboundState(r, acked, now)}
 	}
 	outs := make([]mbOutState, len(out))
 	for i, r := range out {

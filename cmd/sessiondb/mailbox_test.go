@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// mbSyncBuffer is a bytes.Buffer safe to read while a command writes it.
+type mbSyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *mbSyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *mbSyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// mb runs the command line and returns its exit status and output.
+func mb(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// mustMB runs the command line and fails unless it exits 0.
+func mustMB(t *testing.T, args ...string) string {
+	t.Helper()
+	r := mb(t, args...)
+	if r.code != 0 {
+		t.Fatalf("sessiondb %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// mbStart runs the command line in the background until the returned stop
+// is called; stop returns the exit status.
+func mbStart(args ...string) (out, errOut *mbSyncBuffer, stop func() int) {
+	out, errOut = &mbSyncBuffer{}, &mbSyncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, strings.NewReader(""), out, errOut) }()
+	return out, errOut, func() int { cancel(); return <-done }
+}
+
+// mbWait polls cond; it fails only if cond never holds within a generous
+// limit (not a timing assertion).
+func mbWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func mbSession(t *testing.T) (data string, flags []string) {
+	t.Helper()
+	data = filepath.Join(t.TempDir(), "mb")
+	flags = []string{"--data", data, "--group", "g1", "--session", "s1"}
+	mustMB(t, append([]string{"mailbox", "init"}, flags...)...)
+	return data, flags
+}
+
+func with(flags []string, args ...string) []string { return append(args, flags...) }
+
+type lsOut struct {
+	Inbound []struct {
+		ID, State, Kind string
+		Seq             int64
+	} `json:"inbound"`
+	Outbound []struct {
+		ID        string
+		Seq       int64
+		InReplyTo string `json:"in_reply_to"`
+		Routing   struct {
+			ChannelType string `json:"channel_type"`
+			PlatformID  string `json:"platform_id"`
+		}
+		Delivery struct{ Status string }
+	} `json:"outbound"`
+}
+
+func lsJSON(t *testing.T, flags []string) lsOut {
+	t.Helper()
+	var v lsOut
+	if err := json.Unmarshal([]byte(mustMB(t, with(flags, "--json", "mailbox", "ls")...)), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestMailboxCLIRoundTrip(t *testing.T) {
+	_, s := mbSession(t)
+	dir := filepath.Join(s[1], "g1", "s1")
+	for _, f := range []string{"inbound.db", "outbound.db"} {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v mode %v, want 0600", f, err, fi.Mode())
+		}
+	}
+	mustMB(t, with(s, "mailbox", "send", "--id", "m1", "--text", "hello", "--channel-type", "cli", "--platform-id", "me")...)
+	// A duplicate id inserts nothing and says so.
+	if out := mustMB(t, with(s, "mailbox", "send", "--id", "m1", "--text", "again")...); !strings.Contains(out, "already queued as seq 2") {
+		t.Fatalf("duplicate send: %q", out)
+	}
+	mustMB(t, with(s, "mailbox", "send", "--task", "--id", "t1", "--prompt", "report", "--every", "0 9 * * *", "--at", "+1h")...)
+
+	var batch []struct{ ID, Kind string }
+	if err := json.Unmarshal([]byte(mustMB(t, with(s, "--json", "mailbox", "agent", "poll")...)), &batch); err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) != 1 || batch[0].ID != "m1" {
+		t.Fatalf("poll = %+v, want m1 only (t1 is scheduled)", batch)
+	}
+	// Not claimed: polled again until acked; plain output is tab-separated.
+	if out := mustMB(t, with(s, "mailbox", "agent", "poll")...); out != "m1\t2\tchat\thello\n" {
+		t.Fatalf("plain poll %q", out)
+	}
+	mustMB(t, with(s, "mailbox", "agent", "send", "--id", "o1", "--reply-to", "m1", "--text", "hi back")...)
+	mustMB(t, with(s, "mailbox", "agent", "ack", "m1")...)
+	if out := mustMB(t, with(s, "mailbox", "agent", "poll")...); out != "" {
+		t.Fatalf("poll after ack = %q, want nothing", out)
+	}
+
+	ls := lsJSON(t, s)
+	states := map[string]string{}
+	for _, r := range ls.Inbound {
+		states[r.ID] = r.State
+	}
+	if states["m1"] != "completed" || states["t1"] != "scheduled" {
+		t.Fatalf("inbound states %v", states)
+	}
+	if len(ls.Outbound) != 1 || ls.Outbound[0].ID != "o1" || ls.Outbound[0].Seq != 5 || ls.Outbound[0].InReplyTo != "m1" ||
+		ls.Outbound[0].Routing.PlatformID != "me" || ls.Outbound[0].Delivery.Status != "undelivered" {
+		t.Fatalf("outbound %+v", ls.Outbound)
+	}
+
+	// state get/set/list/delete
+	mustMB(t, with(s, "mailbox", "agent", "state", "set", "k", "v 1")...)
+	if out := mustMB(t, with(s, "mailbox", "agent", "state", "get", "k")...); out != "v 1\n" {
+		t.Fatalf("state get %q", out)
+	}
+	mustMB(t, with(s, "mailbox", "agent", "state", "delete", "k")...)
+	if r := mb(t, with(s, "mailbox", "agent", "state", "get", "k")...); r.code != exitNotFound {
+		t.Fatalf("state get after delete: exit %d", r.code)
+	}
+	// --dir names the same session; so does $SESSIONDB_SESSION_DIR.
+	if out := mustMB(t, "mailbox", "ls", "--dir", dir); !strings.Contains(out, "o1") {
+		t.Fatalf("ls --dir: %q", out)
+	}
+	t.Setenv("SESSIONDB_SESSION_DIR", dir)
+	mustMB(t, "mailbox", "agent", "state", "set", "via-env", "1")
+	if out := mustMB(t, "mailbox", "agent", "state", "list"); out != "via-env\t1\n" {
+		t.Fatalf("state list via env: %q", out)
+	}
+}
+
+func TestMailboxCLIBadInput(t *testing.T) {
+	data, s := mbSession(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no session named", []string{"mailbox", "ls"}, exitInvalid, "name the session"},
+		{"group missing", []string{"mailbox", "ls", "--data", data}, exitInvalid, "--group"},
+		{"unsafe group", []string{"mailbox", "init", "--data", data, "--group", "..", "--session", "x"}, exitInvalid, "agent_group_id"},
+		{"dir and data", []string{"mailbox", "ls", "--dir", data, "--data", data}, exitInvalid, "not both"},
+		{"uninitialized session", []string{"mailbox", "ls", "--data", data, "--group", "g1", "--session", "nope"}, exitNotFound, "mailbox init"},
+		{"nothing to send", with(s, "mailbox", "send"), exitInvalid, "nothing to send"},
+		{"text and content", with(s, "mailbox", "send", "--text", "a", "--content", "{}"), exitInvalid, "not both"},
+		{"content not an object", with(s, "mailbox", "send", "--content", "[1]"), exitInvalid, "content"},
+		{"content not JSON", with(s, "mailbox", "send", "--content", "{nope"), exitInvalid, "content"},
+		{"unsafe id", with(s, "mailbox", "send", "--id", "a/b", "--text", "x"), exitInvalid, "id"},
+		{"bad cron", with(s, "mailbox", "send", "--task", "--prompt", "p", "--every", "61 * * * *"), exitInvalid, ""},
+		{"every without task", with(s, "mailbox", "send", "--text", "x", "--every", "* * * * *"), exitInvalid, "--task"},
+		{"bad --at", with(s, "mailbox", "send", "--text", "x", "--at", "tomorrow"), exitInvalid, "--at"},
+		{"ack nothing", with(s, "mailbox", "agent", "ack"), exitInvalid, "message id"},
+		{"bad ack status", with(s, "mailbox", "agent", "ack", "--status", "done", "m1"), exitInvalid, "--status"},
+		{"state verb", with(s, "mailbox", "agent", "state", "put", "k"), exitInvalid, "get, set"},
+		{"unknown destination", with(s, "mailbox", "agent", "send", "--to", "nobody", "--text", "x"), exitNotFound, ""},
+		{"host without data", []string{"host"}, exitInvalid, "--data"},
+		{"host bad deliverer", []string{"host", "--data", data, "--deliver", "smtp:x"}, exitInvalid, "exec:CMD or webhook:URL"},
+		{"host bad webhook", []string{"host", "--data", data, "--deliver", "webhook:/relative"}, exitInvalid, "absolute"},
+		{"host bad waker", []string{"host", "--data", data, "--wake", "docker:x"}, exitInvalid, "exec:CMD"},
+		{"host bad zone", []string{"host", "--data", data, "--tz", "Mars/Olympus"}, exitInvalid, "IANA"},
+		{"host bad poll", []string{"host", "--data", data, "--poll", "0s"}, exitInvalid, "positive"},
+		{"status without data", []string{"mailbox", "status"}, exitInvalid, "--data"},
+		{"bad flag", with(s, "mailbox", "ls", "--limit", "x"), exitInvalid, "invalid argument"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mb(t, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", r.code, r.stderr, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func TestMailboxCLIStatusRequeueRecover(t *testing.T) {
+	data, s := mbSession(t)
+	s2 := []string{"--data", data, "--group", "g1", "--session", "s2"}
+	mustMB(t, with(s2, "mailbox", "init")...)
+	mustMB(t, with(s, "mailbox", "send", "--id", "m1", "--text", "one", "--channel-type", "cli", "--platform-id", "me")...)
+	mustMB(t, with(s, "mailbox", "send", "--id", "m2", "--text", "two", "--channel-type", "cli", "--platform-id", "me")...)
+	mustMB(t, with(s, "mailbox", "agent", "poll", "--claim")...)
+	mustMB(t, with(s, "mailbox", "agent", "ack", "--status", "failed", "m1")...)
+
+	var st []struct {
+		Session struct {
+			SessionID string `json:"session_id"`
+		}
+		Due        int
+		Processing int
+		Failed     int
+	}
+	if err := json.Unmarshal([]byte(mustMB(t, "--json", "mailbox", "status", "--data", data)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 2 || st[0].Session.SessionID != "s1" || st[0].Processing != 1 || st[0].Failed != 1 || st[0].Due != 0 || st[1].Due != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if out := mustMB(t, "mailbox", "status", "--data", data); !strings.Contains(out, "g1/s1") || !strings.Contains(out, "g1/s2") {
+		t.Fatalf("status table %q", out)
+	}
+
+	// The agent just beat its heart: repairs refuse without --force.
+	for _, cmd := range []string{"recover", "requeue"} {
+		if r := mb(t, with(s, "mailbox", cmd)...); r.code != exitConflict || !strings.Contains(r.stderr, "--force") {
+			t.Fatalf("%s with a fresh heartbeat: exit %d %q", cmd, r.code, r.stderr)
+		}
+	}
+	var rec struct {
+		Acks  struct{ Failed int }
+		Reset struct {
+			Retried     int
+			AcksCleared int `json:"acks_cleared"`
+		}
+	}
+	if err := json.Unmarshal([]byte(mustMB(t, with(s, "--json", "mailbox", "recover", "--force")...)), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Acks.Failed != 1 || rec.Reset.Retried != 1 || rec.Reset.AcksCleared != 1 {
+		t.Fatalf("recover %+v", rec)
+	}
+	states := map[string]string{}
+	for _, r := range lsJSON(t, s).Inbound {
+		states[r.ID] = r.State
+	}
+	if states["m1"] != "failed" || states["m2"] != "scheduled" {
+		t.Fatalf("after recover %v, want m1 failed, m2 scheduled (retry back-off)", states)
+	}
+	if out := mustMB(t, with(s, "mailbox", "requeue", "--force", "m1")...); !strings.Contains(out, "requeued 1 inbound") || !strings.Contains(out, "deleted 1 failed ack") {
+		t.Fatalf("requeue: %q", out)
+	}
+	if out := mustMB(t, with(s, "mailbox", "agent", "poll")...); !strings.HasPrefix(out, "m1\t") {
+		t.Fatalf("poll after requeue %q, want m1 again", out)
+	}
+}
+
+func TestMailboxCLIHostDeliversAndStops(t *testing.T) {
+	data, s := mbSession(t)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	_, logs, stop := mbStart("host", "--data", data, "--poll", "20ms",
+		"--deliver", `exec:cat >> `+out+`; echo '{"ok":true,"platform_message_id":"P1"}'`)
+	mustMB(t, with(s, "mailbox", "send", "--id", "m1", "--text", "hello", "--channel-type", "cli", "--platform-id", "me")...)
+	mustMB(t, with(s, "mailbox", "agent", "send", "--id", "o1", "--reply-to", "m1", "--text", "hi")...)
+	mbWait(t, "the delivery", func() bool { b, _ := os.ReadFile(out); return len(b) > 0 })
+	mbWait(t, "the delivery record", func() bool {
+		ls := lsJSON(t, s)
+		return len(ls.Outbound) == 1 && ls.Outbound[0].Delivery.Status == "delivered"
+	})
+	if code := stop(); code != 0 {
+		t.Fatalf("host exit %d on stop; log:\n%s", code, logs.String())
+	}
+	b, _ := os.ReadFile(out)
+	var env struct {
+		ID        string
+		SessionID string `json:"session_id"`
+		Content   struct{ Text string }
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("deliveries %q, want exactly one", b)
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &env); err != nil || env.Content.Text != "hi" || env.SessionID != "s1" {
+		t.Fatalf("delivered line %q: %v", lines[0], err)
+	}
+	if !strings.Contains(logs.String(), "daemon stopped") {
+		t.Fatalf("log lacks the clean stop:\n%s", logs.String())
+	}
+}
+
+func TestMailboxCLIPollWaitAndWatch(t *testing.T) {
+	_, s := mbSession(t)
+	// --timeout with nothing due: an empty batch, exit 0.
+	if out := mustMB(t, with(s, "--json", "mailbox", "agent", "poll", "--wait", "--timeout", "50ms", "--poll", "10ms")...); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("poll --wait --timeout = %q", out)
+	}
+	pollOut, _, stopPoll := mbStart(with(s, "mailbox", "agent", "poll", "--wait", "--poll", "10ms")...)
+	watchOut, _, stopWatch := mbStart(with(s, "mailbox", "watch", "--poll", "10ms")...)
+	mustMB(t, with(s, "mailbox", "send", "--id", "w1", "--text", "wake", "--channel-type", "cli", "--platform-id", "me")...)
+	mbWait(t, "poll --wait to return the batch", func() bool { return strings.HasPrefix(pollOut.String(), "w1\t") })
+	if code := stopPoll(); code != 0 {
+		t.Fatalf("poll --wait exit %d", code)
+	}
+	mbWait(t, "watch to show the row", func() bool { return strings.Contains(watchOut.String(), "w1") })
+	mustMB(t, with(s, "mailbox", "agent", "ack", "w1")...)
+	mbWait(t, "watch to show the ack", func() bool { return strings.Contains(watchOut.String(), "completed") })
+	if code := stopWatch(); code != 0 {
+		t.Fatalf("watch exit %d on Ctrl-C", code)
+	}
+}
