@@ -11,11 +11,13 @@ import (
 
 // richExtra is the preview source (first 63 code points of the first user
 // message with content, in insertion order, IMP-1) and the last activity
-// appended to the session columns. The first message is found by id alone
-// so no message text is read but the one previewed.
+// appended to the session columns. The session's ids come from the index
+// and are walked in id order, so the walk stops at the first user message
+// instead of sorting the session's rows.
 func (s *Store) richExtra() string {
-	return `, COALESCE((SELECT substr(pm.content, 1, 63) FROM messages pm WHERE pm.id = (SELECT min(m.id) FROM messages m
-        WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `)), ''),
+	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
+        WHERE m.id IN (SELECT id FROM messages WHERE session_id = s.id) AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
+        ORDER BY m.id LIMIT 1), ''),
     COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at)`
 }
 
@@ -68,14 +70,15 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	}
 	// The page is cut first, so preview and last activity are computed for
 	// its rows only, not for every session before sorting.
-	// Ties in started_at keep the order of the started_at index (rowid),
-	// in the page and again after the outer sort.
-	page := "SELECT *, s.rowid AS sessiondb_rowid FROM sessions s"
+	// The page holds rowids only, so the sort handles no row bodies (system
+	// prompts can be large). Ties in started_at keep the order of the
+	// started_at index (rowid).
+	page := "SELECT s.rowid AS rid FROM sessions s"
 	if len(where) > 0 {
 		page += " WHERE " + strings.Join(where, " AND ")
 	}
 	page += " ORDER BY s.started_at DESC, s.rowid LIMIT ? OFFSET ?"
-	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") s ORDER BY s.started_at DESC, s.sessiondb_rowid"
+	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY s.started_at DESC, s.rowid"
 	args = append(args, limit, offset)
 	rows, err := s.query(ctx, q, args...)
 	if err != nil {
