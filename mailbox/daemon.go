@@ -20,8 +20,10 @@ const (
 
 // DaemonOptions configure a Daemon. Zero values give the defaults.
 type DaemonOptions struct {
-	// Deliverer hands outbound rows to their destination; nil leaves them
-	// pending (nothing is lost: a later daemon with a deliverer sends them).
+	// Deliverer hands channel rows to their destination. The daemon puts a
+	// HostDeliverer in front of it, which runs kind='system' actions and
+	// agent-to-agent rows itself. Nil leaves channel rows pending (nothing
+	// is lost: a later daemon with a deliverer sends them).
 	Deliverer Deliverer
 	// Waker starts a container for a session with due work and none
 	// running; nil never wakes (agents are started some other way).
@@ -62,6 +64,7 @@ type Daemon struct {
 	opts DaemonOptions
 	rt   Runtime
 	log  *slog.Logger
+	del  Deliverer // HostDeliverer in front of opts.Deliverer
 
 	stopping atomic.Bool
 
@@ -108,6 +111,7 @@ func NewDaemon(h *Host, o DaemonOptions) (*Daemon, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	d.del = &HostDeliverer{Host: h, Next: o.Deliverer, Logger: d.log}
 	d.rt = o.Runtime
 	if d.rt == nil {
 		if r, ok := o.Waker.(Runtime); ok {
@@ -123,7 +127,7 @@ func NewDaemon(h *Host, o DaemonOptions) (*Daemon, error) {
 // requests coalesce into one more drain after it. Safe to call at any time,
 // also before Run and after it returned (then it does nothing).
 func (d *Daemon) RequestDrain(ref SessionRef) {
-	if d.opts.Deliverer == nil || ref.Validate() != nil {
+	if ref.Validate() != nil {
 		return
 	}
 	d.mu.Lock()
@@ -337,9 +341,6 @@ func (d *Daemon) tick(ctx context.Context) {
 // container runs, so its outbound writes are delivered at once rather than
 // at the next tick.
 func (d *Daemon) syncWatchers(live map[SessionRef]bool) {
-	if d.opts.Deliverer == nil {
-		return
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -454,7 +455,7 @@ func (g gatedDeliverer) Deliver(ctx context.Context, ref SessionRef, row Outboun
 	if g.d.stopping.Load() {
 		return "", ErrNotReady
 	}
-	return g.d.opts.Deliverer.Deliver(ctx, ref, row)
+	return g.d.del.Deliver(ctx, ref, row)
 }
 
 // gatedWaker refuses to start containers once the daemon is stopping.
