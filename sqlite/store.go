@@ -78,6 +78,9 @@ type Store struct {
 	// newest sessions first, so a child usually arrives before its parent.
 	pendingMu      sync.Mutex
 	pendingParents map[string][]string
+
+	retentionMu      sync.Mutex
+	lastRetentionRun time.Time
 }
 
 var _ sessiondb.Store = (*Store)(nil)
