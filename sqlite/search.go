@@ -56,7 +56,11 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 		}
 	}
 	if len(hits) == 0 && (sessiondb.ContainsCJK(q) || !s.si.hasFTS()) {
-		hits, err = s.likeSearch(ctx, q, f, limit, offset)
+		if m, ok := trigramMatch(q); ok && sessiondb.ContainsCJK(q) && s.trigramReady.Load() {
+			hits, err = s.ftsSearchIn(ctx, trigramTable, m, f, limit, offset)
+		} else {
+			hits, err = s.likeSearch(ctx, q, f, limit, offset)
+		}
 		if err != nil {
 			return nil, s.readErr(err, "search %q", query)
 		}
@@ -121,13 +125,19 @@ func scanHit(sc scanner, h *sessiondb.SearchHit) error {
 // of the winners come from one keyed query; with filters the join sits in
 // the same statement, still driven by the FTS cursor in rank order.
 func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	return s.ftsSearchIn(ctx, "messages_fts", match, f, limit, offset)
+}
+
+// ftsSearchIn is ftsSearch over the FTS5 table named table, which indexes
+// message content by message id.
+func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	filters, fargs := s.searchFilters(f)
 	if filters != "" {
 		args := append([]any{match}, fargs...)
 		args = append(args, limit, offset)
-		rows, err := s.query(ctx, "SELECT messages_fts.rowid, snippet(messages_fts, 0, '>>>', '<<<', '...', 40), "+hitColumns+
-			" FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id"+
-			" WHERE messages_fts MATCH ?"+filters+" ORDER BY messages_fts.rank LIMIT ? OFFSET ?", args...)
+		rows, err := s.query(ctx, "SELECT "+table+".rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40), "+hitColumns+
+			" FROM "+table+" JOIN messages m ON m.id = "+table+".rowid JOIN sessions s ON s.id = m.session_id"+
+			" WHERE "+table+" MATCH ?"+filters+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
 		if err != nil {
 			return nil, err
 		}
@@ -143,8 +153,8 @@ func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchF
 		return hits, rows.Err()
 	}
 
-	rows, err := s.query(ctx, "SELECT rowid, snippet(messages_fts, 0, '>>>', '<<<', '...', 40) FROM messages_fts"+
-		" WHERE messages_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?", match, limit, offset)
+	rows, err := s.query(ctx, "SELECT rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40) FROM "+table+
+		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", match, limit, offset)
 	if err != nil {
 		return nil, err
 	}

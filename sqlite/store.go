@@ -41,6 +41,11 @@ type Options struct {
 	// Logger receives warnings (tightened permissions, WAL fallback, bad
 	// tool_calls JSON); nil discards them.
 	Logger *slog.Logger
+	// Trigram adds (opt-in, IMP-10) a trigram full-text index that finds
+	// CJK text without scanning every message; old rows are indexed in the
+	// background. Needs SQLite 3.34+, in every program that writes the
+	// file. Ignored for read-only opens and files of a newer Hermes.
+	Trigram bool
 }
 
 // checkpointEvery is how many committed writes pass between PASSIVE
@@ -81,6 +86,10 @@ type Store struct {
 
 	retentionMu      sync.Mutex
 	lastRetentionRun time.Time
+
+	trigramReady atomic.Bool // the trigram index exists and is backfilled
+	stopBackfill context.CancelFunc
+	bgWG         sync.WaitGroup
 }
 
 var _ sessiondb.Store = (*Store)(nil)
@@ -207,7 +216,46 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 	s.si = si
 	s.q = buildQueries(si)
+	if err := s.openTrigram(ctx, o); err != nil {
+		return fail(err)
+	}
 	return s, nil
+}
+
+// openTrigram creates the opt-in trigram index when asked, and starts its
+// backfill, or finds out whether an existing one can serve searches.
+func (s *Store) openTrigram(ctx context.Context, o Options) error {
+	if o.Trigram && !o.ReadOnly && !s.si.newer() && !s.si.tables[trigramTable] {
+		v, err := sqlitedb.Version(ctx, s.db)
+		if err != nil {
+			return openErr(err, s.path, "read SQLite version")
+		}
+		if !trigramSupported(v) {
+			return sessiondb.Errorf(sessiondb.EINVALID, "open %s: the trigram index needs SQLite 3.34 or later, this is %s", s.path, v)
+		}
+		if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return createTrigram(tx) }); err != nil {
+			return sessiondb.Wrap("", err, "create the trigram index in %s", s.path)
+		}
+		si, err := inspect(func(q string, args ...any) (*sql.Rows, error) { return s.db.QueryContext(ctx, q, args...) })
+		if err != nil {
+			return openErr(err, s.path, "inspect schema")
+		}
+		s.si = si
+	}
+	if !s.si.tables[trigramTable] {
+		return nil
+	}
+	done, hw, err := s.trigramProgress(ctx)
+	if err != nil {
+		s.log.Warn("trigram index unusable", "path", s.path, "err", err)
+		return nil
+	}
+	if done >= hw {
+		s.trigramReady.Store(true)
+	} else if s.w != nil {
+		s.backfillInBackground()
+	}
+	return nil
 }
 
 // enableWAL switches a writable file to WAL unless it already is. A file
@@ -295,6 +343,10 @@ func (s *Store) checkpoint(ctx context.Context) error {
 // Calling it again returns the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.stopBackfill != nil {
+			s.stopBackfill()
+		}
+		s.bgWG.Wait()
 		s.ckptWG.Wait()
 		var errs []error
 		if !s.readOnly && s.db != nil {

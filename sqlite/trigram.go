@@ -1,0 +1,253 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// The opt-in trigram index (IMP-10) finds CJK text, which unicode61 cannot
+// split into words, without scanning every message with LIKE. It indexes
+// the content of non-tool messages of non-cron sessions (never tool_calls)
+// through a view, with triggers in the same transaction as the rows
+// (IMP-4). Rows that existed when it was created are indexed by a backfill
+// in id batches of at most trigramBatch, one transaction each, below a
+// high-water mark kept in state_meta; the triggers leave exactly that
+// not-yet-backfilled id range to the backfill, so no row is ever indexed
+// twice or deleted from the index without having been added. Search uses
+// it only once the backfill is complete. Its names cannot clash with
+// newer Hermes' own messages_fts_trigram.
+
+const (
+	trigramTable  = "sessiondb_fts_trigram"
+	trigramBatch  = 5000
+	metaHighWater = "sessiondb.trigram.high_water"
+	metaBackfill  = "sessiondb.trigram.backfilled"
+)
+
+// trigramIndexed is true for a message row (alias r: new or old) the index
+// covers: not a tool row, its session not cron, and outside the id range
+// the backfill still owes.
+func trigramIndexed(r string) string {
+	return r + `.role <> 'tool'
+    AND (SELECT source FROM sessions WHERE id = ` + r + `.session_id) <> 'cron'
+    AND (` + r + `.id > (SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = '` + metaHighWater + `')
+      OR ` + r + `.id <= (SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = '` + metaBackfill + `'))`
+}
+
+func trigramSchema() string {
+	return `CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT);
+
+CREATE VIEW IF NOT EXISTS sessiondb_fts_trigram_src AS
+    SELECT m.id AS id, m.content AS content FROM messages m JOIN sessions s ON s.id = m.session_id
+    WHERE m.role <> 'tool' AND s.source <> 'cron';
+
+CREATE VIRTUAL TABLE IF NOT EXISTS sessiondb_fts_trigram USING fts5(
+    content,
+    content='sessiondb_fts_trigram_src',
+    content_rowid='id',
+    tokenize='trigram'
+);
+
+CREATE TRIGGER IF NOT EXISTS sessiondb_fts_trigram_insert AFTER INSERT ON messages
+WHEN ` + trigramIndexed("new") + `
+BEGIN
+    INSERT INTO sessiondb_fts_trigram(rowid, content) VALUES (new.id, new.content);
+END;
+
+CREATE TRIGGER IF NOT EXISTS sessiondb_fts_trigram_delete AFTER DELETE ON messages
+WHEN ` + trigramIndexed("old") + `
+BEGIN
+    INSERT INTO sessiondb_fts_trigram(sessiondb_fts_trigram, rowid, content) VALUES('delete', old.id, old.content);
+END;
+
+CREATE TRIGGER IF NOT EXISTS sessiondb_fts_trigram_update AFTER UPDATE ON messages BEGIN
+    INSERT INTO sessiondb_fts_trigram(sessiondb_fts_trigram, rowid, content)
+        SELECT 'delete', old.id, old.content WHERE ` + trigramIndexed("old") + `;
+    INSERT INTO sessiondb_fts_trigram(rowid, content)
+        SELECT new.id, new.content WHERE ` + trigramIndexed("new") + `;
+END;
+`
+}
+
+// trigramSupported probes the linked SQLite: the trigram tokenizer came
+// in 3.34.
+func trigramSupported(version string) bool {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (major > 3 || (major == 3 && minor >= 34))
+}
+
+// createTrigram adds the index to a writable v6 file, recording the
+// high-water mark (the largest message id now) in the same transaction as
+// the triggers, so every later row is the triggers' and every earlier one
+// the backfill's.
+func createTrigram(tx *sqlitedb.Tx) error {
+	var one int
+	err := tx.QueryRow("SELECT 1 FROM sqlite_master WHERE name = ?", trigramTable).Scan(&one)
+	if err == nil {
+		return nil // another process made it meanwhile
+	}
+	if err != sql.ErrNoRows {
+		return err
+	}
+	if err := tx.ExecScript("CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT)"); err != nil {
+		return err
+	}
+	var hw sql.NullInt64
+	if err := tx.QueryRow("SELECT max(id) FROM messages").Scan(&hw); err != nil {
+		return err
+	}
+	for k, v := range map[string]int64{metaHighWater: hw.Int64, metaBackfill: 0} {
+		if _, err := tx.Exec("INSERT INTO state_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", k, strconv.FormatInt(v, 10)); err != nil {
+			return err
+		}
+	}
+	return tx.ExecScript(trigramSchema())
+}
+
+// trigramProgress reads the backfill's position and goal.
+func (s *Store) trigramProgress(ctx context.Context) (done, highWater int64, err error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT key, CAST(value AS INTEGER) FROM state_meta WHERE key IN (?, ?)", metaHighWater, metaBackfill)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	found := 0
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			return 0, 0, err
+		}
+		if k == metaHighWater {
+			highWater = v
+		} else {
+			done = v
+		}
+		found++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, err
+	}
+	if found < 2 {
+		return 0, 0, sessiondb.Errorf(sessiondb.EINTERNAL, "trigram index has no progress record in state_meta")
+	}
+	return done, highWater, nil
+}
+
+// BackfillTrigram indexes the rows that predate the trigram index, one
+// batch of at most 5000 ids per transaction, until done or ctx ends. It
+// reports whether the index is complete. Without a trigram index it
+// returns false and no error.
+func (s *Store) BackfillTrigram(ctx context.Context) (bool, error) {
+	if !s.si.tables[trigramTable] {
+		return false, nil
+	}
+	for {
+		done, hw, err := s.trigramProgress(ctx)
+		if err != nil {
+			return false, s.readErr(err, "trigram backfill")
+		}
+		if done >= hw {
+			s.trigramReady.Store(true)
+			return true, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, sessiondb.Wrap(sessiondb.EBUSY, err, "trigram backfill")
+		}
+		upto := min(done+trigramBatch, hw)
+		err = s.write(ctx, "trigram backfill", func(tx *sqlitedb.Tx) error {
+			// Re-read inside the transaction: another process may be
+			// backfilling the same file.
+			var cur int64
+			if err := tx.QueryRow("SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = ?", metaBackfill).Scan(&cur); err != nil {
+				return err
+			}
+			if cur != done {
+				return nil
+			}
+			if _, err := tx.Exec("INSERT INTO sessiondb_fts_trigram(rowid, content) SELECT id, content FROM sessiondb_fts_trigram_src WHERE id > ? AND id <= ?", done, upto); err != nil {
+				return err
+			}
+			_, err := tx.Exec("UPDATE state_meta SET value = ? WHERE key = ?", strconv.FormatInt(upto, 10), metaBackfill)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// backfillInBackground runs BackfillTrigram until it completes or the
+// store closes, pausing between failed attempts.
+func (s *Store) backfillInBackground() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopBackfill = cancel
+	s.bgWG.Add(1)
+	go func() {
+		defer s.bgWG.Done()
+		for {
+			ok, err := s.BackfillTrigram(ctx)
+			if ok || ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.log.Warn("trigram backfill", "path", s.path, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// trigramMatch turns the CJK fallback's query into a trigram MATCH
+// expression: every term quoted as a phrase (inner quotes doubled),
+// AND/OR/NOT kept between terms. ok is false when some term is shorter
+// than three characters, which a trigram index cannot find; LIKE serves
+// those.
+func trigramMatch(q string) (string, bool) {
+	r := strings.TrimSpace(strings.Trim(q, `"`))
+	var parts []string
+	terms := 0
+	for _, t := range strings.Fields(r) {
+		switch t {
+		case "AND", "OR", "NOT":
+			if len(parts) > 0 && !isOperator(parts[len(parts)-1]) {
+				parts = append(parts, t)
+			}
+			continue
+		}
+		t = strings.Trim(t, `"`)
+		if t == "" {
+			continue
+		}
+		if utf8.RuneCountInString(t) < 3 {
+			return "", false
+		}
+		parts = append(parts, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+		terms++
+	}
+	for len(parts) > 0 && isOperator(parts[len(parts)-1]) {
+		parts = parts[:len(parts)-1]
+	}
+	if terms == 0 {
+		return "", false
+	}
+	return strings.Join(parts, " "), true
+}
+
+func isOperator(s string) bool { return s == "AND" || s == "OR" || s == "NOT" }
