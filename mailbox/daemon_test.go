@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -108,13 +109,32 @@ func runEchoAgent(ctx context.Context, t *testing.T, dir string) <-chan struct{}
 	return done
 }
 
-func startDaemon(t *testing.T, root string, d Deliverer) (*Host, context.CancelFunc, <-chan error) {
+// syncLog is a log sink safe for concurrent writes and reads.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startDaemon(t *testing.T, root string, d Deliverer, log *syncLog) (*Host, context.CancelFunc, <-chan error) {
 	t.Helper()
 	h, err := NewHost(HostOptions{Layout: Layout{Root: root}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm, err := NewDaemon(h, DaemonOptions{Deliverer: d, Poll: 20 * time.Millisecond})
+	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dm, err := NewDaemon(h, DaemonOptions{Deliverer: d, Poll: 20 * time.Millisecond, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +186,8 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cancel, runDone := startDaemon(t, root, wh)
+	log := &syncLog{}
+	_, cancel, runDone := startDaemon(t, root, wh, log)
 
 	// Stop the daemon while the 4th delivery is in flight.
 	<-srv.inFlight
@@ -204,11 +225,16 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 
 	// More traffic while the host is down, then a fresh host process.
 	enqueue(first, total)
-	_, cancel2, runDone2 := startDaemon(t, root, wh)
+	_, cancel2, runDone2 := startDaemon(t, root, wh, log)
 	waitFor(t, "all replies at the server", func() bool { return len(srv.snapshot()) == total })
 	cancel2()
 	if err := <-runDone2; err != nil {
 		t.Fatalf("second Run: %v", err)
+	}
+	// The broken session was reported and backed off, not retried in a
+	// loop that would have stalled the healthy one.
+	if !strings.Contains(log.String(), `msg="mailbox: drain failed; backing off" session=ag-1/broken`) {
+		t.Fatalf("no back-off logged for the broken session:\n%s", log.String())
 	}
 	got = srv.snapshot()
 	for i := range total {
