@@ -52,17 +52,25 @@ func TestMigrateEachVersionToV6Shape(t *testing.T) {
 		return p
 	}())
 	cases := []struct {
-		name    string
-		version int
-		withFTS bool
+		name      string
+		version   int
+		withFTS   bool
+		noVersion bool // tables but no version row
 	}{
-		{"v1", 1, true}, {"v2", 2, true}, {"v3", 3, true}, {"v4", 4, true}, {"v5", 5, true}, {"v6", 6, true},
-		{"v1 without FTS", 1, false}, {"v5 without FTS", 5, false},
+		{"v1", 1, true, false}, {"v2", 2, true, false}, {"v3", 3, true, false}, {"v4", 4, true, false},
+		{"v5", 5, true, false}, {"v6", 6, true, false},
+		{"v1 without FTS", 1, false, false}, {"v5 without FTS", 5, false, false},
+		{"v4 tables without a version row", 4, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := buildFixture(t, tc.version, tc.withFTS)
+			if tc.noVersion {
+				db := rawDB(t, path)
+				execAll(t, db, "DELETE FROM schema_version")
+				db.Close()
+			}
 			s := openTestStore(t, path, Options{})
 			// The old rows survive and the FTS index covers them.
 			hits, err := s.SearchMessages(ctx, "kubernetes", sessiondb.SearchFilter{})
