@@ -136,16 +136,23 @@ func (d *Daemon) RequestDrain(ref SessionRef) {
 		return
 	}
 	s := d.slot(ref)
-	switch {
-	case s.active:
+	if s.active {
 		s.again = true
-	case !s.queued:
-		s.queued = true
-		d.queue = append(d.queue, ref)
-		select {
-		case d.wakeQ <- struct{}{}:
-		default:
-		}
+		return
+	}
+	d.enqueueLocked(ref, s)
+}
+
+// enqueueLocked queues ref once; d.mu must be held.
+func (d *Daemon) enqueueLocked(ref SessionRef, s *drainSlot) {
+	if s.queued {
+		return
+	}
+	s.queued = true
+	d.queue = append(d.queue, ref)
+	select {
+	case d.wakeQ <- struct{}{}:
+	default:
 	}
 }
 
@@ -430,7 +437,11 @@ func (d *Daemon) drainWorker(ctx context.Context) {
 			s.failures, s.backoffUntil, s.lastErr = 0, time.Time{}, ""
 			s.retryAt = retryAt
 		}
-		again := s.again && !d.closed
+		// A follow-up is queued in the same critical section, so the slot
+		// never looks idle while one is owed.
+		if (s.again || res.Skipped) && !d.closed {
+			d.enqueueLocked(ref, s)
+		}
 		s.again = false
 		d.mu.Unlock()
 		switch {
@@ -439,9 +450,6 @@ func (d *Daemon) drainWorker(ctx context.Context) {
 		case res.Delivered+res.Failed+res.Retrying > 0:
 			d.log.Info("mailbox: drained", "session", ref.String(), "delivered", res.Delivered,
 				"failed", res.Failed, "retrying", res.Retrying, "deferred", res.Deferred)
-		}
-		if again || res.Skipped {
-			d.RequestDrain(ref)
 		}
 	}
 }
