@@ -13,6 +13,7 @@ type fileSig struct {
 // sweepState is the per-session bookkeeping of the change-driven sweep.
 type sweepState struct {
 	seen      bool
+	dir       fileSig
 	inbound   fileSig
 	outbound  fileSig
 	heartbeat fileSig
