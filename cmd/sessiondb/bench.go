@@ -168,6 +168,10 @@ type concurrentResult struct {
 	ErrorsTotal       int     `json:"errors_total"`
 	RowsStored        int64   `json:"rows_stored"`
 	RowsExpected      int     `json:"rows_expected"`
+	// SingleProcMsgsPerS is one worker process appending all the same
+	// messages alone, just before; RatioVsSingleProc compares to it.
+	SingleProcMsgsPerS float64 `json:"single_proc_msgs_per_s"`
+	RatioVsSingleProc  float64 `json:"ratio_vs_single_proc"`
 }
 
 type groupCommitResult struct {

@@ -146,7 +146,9 @@ type workerEvent struct {
 }
 
 // concurrentPhase runs the workers on one fresh shared file and counts what
-// was stored.
+// was stored. Right before, as the baseline the target is set against, one
+// worker process appends all the same messages alone on another fresh file
+// (same path through the store, same durability, same moment's disk).
 func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 	ws := b.wl.workers
 	res.Concurrent.Procs = len(ws)
@@ -154,21 +156,64 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	// The parent creates the file and the sessions, so the workers open a
-	// store that needs no migration and race only on appends.
-	st, path, err := b.open(ctx, "concurrent")
+	all := make([]wlMessage, 0, b.wl.concRecords)
+	for _, w := range ws {
+		all = append(all, w.Messages...)
+	}
+	b.p.phase("concurrent baseline: 1 worker process, %d messages", len(all))
+	single, err := b.runWorkers(ctx, "concurrent_single", []*wlWorker{{Worker: ws[0].Worker, SessionID: ws[0].SessionID, Messages: all}})
 	if err != nil {
 		return err
+	}
+	if single.errors == 0 {
+		res.Concurrent.SingleProcMsgsPerS = rate(single.appended, single.wall)
+	}
+
+	b.p.phase("concurrent: %d worker processes", len(ws))
+	run, err := b.runWorkers(ctx, "concurrent", ws)
+	if err != nil {
+		return err
+	}
+	res.Concurrent.TotalWallS = round(run.wall.Seconds(), 3)
+	res.Concurrent.AggregateMsgsPerS = rate(run.appended, run.wall)
+	res.Concurrent.ErrorsTotal = run.errors
+	res.Concurrent.RowsStored = run.stored
+	if res.Concurrent.SingleProcMsgsPerS > 0 {
+		res.Concurrent.RatioVsSingleProc = round(res.Concurrent.AggregateMsgsPerS/res.Concurrent.SingleProcMsgsPerS, 3)
+	}
+	b.p.phase("concurrent: %d procs, %.0f msgs/s (one process alone: %.0f), %d errors, %d/%d rows", len(ws),
+		res.Concurrent.AggregateMsgsPerS, res.Concurrent.SingleProcMsgsPerS, res.Concurrent.ErrorsTotal, res.Concurrent.RowsStored, res.Concurrent.RowsExpected)
+	return nil
+}
+
+// workersRun is what one multi-process run gave.
+type workersRun struct {
+	wall     time.Duration // from the release to the last report
+	appended int           // appends that succeeded, as reported
+	errors   int           // failed appends, plus workers that failed or gave no report
+	stored   int64         // messages in the file afterwards
+}
+
+// runWorkers starts one bench-worker process per entry of ws on a fresh
+// file name.db, releases them together once all are ready, and collects
+// their reports. A worker failing before it is ready fails the run; later
+// failures are counted in errors and described on stderr.
+func (b *bencher) runWorkers(ctx context.Context, name string, ws []*wlWorker) (*workersRun, error) {
+	// The parent creates the file and the sessions, so the workers open a
+	// store that needs no migration and race only on appends.
+	st, path, err := b.open(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	defer removeStore(path)
 	for _, w := range ws {
 		if _, err := st.CreateSession(ctx, sessiondb.NewSession{ID: w.SessionID, Source: "cli"}); err != nil {
 			st.Close()
-			return sessiondb.Wrap("", err, "create session %s", w.SessionID)
+			return nil, sessiondb.Wrap("", err, "create session %s", w.SessionID)
 		}
 	}
 	if err := st.Close(); err != nil {
-		return sessiondb.Wrap("", err, "close the concurrent store")
+		return nil, sessiondb.Wrap("", err, "close the %s store", name)
 	}
 
 	exe, err := os.Executable()
@@ -177,7 +222,7 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 	}
 	releaseR, releaseW, err := os.Pipe()
 	if err != nil {
-		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "make the release pipe")
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "make the release pipe")
 	}
 	released := false
 	release := func() {
@@ -190,7 +235,6 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	b.p.phase("concurrent: starting %d worker processes", len(ws))
 	events := make(chan workerEvent, 3*len(ws))
 	cmds := make([]*exec.Cmd, 0, len(ws))
 	waitAll := func() []error {
@@ -205,27 +249,33 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 		c.ExtraFiles = []*os.File{releaseR}
 		c.Stderr = b.stderr
 		stdin, err := c.StdinPipe()
-		if err != nil {
-			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "worker %d stdin", w.Worker)
+		if err == nil {
+			var stdout io.ReadCloser
+			if stdout, err = c.StdoutPipe(); err == nil {
+				if err = c.Start(); err == nil {
+					cmds = append(cmds, c)
+					go feedWorker(stdin, w.Messages)
+					go readWorker(i, stdout, events)
+					continue
+				}
+			}
 		}
-		stdout, err := c.StdoutPipe()
-		if err != nil {
-			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "worker %d stdout", w.Worker)
+		releaseR.Close()
+		cancel()
+		for range cmds { // every started worker's reader ends with eof
+			for ev := range events {
+				if ev.eof {
+					break
+				}
+			}
 		}
-		if err := c.Start(); err != nil {
-			cancel()
-			waitAll()
-			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "start worker %d (%s)", w.Worker, exe)
-		}
-		cmds = append(cmds, c)
-		go feedWorker(stdin, w.Messages)
-		go readWorker(i, stdout, events)
+		waitAll()
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "start worker %d (%s)", w.Worker, exe)
 	}
 	releaseR.Close() // the workers hold it now
 
 	// Barrier: every worker has its messages and its store open.
 	ready, eofs := 0, 0
-	reports := make([]*workerReport, len(ws))
 	var failure error
 	for ready+eofs < len(ws) && failure == nil {
 		select {
@@ -252,14 +302,14 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 			}
 		}
 		waitAll()
-		return failure
+		return nil, failure
 	}
 
-	b.p.phase("concurrent: %d workers ready, released", len(ws))
 	b.settle()
 	start := b.cfg.now()
 	release()
 	last := start
+	reports := make([]*workerReport, len(ws))
 	for eofs < len(ws) {
 		ev := <-events
 		switch {
@@ -273,39 +323,35 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 		}
 	}
 	exitErrs := waitAll()
-	wall := last.Sub(start)
 
-	appended := 0
+	run := &workersRun{wall: last.Sub(start)}
 	for i, w := range ws {
 		rep := reports[i]
 		switch {
 		case rep == nil:
-			res.Concurrent.ErrorsTotal++
+			run.errors++
 			fmt.Fprintf(b.stderr, "bench: concurrent worker %d gave no report (%v)\n", w.Worker, exitErrs[i])
 			continue
 		case exitErrs[i] != nil:
-			res.Concurrent.ErrorsTotal++
+			run.errors++
 			fmt.Fprintf(b.stderr, "bench: concurrent worker %d: %v\n", w.Worker, exitErrs[i])
 		}
-		appended += rep.Appended
-		res.Concurrent.ErrorsTotal += rep.Errors
+		run.appended += rep.Appended
+		run.errors += rep.Errors
 		if rep.FirstError != "" {
 			fmt.Fprintf(b.stderr, "bench: concurrent worker %d: %d failed appends, first: %s\n", w.Worker, rep.Errors, rep.FirstError)
 		}
 	}
-	res.Concurrent.TotalWallS = round(wall.Seconds(), 3)
-	res.Concurrent.AggregateMsgsPerS = rate(appended, wall)
 
-	st, _, err = b.open(ctx, "concurrent")
+	st, _, err = b.open(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer st.Close()
-	if res.Concurrent.RowsStored, err = st.MessageCount(ctx, ""); err != nil {
-		return sessiondb.Wrap("", err, "count the concurrent phase's messages")
+	if run.stored, err = st.MessageCount(ctx, ""); err != nil {
+		return nil, sessiondb.Wrap("", err, "count the messages the workers stored")
 	}
-	b.p.phase("concurrent: %d procs, %.0f msgs/s, %d errors, %d/%d rows", len(ws), res.Concurrent.AggregateMsgsPerS, res.Concurrent.ErrorsTotal, res.Concurrent.RowsStored, res.Concurrent.RowsExpected)
-	return nil
+	return run, nil
 }
 
 // feedWorker writes msgs to a worker's stdin as JSONL and closes it. A write

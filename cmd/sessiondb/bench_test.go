@@ -127,6 +127,7 @@ func TestBenchReplaysWorkload(t *testing.T) {
 		"get_messages.rows", "get_messages.p50_ms", "db_bytes",
 		"concurrent.procs", "concurrent.total_wall_s", "concurrent.aggregate_msgs_per_s",
 		"concurrent.errors_total", "concurrent.rows_stored", "concurrent.rows_expected",
+		"concurrent.single_proc_msgs_per_s", "concurrent.ratio_vs_single_proc",
 		"group_commit.msgs_per_s", "group_commit.ratio_vs_serial",
 	}
 	strs := []string{"impl", "driver", "sqlite_version", "go_version", "synchronous"}
@@ -176,7 +177,7 @@ func TestBenchReplaysWorkload(t *testing.T) {
 					t.Errorf("%s = %#v, want %#v", k, v, w)
 				}
 			}
-			for _, k := range []string{"append.msgs_per_s", "import.msgs_per_s", "concurrent.aggregate_msgs_per_s", "group_commit.msgs_per_s", "db_bytes"} {
+			for _, k := range []string{"append.msgs_per_s", "import.msgs_per_s", "concurrent.aggregate_msgs_per_s", "concurrent.single_proc_msgs_per_s", "group_commit.msgs_per_s", "db_bytes"} {
 				if v, _ := jsonPath(res, k); v.(float64) <= 0 {
 					t.Errorf("%s = %v, want > 0", k, v)
 				}
