@@ -33,11 +33,19 @@ every other implementation's (see ../shared/bench/README.md):
   import        the same messages through the bulk import path
   search        the query records, limit 20: one warm-up pass, three timed passes
   get_messages  the long session read back, 20 timed runs after a warm-up
-  concurrent    one OS process per worker on one shared file, released together
+  concurrent    one OS process per worker on one shared file, released together,
+                after one process alone appending the same messages (the baseline)
   group_commit  16 goroutines in one process against a serial run of the same messages
   raw           with --include-raw: the same SQL in a bare database/sql loop
 
-Progress goes to stderr when it is a terminal (--quiet silences it).`,
+Every store in the run uses the --synchronous level; --db is not used. Before
+each timed phase the OS is asked to write back dirty pages (sync), so one
+phase's write-back does not land in the next one's fsyncs. The output is JSON
+whether or not --json is given. Progress goes to stderr when it is a terminal
+(--quiet silences it).
+
+  python3 ../shared/bench/workload.py --dump workload.jsonl
+  sessiondb bench --workload workload.jsonl --include-raw --synchronous full`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := parseSynchronous(sync)
