@@ -100,7 +100,8 @@ type Runtime interface {
 }
 
 // SweepOptions configure one Sweep tick. Runtime is required; a nil Waker
-// skips waking; a nil Deliverer skips draining.
+// skips waking; a nil Deliverer skips draining. All three are called from
+// several goroutines at once (one session each) and must be safe for that.
 type SweepOptions struct {
 	Runtime   Runtime
 	Waker     Waker
@@ -109,6 +110,9 @@ type SweepOptions struct {
 	// changed since the last tick, whose container runs, whose next timed
 	// event (process_after, retry, expiry) has come, or whose back-off ended.
 	Full bool
+	// Workers is how many sessions are examined at once; default
+	// DefaultSweepWorkers. Each session is still handled by one worker.
+	Workers int
 }
 
 // SessionError is one session's failure in a sweep.

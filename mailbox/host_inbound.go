@@ -569,9 +569,17 @@ func (h *Host) CountDue(ctx context.Context, ref SessionRef) (int, error) {
 	}
 	var n int
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		return tx.QueryRow(`SELECT count(*) FROM messages_in WHERE status = 'pending' AND trigger = 1
- AND (process_after IS NULL OR datetime(process_after) <= datetime(?))`, FormatTime(h.now())).Scan(&n)
+		var err error
+		n, err = countDueTx(tx, h.now())
+		return err
 	})
+	return n, err
+}
+
+func countDueTx(tx *sqlitedb.Tx, now time.Time) (int, error) {
+	var n int
+	err := tx.QueryRow(`SELECT count(*) FROM messages_in WHERE status = 'pending' AND trigger = 1
+ AND (process_after IS NULL OR datetime(process_after) <= datetime(?))`, FormatTime(now)).Scan(&n)
 	return n, err
 }
 
@@ -603,33 +611,74 @@ func (h *Host) readAcks(ctx context.Context, ref SessionRef, statuses ...string)
 
 // SyncAcks mirrors the agent's completed and failed acks into messages_in
 // (pending rows only), in one inbound transaction. A failed ack makes the
-// row failed, not completed: kept distinct for tools and recurrences.
+// row failed, not completed: kept distinct for tools and recurrences. Only
+// the acks of pending rows are read, so the cost does not grow with the
+// session's history.
 func (h *Host) SyncAcks(ctx context.Context, ref SessionRef) (AckSync, error) {
 	if err := ref.Validate(); err != nil {
 		return AckSync{}, err
 	}
-	acks, err := h.readAcks(ctx, ref, AckCompleted, AckFailed)
-	if err != nil || len(acks) == 0 {
-		return AckSync{}, err
-	}
 	var res AckSync
-	err = h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		res = AckSync{}
-		pending, err := idSet(tx, "SELECT id FROM messages_in WHERE status = 'pending'")
-		if err != nil {
+	err := h.withOutboundRO(ctx, ref, func(out queryer) error {
+		return h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+			var err error
+			res, err = syncAcksTx(tx, out)
 			return err
+		})
+	})
+	return res, err
+}
+
+// syncAcksTx applies the acks found through out to the pending rows of the
+// open inbound transaction.
+func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
+	var res AckSync
+	rows, err := tx.Query("SELECT id FROM messages_in WHERE status = 'pending'")
+	if err != nil {
+		return res, err
+	}
+	var pending []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return res, err
+		}
+		pending = append(pending, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	const chunk = 500
+	for i := 0; i < len(pending); i += chunk {
+		part := pending[i:min(i+chunk, len(pending))]
+		ph := strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")
+		arows, err := out.Query("SELECT message_id, status FROM processing_ack WHERE status IN ('completed', 'failed') AND message_id IN ("+ph+")", part...)
+		if err != nil {
+			return res, err
+		}
+		var acks []Claim
+		for arows.Next() {
+			var c Claim
+			if err := arows.Scan(&c.MessageID, &c.Status); err != nil {
+				arows.Close()
+				return res, err
+			}
+			acks = append(acks, c)
+		}
+		arows.Close()
+		if err := arows.Err(); err != nil {
+			return res, err
 		}
 		for _, a := range acks {
-			if !pending[a.MessageID] {
-				continue
-			}
 			status := StatusCompleted
 			if a.Status == AckFailed {
 				status = StatusFailed
 			}
 			r, err := tx.Exec("UPDATE messages_in SET status = ? WHERE id = ? AND status = 'pending'", status, a.MessageID)
 			if err != nil {
-				return err
+				return res, err
 			}
 			if n, _ := r.RowsAffected(); n > 0 {
 				if status == StatusFailed {
@@ -639,9 +688,8 @@ func (h *Host) SyncAcks(ctx context.Context, ref SessionRef) (AckSync, error) {
 				}
 			}
 		}
-		return nil
-	})
-	return res, err
+	}
+	return res, nil
 }
 
 func idSet(q queryer, query string, args ...any) (map[string]bool, error) {
@@ -760,17 +808,23 @@ func (h *Host) ExpireSystemRows(ctx context.Context, ref SessionRef) (int, error
 	if err := ref.Validate(); err != nil {
 		return 0, err
 	}
-	var n int64
-	cutoff := FormatTime(h.now().Add(-h.opts.SystemRowTTL))
+	var n int
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		r, err := tx.Exec(`UPDATE messages_in SET status = 'failed'
- WHERE kind = 'system' AND status = 'pending' AND datetime(timestamp) <= datetime(?)`, cutoff)
-		if err != nil {
-			return err
-		}
-		n, err = r.RowsAffected()
+		var err error
+		n, err = h.expireTx(tx)
 		return err
 	})
+	return n, err
+}
+
+func (h *Host) expireTx(tx *sqlitedb.Tx) (int, error) {
+	cutoff := FormatTime(h.now().Add(-h.opts.SystemRowTTL))
+	r, err := tx.Exec(`UPDATE messages_in SET status = 'failed'
+ WHERE kind = 'system' AND status = 'pending' AND datetime(timestamp) <= datetime(?)`, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
 	return int(n), err
 }
 

@@ -126,10 +126,20 @@ func (h *Host) AdvanceRecurrences(ctx context.Context, ref SessionRef) (int, err
 	if err := ref.Validate(); err != nil {
 		return 0, err
 	}
-	s := h.session(ref)
 	inserted := 0
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		inserted = 0
+		var err error
+		inserted, err = h.advanceTx(ctx, tx, ref)
+		return err
+	})
+	return inserted, err
+}
+
+// advanceTx is AdvanceRecurrences inside an open inbound transaction.
+func (h *Host) advanceTx(ctx context.Context, tx *sqlitedb.Tx, ref SessionRef) (int, error) {
+	s := h.session(ref)
+	inserted := 0
+	err := func() error {
 		now := h.now()
 		rows, err := tx.Query(`SELECT id, kind, content, platform_id, channel_type, thread_id, recurrence, series_id
  FROM messages_in WHERE status IN ('completed', 'failed') AND recurrence IS NOT NULL`)
@@ -198,6 +208,6 @@ func (h *Host) AdvanceRecurrences(ctx context.Context, ref SessionRef) (int, err
 			}
 		}
 		return nil
-	})
+	}()
 	return inserted, err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -39,12 +40,7 @@ func (h *Host) listSessions() ([]SessionRef, error) {
 			refs = append(refs, SessionRef{AgentGroupID: g.Name(), SessionID: s.Name()})
 		}
 	}
-	sort.Slice(refs, func(i, j int) bool {
-		if refs[i].AgentGroupID != refs[j].AgentGroupID {
-			return refs[i].AgentGroupID < refs[j].AgentGroupID
-		}
-		return refs[i].SessionID < refs[j].SessionID
-	})
+	sortRefs(refs)
 	return refs, nil
 }
 
@@ -95,6 +91,7 @@ func (h *Host) Sweep(ctx context.Context, o SweepOptions) (SweepResult, error) {
 		return res, err
 	}
 	now := h.now()
+	var jobs []sweepJob
 	for _, ref := range refs {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -150,45 +147,111 @@ func (h *Host) Sweep(ctx context.Context, o SweepOptions) (SweepResult, error) {
 			continue
 		}
 		res.Examined++
-		sctx, cancel := context.WithTimeout(ctx, h.opts.OpTimeout)
-		nextDue, err := h.sweepSession(sctx, ref, o, running, &res)
-		cancel()
-		h.mu.Lock()
-		if err != nil {
-			s.failures++
-			backoff := h.opts.BackoffMax
-			if s.failures < 30 {
-				backoff = min(h.opts.BackoffMin<<(s.failures-1), h.opts.BackoffMax)
+		jobs = append(jobs, sweepJob{ref: ref, dir: dir, s: s, running: running})
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = DefaultSweepWorkers
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	feed := make(chan sweepJob)
+	for w := 0; w < min(workers, len(jobs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range feed {
+				h.examine(ctx, j, o, now, &mu, &res)
 			}
-			s.backoffUntil = now.Add(backoff)
-			// Look again when the back-off ends, changed or not.
-			nextDue = s.backoffUntil
-			if sqlitedb.IsCorrupt(err) {
-				s.quarantined = true
-				res.Quarantined = append(res.Quarantined, ref)
-			}
-			res.Errors = append(res.Errors, newSessionError(ref, err))
-		} else {
-			s.failures = 0
-			s.backoffUntil = time.Time{}
+		}()
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
 		}
-		// Our own writes changed the files: remember them as they are now,
-		// so the next tick does not reopen the session for nothing.
-		s.sweep = sweepState{seen: true, nextDue: nextDue,
-			dir:       statSig(dir),
-			inbound:   statSig(filepath.Join(dir, InboundFile)),
-			outbound:  statSig(filepath.Join(dir, OutboundFile)),
-			heartbeat: statSig(filepath.Join(dir, HeartbeatFile))}
-		h.mu.Unlock()
-		if err != nil {
-			h.log.Warn("mailbox: sweep failed for session", "session", ref.String(), "err", err)
-		}
+		feed <- j
+	}
+	close(feed)
+	wg.Wait()
+	for _, l := range [][]SessionRef{res.Woken, res.Stopped, res.Reset, res.Quarantined} {
+		sortRefs(l)
+	}
+	sort.Slice(res.Errors, func(i, j int) bool { return refLess(res.Errors[i].Ref, res.Errors[j].Ref) })
+	if err := ctx.Err(); err != nil {
+		return res, err
 	}
 	return res, nil
 }
 
+// DefaultSweepWorkers is how many sessions a sweep examines at once.
+const DefaultSweepWorkers = 4
+
+type sweepJob struct {
+	ref     SessionRef
+	dir     string
+	s       *hostSession
+	running bool
+}
+
+// examine runs one session's sweep under its own deadline, merges what it
+// did into res (under mu) and records the session's bookkeeping.
+func (h *Host) examine(ctx context.Context, j sweepJob, o SweepOptions, now time.Time, mu *sync.Mutex, res *SweepResult) {
+	sctx, cancel := context.WithTimeout(ctx, h.opts.OpTimeout)
+	var local SweepResult
+	nextDue, err := h.sweepSession(sctx, j.ref, o, j.running, &local)
+	cancel()
+	s := j.s
+	h.mu.Lock()
+	if err != nil {
+		s.failures++
+		backoff := h.opts.BackoffMax
+		if s.failures < 30 {
+			backoff = min(h.opts.BackoffMin<<(s.failures-1), h.opts.BackoffMax)
+		}
+		s.backoffUntil = now.Add(backoff)
+		// Look again when the back-off ends, changed or not.
+		nextDue = s.backoffUntil
+		if sqlitedb.IsCorrupt(err) {
+			s.quarantined = true
+			local.Quarantined = append(local.Quarantined, j.ref)
+		}
+		local.Errors = append(local.Errors, newSessionError(j.ref, err))
+	} else {
+		s.failures = 0
+		s.backoffUntil = time.Time{}
+	}
+	// Our own writes changed the files: remember them as they are now, so
+	// the next tick does not reopen the session for nothing.
+	s.sweep = sweepState{seen: true, nextDue: nextDue,
+		dir:       statSig(j.dir),
+		inbound:   statSig(filepath.Join(j.dir, InboundFile)),
+		outbound:  statSig(filepath.Join(j.dir, OutboundFile)),
+		heartbeat: statSig(filepath.Join(j.dir, HeartbeatFile))}
+	h.mu.Unlock()
+	if err != nil {
+		h.log.Warn("mailbox: sweep failed for session", "session", j.ref.String(), "err", err)
+	}
+	mu.Lock()
+	res.Woken = append(res.Woken, local.Woken...)
+	res.Stopped = append(res.Stopped, local.Stopped...)
+	res.Reset = append(res.Reset, local.Reset...)
+	res.Quarantined = append(res.Quarantined, local.Quarantined...)
+	res.Errors = append(res.Errors, local.Errors...)
+	mu.Unlock()
+}
+
+func refLess(a, b SessionRef) bool {
+	if a.AgentGroupID != b.AgentGroupID {
+		return a.AgentGroupID < b.AgentGroupID
+	}
+	return a.SessionID < b.SessionID
+}
+
+func sortRefs(l []SessionRef) { sort.Slice(l, func(i, j int) bool { return refLess(l[i], l[j]) }) }
+
 // sweepSession runs one session's sweep steps and returns when it next needs
-// a look without any file change.
+// a look without any file change. It opens outbound.db read-only once and
+// inbound.db twice (before and after the wake/stop decision).
 func (h *Host) sweepSession(ctx context.Context, ref SessionRef, o SweepOptions, running bool, res *SweepResult) (time.Time, error) {
 	if !running {
 		// A journal left by a killed agent makes every read-only read of
@@ -198,40 +261,76 @@ func (h *Host) sweepSession(ctx context.Context, ref SessionRef, o SweepOptions,
 			return time.Time{}, err
 		}
 	}
-	if _, err := h.SyncAcks(ctx, ref); err != nil {
+	var (
+		due      int
+		claims   []Claim
+		cstate   ContainerState
+		outTimes []sql.NullString
+	)
+	err := h.withOutboundRO(ctx, ref, func(out queryer) error {
+		var err error
+		if running {
+			if cstate, err = readContainerState(out); err != nil {
+				return err
+			}
+		}
+		rows, err := out.Query("SELECT message_id, status, status_changed FROM processing_ack WHERE status = 'processing'")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var c Claim
+			if err := rows.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
+				rows.Close()
+				return err
+			}
+			claims = append(claims, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var t sql.NullString
+		if err := scanOne(out, &t, "SELECT min(datetime(deliver_after)) FROM messages_out WHERE deliver_after IS NOT NULL AND datetime(deliver_after) > datetime(?)", FormatTime(h.now())); err != nil {
+			return err
+		}
+		outTimes = append(outTimes, t)
+		return h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+			if _, err := syncAcksTx(tx, out); err != nil {
+				return err
+			}
+			due, err = countDueTx(tx, h.now())
+			return err
+		})
+	})
+	if err != nil {
 		return time.Time{}, err
 	}
 	woken := false
-	if !running && o.Waker != nil {
-		n, err := h.CountDue(ctx, ref)
-		if err != nil {
-			return time.Time{}, err
+	if !running && o.Waker != nil && due > 0 {
+		if err := o.Waker.Wake(ctx, ref); err != nil {
+			return time.Time{}, sessiondb.Wrap(sessiondb.EINTERNAL, err, "wake %s", ref)
 		}
-		if n > 0 {
-			if err := o.Waker.Wake(ctx, ref); err != nil {
-				return time.Time{}, sessiondb.Wrap(sessiondb.EINTERNAL, err, "wake %s", ref)
-			}
-			woken = true
-			res.Woken = append(res.Woken, ref)
-		}
+		woken = true
+		res.Woken = append(res.Woken, ref)
 	}
 	if running {
-		v, err := h.CheckStuck(ctx, ref)
+		hb, err := h.Heartbeat(ref)
 		if err != nil {
 			return time.Time{}, err
 		}
-		if v != StuckOK {
+		if v := DecideStuck(h.now(), hb, cstate, claims); v != StuckOK {
 			if err := o.Runtime.Stop(ctx, ref, v.String()); err != nil {
 				return time.Time{}, sessiondb.Wrap(sessiondb.EINTERNAL, err, "stop stuck container of %s (%s)", ref, v)
 			}
 			res.Stopped = append(res.Stopped, ref)
 			running = false
+			if _, err := h.RecoverHotJournal(ctx, ref); err != nil {
+				return time.Time{}, err
+			}
 		}
 	}
-	if !running && !woken {
-		if _, err := h.RecoverHotJournal(ctx, ref); err != nil {
-			return time.Time{}, err
-		}
+	if !running && !woken && len(claims) > 0 {
 		r, err := h.ResetProcessing(ctx, ref)
 		if err != nil {
 			return time.Time{}, err
@@ -240,10 +339,19 @@ func (h *Host) sweepSession(ctx context.Context, ref SessionRef, o SweepOptions,
 			res.Reset = append(res.Reset, ref)
 		}
 	}
-	if _, err := h.AdvanceRecurrences(ctx, ref); err != nil {
-		return time.Time{}, err
-	}
-	if _, err := h.ExpireSystemRows(ctx, ref); err != nil {
+	var inTimes []sql.NullString
+	err = h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		if _, err := h.advanceTx(ctx, tx, ref); err != nil {
+			return err
+		}
+		if _, err := h.expireTx(tx); err != nil {
+			return err
+		}
+		var err error
+		inTimes, err = h.nextDueTx(tx)
+		return err
+	})
+	if err != nil {
 		return time.Time{}, err
 	}
 	if o.Deliverer != nil {
@@ -251,51 +359,43 @@ func (h *Host) sweepSession(ctx context.Context, ref SessionRef, o SweepOptions,
 			return time.Time{}, err
 		}
 	}
-	return h.nextDue(ctx, ref)
+	return earliest(append(inTimes, outTimes...)), nil
 }
 
-// nextDue returns the earliest future time at which a timed event of the
-// session needs the sweep: a pending row's process_after, a delivery retry,
-// a pending system row's expiry, or an outbound deliver_after. Zero: none.
-func (h *Host) nextDue(ctx context.Context, ref SessionRef) (time.Time, error) {
-	now := FormatTime(h.now())
-	var times []sql.NullString
-	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		times = times[:0]
-		for _, q := range []string{
-			"SELECT min(datetime(process_after)) FROM messages_in WHERE status = 'pending' AND process_after IS NOT NULL AND datetime(process_after) > datetime(?1)",
-			"SELECT min(datetime(next_attempt_at)) FROM delivery_attempts WHERE next_attempt_at IS NOT NULL AND datetime(next_attempt_at) > datetime(?1)",
-			"SELECT min(datetime(timestamp, '+" + itoa(int64(h.opts.SystemRowTTL/time.Second)+1) + " seconds')) FROM messages_in WHERE kind = 'system' AND status = 'pending' AND ?1 IS NOT NULL",
-		} {
-			var t sql.NullString
-			if err := tx.QueryRow(q, now).Scan(&t); err != nil {
-				return err
-			}
-			times = append(times, t)
-		}
-		return nil
-	})
+func scanOne(q queryer, dst any, query string, args ...any) error {
+	rows, err := q.Query(query, args...)
 	if err != nil {
-		return time.Time{}, err
+		return err
 	}
-	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
-		rows, err := q.Query("SELECT min(datetime(deliver_after)) FROM messages_out WHERE deliver_after IS NOT NULL AND datetime(deliver_after) > datetime(?)", now)
-		if err != nil {
+	defer rows.Close()
+	if rows.Next() {
+		if err := rows.Scan(dst); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var t sql.NullString
-			if err := rows.Scan(&t); err != nil {
-				return err
-			}
-			times = append(times, t)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return time.Time{}, err
 	}
+	return rows.Err()
+}
+
+// nextDueTx returns the inbound side's timed events: the earliest future
+// process_after of a pending row, delivery retry, and system-row expiry.
+func (h *Host) nextDueTx(tx *sqlitedb.Tx) ([]sql.NullString, error) {
+	now := FormatTime(h.now())
+	var times []sql.NullString
+	for _, q := range []string{
+		"SELECT min(datetime(process_after)) FROM messages_in WHERE status = 'pending' AND process_after IS NOT NULL AND datetime(process_after) > datetime(?1)",
+		"SELECT min(datetime(next_attempt_at)) FROM delivery_attempts WHERE next_attempt_at IS NOT NULL AND datetime(next_attempt_at) > datetime(?1)",
+		"SELECT min(datetime(timestamp, '+" + itoa(int64(h.opts.SystemRowTTL/time.Second)+1) + " seconds')) FROM messages_in WHERE kind = 'system' AND status = 'pending' AND ?1 IS NOT NULL",
+	} {
+		var t sql.NullString
+		if err := tx.QueryRow(q, now).Scan(&t); err != nil {
+			return nil, err
+		}
+		times = append(times, t)
+	}
+	return times, nil
+}
+
+func earliest(times []sql.NullString) time.Time {
 	var next time.Time
 	for _, t := range times {
 		if !t.Valid {
@@ -309,5 +409,5 @@ func (h *Host) nextDue(ctx context.Context, ref SessionRef) (time.Time, error) {
 			next = v
 		}
 	}
-	return next, nil
+	return next
 }
