@@ -19,10 +19,10 @@ import (
 
 // Defaults of AgentOptions and the agent's waits.
 const (
-	DefaultPollInterval      = time.Second
-	DefaultPollLimit         = 10
-	DefaultQuestionTimeout   = 300 * time.Second
-	DefaultCLIResponseTimout = 30 * time.Second
+	DefaultPollInterval       = time.Second
+	DefaultPollLimit          = 10
+	DefaultQuestionTimeout    = 300 * time.Second
+	DefaultCLIResponseTimeout = 30 * time.Second
 )
 
 // AgentOptions configure an Agent. Zero values give the defaults.
@@ -43,7 +43,20 @@ type AgentOptions struct {
 	WriteBudget time.Duration
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// SharedGroup makes the files the agent creates (outbox attachments,
+	// a missing outbound.db) group-readable and -writable (0660, folders
+	// 0770), for a host running as another uid in the same group.
+	SharedGroup bool
 }
+
+// MaxMalformedPolls is how many consecutive polls may find inbound.db
+// malformed before Poll reports ErrInboundMalformed: the agent should then
+// exit non-zero so the host quarantines the session.
+const MaxMalformedPolls = 10
+
+// ErrInboundMalformed is returned (wrapped) by Poll once MaxMalformedPolls
+// consecutive polls found inbound.db malformed.
+var ErrInboundMalformed = errors.New("mailbox: inbound.db is malformed")
 
 // Agent is the container side of one session folder: it reads inbound.db
 // read-only (a fresh connection per messages_in poll) and writes outbound.db
@@ -64,6 +77,7 @@ type Agent struct {
 	mu         sync.Mutex
 	lastInSeq  int64
 	inSeqSig   fileSig
+	modes      modes
 	inSelect   string // messages_in select list, probed once
 	hasOnWake  bool
 	watcher    *Watcher
@@ -102,7 +116,11 @@ func OpenAgent(ctx context.Context, dir string, opts AgentOptions) (*Agent, erro
 	if a.opts.PollInterval <= 0 {
 		a.opts.PollInterval = DefaultPollInterval
 	}
-	if _, _, err := sqlitedb.CreateFile(a.outboundPath, 0o700, 0o600); err != nil {
+	a.modes = newModes(0)
+	if opts.SharedGroup {
+		a.modes = modes{dir: 0o770, file: 0o660, gid: -1}
+	}
+	if _, _, err := sqlitedb.CreateFile(a.outboundPath, a.modes.dir, a.modes.file); err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "agent: create %s", a.outboundPath)
 	}
 	db, err := sqlitedb.Open(sqlitedb.Config{Path: a.outboundPath, Pragmas: pragmasAgentRW, MaxConns: 2})
@@ -249,8 +267,11 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 		}
 		return rows.Err()
 	})
-	if err != nil || len(cands) == 0 {
+	if err := a.countMalformed(err); err != nil {
 		return nil, err
+	}
+	if len(cands) == 0 {
+		return nil, nil
 	}
 	acked, err := a.ackedAmong(ctx, cands)
 	if err != nil {
@@ -283,6 +304,51 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 		out[len(window)-1-i] = r
 	}
 	return out, nil
+}
+
+// countMalformed tracks consecutive polls that found inbound.db malformed
+// and turns the tenth into ErrInboundMalformed. Busy and hot-journal errors
+// (the host is committing) are transient and do not count.
+func (a *Agent) countMalformed(err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil || !sqlitedb.IsCorrupt(err) {
+		a.malformedN = 0
+		return err
+	}
+	a.malformedN++
+	if a.malformedN >= MaxMalformedPolls {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, errors.Join(ErrInboundMalformed, err), "%d consecutive polls", a.malformedN)
+	}
+	return err
+}
+
+// RouteTo returns the routing for a send to the destination name, or to the
+// default target when name is empty (DefaultRouting). The session's thread
+// id is kept only when the target is the session's own chat. An unknown
+// name is a not_found error listing the known names.
+func (a *Agent) RouteTo(ctx context.Context, name string) (Routing, error) {
+	own, err := a.SessionRouting(ctx)
+	if err != nil {
+		return Routing{}, err
+	}
+	var r Routing
+	if name == "" {
+		if r, err = a.DefaultRouting(ctx); err != nil {
+			return Routing{}, err
+		}
+	} else {
+		d, err := a.Destination(ctx, name)
+		if err != nil {
+			return Routing{}, err
+		}
+		r = d.Routing()
+	}
+	r.ThreadID = ""
+	if r.ChannelType == own.ChannelType && r.PlatformID == own.PlatformID {
+		r.ThreadID = own.ThreadID
+	}
+	return r, nil
 }
 
 // inboundSelect returns the messages_in select list for this file, with
@@ -500,7 +566,7 @@ func (a *Agent) copyFiles(id string, files []string, content []byte) ([]byte, er
 		if err != nil {
 			return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "files[%d]", i)
 		}
-		if _, _, err := writeExclusive(a.dir, []string{OutboxDirName, id}, names[i], data, newModes(0)); err != nil {
+		if _, _, err := writeExclusive(a.dir, []string{OutboxDirName, id}, names[i], data, a.modes); err != nil {
 			return nil, err
 		}
 	}
@@ -731,7 +797,7 @@ func (a *Agent) AwaitCLIResponse(ctx context.Context, requestID string, timeout 
 		return InboundRow{}, sessiondb.Errorf(sessiondb.EINVALID, "request id is empty")
 	}
 	if timeout <= 0 {
-		timeout = DefaultCLIResponseTimout
+		timeout = DefaultCLIResponseTimeout
 	}
 	return a.await(ctx, timeout, "CLI response "+requestID, "id = ?", "cli-resp-"+requestID)
 }

@@ -53,6 +53,10 @@ type HostOptions struct {
 	// BackoffMin and BackoffMax bound the per-session back-off after a
 	// failed sweep step; defaults 1 s and 5 min.
 	BackoffMin, BackoffMax time.Duration
+	// OnEnqueue, when set, is called after a row is inserted into a
+	// session's inbound.db (not for duplicates), e.g. to bump the central
+	// session's last_active. It must not block for long.
+	OnEnqueue func(ctx context.Context, ref SessionRef, id string, seq int64)
 }
 
 // Host is the host side of every session mailbox under one data root. It

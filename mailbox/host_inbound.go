@@ -308,6 +308,9 @@ func (h *Host) Enqueue(ctx context.Context, ref SessionRef, m InboundMessage) (s
 		seq, inserted, err = h.insertInbound(ctx, tx, ref, m, content)
 		return err
 	})
+	if err == nil && inserted && h.opts.OnEnqueue != nil {
+		h.opts.OnEnqueue(ctx, ref, m.ID, seq)
+	}
 	return seq, inserted, err
 }
 

@@ -134,6 +134,9 @@ func (w *Watcher) C() <-chan struct{} { return w.c }
 // Wait blocks until a change is seen (true), timeout passes (false; timeout
 // ≤ 0 waits for a change only), or ctx ends (ctx's error).
 func (w *Watcher) Wait(ctx context.Context, timeout time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	var tc <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
