@@ -18,7 +18,8 @@ import (
 
 // InitSession creates the session folder, inbox/ and outbox/, and both
 // files with the contract's DDL in journal_mode=DELETE. It is idempotent: an
-// existing session keeps its rows (older files get the lazy migrations).
+// existing session keeps its rows; an existing inbound.db gets the host's
+// lazy migrations, an existing outbound.db is left to its agent.
 func (h *Host) InitSession(ctx context.Context, ref SessionRef) error {
 	dir, err := h.layout.SessionDir(ref)
 	if err != nil {
@@ -39,12 +40,22 @@ func (h *Host) InitSession(ctx context.Context, ref SessionRef) error {
 		if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 			return sessiondb.Errorf(sessiondb.EINVALID, "%s is not a regular file", path)
 		}
-		if _, warn, err := sqlitedb.CreateFile(path, h.modes.dir, h.modes.file); err != nil {
+		created, warn, err := sqlitedb.CreateFile(path, h.modes.dir, h.modes.file)
+		if err != nil {
 			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", path)
 		} else if warn != nil {
 			h.log.Warn("mailbox: could not tighten file mode", "path", path, "err", warn)
 		}
 		h.chgrp(path)
+		if f.name == OutboundFile && !created {
+			// An existing outbound.db belongs to the agent: the host never
+			// opens it read-write while a container may be alive, and the
+			// agent runs its own lazy migrations. Only an empty file (a
+			// creation interrupted before the DDL) is finished here.
+			if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+				continue
+			}
+		}
 		rw, err := openRW(ctx, path, pragmasRW, h.opts.WriteBudget)
 		if err != nil {
 			return err
