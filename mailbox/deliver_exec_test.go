@@ -43,7 +43,12 @@ func TestExecDeliverer(t *testing.T) {
 				t.Fatal(err)
 			}
 			d.Env = []string{"OUT=" + out}
-			d.Timeout = 2 * time.Second
+			// Generous for the commands that finish; short for the one
+			// that must be killed.
+			d.Timeout = 30 * time.Second
+			if tc.name == "timeout" {
+				d.Timeout = 500 * time.Millisecond
+			}
 			pid, err := d.Deliver(ctxb, ref, testOutRow())
 			if tc.wantErr == "" {
 				if err != nil || pid != tc.wantPID {

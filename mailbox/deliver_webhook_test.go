@@ -57,7 +57,10 @@ func TestWebhookDeliverer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.Timeout = 300 * time.Millisecond
+			d.Timeout = 30 * time.Second
+			if tc.hang {
+				d.Timeout = 300 * time.Millisecond
+			}
 			pid, err := d.Deliver(ctxb, ref, testOutRow())
 			if tc.wantErr == "" {
 				if err != nil || pid != tc.wantPID {

@@ -75,30 +75,33 @@ touches .heartbeat, so the host sees the agent working.`,
 				return sessiondb.Errorf(sessiondb.EINVALID, "--limit must be ≥ 0")
 			}
 			ctx := c.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
 			a, err := open(ctx)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
+			// --timeout bounds the waiting only, never a read or the open,
+			// so a slow disk cannot turn "nothing yet" into an error.
+			waitCtx := ctx
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				waitCtx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
 			var batch []mailbox.InboundRow
 			for {
 				batch, err = a.Poll(ctx, mailbox.PollOptions{FirstPoll: first, Limit: limit})
 				if err != nil && sessiondb.ErrorCode(err) != sessiondb.EBUSY {
 					return err
 				}
-				if len(batch) > 0 || !wait {
+				if len(batch) > 0 || !wait || waitCtx.Err() != nil {
 					break
 				}
-				if err := a.WaitInbound(ctx); err != nil {
-					if c.Context().Err() != nil {
+				if err := a.WaitInbound(waitCtx); err != nil {
+					if ctx.Err() != nil {
 						return err
 					}
-					break // --timeout: an empty batch
+					// --timeout passed: one last look, then an empty batch.
 				}
 			}
 			if len(batch) > 0 {
