@@ -13,4 +13,24 @@
 // The files are always in rollback-journal (DELETE) mode, never WAL: WAL's
 // shared-memory index does not cross a container mount, and a reader on the
 // far side would freeze on an old snapshot.
+//
+// A host daemon typically:
+//
+//	h, _ := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}, Location: zone})
+//	h.InitSession(ctx, ref)                       // once per new session
+//	h.RecoverInbound(ctx, ref)                    // at start, per active session
+//	h.Enqueue(ctx, ref, msg)                      // on every inbound event
+//	h.PrepareSpawn(ctx, ref, spawn)               // before each container start
+//	h.Drain(ctx, ref, deliverer)                  // on outbound change (Watcher)
+//	h.Sweep(ctx, mailbox.SweepOptions{...})       // every tick; Full now and then
+//
+// and an agent:
+//
+//	a, _ := mailbox.OpenAgent(ctx, "/workspace", mailbox.AgentOptions{Provider: "claude"})
+//	a.ClearStaleProcessing(ctx)
+//	for first := true; ; first = false {
+//		batch, _ := a.Poll(ctx, mailbox.PollOptions{FirstPoll: first})
+//		if len(batch) == 0 { a.WaitInbound(ctx); continue }
+//		a.MarkProcessing(ctx, ids...); /* model call */ a.Send(ctx, reply); a.MarkCompleted(ctx, ids...)
+//	}
 package mailbox
