@@ -2,7 +2,10 @@ package mailbox
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -76,6 +79,13 @@ type Daemon struct {
 	watchers map[SessionRef]*Watcher
 	lastFull time.Time
 	running  bool
+	// sweepErr is the last sweep error per session, for the status file.
+	sweepErr map[SessionRef]string
+
+	// status file bookkeeping, used by the tick loop only
+	started      time.Time
+	lastHealth   []byte
+	lastStatusAt time.Time
 }
 
 // drainSlot is the daemon's delivery bookkeeping for one session.
@@ -107,7 +117,7 @@ func NewDaemon(h *Host, o DaemonOptions) (*Daemon, error) {
 		o.StopTimeout = DefaultStopGrace + time.Second
 	}
 	d := &Daemon{h: h, opts: o, log: o.Logger, slots: map[SessionRef]*drainSlot{},
-		wakeQ: make(chan struct{}, 1), watchers: map[SessionRef]*Watcher{}}
+		wakeQ: make(chan struct{}, 1), watchers: map[SessionRef]*Watcher{}, sweepErr: map[SessionRef]string{}}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -195,6 +205,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		w.mu.Unlock()
 	}
 
+	d.started = d.h.now()
 	d.recoverAll(ctx)
 
 	// Drains are detached from ctx: once started, a delivery must be
@@ -245,6 +256,9 @@ loop:
 		w.StopAll(sctx, "host stopping")
 		cancel()
 	}
+	if err := os.Remove(filepath.Join(d.h.layout.Root, HostStatusFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.log.Warn("mailbox: cannot remove the host status file", "err", err)
+	}
 	d.log.Info("mailbox: daemon stopped")
 	return nil
 }
@@ -290,6 +304,11 @@ func (d *Daemon) tick(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		d.log.Warn("mailbox: sweep failed", "err", err)
 	}
+	d.mu.Lock()
+	for _, e := range res.Errors {
+		d.sweepErr[e.Ref] = e.Message
+	}
+	d.mu.Unlock()
 	for _, e := range res.Errors {
 		if ctx.Err() == nil {
 			d.log.Warn("mailbox: session sweep failed; backing off", "session", e.Ref.String(), "code", e.Code, "err", e.Message)
@@ -342,6 +361,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	for _, ref := range drain {
 		d.RequestDrain(ref)
 	}
+	d.writeStatus(refs, full)
 }
 
 // syncWatchers keeps a file watcher on the folder of every session whose

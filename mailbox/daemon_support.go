@@ -156,6 +156,10 @@ type SessionStatus struct {
 	// LastError is the newest delivery error, or the error that stopped
 	// the status from being read.
 	LastError string `json:"last_error,omitempty"`
+	// Host is what a running daemon reports about the session (back-off,
+	// quarantine, its container), when it reports anything; see
+	// ReadHostStatus. Status leaves it nil: the caller merges it.
+	Host *SessionHealth `json:"host,omitempty"`
 }
 
 // Status reads one session's summary. It writes nothing but opens

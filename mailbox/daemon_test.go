@@ -231,9 +231,21 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 	waitFor(t, "the broken session's back-off", func() bool {
 		return strings.Contains(log.String(), `msg="mailbox: drain failed; backing off" session=ag-1/broken`)
 	})
+	// The running daemon's status file tells other processes about it.
+	waitFor(t, "the broken session in the host status file", func() bool {
+		st, found, err := ReadHostStatus(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := st.Sessions["ag-1/broken"]
+		return found && st.PID == os.Getpid() && (h.Quarantined || h.DrainFailures > 0) && h.LastError != ""
+	})
 	cancel2()
 	if err := <-runDone2; err != nil {
 		t.Fatalf("second Run: %v", err)
+	}
+	if _, found, err := ReadHostStatus(root); found || err != nil {
+		t.Fatalf("host status file left after a clean stop (err %v)", err)
 	}
 	got = srv.snapshot()
 	for i := range total {

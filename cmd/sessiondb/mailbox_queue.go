@@ -303,7 +303,9 @@ func (m *mbCLI) statusCmd() *cobra.Command {
 scheduled, processing and failed; outbound rows undelivered, retrying and
 failed; the heartbeat's age; the stuck verdict the host would reach if the
 container ran (ok, kill-ceiling, kill-claim); a hot journal; the newest
-delivery error. A session that cannot be read shows its error instead.`,
+delivery error; and, while a host daemon runs on the data root, the sessions
+it backed off or quarantined, with the error that made it. A session that
+cannot be read shows its error instead.`,
 		Args: mbArgs(0, 0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if data == "" {
@@ -317,11 +319,20 @@ delivery error. A session that cannot be read shows its error instead.`,
 			if err != nil {
 				return err
 			}
+			now := m.now()
+			hs, hostFound, err := mailbox.ReadHostStatus(data)
+			if err != nil {
+				return err
+			}
+			hostLive := hostFound && hs.Live(now)
 			var all []mailbox.SessionStatus
 			for _, ref := range refs {
 				st, err := h.Status(c.Context(), ref)
 				if err != nil {
 					st = mailbox.SessionStatus{Ref: ref, Stuck: "?", LastError: err.Error()}
+				}
+				if hh, ok := hs.Sessions[ref.String()]; ok && hostLive {
+					st.Host = &hh
 				}
 				all = append(all, st)
 			}
@@ -331,20 +342,39 @@ delivery error. A session that cannot be read shows its error instead.`,
 				}
 				return m.printJSON(all)
 			}
+			switch {
+			case hostLive:
+				fmt.Fprintf(m.stdout, "host: running (pid %d, up %s)\n", hs.PID, mbAge(now, hs.StartedAt))
+			case hostFound:
+				fmt.Fprintf(m.stdout, "host: not running (its status file is %s old: killed?)\n", mbAge(now, hs.UpdatedAt))
+			default:
+				fmt.Fprintln(m.stdout, "host: not running")
+			}
 			if len(all) == 0 {
 				fmt.Fprintf(m.stdout, "no sessions under %s\n", filepath.Clean(data))
 				return nil
 			}
-			now := m.now()
 			tw := m.table()
-			fmt.Fprintf(tw, "SESSION\tDUE\tSCHED\tPROC\tFAILED\tOUT WAIT\tOUT RETRY\tOUT FAILED\tHEARTBEAT\tSTUCK\tLAST ERROR\n")
+			fmt.Fprintf(tw, "SESSION\tDUE\tSCHED\tPROC\tFAILED\tOUT WAIT\tOUT RETRY\tOUT FAILED\tHEARTBEAT\tSTUCK\tBACKOFF\tLAST ERROR\n")
 			for _, s := range all {
 				stuck := s.Stuck
 				if s.HotJournal {
 					stuck += " (journal)"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Ref, s.Due, s.Scheduled, s.Processing, s.Failed,
-					s.OutUndelivered, s.OutRetrying, s.OutFailed, mbAge(now, s.Heartbeat), stuck, mbDash(mbSummaryText(s.LastError, 60)))
+				backoff, lastErr := "-", s.LastError
+				if s.Host != nil {
+					switch {
+					case s.Host.Quarantined:
+						backoff = "quarantined"
+					case !s.Host.BackoffUntil().IsZero():
+						backoff = s.Host.BackoffUntil().Sub(now).Round(time.Second).String()
+					}
+					if s.Host.LastError != "" {
+						lastErr = s.Host.LastError
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Ref, s.Due, s.Scheduled, s.Processing, s.Failed,
+					s.OutUndelivered, s.OutRetrying, s.OutFailed, mbAge(now, s.Heartbeat), stuck, backoff, mbDash(mbSummaryText(lastErr, 60)))
 			}
 			return tw.Flush()
 		},

@@ -280,6 +280,10 @@ func TestMailboxCLIStatusRequeueRecover(t *testing.T) {
 
 func TestMailboxCLIHostDeliversAndStops(t *testing.T) {
 	data, s := mbSession(t)
+	mustMB(t, "mailbox", "init", "--data", data, "--group", "g1", "--session", "broken")
+	if err := os.WriteFile(filepath.Join(data, "g1", "broken", "outbound.db"), []byte(strings.Repeat("garbage ", 200)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	_, logs, stop := mbStart("host", "--data", data, "--poll", "20ms",
 		"--deliver", `exec:cat >> `+out+`; echo '{"ok":true,"platform_message_id":"P1"}'`)
@@ -290,8 +294,22 @@ func TestMailboxCLIHostDeliversAndStops(t *testing.T) {
 		ls := lsJSON(t, s)
 		return len(ls.Outbound) == 1 && ls.Outbound[0].Delivery.Status == "delivered"
 	})
+	// A running host reports what only it knows: the broken session's
+	// quarantine or back-off, with the error.
+	mbWait(t, "status to show the broken session", func() bool {
+		out := mustMB(t, "mailbox", "status", "--data", data)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "g1/broken") && (strings.Contains(line, "quarantined") || strings.Contains(line, "s ")) {
+				return strings.HasPrefix(out, "host: running")
+			}
+		}
+		return false
+	})
 	if code := stop(); code != 0 {
 		t.Fatalf("host exit %d on stop; log:\n%s", code, logs.String())
+	}
+	if out := mustMB(t, "mailbox", "status", "--data", data); !strings.HasPrefix(out, "host: not running\n") {
+		t.Fatalf("status after the host stopped:\n%s", out)
 	}
 	b, _ := os.ReadFile(out)
 	var env struct {
