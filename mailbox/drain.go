@@ -68,35 +68,58 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	defer s.draining.Unlock()
 
 	now := h.now()
+	h.mu.Lock()
+	mark := s.drainMark
+	h.mu.Unlock()
+	// Rows at or below the watermark are all resolved (delivered or
+	// failed): reading only the rows above it keeps a drain's cost
+	// independent of the session's history. NULL-seq rows (legacy) are
+	// always read.
+	var all []OutboundRow
 	var cands []OutboundRow
 	outIDs := map[string]bool{}
 	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
-		rows, err := q.Query("SELECT "+outboundCols+` FROM messages_out
- WHERE deliver_after IS NULL OR datetime(deliver_after) <= datetime(?)
- ORDER BY seq IS NULL, seq, timestamp`, FormatTime(now))
+		rows, err := q.Query("SELECT "+outboundCols+`, (deliver_after IS NULL OR datetime(deliver_after) <= datetime(?))
+ FROM messages_out WHERE seq IS NULL OR seq > ? ORDER BY seq IS NULL, seq, timestamp`, FormatTime(now), mark)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			r, err := scanOutbound(rows)
-			if err != nil {
+			var r OutboundRow
+			var seq sql.NullInt64
+			var irt, da, rec, pid, ct, tid, isDue sql.NullString
+			var content string
+			if err := rows.Scan(&r.ID, &seq, &irt, &r.Timestamp, &da, &rec, &r.Kind, &pid, &ct, &tid, &content, &isDue); err != nil {
 				return err
 			}
-			cands = append(cands, r)
+			r.Seq, r.InReplyTo, r.DeliverAfter, r.Recurrence = seq.Int64, irt.String, da.String, rec.String
+			r.Routing = Routing{ChannelType: ct.String, PlatformID: pid.String, ThreadID: tid.String}
+			r.Content = []byte(content)
+			all = append(all, r)
+			if isDue.String == "1" {
+				cands = append(cands, r)
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// Edit targets may be rows not yet due; know every out id.
-		ids, err := idSet(q, "SELECT id FROM messages_out")
-		if err != nil {
-			return err
+		// Edit targets may be any out row, older or not yet due.
+		var targets []any
+		for _, c := range cands {
+			if t := editTarget(c); t != "" {
+				targets = append(targets, t)
+			}
 		}
-		outIDs = ids
-		return nil
+		return inChunks(targets, func(part []any, ph string) error {
+			ids, err := idSet(q, "SELECT id FROM messages_out WHERE id IN ("+ph+")", part...)
+			for id := range ids {
+				outIDs[id] = true
+			}
+			return err
+		})
 	})
-	if err != nil || len(cands) == 0 {
+	if err != nil || len(all) == 0 {
 		if err == nil {
 			_, err = h.SyncAcks(ctx, ref)
 		}
@@ -105,40 +128,51 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 
 	st := drainState{delivered: map[string]deliveredRow{}, attempts: map[string]attemptRow{}, inbound: map[string]bool{}}
 	err = h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		rows, err := tx.Query("SELECT message_out_id, platform_message_id, status FROM delivered")
+		var ids []any
+		for _, r := range all {
+			ids = append(ids, r.ID)
+		}
+		for id := range outIDs {
+			ids = append(ids, id)
+		}
+		err := inChunks(ids, func(part []any, ph string) error {
+			rows, err := tx.Query("SELECT message_out_id, platform_message_id, status FROM delivered WHERE message_out_id IN ("+ph+")", part...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				var pid, status sql.NullString
+				if err := rows.Scan(&id, &pid, &status); err != nil {
+					return err
+				}
+				st.delivered[id] = deliveredRow{pid.String, status.String}
+			}
+			return rows.Err()
+		})
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id string
-			var pid, status sql.NullString
-			if err := rows.Scan(&id, &pid, &status); err != nil {
-				rows.Close()
+		err = inChunks(ids[:len(all)], func(part []any, ph string) error {
+			rows, err := tx.Query("SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts WHERE message_out_id IN ("+ph+")", part...)
+			if err != nil {
 				return err
 			}
-			st.delivered[id] = deliveredRow{pid.String, status.String}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.Query("SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts")
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				var a attemptRow
+				var next sql.NullString
+				if err := rows.Scan(&id, &a.attempts, &next); err != nil {
+					return err
+				}
+				a.next = next.String
+				st.attempts[id] = a
+			}
+			return rows.Err()
+		})
 		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id string
-			var a attemptRow
-			var next sql.NullString
-			if err := rows.Scan(&id, &a.attempts, &next); err != nil {
-				rows.Close()
-				return err
-			}
-			a.next = next.String
-			st.attempts[id] = a
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, c := range cands {
@@ -157,6 +191,24 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	if err != nil {
 		return res, err
 	}
+	defer func() {
+		// Advance the watermark over the leading run of resolved rows.
+		m := mark
+		for _, r := range all {
+			if r.Seq == 0 {
+				break
+			}
+			if _, done := st.delivered[r.ID]; !done {
+				break
+			}
+			m = r.Seq
+		}
+		h.mu.Lock()
+		if m > s.drainMark {
+			s.drainMark = m
+		}
+		h.mu.Unlock()
+	}()
 
 	var errs []error
 	for _, row := range cands {
@@ -310,6 +362,19 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 		res.Failed++
 	} else {
 		res.Retrying++
+	}
+	return nil
+}
+
+// inChunks calls fn for slices of ids small enough for one IN list, with
+// the matching placeholders.
+func inChunks(ids []any, fn func(part []any, placeholders string) error) error {
+	const chunk = 500
+	for i := 0; i < len(ids); i += chunk {
+		part := ids[i:min(i+chunk, len(ids))]
+		if err := fn(part, strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -93,6 +93,9 @@ type hostSession struct {
 	quarantined  bool
 	failures     int
 	backoffUntil time.Time
+	// drainMark is the highest seq up to which every outbound row is
+	// resolved (delivered or failed), as this Host has seen.
+	drainMark int64
 }
 
 // NewHost returns a Host over opts.Layout. It opens nothing.
