@@ -3,7 +3,6 @@ package mailbox
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -160,5 +159,3 @@ func (v StuckVerdict) String() string {
 func newSessionError(ref SessionRef, err error) SessionError {
 	return SessionError{Ref: ref, Err: err, Message: err.Error(), Code: sessiondb.ErrorCode(err)}
 }
-
-var _ = time.Second

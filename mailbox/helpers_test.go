@@ -2,7 +2,6 @@ package mailbox
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -158,8 +157,6 @@ func ids(rows []InboundRow) []string {
 	}
 	return out
 }
-
-var _ = sql.ErrNoRows
 
 func removeIfExists(p string) error {
 	err := os.Remove(p)
