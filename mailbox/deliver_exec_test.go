@@ -114,3 +114,25 @@ func TestNewDeliverersRejectBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.make(), "invalid") })
 	}
 }
+
+// FuzzDeliveryReply feeds arbitrary command output to the reply reader: it
+// must never panic, and a reply it accepts as a refusal must carry ok=false.
+func FuzzDeliveryReply(f *testing.F) {
+	for _, s := range []string{
+		`{"ok":true,"platform_message_id":"P"}`, "log\n{\"ok\":false,\"error\":\"x\",\"permanent\":true}\n",
+		"{", "{}\n{", "\x00{\"ok\":1}", `{"ok":null}`, "",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		r, found, err := lastReply(out)
+		if !found && (err != nil || r.OK != nil) {
+			t.Fatalf("no reply found but r=%+v err=%v", r, err)
+		}
+		if found && err == nil && r.OK != nil && !*r.OK {
+			if e := replyError(r, "t"); e == nil || IsPermanent(e) != r.Permanent {
+				t.Fatalf("refusal %+v gave %v", r, e)
+			}
+		}
+	})
+}

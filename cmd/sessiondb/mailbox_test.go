@@ -349,3 +349,35 @@ func TestMailboxCLIPollWaitAndWatch(t *testing.T) {
 		t.Fatalf("watch exit %d on Ctrl-C", code)
 	}
 }
+
+func TestMailboxParseWhen(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name, in string
+		want     time.Time
+		bad      bool
+	}{
+		{"duration with plus", "+90s", now.Add(90 * time.Second), false},
+		{"bare duration", "5m", now.Add(5 * time.Minute), false},
+		{"RFC 3339", "2026-03-02T09:00:00Z", time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC), false},
+		{"offset converted to UTC", "2026-03-02T10:00:00+01:00", time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC), false},
+		{"SQLite form", "2026-03-02 09:00:00", time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC), false},
+		{"negative duration", "-5m", time.Time{}, true},
+		{"words", "tomorrow", time.Time{}, true},
+		{"empty", "", time.Time{}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := mbParseWhen("at", tc.in, now)
+			if tc.bad {
+				if err == nil || !strings.Contains(err.Error(), "--at") {
+					t.Fatalf("mbParseWhen(%q) = %v, %v; want an error naming --at", tc.in, got, err)
+				}
+				return
+			}
+			if err != nil || !got.Equal(tc.want) {
+				t.Fatalf("mbParseWhen(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
