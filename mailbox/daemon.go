@@ -336,8 +336,8 @@ func (d *Daemon) tick(ctx context.Context) {
 	for _, ref := range refs {
 		dir := filepath.Join(d.h.layout.Root, ref.AgentGroupID, ref.SessionID)
 		sig := statSig(filepath.Join(dir, OutboundFile))
-		if !sig.found {
-			continue
+		if !sig.found || !statSig(filepath.Join(dir, InboundFile)).found {
+			continue // not a session (yet): nothing to deliver, nowhere to record
 		}
 		running := d.rt.Running(ref)
 		if running {
