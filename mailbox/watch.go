@@ -2,7 +2,9 @@ package mailbox
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,7 +87,7 @@ func (w *Watcher) listen() {
 			if !ok {
 				return
 			}
-			if len(want) == 0 || want[filepath.Base(ev.Name)] {
+			if w.relevant(want, ev) {
 				w.signal()
 			}
 		case _, ok := <-w.fw.Errors:
@@ -96,6 +98,33 @@ func (w *Watcher) listen() {
 			w.signal()
 		}
 	}
+}
+
+// journalSuffix names the rollback journal SQLite keeps beside a database
+// file in DELETE mode while a write transaction is open.
+const journalSuffix = "-journal"
+
+// relevant decides whether ev should wake waiters. A writer in DELETE
+// journal mode creates "<db>-journal", writes the database, then deletes the
+// journal: the deletion is the commit. Waking on the earlier events would
+// send readers into the writer's lock, where SQLite's busy handler sleeps
+// them for milliseconds; so changes to a database file wake only when no
+// journal is beside it, and the journal's removal always wakes.
+func (w *Watcher) relevant(want map[string]bool, ev fsnotify.Event) bool {
+	base := filepath.Base(ev.Name)
+	if db, ok := strings.CutSuffix(base, journalSuffix); ok {
+		if len(want) > 0 && !want[db] && !want[base] {
+			return false
+		}
+		return ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)
+	}
+	if len(want) > 0 && !want[base] {
+		return false
+	}
+	if _, err := os.Lstat(ev.Name + journalSuffix); err == nil {
+		return false // a transaction is open; its journal's removal will wake us
+	}
+	return true
 }
 
 func (w *Watcher) sigs() []fileSig {
