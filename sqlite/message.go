@@ -137,8 +137,9 @@ func (s *Store) decodeToolCalls(r *rawMessage) {
 func (s *Store) collectMessages(rows *sql.Rows, what string) ([]sessiondb.Message, error) {
 	defer rows.Close()
 	out := []sessiondb.Message{}
+	ms := newMessageScanner()
 	for rows.Next() {
-		r, err := scanMessage(rows)
+		r, err := ms.scan(rows)
 		if err != nil {
 			return nil, s.readErr(err, "%s", what)
 		}
@@ -342,8 +343,9 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	}
 	defer rows.Close()
 	var raws []*rawMessage
+	ms := newMessageScanner()
 	for rows.Next() {
-		r, err := scanMessage(rows)
+		r, err := ms.scan(rows)
 		if err != nil {
 			return nil, s.readErr(err, "conversation of %s", sessionID)
 		}

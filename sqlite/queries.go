@@ -115,26 +115,38 @@ type rawMessage struct {
 	toolCalls sql.NullString
 }
 
-// scanMessage reads the 13 columns of q.msgSel.
-func scanMessage(sc scanner) (*rawMessage, error) {
-	var (
-		r                                           rawMessage
-		id                                          sql.NullInt64
-		sid, role                                   sql.NullString
-		content, tcid, tname, finish, reasoning, rd sql.NullString
-		codex                                       sql.NullString
-		ts                                          sql.NullFloat64
-		tokens                                      sql.NullInt64
-	)
-	if err := sc.Scan(&id, &sid, &role, &content, &tcid, &r.toolCalls, &tname, &ts, &tokens, &finish, &reasoning, &rd, &codex); err != nil {
+// scanMessage reads the 13 columns of q.msgSel from one row.
+func scanMessage(sc scanner) (*rawMessage, error) { return newMessageScanner().scan(sc) }
+
+// messageScanner reads rows of q.msgSel. Its scan destinations are made
+// once and reused for every row: Scan takes ...any, so fresh locals would
+// each escape to the heap, thirteen allocations a row on the hottest read.
+type messageScanner struct {
+	id, tokens                                 sql.NullInt64
+	sid, role, content, tcid, toolCalls, tname sql.NullString
+	finish, reasoning, rd, codex               sql.NullString
+	ts                                         sql.NullFloat64
+	dest                                       []any
+}
+
+func newMessageScanner() *messageScanner {
+	m := &messageScanner{}
+	m.dest = []any{&m.id, &m.sid, &m.role, &m.content, &m.tcid, &m.toolCalls, &m.tname, &m.ts, &m.tokens,
+		&m.finish, &m.reasoning, &m.rd, &m.codex}
+	return m
+}
+
+func (ms *messageScanner) scan(sc scanner) (*rawMessage, error) {
+	if err := sc.Scan(ms.dest...); err != nil {
 		return nil, err
 	}
+	r := &rawMessage{toolCalls: ms.toolCalls}
 	m := &r.Message
-	m.ID, m.SessionID, m.Role = id.Int64, sid.String, role.String
-	m.Content, m.ToolCallID, m.ToolName = strPtr(content), strPtr(tcid), strPtr(tname)
-	m.Timestamp, m.TokenCount = ts.Float64, intPtr(tokens)
-	m.FinishReason, m.Reasoning, m.ReasoningDetails, m.CodexReasoningItems = strPtr(finish), strPtr(reasoning), strPtr(rd), strPtr(codex)
-	return &r, nil
+	m.ID, m.SessionID, m.Role = ms.id.Int64, ms.sid.String, ms.role.String
+	m.Content, m.ToolCallID, m.ToolName = strPtr(ms.content), strPtr(ms.tcid), strPtr(ms.tname)
+	m.Timestamp, m.TokenCount = ms.ts.Float64, intPtr(ms.tokens)
+	m.FinishReason, m.Reasoning, m.ReasoningDetails, m.CodexReasoningItems = strPtr(ms.finish), strPtr(ms.reasoning), strPtr(ms.rd), strPtr(ms.codex)
+	return r, nil
 }
 
 // likeEscape escapes \ % _ for a LIKE pattern with ESCAPE '\'.

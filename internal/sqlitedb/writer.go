@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
@@ -167,6 +168,11 @@ func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
 			}
 			continue
 		}
+		// Callers woken by the previous commit are about to queue their
+		// next writes; yielding once lets them in so they share this
+		// commit instead of each starting the next one. A lone caller
+		// loses well under a microsecond.
+		runtime.Gosched()
 		batch := w.take()
 		committed := w.run(batch, deadline)
 		<-w.sem
