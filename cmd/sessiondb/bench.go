@@ -21,7 +21,7 @@ import (
 // its hidden helper `bench-worker`, the child process of the concurrent phase.
 func benchCommands(a *app) []*cobra.Command {
 	cfg := benchConfig{now: time.Now, groupCommitMessages: defaultGroupCommitMessages}
-	var sync string
+	var syncFlag string
 	cmd := &cobra.Command{
 		Use:   "bench --workload FILE",
 		Short: "Replay the shared benchmark workload against a fresh store and print one JSON object",
@@ -48,7 +48,7 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
   sessiondb bench --workload workload.jsonl --include-raw --synchronous full`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := parseSynchronous(sync)
+			s, err := parseSynchronous(syncFlag)
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.workload, "workload", "", "workload JSONL file written by workload.py --dump (required)")
-	f.StringVar(&sync, "synchronous", "normal", "durability of every store in the run: normal or full")
+	f.StringVar(&syncFlag, "synchronous", "normal", "durability of every store in the run: normal or full")
 	f.BoolVar(&cfg.includeRaw, "include-raw", false, "also time the same SQL in a bare database/sql loop (raw.append)")
 	f.StringVar(&cfg.dir, "dir", "", "folder in which to make the temporary run folder (default: the system temp folder)")
 	f.BoolVar(&cfg.keep, "keep", false, "keep the run folder and its stores (its path goes to stderr)")

@@ -55,14 +55,14 @@ type workerReport struct {
 
 // benchWorkerCommand is the hidden child process of the concurrent phase.
 func benchWorkerCommand(a *app) *cobra.Command {
-	var session, sync string
+	var session, syncFlag string
 	cmd := &cobra.Command{
 		Use:    "bench-worker --session ID",
 		Short:  "One process of bench's concurrent phase (started by bench, not by hand)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := parseSynchronous(sync)
+			s, err := parseSynchronous(syncFlag)
 			if err != nil {
 				return err
 			}
@@ -78,13 +78,13 @@ func benchWorkerCommand(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&session, "session", "", "the worker's session id")
-	f.StringVar(&sync, "synchronous", "normal", "normal or full")
+	f.StringVar(&syncFlag, "synchronous", "normal", "normal or full")
 	return cmd
 }
 
 // runBenchWorker reads its messages from a.stdin, opens the store, reports
 // ready, waits for release to reach EOF, appends, and reports.
-func runBenchWorker(ctx context.Context, a *app, db, session, sync string, release io.Reader, now func() time.Time) error {
+func runBenchWorker(ctx context.Context, a *app, db, session, synchronous string, release io.Reader, now func() time.Time) error {
 	var msgs []sessiondb.NewMessage
 	dec := json.NewDecoder(a.stdin)
 	for {
@@ -102,7 +102,7 @@ func runBenchWorker(ctx context.Context, a *app, db, session, sync string, relea
 		}
 		msgs = append(msgs, nm)
 	}
-	st, err := openBenchStore(ctx, db, sync)
+	st, err := openBenchStore(ctx, db, synchronous)
 	if err != nil {
 		return sessiondb.Wrap("", err, "bench-worker: open %s", db)
 	}
