@@ -205,7 +205,7 @@ func (a *Agent) withInbound(ctx context.Context, fn func(q queryer) error) error
 	}
 	defer db.Close()
 	if err := fn(dbQueryer{ctx, db}); err != nil {
-		if ErrCode(err) == "" {
+		if errCode(err) == "" {
 			return classify(err, "agent: read inbound")
 		}
 		return err
@@ -538,7 +538,7 @@ func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 		}
 	})
 	if err != nil {
-		if ErrCode(err) == "" {
+		if errCode(err) == "" {
 			err = classify(err, "agent: send")
 		}
 		return 0, err
@@ -826,7 +826,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 			}
 			return rows.Err()
 		})
-		if err != nil && ErrCode(err) != sessiondb.EBUSY {
+		if err != nil && errCode(err) != sessiondb.EBUSY {
 			return InboundRow{}, err
 		}
 		if len(cands) > 0 {

@@ -228,7 +228,7 @@ func (h *Host) withInboundLocked(ctx context.Context, ref SessionRef, path strin
 		err = classify(cerr, "close %s", path)
 	}
 	if err != nil {
-		if ErrCode(err) == "" {
+		if errCode(err) == "" {
 			return classify(err, "session %s: inbound", ref)
 		}
 		return err
@@ -241,8 +241,10 @@ func (h *Host) withInboundLocked(ctx context.Context, ref SessionRef, path strin
 	return nil
 }
 
-// ErrCode returns the sessiondb code carried by err, "" when none.
-func ErrCode(err error) string {
+// errCode returns the sessiondb code carried by err, "" when none (unlike
+// sessiondb.ErrorCode, which reports unclassified errors as internal): it
+// tells a driver error still to be classified from one already classified.
+func errCode(err error) string {
 	var e *sessiondb.Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -262,7 +264,7 @@ func (h *Host) withOutboundRO(ctx context.Context, ref SessionRef, fn func(q que
 	}
 	defer db.Close()
 	if err := fn(dbQueryer{ctx, db}); err != nil {
-		if ErrCode(err) == "" {
+		if errCode(err) == "" {
 			return classify(err, "session %s: read outbound", ref)
 		}
 		return err
