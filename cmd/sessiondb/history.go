@@ -112,7 +112,7 @@ func (h *historyCLI) open(ctx context.Context, what storeAccess) (*sqlite.Store,
 		Logger:      slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		return nil, sessiondb.Wrap("", err, "open history store %s", path)
+		return nil, err // the store's errors already name the path
 	}
 	return st, nil
 }
