@@ -257,15 +257,8 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanInbound(rows, true)
-			if err != nil {
-				return err
-			}
-			cands = append(cands, r)
-		}
-		return rows.Err()
+		cands, err = collectInbound(rows, true)
+		return err
 	})
 	if err := a.countMalformed(err); err != nil {
 		return nil, err
@@ -816,15 +809,8 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 			if err != nil {
 				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				r, err := scanInbound(rows, true)
-				if err != nil {
-					return err
-				}
-				cands = append(cands, r)
-			}
-			return rows.Err()
+			cands, err = collectInbound(rows, true)
+			return err
 		})
 		if err != nil && errCode(err) != sessiondb.EBUSY {
 			return InboundRow{}, err

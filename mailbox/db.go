@@ -196,6 +196,20 @@ func statSig(path string) fileSig {
 const inboundCols = `id, seq, kind, timestamp, status, process_after, recurrence, series_id, tries, trigger,
  platform_id, channel_type, thread_id, content, source_session_id, on_wake`
 
+// collectInbound reads every row of a messages_in query (rows is closed).
+func collectInbound(rows *sql.Rows, hasOnWake bool) ([]InboundRow, error) {
+	defer rows.Close()
+	var out []InboundRow
+	for rows.Next() {
+		r, err := scanInbound(rows, hasOnWake)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 func scanInbound(rows *sql.Rows, hasOnWake bool) (InboundRow, error) {
 	var r InboundRow
 	var seq, tries sql.NullInt64

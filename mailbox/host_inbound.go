@@ -1074,15 +1074,8 @@ func (h *Host) InboundRows(ctx context.Context, ref SessionRef, limit int) ([]In
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanInbound(rows, true)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
+		out, err = collectInbound(rows, true)
+		return err
 	})
 	return out, err
 }
