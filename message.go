@@ -3,6 +3,7 @@ package sessiondb
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // Message is one row of the messages table. ToolCalls is decoded (invalid
@@ -30,11 +31,12 @@ const StructuredPrefix = "\x00json:"
 // StructuredContent returns the decoded JSON of content written by a newer
 // Hermes as "\x00json:<json>", and ok=false for plain text.
 func (m *Message) StructuredContent() (json.RawMessage, bool) {
-	if m.Content == nil || len(*m.Content) < len(StructuredPrefix) || (*m.Content)[:len(StructuredPrefix)] != StructuredPrefix {
+	if m.Content == nil {
 		return nil, false
 	}
-	raw := json.RawMessage((*m.Content)[len(StructuredPrefix):])
-	if !json.Valid(raw) {
+	body, ok := strings.CutPrefix(*m.Content, StructuredPrefix)
+	raw := json.RawMessage(body)
+	if !ok || !json.Valid(raw) {
 		return nil, false
 	}
 	return raw, true
