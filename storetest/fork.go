@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -27,7 +28,7 @@ func (e *env) toolSession(id string, spec []string) []int64 {
 		case len(s) > 2 && s[:2] == "a:":
 			m.Role = "assistant"
 			var calls []any
-			for _, c := range splitComma(s[2:]) {
+			for _, c := range strings.Split(s[2:], ",") {
 				calls = append(calls, map[string]any{"id": c, "type": "function", "function": map[string]any{"name": "terminal", "arguments": "{}"}})
 			}
 			m.ToolCalls = calls
@@ -39,18 +40,6 @@ func (e *env) toolSession(id string, spec []string) []int64 {
 			e.t.Fatalf("bad message spec %q", s)
 		}
 		out = append(out, e.append(m))
-	}
-	return out
-}
-
-func splitComma(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
 	}
 	return out
 }

@@ -102,7 +102,6 @@ func (c *Clock) Set(t time.Time) {
 // env is one fresh store with its clock and the helpers the cases share.
 type env struct {
 	t     *testing.T
-	h     Harness
 	ctx   context.Context
 	clock *Clock
 	s     sessiondb.Store
@@ -120,7 +119,7 @@ func newEnv(t *testing.T, h Harness) *env {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &env{t: t, h: h, ctx: context.Background(), clock: c, s: s}
+	return &env{t: t, ctx: context.Background(), clock: c, s: s}
 }
 
 // now is the clock's time as state.db stores it.
