@@ -96,11 +96,8 @@ func runBenchWorker(ctx context.Context, a *app, db, session, synchronous string
 		if err != nil {
 			return sessiondb.Wrap(sessiondb.EINVALID, err, "bench-worker: message %d on stdin", len(msgs)+1)
 		}
-		nm := sessiondb.NewMessage{SessionID: session, Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
-		if m.ToolCalls != nil {
-			nm.ToolCalls = m.ToolCalls
-		}
-		msgs = append(msgs, nm)
+		wm := wlMessage{SessionID: session, Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
+		msgs = append(msgs, wm.newMessage())
 	}
 	st, err := openBenchStore(ctx, db, synchronous)
 	if err != nil {

@@ -29,9 +29,7 @@ type workload struct {
 	queries     []wlQuery
 	getMessages string      // session id of the get_messages record, "" when absent
 	workers     []*wlWorker // sorted by worker number
-	byWorker    map[int]*wlWorker
-	sessionIdx  map[string]int // session id -> index in sessions
-	concRecords int            // number of concurrent_message records
+	concRecords int         // number of concurrent_message records
 }
 
 type wlSession struct {
@@ -115,7 +113,10 @@ func loadWorkload(path string) (*workload, error) {
 // parseWorkload decodes JSONL workload records from r; name is used in
 // error messages.
 func parseWorkload(r io.Reader, name string) (*workload, error) {
-	wl := &workload{byWorker: map[int]*wlWorker{}, sessionIdx: map[string]int{}}
+	wl := &workload{}
+	// Lookups needed only while parsing: declared sessions and workers.
+	sessionIdx := map[string]int{} // session id -> index in wl.sessions
+	byWorker := map[int]*wlWorker{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxWorkloadLine)
 	line := 0
@@ -144,17 +145,17 @@ func parseWorkload(r io.Reader, name string) (*workload, error) {
 			if rec.Source == "" {
 				return nil, bad("session %q has no source", rec.ID)
 			}
-			if _, dup := wl.sessionIdx[rec.ID]; dup {
+			if _, dup := sessionIdx[rec.ID]; dup {
 				return nil, bad("session %q declared twice", rec.ID)
 			}
-			wl.sessionIdx[rec.ID] = len(wl.sessions)
+			sessionIdx[rec.ID] = len(wl.sessions)
 			wl.sessions = append(wl.sessions, wlSession{ID: rec.ID, Source: rec.Source, Model: rec.Model})
 		case "message":
 			m, err := recordMessage(&rec)
 			if err != nil {
 				return nil, bad("%v", err)
 			}
-			if _, ok := wl.sessionIdx[m.SessionID]; !ok {
+			if _, ok := sessionIdx[m.SessionID]; !ok {
 				return nil, bad("message seq %d names session %q, which no earlier session record declares", m.Seq, m.SessionID)
 			}
 			// Ids in a fresh store are seq+1 only if seq counts the records.
@@ -172,7 +173,7 @@ func parseWorkload(r io.Reader, name string) (*workload, error) {
 			}
 			wl.queries = append(wl.queries, wlQuery{Idx: idx, Kind: rec.Kind, Q: rec.Q})
 		case "get_messages":
-			if _, ok := wl.sessionIdx[rec.SessionID]; !ok {
+			if _, ok := sessionIdx[rec.SessionID]; !ok {
 				return nil, bad("get_messages names session %q, which no session record declares", rec.SessionID)
 			}
 			wl.getMessages = rec.SessionID
@@ -183,10 +184,10 @@ func parseWorkload(r io.Reader, name string) (*workload, error) {
 			if rec.SessionID == "" {
 				return nil, bad("concurrent_session has no session_id")
 			}
-			if _, dup := wl.byWorker[*rec.Worker]; dup {
+			if _, dup := byWorker[*rec.Worker]; dup {
 				return nil, bad("worker %d declared twice", *rec.Worker)
 			}
-			if _, clash := wl.sessionIdx[rec.SessionID]; clash {
+			if _, clash := sessionIdx[rec.SessionID]; clash {
 				return nil, bad("concurrent session %q is also a main session", rec.SessionID)
 			}
 			for _, w := range wl.workers {
@@ -195,13 +196,13 @@ func parseWorkload(r io.Reader, name string) (*workload, error) {
 				}
 			}
 			w := &wlWorker{Worker: *rec.Worker, SessionID: rec.SessionID}
-			wl.byWorker[w.Worker] = w
+			byWorker[w.Worker] = w
 			wl.workers = append(wl.workers, w)
 		case "concurrent_message":
 			if rec.Worker == nil {
 				return nil, bad("concurrent_message has no worker")
 			}
-			w, ok := wl.byWorker[*rec.Worker]
+			w, ok := byWorker[*rec.Worker]
 			if !ok {
 				return nil, bad("concurrent_message for worker %d, which no earlier concurrent_session declares", *rec.Worker)
 			}
