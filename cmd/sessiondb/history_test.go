@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -391,7 +392,7 @@ func TestSearch(t *testing.T) {
 				if h.Source == tc.notSource {
 					t.Errorf("hit from excluded source: %+v", h)
 				}
-				if tc.sessions != nil && !contains(tc.sessions, h.SessionID) {
+				if tc.sessions != nil && !slices.Contains(tc.sessions, h.SessionID) {
 					t.Errorf("hit in %s, want one of %v", h.SessionID, tc.sessions)
 				}
 				if len(h.Context) == 0 {
@@ -410,15 +411,6 @@ func TestSearch(t *testing.T) {
 	if got := highlight("a >>>b<<< c", true); got != "a "+ansiBold+"b"+ansiReset+" c" {
 		t.Errorf("terminal highlight: %q", got)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestTitle(t *testing.T) {
@@ -688,7 +680,6 @@ func TestSessionChanges(t *testing.T) {
 	if r := cli(t, "", "--db", db, "show", dockerID); r.code != exitNotFound {
 		t.Errorf("show after delete: exit %d, want %d", r.code, exitNotFound)
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "show", "docker-branch"), &struct{}{})
 	var child struct{ Session row }
 	decode(t, mustCLI(t, "--db", db, "--json", "show", "docker-branch"), &child)
 	if child.Session.ParentSessionID != nil {
