@@ -190,15 +190,9 @@ type groupCommitResult struct {
 	RatioVsSerial float64 `json:"ratio_vs_serial"`
 }
 
+// rawResult's append has the append phase's shape (without ratio_vs_raw).
 type rawResult struct {
-	Append rawAppendResult `json:"append"`
-}
-
-type rawAppendResult struct {
-	Messages         int       `json:"messages"`
-	Seconds          float64   `json:"seconds"`
-	MsgsPerS         float64   `json:"msgs_per_s"`
-	MsgsPerSByDecile []float64 `json:"msgs_per_s_by_decile"`
+	Append appendResult `json:"append"`
 }
 
 // runBench runs every phase against fresh stores in a new run folder and

@@ -112,5 +112,5 @@ func (b *bencher) rawPhase(ctx context.Context) (*rawResult, error) {
 	if stored != n {
 		return nil, sessiondb.Errorf(sessiondb.EINTERNAL, "raw loop stored %d messages, expected %d", stored, n)
 	}
-	return &rawResult{Append: rawAppendResult{Messages: n, Seconds: round(took.Seconds(), 3), MsgsPerS: rate(n, took), MsgsPerSByDecile: byDecile}}, nil
+	return &rawResult{Append: appendResult{Messages: n, Seconds: round(took.Seconds(), 3), MsgsPerS: rate(n, took), MsgsPerSByDecile: byDecile}}, nil
 }
