@@ -185,24 +185,16 @@ func (d *Daemon) slot(ref SessionRef) *drainSlot {
 // Run may be called once.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
-	if d.running || d.closed {
+	if d.running {
 		d.mu.Unlock()
 		return sessiondb.Errorf(sessiondb.EINVALID, "daemon: Run called twice")
 	}
 	d.running = true
 	d.mu.Unlock()
 	if w, ok := d.opts.Waker.(*ExecWaker); ok {
-		w.mu.Lock()
-		prev := w.opts.OnExit
-		w.opts.OnExit = func(ref SessionRef, err error) {
-			if prev != nil {
-				prev(ref, err)
-			}
-			// One drain right after the container exits: what it wrote
-			// last goes out now, not at the next sweep.
-			d.RequestDrain(ref)
-		}
-		w.mu.Unlock()
+		// One drain right after the container exits: what it wrote last
+		// goes out now, not at the next sweep.
+		w.addOnExit(func(ref SessionRef, _ error) { d.RequestDrain(ref) })
 	}
 
 	d.started = d.h.now()
@@ -331,16 +323,21 @@ func (d *Daemon) tick(ctx context.Context) {
 		return
 	}
 	var drain []SessionRef
-	live := map[SessionRef]bool{}
+	// running holds every folder whose container runs (for the status
+	// file); live only those that are sessions (watched for delivery).
+	running, live := map[SessionRef]bool{}, map[SessionRef]bool{}
 	d.mu.Lock()
 	for _, ref := range refs {
+		run := d.rt.Running(ref)
+		if run {
+			running[ref] = true
+		}
 		dir := filepath.Join(d.h.layout.Root, ref.AgentGroupID, ref.SessionID)
 		sig := statSig(filepath.Join(dir, OutboundFile))
 		if !sig.found || !statSig(filepath.Join(dir, InboundFile)).found {
 			continue // not a session (yet): nothing to deliver, nowhere to record
 		}
-		running := d.rt.Running(ref)
-		if running {
+		if run {
 			live[ref] = true
 		}
 		s := d.slot(ref)
@@ -352,7 +349,7 @@ func (d *Daemon) tick(ctx context.Context) {
 		if backedOff {
 			continue
 		}
-		if full || changed || running || due || retryAfterBackoff {
+		if full || changed || run || due || retryAfterBackoff {
 			drain = append(drain, ref)
 		}
 	}
@@ -361,7 +358,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	for _, ref := range drain {
 		d.RequestDrain(ref)
 	}
-	d.writeStatus(refs, full)
+	d.writeStatus(refs, running, full)
 }
 
 // syncWatchers keeps a file watcher on the folder of every session whose

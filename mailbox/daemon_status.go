@@ -73,8 +73,10 @@ func ReadHostStatus(root string) (st HostStatus, found bool, err error) {
 	return st, true, nil
 }
 
-// health collects the sessions worth reporting; d.mu must not be held.
-func (d *Daemon) health(refs []SessionRef) map[string]SessionHealth {
+// health collects the sessions worth reporting; running is the tick's
+// Runtime verdict per folder (asked once per tick, not again here). d.mu
+// must not be held.
+func (d *Daemon) health(refs []SessionRef, running map[SessionRef]bool) map[string]SessionHealth {
 	out := map[string]SessionHealth{}
 	now := d.h.now()
 	d.h.mu.Lock()
@@ -104,7 +106,7 @@ func (d *Daemon) health(refs []SessionRef) map[string]SessionHealth {
 			}
 			trouble = true
 		}
-		if d.rt.Running(ref) {
+		if running[ref] {
 			hh.Running, trouble = true, true
 		}
 		if trouble {
@@ -118,9 +120,9 @@ func (d *Daemon) health(refs []SessionRef) map[string]SessionHealth {
 // writeStatus rewrites HostStatusFile when the sessions' health changed or
 // a full-sweep interval passed since the last write. Failures are logged:
 // the status file is a window, never a reason to stop.
-func (d *Daemon) writeStatus(refs []SessionRef, force bool) {
+func (d *Daemon) writeStatus(refs []SessionRef, running map[SessionRef]bool, force bool) {
 	now := d.h.now()
-	sessions := d.health(refs)
+	sessions := d.health(refs, running)
 	body, _ := json.Marshal(sessions)
 	if !force && bytes.Equal(body, d.lastHealth) && now.Sub(d.lastStatusAt) < d.opts.FullSweep && !now.Before(d.lastStatusAt) {
 		return

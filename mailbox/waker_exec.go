@@ -94,6 +94,20 @@ func (w *ExecWaker) SetOnExit(fn func(ref SessionRef, err error)) {
 	w.mu.Unlock()
 }
 
+// addOnExit chains fn after the exit hook already set (the daemon's drain
+// after the caller's own hook).
+func (w *ExecWaker) addOnExit(fn func(ref SessionRef, err error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev := w.opts.OnExit
+	w.opts.OnExit = func(ref SessionRef, err error) {
+		if prev != nil {
+			prev(ref, err)
+		}
+		fn(ref, err)
+	}
+}
+
 // Wake starts the command for ref unless a process it started for ref still
 // runs (then it does nothing). The process is not tied to ctx: it lives
 // until it exits or Stop/StopAll ends it.
