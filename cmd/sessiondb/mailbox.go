@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -34,19 +33,13 @@ $SESSIONDB_SESSION_DIR, which the host's waker sets for the process it starts.`,
 		m.requeueCmd(), m.recoverCmd(), m.agentCmd())
 	cmds := []*cobra.Command{mb, m.hostCmd()}
 	for _, c := range cmds {
-		mbFlagErrors(c)
+		// Flag mistakes get a code (exit 2); cobra asks a command's
+		// parents for this hook, so the subcommands inherit it.
+		c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+			return sessiondb.Errorf(sessiondb.EINVALID, "%v (see `%s --help`)", err, c.CommandPath())
+		})
 	}
 	return cmds
-}
-
-// mbFlagErrors gives flag mistakes a code (exit 2) on c and its children.
-func mbFlagErrors(c *cobra.Command) {
-	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%v (see `%s --help`)", err, c.CommandPath())
-	})
-	for _, sub := range c.Commands() {
-		mbFlagErrors(sub)
-	}
 }
 
 // mbCLI is what the mailbox commands share: the global flags, the streams
@@ -149,7 +142,7 @@ func (m *mbCLI) table() *tabwriter.Writer {
 func mbArgs(min, max int, what string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) < min || (max >= 0 && len(args) > max) {
-			return sessiondb.Errorf(sessiondb.EINVALID, "%s: want %s, got %d argument(s) (usage: %s)", c.CommandPath(), what, len(args), c.UseLine())
+			return argError(c, "want %s, got %d argument(s)", what, len(args))
 		}
 		return nil
 	}
@@ -207,11 +200,10 @@ func mbSummary(raw json.RawMessage, max int) string {
 			s = string(raw)
 		}
 	}
-	s = strings.Join(strings.Fields(s), " ")
-	if max > 0 && len([]rune(s)) > max {
-		s = string([]rune(s)[:max-1]) + "…"
+	if max <= 0 {
+		return strings.Join(strings.Fields(s), " ")
 	}
-	return s
+	return mbSummaryText(s, max)
 }
 
 // mbAge renders how long ago t was ("-" for zero).
@@ -232,5 +224,3 @@ func mbDash(s string) string {
 	}
 	return s
 }
-
-var _ = fmt.Sprint

@@ -206,11 +206,8 @@ in the content's "files".`,
 			case text != "" && content != "":
 				return sessiondb.Errorf(sessiondb.EINVALID, "give --text or --content, not both")
 			case text != "":
-				v := map[string]any{"text": text}
-				if len(files) > 0 {
-					v["files"] = mbBaseNames(files)
-				}
-				if raw, err = mailbox.MarshalContent(v); err != nil {
+				// Agent.Send lists the --file names in the content itself.
+				if raw, err = mailbox.MarshalContent(map[string]any{"text": text}); err != nil {
 					return err
 				}
 			case content != "":
@@ -275,23 +272,6 @@ in the content's "files".`,
 	f.StringVar(&after, "after", "", "deliver after this time (RFC 3339) or duration from now (+10m)")
 	f.StringArrayVar(&files, "file", nil, "attach a file (repeatable)")
 	return c
-}
-
-func mbBaseNames(paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		out[i] = baseName(p)
-	}
-	return out
-}
-
-func baseName(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
 }
 
 func (m *mbCLI) agentStateCmd(open mbOpenAgent) *cobra.Command {

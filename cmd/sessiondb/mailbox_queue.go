@@ -285,6 +285,7 @@ paused. Outbound states: undelivered, retrying, delivered, failed.`,
 	return c
 }
 
+// mbSummaryText flattens s to one line of at most max runes.
 func mbSummaryText(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len([]rune(s)) > max {
