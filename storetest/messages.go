@@ -165,7 +165,7 @@ func testMessages(t *testing.T, h Harness) {
 
 	t.Run("InvalidStoredJSON", func(t *testing.T) {
 		if h.SetMessageColumn == nil {
-			t.Skip("Harness.SetMessageColumn is nil: this backend offers no way to plant raw column text")
+			t.Fatal("Harness.SetMessageColumn is nil: every backend must let the suite plant raw column text to test invalid stored JSON")
 		}
 		e := newEnv(t, h)
 		e.create("s1", "cli")
