@@ -8,7 +8,6 @@ const (
 	codeReadOnly   = 8
 	codeIOErr      = 10
 	codeCorrupt    = 11
-	codeFull       = 13
 	codeCantOpen   = 14
 	codeProtocol   = 15
 	codeConstraint = 19
