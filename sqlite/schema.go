@@ -151,7 +151,7 @@ var messageColumns = []column{
 	{"codex_reasoning_items", "TEXT", true},
 }
 
-// v6Indexes are the index names section 2 creates besides the title index.
+// v6Indexes are the index names section 2 creates, the title index included.
 var v6Indexes = []string{"idx_sessions_source", "idx_sessions_parent", "idx_sessions_started", "idx_messages_session", "idx_sessions_title_unique"}
 
 // schemaInfo is what Open learned about the file: which tables and columns
@@ -163,9 +163,8 @@ type schemaInfo struct {
 	tables     map[string]bool
 	indexes    map[string]bool
 	sessCols   map[string]bool
-	sessOrder  []string // sessions columns in table order
 	msgCols    map[string]bool
-	msgOrder   []string
+	msgOrder   []string          // messages columns in table order
 	colTypes   map[string]string // "table.column" → declared type, upper case
 }
 
@@ -208,8 +207,8 @@ func inspect(q queryFunc) (*schemaInfo, error) {
 	for _, t := range []struct {
 		name  string
 		cols  map[string]bool
-		order *[]string
-	}{{"sessions", si.sessCols, &si.sessOrder}, {"messages", si.msgCols, &si.msgOrder}} {
+		order *[]string // nil: the order is not needed
+	}{{"sessions", si.sessCols, nil}, {"messages", si.msgCols, &si.msgOrder}} {
 		if !si.tables[t.name] {
 			continue
 		}
@@ -225,7 +224,9 @@ func inspect(q queryFunc) (*schemaInfo, error) {
 			}
 			t.cols[c] = true
 			si.colTypes[t.name+"."+c] = strings.ToUpper(typ)
-			*t.order = append(*t.order, c)
+			if t.order != nil {
+				*t.order = append(*t.order, c)
+			}
 		}
 		if err := rows.Close(); err != nil {
 			return nil, err
@@ -272,10 +273,9 @@ func (si *schemaInfo) needsMigration() bool {
 	if si.newer() {
 		return false
 	}
-	if si.fresh() || !si.hasVersion || si.version != SchemaVersion6 || !si.hasFTS() {
-		return true
-	}
-	if !si.tables["schema_version"] || !si.tables["sessions"] || !si.tables["messages"] {
+	// A version row implies the schema_version table, and a missing
+	// sessions or messages table shows as missing v6 columns.
+	if !si.hasVersion || si.version != SchemaVersion6 || !si.hasFTS() {
 		return true
 	}
 	if len(si.missingV6()) > 0 {
@@ -314,7 +314,7 @@ func migrate(tx txRunner) error {
 	if err != nil {
 		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "inspect schema")
 	}
-	if si.newer() || !si.needsMigration() {
+	if !si.needsMigration() { // false for a newer file too
 		return nil
 	}
 	if err := tx.ExecScript(schemaTables); err != nil {

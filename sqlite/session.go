@@ -347,10 +347,11 @@ func (s *Store) ClearMessages(ctx context.Context, id string) error {
 	})
 }
 
-// fkConflict turns a foreign key failure of a delete (a table of a newer
-// Hermes referencing the session) into conflict.
+// fkConflict turns a constraint failure of a delete (a foreign key of a
+// table of a newer Hermes referencing the session) into conflict.
+// IsConstraint covers IsForeignKey.
 func fkConflict(err error, format string, args ...any) error {
-	if sqlitedb.IsForeignKey(err) || sqlitedb.IsConstraint(err) {
+	if sqlitedb.IsConstraint(err) {
 		return sessiondb.Wrap(sessiondb.ECONFLICT, err, format, args...)
 	}
 	return err

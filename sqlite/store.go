@@ -125,17 +125,17 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 			return nil, sessiondb.Wrap(sessiondb.ENOTFOUND, err, "open %s read-only", path)
 		}
 	} else {
-		created, warn, err := sqlitedb.CreateFile(path, 0o700, 0o600)
+		_, warn, err := sqlitedb.CreateFile(path, 0o700, 0o600)
 		if err != nil {
 			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", path)
 		}
 		if warn != nil {
 			s.log.Warn("database file permissions", "path", path, "err", warn)
 		}
+		// Not CreateFile's "created": an existing empty file is fresh too.
 		if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
 			fresh = true
 		}
-		_ = created
 	}
 
 	// Every connection: foreign keys on (v6 has no ON DELETE CASCADE, so the
@@ -161,12 +161,9 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	if !ok {
 		return fail(sessiondb.Errorf(sessiondb.EINTERNAL, "open %s: the linked SQLite lacks FTS5, which the history store needs (driver %s)", path, sqlitedb.DriverName))
 	}
-	si, err := inspect(func(q string, args ...any) (*sql.Rows, error) { return db.QueryContext(ctx, q, args...) })
+	si, err := s.inspectUsable(ctx, o.ReadOnly)
 	if err != nil {
-		return fail(openErr(err, path, "inspect schema"))
-	}
-	if err := si.checkUsable(o.ReadOnly); err != nil {
-		return fail(sessiondb.Wrap("", err, "open %s", path))
+		return fail(err)
 	}
 
 	if !o.ReadOnly {
@@ -205,12 +202,8 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return migrate(tx) }); err != nil {
 				return fail(sessiondb.Wrap("", err, "migrate %s to schema v6", path))
 			}
-			si, err = inspect(func(q string, args ...any) (*sql.Rows, error) { return db.QueryContext(ctx, q, args...) })
-			if err != nil {
-				return fail(openErr(err, path, "inspect schema"))
-			}
-			if err := si.checkUsable(false); err != nil {
-				return fail(sessiondb.Wrap("", err, "open %s", path))
+			if si, err = s.inspectUsable(ctx, false); err != nil {
+				return fail(err)
 			}
 		}
 	}
@@ -236,7 +229,7 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 		if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return createTrigram(tx) }); err != nil {
 			return sessiondb.Wrap("", err, "create the trigram index in %s", s.path)
 		}
-		si, err := inspect(func(q string, args ...any) (*sql.Rows, error) { return s.db.QueryContext(ctx, q, args...) })
+		si, err := inspect(s.readerQuery(ctx))
 		if err != nil {
 			return openErr(err, s.path, "inspect schema")
 		}
@@ -256,6 +249,24 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 		s.backfillInBackground()
 	}
 	return nil
+}
+
+// readerQuery runs queries on the reader pool, for inspect.
+func (s *Store) readerQuery(ctx context.Context) queryFunc {
+	return func(q string, args ...any) (*sql.Rows, error) { return s.db.QueryContext(ctx, q, args...) }
+}
+
+// inspectUsable inspects the file through the reader pool and checks that
+// it can be worked on as it is.
+func (s *Store) inspectUsable(ctx context.Context, readOnly bool) (*schemaInfo, error) {
+	si, err := inspect(s.readerQuery(ctx))
+	if err != nil {
+		return nil, openErr(err, s.path, "inspect schema")
+	}
+	if err := si.checkUsable(readOnly); err != nil {
+		return nil, sessiondb.Wrap("", err, "open %s", s.path)
+	}
+	return si, nil
 }
 
 // enableWAL switches a writable file to WAL unless it already is. A file
@@ -348,17 +359,12 @@ func (s *Store) Close() error {
 		}
 		s.bgWG.Wait()
 		s.ckptWG.Wait()
-		var errs []error
 		if !s.readOnly && s.db != nil {
 			if err := s.checkpoint(context.Background()); err != nil {
 				s.log.Warn("passive checkpoint at close", "path", s.path, "err", err)
 			}
 		}
-		errs = append(errs, s.closeAll())
-		s.closeErr = errors.Join(errs...)
-		if s.closeErr != nil {
-			s.closeErr = sessiondb.Wrap(sessiondb.EINTERNAL, s.closeErr, "close %s", s.path)
-		}
+		s.closeErr = sessiondb.Wrap(sessiondb.EINTERNAL, s.closeAll(), "close %s", s.path)
 	})
 	return s.closeErr
 }
