@@ -14,6 +14,15 @@ import (
 // (NULL) when v is not truthy: nil, JSON null, or an empty list, object or
 // string. A json.RawMessage is stored as given once validated.
 func encodeJSONField(field string, v any) (any, error) {
+	b, err := marshalJSONField(field, v)
+	if err != nil {
+		return nil, err
+	}
+	return storedJSON(b), nil
+}
+
+// marshalJSONField returns v as JSON, nil for nil.
+func marshalJSONField(field string, v any) ([]byte, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -21,29 +30,32 @@ func encodeJSONField(field string, v any) (any, error) {
 	if err != nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "%s cannot be stored as JSON: %v", field, err)
 	}
-	switch string(bytes.TrimSpace(b)) {
-	case "null", "[]", "{}", `""`:
-		return nil, nil
-	}
-	return string(b), nil
+	return b, nil
 }
 
-// toolCallCount is how much a message adds to tool_call_count: a list
-// counts its elements, any other non-nil value 1, nil 0. It depends only
-// on the value, never on the role.
-func toolCallCount(v any) int64 {
-	if v == nil {
-		return 0
+// storedJSON is what a JSON column stores for the JSON text b: nil (NULL)
+// when b is nil, null, or an empty list, object or string.
+func storedJSON(b []byte) any {
+	if b == nil {
+		return nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0
+	switch string(bytes.TrimSpace(b)) {
+	case "null", "[]", "{}", `""`:
+		return nil
 	}
+	return string(b)
+}
+
+// toolCallCount is how much a message adds to tool_call_count, given its
+// tool_calls as valid JSON text (nil when absent): a list counts its
+// elements, any other non-null value 1, null 0. It depends only on the
+// value, never on the role.
+func toolCallCount(b []byte) int64 {
 	b = bytes.TrimSpace(b)
-	if string(b) == "null" {
+	if len(b) == 0 || string(b) == "null" {
 		return 0
 	}
-	if len(b) > 0 && b[0] == '[' {
+	if b[0] == '[' {
 		var list []json.RawMessage
 		if json.Unmarshal(b, &list) == nil {
 			return int64(len(list))
@@ -52,16 +64,18 @@ func toolCallCount(v any) int64 {
 	return 1
 }
 
-// storedToolCallCount is toolCallCount for a stored tool_calls text.
+// storedToolCallCount is toolCallCount for a stored tool_calls text; text
+// that does not decode as JSON counts 1.
 func storedToolCallCount(text sql.NullString) int64 {
 	if !text.Valid || text.String == "" {
 		return 0
 	}
+	b := []byte(text.String)
 	var v any
-	if json.Unmarshal([]byte(text.String), &v) != nil {
+	if json.Unmarshal(b, &v) != nil {
 		return 1
 	}
-	return toolCallCount(v)
+	return toolCallCount(b)
 }
 
 const insertMessageSQL = `INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
@@ -79,10 +93,12 @@ func (s *Store) AppendMessage(ctx context.Context, m sessiondb.NewMessage) (int6
 	if m.Role == "" {
 		return 0, sessiondb.Errorf(sessiondb.EINVALID, "append message to %s: role is empty", m.SessionID)
 	}
-	tc, err := encodeJSONField("tool_calls", m.ToolCalls)
+	// tool_calls is marshalled once, for the stored text and the count.
+	tcJSON, err := marshalJSONField("tool_calls", m.ToolCalls)
 	if err != nil {
 		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
 	}
+	tc, n := storedJSON(tcJSON), toolCallCount(tcJSON)
 	rd, err := encodeJSONField("reasoning_details", m.ReasoningDetails)
 	if err != nil {
 		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
@@ -91,7 +107,6 @@ func (s *Store) AppendMessage(ctx context.Context, m sessiondb.NewMessage) (int6
 	if err != nil {
 		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
 	}
-	n := toolCallCount(m.ToolCalls)
 	var tokens any
 	if m.TokenCount != nil {
 		tokens = *m.TokenCount
