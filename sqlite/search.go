@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"sort"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -34,6 +33,7 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	if q == "" {
 		return []sessiondb.SearchHit{}, nil
 	}
+	cjk := sessiondb.ContainsCJK(q)
 	var hits []sessiondb.SearchHit
 	if s.si.hasFTS() {
 		hits, err = s.ftsSearch(ctx, q, f, limit, offset)
@@ -45,7 +45,7 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 				hits, err = s.ftsSearch(ctx, esc, f, limit, offset)
 			}
 			if err != nil && sqlitedb.IsQueryError(err) {
-				if !sessiondb.ContainsCJK(q) {
+				if !cjk {
 					return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "search: the full-text index cannot read the query %q", query)
 				}
 				hits, err = nil, nil
@@ -55,8 +55,8 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 			return nil, s.readErr(err, "search %q", query)
 		}
 	}
-	if len(hits) == 0 && (sessiondb.ContainsCJK(q) || !s.si.hasFTS()) {
-		if m, ok := trigramMatch(q); ok && sessiondb.ContainsCJK(q) && s.trigramReady.Load() {
+	if len(hits) == 0 && (cjk || !s.si.hasFTS()) {
+		if m, ok := trigramMatch(q); ok && cjk && s.trigramReady.Load() {
 			hits, err = s.ftsSearchIn(ctx, trigramTable, m, f, limit, offset)
 		} else {
 			hits, err = s.likeSearch(ctx, q, f, limit, offset)
@@ -115,6 +115,30 @@ func scanHit(sc scanner, h *sessiondb.SearchHit) error {
 	return nil
 }
 
+// scanHits reads every row of rows with scanHit and closes rows.
+func scanHits(rows *sql.Rows) ([]sessiondb.SearchHit, error) {
+	defer rows.Close()
+	var hits []sessiondb.SearchHit
+	for rows.Next() {
+		var h sessiondb.SearchHit
+		if err := scanHit(rows, &h); err != nil {
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// idList is the ids of hits as a JSON array, for json_each.
+func idList(hits []sessiondb.SearchHit) string {
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
 // ftsSearch ranks with FTS5 and fetches the winners' columns.
 //
 // FTS5 consumes ORDER BY rank itself: it scores every match once, sorts
@@ -141,16 +165,7 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		var hits []sessiondb.SearchHit
-		for rows.Next() {
-			var h sessiondb.SearchHit
-			if err := scanHit(rows, &h); err != nil {
-				return nil, err
-			}
-			hits = append(hits, h)
-		}
-		return hits, rows.Err()
+		return scanHits(rows)
 	}
 
 	rows, err := s.query(ctx, "SELECT rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40) FROM "+table+
@@ -178,30 +193,18 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	idJSON, _ := json.Marshal(ids)
 	rows, err = s.query(ctx, "SELECT m.id, NULL, "+hitColumns+
-		" FROM json_each(?) h JOIN messages m ON m.id = h.value JOIN sessions s ON s.id = m.session_id", string(idJSON))
+		" FROM json_each(?) h JOIN messages m ON m.id = h.value JOIN sessions s ON s.id = m.session_id", idList(hits))
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[int64]sessiondb.SearchHit, len(ids))
-	for rows.Next() {
-		var h sessiondb.SearchHit
-		if err := scanHit(rows, &h); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		byID[h.ID] = h
-	}
-	if err := rows.Close(); err != nil {
+	details, err := scanHits(rows)
+	if err != nil {
 		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	byID := make(map[int64]sessiondb.SearchHit, len(details))
+	for _, d := range details {
+		byID[d.ID] = d
 	}
 	out := hits[:0]
 	for _, h := range hits {
@@ -257,28 +260,15 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var hits []sessiondb.SearchHit
-	for rows.Next() {
-		var h sessiondb.SearchHit
-		if err := scanHit(rows, &h); err != nil {
-			return nil, err
-		}
-		hits = append(hits, h)
-	}
-	return hits, rows.Err()
+	return scanHits(rows)
 }
 
 // addContext fills each hit's context, the previous message, the hit and
 // the next one of the same session in id order (IMP-1), each cut to 200
-// code points, with one query for all hits. If that query fails the hits
-// keep an empty context, as in Hermes.
+// code points, with one query for all hits, whose ORDER BY gives each
+// hit's rows in id order. If that query fails the hits keep an empty
+// context, as in Hermes.
 func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
-	ids := make([]int64, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	idJSON, _ := json.Marshal(ids)
 	visP := strings.ReplaceAll(s.q.visible, "m.", "p.")
 	visN := strings.ReplaceAll(s.q.visible, "m.", "n.")
 	rows, err := s.query(ctx, `SELECT h.value, m.id, m.role, COALESCE(substr(m.content, 1, 200), '')
@@ -288,17 +278,13 @@ JOIN messages m ON m.id IN (
     (SELECT max(p.id) FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id`+visP+`),
     hm.id,
     (SELECT min(n.id) FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id`+visN+`))
-ORDER BY h.value, m.id`, string(idJSON))
+ORDER BY h.value, m.id`, idList(hits))
 	if err != nil {
 		s.log.Warn("search context query failed", "err", err)
 		return
 	}
 	defer rows.Close()
-	type ctxRow struct {
-		id  int64
-		row sessiondb.ContextRow
-	}
-	byHit := map[int64][]ctxRow{}
+	byHit := map[int64][]sessiondb.ContextRow{}
 	for rows.Next() {
 		var hit, id int64
 		var role, content sql.NullString
@@ -306,19 +292,15 @@ ORDER BY h.value, m.id`, string(idJSON))
 			s.log.Warn("search context query failed", "err", err)
 			return
 		}
-		byHit[hit] = append(byHit[hit], ctxRow{id, sessiondb.ContextRow{Role: role.String, Content: content.String}})
+		byHit[hit] = append(byHit[hit], sessiondb.ContextRow{Role: role.String, Content: content.String})
 	}
 	if err := rows.Err(); err != nil {
 		s.log.Warn("search context query failed", "err", err)
 		return
 	}
 	for i := range hits {
-		rs := byHit[hits[i].ID]
-		sort.Slice(rs, func(a, b int) bool { return rs[a].id < rs[b].id })
-		c := make([]sessiondb.ContextRow, len(rs))
-		for j, r := range rs {
-			c[j] = r.row
+		if c := byHit[hits[i].ID]; c != nil {
+			hits[i].Context = c
 		}
-		hits[i].Context = c
 	}
 }
