@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -207,7 +209,10 @@ func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: started_at must be a number", id)
 	}
 	p := &preparedImport{id: id}
-	for k, v := range rec {
+	// Columns in name order: sessions of the same shape share one cached
+	// statement, and the first bad field reported is always the same.
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
+		v := rec[k]
 		if k == "messages" || k == "message_count" || k == "tool_call_count" || !s.si.sessCols[k] {
 			continue
 		}
@@ -421,7 +426,10 @@ func (s *Store) importMessage(sessionID string, i int, m map[string]any) (import
 	default:
 		return row, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: %s must be a number", sessionID, field("timestamp"))
 	}
-	for k, v := range m {
+	// Columns in name order, so rows of the same shape share one cached
+	// statement.
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
 		if k == "session_id" || !s.si.msgCols[k] {
 			continue
 		}
@@ -453,28 +461,7 @@ func (s *Store) importMessage(sessionID string, i int, m map[string]any) (import
 		row.cols = append(row.cols, k)
 		row.vals = append(row.vals, val)
 	}
-	sortRow(&row)
 	return row, nil
-}
-
-// sortRow orders a row's columns by name, so rows of the same shape share
-// one cached statement.
-func sortRow(r *importRow) {
-	idx := make([]int, len(r.cols))
-	for i := range idx {
-		idx[i] = i
-	}
-	for i := 1; i < len(idx); i++ {
-		for j := i; j > 0 && r.cols[idx[j]] < r.cols[idx[j-1]]; j-- {
-			idx[j], idx[j-1] = idx[j-1], idx[j]
-		}
-	}
-	cols := make([]string, len(idx))
-	vals := make([]any, len(idx))
-	for i, k := range idx {
-		cols[i], vals[i] = r.cols[k], r.vals[k]
-	}
-	r.cols, r.vals = cols, vals
 }
 
 // insertImported inserts one message, with its original id when that id
