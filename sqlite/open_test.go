@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 func TestOpenFreshFileHasV6Schema(t *testing.T) {
@@ -334,6 +335,12 @@ func TestPermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		s = openTestStore(t, path, Options{ReadOnly: true})
+		checkMode(t, path, 0o400)
+		// A read-only open never touches the mode; the read-write path's
+		// CreateFile is what must not loosen it.
+		if _, warn, err := sqlitedb.CreateFile(path, 0o700, 0o600); err != nil || warn != nil {
+			t.Fatalf("CreateFile on a stricter file: %v, %v", warn, err)
+		}
 		checkMode(t, path, 0o400)
 	})
 }
