@@ -33,11 +33,11 @@ type Harness struct {
 	// suite closes the store when the test ends.
 	Open func(t *testing.T, now sessiondb.Clock) sessiondb.Store
 
-	// SetMessageColumn, when set, overwrites one column of one stored
-	// message with raw text, bypassing the store's API. The suite uses it to
-	// plant what another program may have written (invalid JSON in
-	// tool_calls, reasoning_details, codex_reasoning_items) and check how
-	// readers cope. When nil those cases are left out.
+	// SetMessageColumn overwrites one column of one stored message with raw
+	// text, bypassing the store's API. The suite uses it to plant what
+	// another program may have written (invalid JSON in tool_calls,
+	// reasoning_details, codex_reasoning_items) and check how readers cope.
+	// Every backend must provide it.
 	SetMessageColumn func(t *testing.T, s sessiondb.Store, messageID int64, column, value string)
 }
 
