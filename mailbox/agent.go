@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,7 +82,6 @@ type Agent struct {
 	inSelect   string // messages_in select list, probed once
 	hasOnWake  bool
 	watcher    *Watcher
-	watchErr   error
 	closed     bool
 	malformedN int
 }
@@ -199,18 +199,7 @@ func (a *Agent) Dir() string { return a.dir }
 // withInbound runs fn on a fresh read-only connection to inbound.db
 // (mmap off): a cached handle can keep stale pages across a container mount.
 func (a *Agent) withInbound(ctx context.Context, fn func(q queryer) error) error {
-	db, err := openRO(a.inboundPath, pragmasAgentIn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := fn(dbQueryer{ctx, db}); err != nil {
-		if errCode(err) == "" {
-			return classify(err, "agent: read inbound")
-		}
-		return err
-	}
-	return nil
+	return readRO(ctx, a.inboundPath, pragmasAgentIn, fn, "agent: read inbound")
 }
 
 func (a *Agent) outQ(ctx context.Context) queryer { return dbQueryer{ctx, a.out} }
@@ -327,7 +316,7 @@ func (a *Agent) RouteTo(ctx context.Context, name string) (Routing, error) {
 	}
 	var r Routing
 	if name == "" {
-		if r, err = a.DefaultRouting(ctx); err != nil {
+		if r, err = a.defaultRouting(ctx, own); err != nil {
 			return Routing{}, err
 		}
 	} else {
@@ -377,22 +366,18 @@ func (a *Agent) inboundSelect(q queryer) (string, bool, error) {
 
 // ackedAmong returns which of rows have a processing_ack row.
 func (a *Agent) ackedAmong(ctx context.Context, rows []InboundRow) (map[string]bool, error) {
+	ids := make([]any, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
 	acked := map[string]bool{}
-	const chunk = 500
-	for i := 0; i < len(rows); i += chunk {
-		part := rows[i:min(i+chunk, len(rows))]
-		args := make([]any, len(part))
-		for j, r := range part {
-			args[j] = r.ID
-		}
-		ph := strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")
-		set, err := idSet(a.outQ(ctx), "SELECT message_id FROM processing_ack WHERE message_id IN ("+ph+")", args...)
-		if err != nil {
-			return nil, classify(err, "agent: read acks")
-		}
-		for id := range set {
-			acked[id] = true
-		}
+	err := inChunks(ids, func(part []any, ph string) error {
+		set, err := idSet(a.outQ(ctx), "SELECT message_id FROM processing_ack WHERE message_id IN ("+ph+")", part...)
+		maps.Copy(acked, set)
+		return err
+	})
+	if err != nil {
+		return nil, classify(err, "agent: read acks")
 	}
 	return acked, nil
 }
@@ -695,6 +680,12 @@ func (a *Agent) DefaultRouting(ctx context.Context) (Routing, error) {
 	if err != nil {
 		return Routing{}, err
 	}
+	return a.defaultRouting(ctx, r)
+}
+
+// defaultRouting is DefaultRouting given the session_routing row r already
+// read.
+func (a *Agent) defaultRouting(ctx context.Context, r Routing) (Routing, error) {
 	if r.ChannelType != "" || r.PlatformID != "" {
 		return r, nil
 	}

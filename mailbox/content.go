@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -122,27 +121,33 @@ func (o *object) marshal() json.RawMessage {
 // JavaScript's JSON.stringify gives, which NanoClaw's readers match
 // textually).
 func marshalCompact(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := encodeCompact(v)
+	if err != nil {
 		// Only unsupported types (channels, funcs) fail; callers pass
 		// plain data.
 		panic(fmt.Sprintf("mailbox: marshal %T: %v", v, err))
 	}
-	return bytes.TrimRight(b.Bytes(), "\n")
+	return b
+}
+
+func encodeCompact(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // MarshalContent encodes v as compact JSON without HTML escaping, the form
 // the mailbox files store. v must encode to a JSON object.
 func MarshalContent(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := encodeCompact(v)
+	if err != nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "content: %v", err)
 	}
-	return normalizeContent("content", bytes.TrimRight(b.Bytes(), "\n"))
+	return normalizeContent("content", b)
 }
 
 // normalizeContent checks raw is one JSON object and returns it compact.
@@ -227,16 +232,11 @@ func DecodeContent(raw []byte) (Content, error) {
 	return c, nil
 }
 
-// textContent is the host notification shape.
+// notification is the host notification shape.
 func notification(text string) json.RawMessage {
 	o := &object{vals: map[string]json.RawMessage{}}
 	o.set("text", marshalCompact(text))
 	o.set("sender", marshalCompact("system"))
 	o.set("senderId", marshalCompact("system"))
 	return o.marshal()
-}
-
-// containsQuestionID is the textual match NanoClaw's question waiter uses.
-func containsQuestionID(content, id string) bool {
-	return strings.Contains(content, `"questionId":`+string(marshalCompact(id)))
 }

@@ -75,6 +75,24 @@ func openRO(path string, pragmas []string) (*sql.DB, error) {
 	return db, nil
 }
 
+// readRO runs fn on a read-only open of path, closed after it. A driver
+// error from fn is classified with the context format and args; an error
+// that already carries a code is returned as it is.
+func readRO(ctx context.Context, path string, pragmas []string, fn func(q queryer) error, format string, args ...any) error {
+	db, err := openRO(path, pragmas)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := fn(dbQueryer{ctx, db}); err != nil {
+		if errCode(err) == "" {
+			return classify(err, format, args...)
+		}
+		return err
+	}
+	return nil
+}
+
 func mustExist(path string) error {
 	fi, err := os.Stat(path)
 	switch {

@@ -348,8 +348,8 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 			return err
 		}
 		text := fmt.Sprintf("Delivery failed (seq %d): %s", row.Seq, reason)
-		m := InboundMessage{ID: newID("msg", now), Kind: KindChat, Content: notification(text), Timestamp: now,
-			Routing: Routing{ChannelType: ChannelAgent, PlatformID: ref.AgentGroupID}, ContextOnly: !h.opts.NotifyFailureTrigger}
+		m := Notification(ref.AgentGroupID, text, now)
+		m.ContextOnly = !h.opts.NotifyFailureTrigger
 		_, _, err := h.insertInbound(ctx, tx, ref, m, m.Content)
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
@@ -258,18 +259,7 @@ func (h *Host) withOutboundRO(ctx context.Context, ref SessionRef, fn func(q que
 	if err != nil {
 		return err
 	}
-	db, err := openRO(path, pragmasRO)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := fn(dbQueryer{ctx, db}); err != nil {
-		if errCode(err) == "" {
-			return classify(err, "session %s: read outbound", ref)
-		}
-		return err
-	}
-	return nil
+	return readRO(ctx, path, pragmasRO, fn, "session %s: read outbound", ref)
 }
 
 // outboundMax returns MAX(seq) of messages_out, re-reading the file only
@@ -369,7 +359,7 @@ func checkWord(field, s string) error {
 
 // checkText rejects NUL bytes and invalid UTF-8 in stored text ids.
 func checkText(field, s string) error {
-	if strings.ContainsRune(s, 0) || !utf8Valid(s) {
+	if strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
 		return sessiondb.Errorf(sessiondb.EINVALID, "%s %q contains a NUL byte or invalid UTF-8", field, truncate(s, 64))
 	}
 	return nil
@@ -603,26 +593,34 @@ func countDueTx(tx *sqlitedb.Tx, now time.Time) (int, error) {
 func (h *Host) readAcks(ctx context.Context, ref SessionRef, statuses ...string) ([]Claim, error) {
 	var out []Claim
 	err := h.withOutboundRO(ctx, ref, func(q queryer) error {
-		ph := strings.TrimSuffix(strings.Repeat("?,", len(statuses)), ",")
-		args := make([]any, len(statuses))
-		for i, s := range statuses {
-			args[i] = s
-		}
-		rows, err := q.Query("SELECT message_id, status, status_changed FROM processing_ack WHERE status IN ("+ph+")", args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var c Claim
-			if err := rows.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return rows.Err()
+		var err error
+		out, err = readClaims(q, statuses...)
+		return err
 	})
 	return out, err
+}
+
+// readClaims returns the processing_ack rows with the given statuses.
+func readClaims(q queryer, statuses ...string) ([]Claim, error) {
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(statuses)), ",")
+	args := make([]any, len(statuses))
+	for i, s := range statuses {
+		args[i] = s
+	}
+	rows, err := q.Query("SELECT message_id, status, status_changed FROM processing_ack WHERE status IN ("+ph+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Claim
+	for rows.Next() {
+		var c Claim
+		if err := rows.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // SyncAcks mirrors the agent's completed and failed acks into messages_in
@@ -666,26 +664,23 @@ func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
 	if err := rows.Err(); err != nil {
 		return res, err
 	}
-	const chunk = 500
-	for i := 0; i < len(pending); i += chunk {
-		part := pending[i:min(i+chunk, len(pending))]
-		ph := strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")
+	err = inChunks(pending, func(part []any, ph string) error {
 		arows, err := out.Query("SELECT message_id, status FROM processing_ack WHERE status IN ('completed', 'failed') AND message_id IN ("+ph+")", part...)
 		if err != nil {
-			return res, err
+			return err
 		}
 		var acks []Claim
 		for arows.Next() {
 			var c Claim
 			if err := arows.Scan(&c.MessageID, &c.Status); err != nil {
 				arows.Close()
-				return res, err
+				return err
 			}
 			acks = append(acks, c)
 		}
 		arows.Close()
 		if err := arows.Err(); err != nil {
-			return res, err
+			return err
 		}
 		for _, a := range acks {
 			status := StatusCompleted
@@ -694,7 +689,7 @@ func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
 			}
 			r, err := tx.Exec("UPDATE messages_in SET status = ? WHERE id = ? AND status = 'pending'", status, a.MessageID)
 			if err != nil {
-				return res, err
+				return err
 			}
 			if n, _ := r.RowsAffected(); n > 0 {
 				if status == StatusFailed {
@@ -704,8 +699,9 @@ func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
 				}
 			}
 		}
-	}
-	return res, nil
+		return nil
+	})
+	return res, err
 }
 
 func idSet(q queryer, query string, args ...any) (map[string]bool, error) {
@@ -1018,11 +1014,17 @@ func (h *Host) CheckStuck(ctx context.Context, ref SessionRef) (StuckVerdict, er
 	if err != nil {
 		return StuckOK, err
 	}
-	st, err := h.ContainerState(ctx, ref)
-	if err != nil {
-		return StuckOK, err
-	}
-	claims, err := h.Claims(ctx, ref)
+	// One read-only open of outbound.db for both reads.
+	var st ContainerState
+	var claims []Claim
+	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
+		var err error
+		if st, err = readContainerState(q); err != nil {
+			return err
+		}
+		claims, err = readClaims(q, AckProcessing)
+		return err
+	})
 	if err != nil {
 		return StuckOK, err
 	}

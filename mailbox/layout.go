@@ -138,5 +138,3 @@ func newModes(sharedGID int) modes {
 func hasPrefixDir(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
-
-func utf8Valid(s string) bool { return utf8.ValidString(s) }

@@ -274,20 +274,7 @@ func (h *Host) sweepSession(ctx context.Context, ref SessionRef, o SweepOptions,
 				return err
 			}
 		}
-		rows, err := out.Query("SELECT message_id, status, status_changed FROM processing_ack WHERE status = 'processing'")
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var c Claim
-			if err := rows.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
-				rows.Close()
-				return err
-			}
-			claims = append(claims, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if claims, err = readClaims(out, AckProcessing); err != nil {
 			return err
 		}
 		var t sql.NullString
