@@ -381,3 +381,31 @@ func TestMailboxParseWhen(t *testing.T) {
 		})
 	}
 }
+
+// TestMailboxCLIAgentSendFile checks that --file copies the file into
+// outbox/<id>/ and lists its base name in the content's "files".
+func TestMailboxCLIAgentSendFile(t *testing.T) {
+	data, s := mbSession(t)
+	src := filepath.Join(t.TempDir(), "report.txt")
+	if err := os.WriteFile(src, []byte("numbers"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustMB(t, with(s, "mailbox", "agent", "send", "--id", "o1", "--channel-type", "cli", "--platform-id", "me", "--text", "see", "--file", src)...)
+	var v struct {
+		Outbound []struct {
+			Content struct {
+				Text  string
+				Files []string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(mustMB(t, with(s, "--json", "mailbox", "ls")...)), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Outbound) != 1 || v.Outbound[0].Content.Text != "see" || len(v.Outbound[0].Content.Files) != 1 || v.Outbound[0].Content.Files[0] != "report.txt" {
+		t.Fatalf("outbound %+v, want text \"see\" listing report.txt", v.Outbound)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "g1", "s1", "outbox", "o1", "report.txt")); err != nil || string(b) != "numbers" {
+		t.Fatalf("copied file %q, %v", b, err)
+	}
+}
