@@ -15,15 +15,12 @@ const DriverName = "mattn"
 
 func newDriver() driver.Driver { return &sqlite3.SQLiteDriver{} }
 
-// errorCode returns SQLite's extended result code carried by err.
+// errorCode returns SQLite's extended result code carried by err. The
+// driver returns sqlite3.Error by value, never a pointer.
 func errorCode(err error) (int, bool) {
 	var e sqlite3.Error
 	if errors.As(err, &e) {
 		return int(e.ExtendedCode), true
-	}
-	var pe *sqlite3.Error
-	if errors.As(err, &pe) && pe != nil {
-		return int(pe.ExtendedCode), true
 	}
 	return 0, false
 }
