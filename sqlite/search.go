@@ -225,8 +225,7 @@ func likeTerms(q string) []string {
 	var out []string
 	for _, t := range strings.Fields(r) {
 		t = strings.Trim(t, `"`)
-		switch t {
-		case "", "AND", "OR", "NOT":
+		if t == "" || isOperator(t) {
 			continue
 		}
 		out = append(out, t)
