@@ -246,7 +246,7 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 		if err != nil {
 			return err
 		}
-		cands, err = collectInbound(rows, true)
+		cands, err = collectInbound(rows)
 		return err
 	})
 	if err := a.countMalformed(err); err != nil {
@@ -800,7 +800,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 			if err != nil {
 				return err
 			}
-			cands, err = collectInbound(rows, true)
+			cands, err = collectInbound(rows)
 			return err
 		})
 		if err != nil && errCode(err) != sessiondb.EBUSY {

@@ -240,7 +240,7 @@ func writeExclusive(sessionDir string, subdirs []string, name string, data []byt
 	return "", "", sessiondb.Errorf(sessiondb.ECONFLICT, "too many files named like %q", name)
 }
 
-// readOutboxFile checks one outbox attachment of an outbound row: a safe
+// checkOutboxFile checks one outbox attachment of an outbound row: a safe
 // name, a regular file (no symlink) inside outbox/<id>/ of the session.
 func checkOutboxFile(sessionDir, outID, name string) (OutboxFile, error) {
 	if err := ValidateName("files[] name", name); err != nil {

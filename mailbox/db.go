@@ -214,12 +214,13 @@ func statSig(path string) fileSig {
 const inboundCols = `id, seq, kind, timestamp, status, process_after, recurrence, series_id, tries, trigger,
  platform_id, channel_type, thread_id, content, source_session_id, on_wake`
 
-// collectInbound reads every row of a messages_in query (rows is closed).
-func collectInbound(rows *sql.Rows, hasOnWake bool) ([]InboundRow, error) {
+// collectInbound reads every row of a messages_in query selecting all of
+// inboundCols (rows is closed).
+func collectInbound(rows *sql.Rows) ([]InboundRow, error) {
 	defer rows.Close()
 	var out []InboundRow
 	for rows.Next() {
-		r, err := scanInbound(rows, hasOnWake)
+		r, err := scanInbound(rows, true)
 		if err != nil {
 			return nil, err
 		}
@@ -250,12 +251,15 @@ func scanInbound(rows *sql.Rows, hasOnWake bool) (InboundRow, error) {
 
 const outboundCols = `id, seq, in_reply_to, timestamp, deliver_after, recurrence, kind, platform_id, channel_type, thread_id, content`
 
-func scanOutbound(rows *sql.Rows) (OutboundRow, error) {
+// scanOutbound scans one row of outboundCols; extra receives the columns a
+// query selects after them.
+func scanOutbound(rows *sql.Rows, extra ...any) (OutboundRow, error) {
 	var r OutboundRow
 	var seq sql.NullInt64
 	var irt, da, rec, pid, ct, tid sql.NullString
 	var content string
-	if err := rows.Scan(&r.ID, &seq, &irt, &r.Timestamp, &da, &rec, &r.Kind, &pid, &ct, &tid, &content); err != nil {
+	dest := append([]any{&r.ID, &seq, &irt, &r.Timestamp, &da, &rec, &r.Kind, &pid, &ct, &tid, &content}, extra...)
+	if err := rows.Scan(dest...); err != nil {
 		return r, err
 	}
 	r.Seq, r.InReplyTo, r.DeliverAfter, r.Recurrence = seq.Int64, irt.String, da.String, rec.String

@@ -86,16 +86,11 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var r OutboundRow
-			var seq sql.NullInt64
-			var irt, da, rec, pid, ct, tid, isDue sql.NullString
-			var content string
-			if err := rows.Scan(&r.ID, &seq, &irt, &r.Timestamp, &da, &rec, &r.Kind, &pid, &ct, &tid, &content, &isDue); err != nil {
+			var isDue sql.NullString
+			r, err := scanOutbound(rows, &isDue)
+			if err != nil {
 				return err
 			}
-			r.Seq, r.InReplyTo, r.DeliverAfter, r.Recurrence = seq.Int64, irt.String, da.String, rec.String
-			r.Routing = Routing{ChannelType: ct.String, PlatformID: pid.String, ThreadID: tid.String}
-			r.Content = []byte(content)
 			all = append(all, r)
 			if isDue.String == "1" {
 				cands = append(cands, r)

@@ -1076,7 +1076,7 @@ func (h *Host) InboundRows(ctx context.Context, ref SessionRef, limit int) ([]In
 		if err != nil {
 			return err
 		}
-		out, err = collectInbound(rows, true)
+		out, err = collectInbound(rows)
 		return err
 	})
 	return out, err

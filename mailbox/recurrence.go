@@ -139,75 +139,72 @@ func (h *Host) AdvanceRecurrences(ctx context.Context, ref SessionRef) (int, err
 func (h *Host) advanceTx(ctx context.Context, tx *sqlitedb.Tx, ref SessionRef) (int, error) {
 	s := h.session(ref)
 	inserted := 0
-	err := func() error {
-		now := h.now()
-		rows, err := tx.Query(`SELECT id, kind, content, platform_id, channel_type, thread_id, recurrence, series_id
+	now := h.now()
+	rows, err := tx.Query(`SELECT id, kind, content, platform_id, channel_type, thread_id, recurrence, series_id
  FROM messages_in WHERE status IN ('completed', 'failed') AND recurrence IS NOT NULL`)
+	if err != nil {
+		return inserted, err
+	}
+	type src struct {
+		id, kind, content, recurrence, series string
+		routing                               Routing
+	}
+	var srcs []src
+	for rows.Next() {
+		var x src
+		var pid, ct, tid, series sql.NullString
+		if err := rows.Scan(&x.id, &x.kind, &x.content, &pid, &ct, &tid, &x.recurrence, &series); err != nil {
+			rows.Close()
+			return inserted, err
+		}
+		x.routing = Routing{ChannelType: ct.String, PlatformID: pid.String, ThreadID: tid.String}
+		x.series = series.String
+		if x.series == "" {
+			x.series = x.id
+		}
+		srcs = append(srcs, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return inserted, err
+	}
+	for _, x := range srcs {
+		rec, err := ParseRecurrence(x.recurrence)
 		if err != nil {
-			return err
-		}
-		type src struct {
-			id, kind, content, recurrence, series string
-			routing                               Routing
-		}
-		var srcs []src
-		for rows.Next() {
-			var x src
-			var pid, ct, tid, series sql.NullString
-			if err := rows.Scan(&x.id, &x.kind, &x.content, &pid, &ct, &tid, &x.recurrence, &series); err != nil {
-				rows.Close()
-				return err
+			h.mu.Lock()
+			logged := s.badCron[x.id]
+			if s.badCron == nil {
+				s.badCron = map[string]bool{}
 			}
-			x.routing = Routing{ChannelType: ct.String, PlatformID: pid.String, ThreadID: tid.String}
-			x.series = series.String
-			if x.series == "" {
-				x.series = x.id
+			s.badCron[x.id] = true
+			h.mu.Unlock()
+			if !logged {
+				h.log.Warn("mailbox: bad recurrence left alone", "session", ref.String(), "id", x.id, "err", err)
 			}
-			srcs = append(srcs, x)
+			continue
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
+		var live int
+		if err := tx.QueryRow("SELECT count(*) FROM messages_in WHERE series_id = ? AND status IN ('pending', 'paused')", x.series).Scan(&live); err != nil {
+			return inserted, err
 		}
-		for _, x := range srcs {
-			rec, err := ParseRecurrence(x.recurrence)
-			if err != nil {
-				h.mu.Lock()
-				logged := s.badCron[x.id]
-				if s.badCron == nil {
-					s.badCron = map[string]bool{}
+		if live == 0 {
+			next := rec.Next(now, h.loc)
+			if !next.IsZero() {
+				prefix := "msg"
+				if x.kind == KindTask {
+					prefix = "task"
 				}
-				s.badCron[x.id] = true
-				h.mu.Unlock()
-				if !logged {
-					h.log.Warn("mailbox: bad recurrence left alone", "session", ref.String(), "id", x.id, "err", err)
+				m := InboundMessage{ID: newID(prefix, now), Kind: x.kind, Routing: x.routing, Timestamp: now,
+					ProcessAfter: next, Recurrence: x.recurrence, SeriesID: x.series}
+				if _, _, err := h.insertInbound(ctx, tx, ref, m, []byte(x.content)); err != nil {
+					return inserted, err
 				}
-				continue
-			}
-			var live int
-			if err := tx.QueryRow("SELECT count(*) FROM messages_in WHERE series_id = ? AND status IN ('pending', 'paused')", x.series).Scan(&live); err != nil {
-				return err
-			}
-			if live == 0 {
-				next := rec.Next(now, h.loc)
-				if !next.IsZero() {
-					prefix := "msg"
-					if x.kind == KindTask {
-						prefix = "task"
-					}
-					m := InboundMessage{ID: newID(prefix, now), Kind: x.kind, Routing: x.routing, Timestamp: now,
-						ProcessAfter: next, Recurrence: x.recurrence, SeriesID: x.series}
-					if _, _, err := h.insertInbound(ctx, tx, ref, m, []byte(x.content)); err != nil {
-						return err
-					}
-					inserted++
-				}
-			}
-			if _, err := tx.Exec("UPDATE messages_in SET recurrence = NULL WHERE id = ?", x.id); err != nil {
-				return err
+				inserted++
 			}
 		}
-		return nil
-	}()
-	return inserted, err
+		if _, err := tx.Exec("UPDATE messages_in SET recurrence = NULL WHERE id = ?", x.id); err != nil {
+			return inserted, err
+		}
+	}
+	return inserted, nil
 }
