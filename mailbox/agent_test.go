@@ -310,12 +310,19 @@ func TestHeartbeatToolInFlightAndStuck(t *testing.T) {
 	}
 	must(t, a.MarkProcessing(ctxb, "m1"))
 	f.clk.Add(45 * time.Minute)
-	if v, _ := f.host.CheckStuck(ctxb, f.ref); v != StuckOK {
-		t.Errorf("a declared one-hour Bash call was judged %v", v)
+	if v, err := f.host.CheckStuck(ctxb, f.ref); err != nil || v != StuckOK {
+		t.Errorf("a declared one-hour Bash call was judged %v (%v)", v, err)
 	}
 	must(t, a.ClearToolInFlight(ctxb))
-	if v, _ := f.host.CheckStuck(ctxb, f.ref); v != StuckKillCeiling {
-		t.Errorf("45 min silent without a tool: %v, want kill-ceiling", v)
+	if v, err := f.host.CheckStuck(ctxb, f.ref); err != nil || v != StuckKillCeiling {
+		t.Errorf("45 min silent without a tool: %v (%v), want kill-ceiling", v, err)
+	}
+	// A fresh beat, then a claim with no beat since for over a minute.
+	must(t, a.TouchHeartbeat())
+	must(t, a.MarkProcessing(ctxb, "m2"))
+	f.clk.Add(2 * time.Minute)
+	if v, err := f.host.CheckStuck(ctxb, f.ref); err != nil || v != StuckKillClaim {
+		t.Errorf("claim 2 min old, no beat since: %v (%v), want kill-claim", v, err)
 	}
 	if st, _ := f.host.ContainerState(ctxb, f.ref); st.CurrentTool != "" {
 		t.Errorf("tool not cleared: %+v", st)
