@@ -59,7 +59,7 @@ func TestEnqueueDefaultsIdempotenceAndValidation(t *testing.T) {
 
 func TestEnqueueNotInitialized(t *testing.T) {
 	f := newFixture(t)
-	_, _, err := f.host.Enqueue(ctxb, SessionRef{"ag-1", "nope"}, chat("m", "x"))
+	_, _, err := f.host.Enqueue(ctxb, SessionRef{AgentGroupID: "ag-1", SessionID: "nope"}, chat("m", "x"))
 	wantCode(t, err, sessiondb.ENOTFOUND)
 }
 

@@ -1,11 +1,9 @@
 package mailbox
 
 import (
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -19,58 +17,19 @@ const (
 	OutboxDirName = "outbox"
 )
 
-// MaxNameLen is the longest safe name in bytes (a common file system limit
-// for one path segment).
-const MaxNameLen = 255
+// MaxNameLen is the longest safe name in bytes (sessiondb.MaxNameLen).
+const MaxNameLen = sessiondb.MaxNameLen
 
 // SessionRef names one session folder: <Root>/<AgentGroupID>/<SessionID>.
-type SessionRef struct {
-	AgentGroupID string `json:"agent_group_id"`
-	SessionID    string `json:"session_id"`
-}
+// It is the root package's type (the control plane names sessions the
+// same way); Validate checks both ids with ValidateName's rules.
+type SessionRef = sessiondb.SessionRef
 
-// String returns "<agent group>/<session>".
-func (r SessionRef) String() string { return r.AgentGroupID + "/" + r.SessionID }
-
-// Validate checks both ids with ValidateName; the error (code invalid)
-// names the offending field.
-func (r SessionRef) Validate() error {
-	if err := ValidateName("agent_group_id", r.AgentGroupID); err != nil {
-		return err
-	}
-	return ValidateName("session_id", r.SessionID)
-}
-
-// ValidateName checks that name is safe to use as one path segment: not
-// empty, at most MaxNameLen bytes, valid UTF-8, not "." or "..", and free of
-// '/', '\\', NUL and other control characters. ':' is allowed (NanoClaw
-// message ids contain it). The error has code invalid and names field.
-func ValidateName(field, name string) error {
-	bad := func(why string) error {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s %q is not a safe name: %s", field, truncate(name, 64), why)
-	}
-	switch {
-	case name == "":
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s is empty", field)
-	case len(name) > MaxNameLen:
-		return bad(fmt.Sprintf("%d bytes, the limit is %d", len(name), MaxNameLen))
-	case !utf8.ValidString(name):
-		return bad("not valid UTF-8")
-	case name == "." || name == "..":
-		return bad("a relative folder name")
-	}
-	for _, r := range name {
-		switch {
-		case r == '/' || r == '\\':
-			return bad("contains a path separator")
-		case r == 0:
-			return bad("contains a NUL byte")
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return bad("contains a control character")
-		}
-	}
-	return nil
-}
+// ValidateName checks that name is safe to use as one path segment, with
+// the root package's rules (sessiondb.CheckSafeName): not empty, at most
+// MaxNameLen bytes, valid UTF-8, not "." or "..", no path separator, NUL or
+// other control character. The error has code invalid and names field.
+func ValidateName(field, name string) error { return sessiondb.CheckSafeName(field, name) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

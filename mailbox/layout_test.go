@@ -10,46 +10,6 @@ import (
 	"github.com/sessiondb/sessiondb"
 )
 
-func TestValidateName(t *testing.T) {
-	cases := []struct {
-		name string
-		in   string
-		ok   bool
-	}{
-		{"plain", "sess-1", true},
-		{"nanoclaw id with colons", "slack:C123:1700000000.000100:ag-1", true},
-		{"unicode", "séance", true},
-		{"255 bytes", strings.Repeat("a", 255), true},
-		{"empty", "", false},
-		{"dot", ".", false},
-		{"dotdot", "..", false},
-		{"parent escape", "../x", false},
-		{"slash", "a/b", false},
-		{"backslash", `a\b`, false},
-		{"nul", "a\x00b", false},
-		{"newline", "a\nb", false},
-		{"del", "a\x7fb", false},
-		{"c1 control", "a\u0085b", false},
-		{"300 bytes", strings.Repeat("a", 300), false},
-		{"invalid utf8", "a\xffb", false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			err := ValidateName("session_id", c.in)
-			if c.ok {
-				if err != nil {
-					t.Fatalf("unexpected error %v", err)
-				}
-				return
-			}
-			wantCode(t, err, sessiondb.EINVALID)
-			if !strings.Contains(err.Error(), "session_id") {
-				t.Errorf("error %q does not name the field", err)
-			}
-		})
-	}
-}
-
 func TestHostileRefsTouchNothing(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	h, err := NewHost(HostOptions{Layout: Layout{Root: root}})
@@ -61,12 +21,12 @@ func TestHostileRefsTouchNothing(t *testing.T) {
 		ref   SessionRef
 		field string
 	}{
-		{"parent session", SessionRef{"ag", "../x"}, "session_id"},
-		{"slash group", SessionRef{"a/b", "s"}, "agent_group_id"},
-		{"nul session", SessionRef{"ag", "s\x00"}, "session_id"},
-		{"long group", SessionRef{strings.Repeat("g", 300), "s"}, "agent_group_id"},
-		{"dotdot group", SessionRef{"..", "s"}, "agent_group_id"},
-		{"empty session", SessionRef{"ag", ""}, "session_id"},
+		{"parent session", SessionRef{AgentGroupID: "ag", SessionID: "../x"}, "session_id"},
+		{"slash group", SessionRef{AgentGroupID: "a/b", SessionID: "s"}, "agent_group_id"},
+		{"nul session", SessionRef{AgentGroupID: "ag", SessionID: "s\x00"}, "session_id"},
+		{"long group", SessionRef{AgentGroupID: strings.Repeat("g", 300), SessionID: "s"}, "agent_group_id"},
+		{"dotdot group", SessionRef{AgentGroupID: "..", SessionID: "s"}, "agent_group_id"},
+		{"empty session", SessionRef{AgentGroupID: "ag", SessionID: ""}, "session_id"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -63,11 +63,11 @@ func TestOnEnqueueHookAndListings(t *testing.T) {
 	if !slices.Equal(got, []string{"ag-1/sess-1/m1/2", "ag-1/sess-1/m2/4"}) {
 		t.Errorf("hook calls %v", got)
 	}
-	must(t, f.host.InitSession(ctxb, SessionRef{"ag-2", "s"}))
+	must(t, f.host.InitSession(ctxb, SessionRef{AgentGroupID: "ag-2", SessionID: "s"}))
 	// Folders that are not sessions are ignored.
 	must(t, os.MkdirAll(filepath.Join(f.host.layout.Root, "ag-1", ".claude-shared"), 0o700))
 	refs, err := f.host.Sessions(ctxb)
-	if err != nil || !slices.Equal(refs, []SessionRef{{"ag-1", "sess-1"}, {"ag-2", "s"}}) {
+	if err != nil || !slices.Equal(refs, []SessionRef{{AgentGroupID: "ag-1", SessionID: "sess-1"}, {AgentGroupID: "ag-2", SessionID: "s"}}) {
 		t.Fatalf("Sessions = %v, %v", refs, err)
 	}
 	rows, err := f.host.InboundRows(ctxb, f.ref, 1)
@@ -153,7 +153,7 @@ func TestSharedGroupModes(t *testing.T) {
 	}
 	h, err := NewHost(HostOptions{Layout: Layout{Root: filepath.Join(t.TempDir(), "v2")}, SharedGID: gid})
 	must(t, err)
-	ref := SessionRef{"g", "s"}
+	ref := SessionRef{AgentGroupID: "g", SessionID: "s"}
 	must(t, h.InitSession(ctxb, ref))
 	dir, _ := h.layout.SessionDir(ref)
 	for _, c := range []struct {
