@@ -60,6 +60,20 @@ type NewMessage struct {
 	TokenCount          *int64
 }
 
+// Validate checks that m names its session and role. The error is invalid
+// and names the field. Whether ToolCalls, ReasoningDetails and
+// CodexReasoningItems encode as JSON is found when the backend encodes them
+// (once, for storing), and reported naming the field too.
+func (m NewMessage) Validate() error {
+	if m.SessionID == "" {
+		return errEmptySessionID()
+	}
+	if m.Role == "" {
+		return Errorf(EINVALID, "role is empty")
+	}
+	return nil
+}
+
 // ConversationItem is one entry of GetMessagesAsConversation, in the shape
 // an OpenAI-style chat API takes back. Only the keys Hermes emits are set.
 type ConversationItem map[string]any
@@ -71,6 +85,14 @@ type Page struct {
 	BeforeID int64
 	AfterID  int64
 	Limit    int
+}
+
+// Validate refuses a negative limit or cursor (invalid).
+func (p Page) Validate() error {
+	if p.Limit < 0 || p.BeforeID < 0 || p.AfterID < 0 {
+		return Errorf(EINVALID, "limit and cursors must not be negative")
+	}
+	return nil
 }
 
 // MessagePage is one page of messages in id order with cursors to move on.
@@ -102,11 +124,4 @@ type MessageService interface {
 	// ExportAll streams every session (optionally of one source) newest
 	// first; yield returning an error stops and returns it.
 	ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error
-}
-
-// Store is the whole history store.
-type Store interface {
-	SessionService
-	MessageService
-	Close() error
 }

@@ -1,6 +1,10 @@
 package sessiondb
 
-import "time"
+import (
+	"context"
+	"math"
+	"time"
+)
 
 // RetentionPolicy says which history to drop and when (history-store spec,
 // IMP-13). Applying it prunes ended sessions older than MaxAgeDays (of the
@@ -17,6 +21,18 @@ type RetentionPolicy struct {
 	MinInterval time.Duration
 }
 
+// Validate checks that MaxAgeDays is a finite number above 0 and
+// MinInterval is not negative. The error is invalid and names the field.
+func (p RetentionPolicy) Validate() error {
+	if !(p.MaxAgeDays > 0) || math.IsInf(p.MaxAgeDays, 0) {
+		return Errorf(EINVALID, "max age must be more than 0 days, not %v", p.MaxAgeDays)
+	}
+	if p.MinInterval < 0 {
+		return Errorf(EINVALID, "min interval %v is negative", p.MinInterval)
+	}
+	return nil
+}
+
 // RetentionReport says what applying a policy did.
 type RetentionReport struct {
 	// Skipped is true when MinInterval had not passed; nothing was done.
@@ -29,4 +45,18 @@ type RetentionReport struct {
 	// shrink in place (it was not created with incremental auto-vacuum):
 	// a compacted copy (VacuumInto) is the way to reclaim the space.
 	NeedsVacuumInto bool `json:"needs_vacuum_into"`
+}
+
+// RetentionService applies a retention policy (spec/history-store.md
+// section 9, IMP-13).
+type RetentionService interface {
+	// ApplyRetention deletes the ended sessions that started more than
+	// p.MaxAgeDays before now, of p.Sources (or of every source), as
+	// PruneSessions does, then reclaims space as the backend can without
+	// holding writers up for long. Open sessions and younger ones are kept.
+	// When p.MinInterval > 0 and the last run (recorded in the store, so
+	// other processes see it where the backend can) finished less than
+	// p.MinInterval ago, it does nothing and reports Skipped. A policy that
+	// fails Validate is invalid; a read-only store refuses with invalid.
+	ApplyRetention(ctx context.Context, p RetentionPolicy) (*RetentionReport, error)
 }

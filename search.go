@@ -10,6 +10,9 @@ type SearchFilter struct {
 	Offset         int
 }
 
+// Validate checks f's Limit and Offset with CheckWindow.
+func (f SearchFilter) Validate() error { return CheckWindow(f.Limit, f.Offset) }
+
 // SearchHit is one search result. Snippet marks matches with >>> and <<<.
 // Context holds up to three {role, content} rows of the same session: the
 // previous message, the hit and the next, each cut to 200 code points.

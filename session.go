@@ -1,6 +1,10 @@
 package sessiondb
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"math"
+)
 
 // Session is one row of the sessions table (Hermes state.db v6). Nullable
 // columns are pointers; ModelConfig is the stored JSON text.
@@ -45,6 +49,40 @@ type NewSession struct {
 	ParentSessionID string
 }
 
+// Validate checks n as the input of CreateSession: ID and Source set, and
+// ModelConfig encodable as JSON. The error is invalid and names the field.
+func (n NewSession) Validate() error {
+	if n.ID != "" && n.Source == "" {
+		return Errorf(EINVALID, "source is required")
+	}
+	return n.validate()
+}
+
+// ValidateFork checks n as the input of ForkSession(src, ...): ID set and
+// not src, ModelConfig encodable as JSON. Source may be empty (the fork
+// inherits src's). The error is invalid and names the field.
+func (n NewSession) ValidateFork(src string) error {
+	if n.ID != "" && n.ID == src {
+		return Errorf(EINVALID, "the fork needs an id of its own")
+	}
+	return n.validate()
+}
+
+func (n NewSession) validate() error {
+	if n.ID == "" {
+		return errEmptySessionID()
+	}
+	if len(n.ModelConfig) > 0 {
+		if _, err := json.Marshal(n.ModelConfig); err != nil {
+			return Errorf(EINVALID, "model_config cannot be stored as JSON: %v", err)
+		}
+	}
+	return nil
+}
+
+// errEmptySessionID is the refusal of an input without a session id.
+func errEmptySessionID() error { return Errorf(EINVALID, "session id is empty") }
+
 // TokenUpdate is the input of UpdateTokenCounts. Incremental by default: the
 // five token columns are added to; EstimatedCostUSD is added (nil adds 0);
 // ActualCostUSD is added only when non-nil; CostStatus, CostSource and
@@ -62,6 +100,20 @@ type TokenUpdate struct {
 	Absolute bool
 }
 
+// Validate checks that the costs of u, when set, are finite numbers. The
+// error is invalid and names the field.
+func (u TokenUpdate) Validate() error {
+	for _, c := range []struct {
+		field string
+		v     *float64
+	}{{"estimated_cost_usd", u.EstimatedCostUSD}, {"actual_cost_usd", u.ActualCostUSD}} {
+		if c.v != nil && (math.IsNaN(*c.v) || math.IsInf(*c.v, 0)) {
+			return Errorf(EINVALID, "%s is %v", c.field, *c.v)
+		}
+	}
+	return nil
+}
+
 // RichFilter selects sessions for ListSessionsRich. The zero value lists the
 // 20 newest top-level sessions of every source with compression tips
 // projected (set NoProjection to see raw rows).
@@ -72,6 +124,23 @@ type RichFilter struct {
 	Offset          int
 	IncludeChildren bool
 	NoProjection    bool // turns off ProjectCompressionTips (on by default)
+}
+
+// Validate checks f's Limit and Offset with CheckWindow.
+func (f RichFilter) Validate() error { return CheckWindow(f.Limit, f.Offset) }
+
+// CheckWindow refuses a negative limit or offset of a listing (invalid,
+// naming which); a limit of 0 means the listing's default size. Listings
+// that take them as arguments (SearchSessions) and the filters' Validate
+// share it.
+func CheckWindow(limit, offset int) error {
+	if limit < 0 {
+		return Errorf(EINVALID, "limit %d is negative", limit)
+	}
+	if offset < 0 {
+		return Errorf(EINVALID, "offset %d is negative", offset)
+	}
+	return nil
 }
 
 // RichSession is a session row plus its preview and last activity. When a

@@ -1,5 +1,7 @@
 package sessiondb
 
+import "context"
+
 // UsageFilter narrows a usage report. The zero value covers every source
 // and all time, with the 10 most expensive sessions in Top.
 type UsageFilter struct {
@@ -34,4 +36,16 @@ type UsageReport struct {
 	ByModel  []UsageRow `json:"by_model"`
 	BySource []UsageRow `json:"by_source"`
 	Top      []UsageRow `json:"top"`
+}
+
+// UsageService reports token use and cost from the sessions' counters.
+type UsageService interface {
+	// Usage sums the token and cost columns of the sessions f selects: by
+	// model ("" for sessions without one) and by source, each ordered by
+	// estimated cost (highest first) then key; and in Top the f.Top
+	// sessions that cost most (actual cost when known, else estimated;
+	// then total tokens; then newest), one row per session with Sessions =
+	// 1. Lists are empty, never nil. Messages is the sessions'
+	// message_count.
+	Usage(ctx context.Context, f UsageFilter) (*UsageReport, error)
 }

@@ -193,20 +193,15 @@ type preparedImport struct {
 	msgs   []importRow
 }
 
-// prepareImport validates and converts one exported session without
-// touching the database.
+// prepareImport validates (sessiondb.SessionRecord.Validate) and converts
+// one exported session without touching the database.
 func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
-	id, ok := rec["id"].(string)
-	if !ok || id == "" {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import: id must be a non-empty string")
-	}
-	if src, ok := rec["source"].(string); !ok || src == "" {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: source must be a non-empty string", id)
-	}
-	switch rec["started_at"].(type) {
-	case float64, int64, int, json.Number:
-	default:
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: started_at must be a number", id)
+	id, _ := rec["id"].(string)
+	if err := sessiondb.SessionRecord(rec).Validate(); err != nil {
+		if id == "" {
+			return nil, sessiondb.Wrap("", err, "import")
+		}
+		return nil, inputErr(err, "import session", id)
 	}
 	p := &preparedImport{id: id}
 	// Columns in name order: sessions of the same shape share one cached
@@ -227,9 +222,10 @@ func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
 		p.sess.cols = append(p.sess.cols, k)
 		p.sess.vals = append(p.sess.vals, val)
 	}
+	// Validate has checked the list's shape: nil, []any of objects, or
+	// []sessiondb.Message.
 	var rawMsgs []any
 	switch m := rec["messages"].(type) {
-	case nil:
 	case []any:
 		rawMsgs = m
 	case []sessiondb.Message:
@@ -241,16 +237,11 @@ func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
 		if err := json.Unmarshal(b, &rawMsgs); err != nil {
 			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
 		}
-	default:
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages must be a list, not %T", id, rec["messages"])
 	}
 	p.msgs = make([]importRow, 0, len(rawMsgs))
 	var toolCalls int64
 	for i, raw := range rawMsgs {
-		m, ok := raw.(map[string]any)
-		if !ok {
-			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages[%d] must be an object, not %T", id, i, raw)
-		}
+		m, _ := raw.(map[string]any)
 		row, err := s.importMessage(id, i, m)
 		if err != nil {
 			return nil, err
@@ -414,18 +405,11 @@ func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (impo
 	return imported, prepErr
 }
 
-// importMessage validates and converts one exported message.
+// importMessage converts one exported message, whose role and timestamp
+// SessionRecord.Validate has checked.
 func (s *Store) importMessage(sessionID string, i int, m map[string]any) (importRow, error) {
 	field := func(k string) string { return fmt.Sprintf("messages[%d].%s", i, k) }
 	row := importRow{}
-	if r, ok := m["role"].(string); !ok || r == "" {
-		return row, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: %s must be a non-empty string", sessionID, field("role"))
-	}
-	switch m["timestamp"].(type) {
-	case float64, int64, int, json.Number:
-	default:
-		return row, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: %s must be a number", sessionID, field("timestamp"))
-	}
 	// Columns in name order, so rows of the same shape share one cached
 	// statement.
 	for _, k := range slices.Sorted(maps.Keys(m)) {

@@ -86,14 +86,8 @@ func groupComplete(call forkRow, answers []forkRow) bool {
 // src's. The cut never separates a tool call from its results. An unknown
 // src is not_found; an existing n.ID conflict.
 func (s *Store) ForkSession(ctx context.Context, src string, atMessageID int64, n sessiondb.NewSession) (string, error) {
-	if err := checkID("fork session", n.ID); err != nil {
-		return "", err
-	}
-	if n.ID == src {
-		return "", sessiondb.Errorf(sessiondb.EINVALID, "fork session %s: the fork needs an id of its own", src)
-	}
-	if _, err := encodeModelConfig(n.ModelConfig); err != nil {
-		return "", sessiondb.Wrap("", err, "fork session %s", src)
+	if err := n.ValidateFork(src); err != nil {
+		return "", inputErr(err, "fork session", src)
 	}
 	now := s.epochNow()
 	copyCols := make([]string, 0, len(s.si.msgOrder))

@@ -87,11 +87,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 // concurrent appends (group commit). Content is stored exactly as given,
 // including NUL bytes and invalid UTF-8. An unknown session is invalid.
 func (s *Store) AppendMessage(ctx context.Context, m sessiondb.NewMessage) (int64, error) {
-	if m.SessionID == "" {
-		return 0, sessiondb.Errorf(sessiondb.EINVALID, "append message: session id is empty")
-	}
-	if m.Role == "" {
-		return 0, sessiondb.Errorf(sessiondb.EINVALID, "append message to %s: role is empty", m.SessionID)
+	if err := m.Validate(); err != nil {
+		return 0, inputErr(err, "append message to", m.SessionID)
 	}
 	// tool_calls is marshalled once, for the stored text and the count.
 	tcJSON, err := marshalJSONField("tool_calls", m.ToolCalls)
@@ -196,8 +193,8 @@ const defaultPageLimit = 50
 // tool rows that follow it): it grows at its far edge to keep the group
 // whole.
 func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p sessiondb.Page) (*sessiondb.MessagePage, error) {
-	if p.Limit < 0 || p.BeforeID < 0 || p.AfterID < 0 {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "get messages page of %s: limit and cursors must not be negative", sessionID)
+	if err := p.Validate(); err != nil {
+		return nil, sessiondb.Wrap("", err, "get messages page of %s", sessionID)
 	}
 	limit := p.Limit
 	if limit == 0 {

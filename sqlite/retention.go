@@ -31,11 +31,8 @@ const retentionKey = "sessiondb.retention.last_run"
 // never runs an in-place VACUUM, which rewrites the whole file under the
 // write lock and breaks WAL-shipping replication.
 func (s *Store) ApplyRetention(ctx context.Context, p sessiondb.RetentionPolicy) (*sessiondb.RetentionReport, error) {
-	if !(p.MaxAgeDays > 0) {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "retention: max age must be more than 0 days, not %v", p.MaxAgeDays)
-	}
-	if p.MinInterval < 0 {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "retention: min interval %v is negative", p.MinInterval)
+	if err := p.Validate(); err != nil {
+		return nil, sessiondb.Wrap("", err, "retention")
 	}
 	if s.w == nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "retention: store opened read-only")

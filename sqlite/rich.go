@@ -49,10 +49,10 @@ func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 // listed, and a root that ended in compression shows its chain's tip
 // (unless NoProjection), keeping its own started_at.
 func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([]sessiondb.RichSession, error) {
-	limit, offset, err := pageArgs("list sessions", f.Limit, f.Offset)
-	if err != nil {
-		return nil, err
+	if err := f.Validate(); err != nil {
+		return nil, sessiondb.Wrap("", err, "list sessions")
 	}
+	limit, offset := pageSize(f.Limit), f.Offset
 	var where []string
 	var args []any
 	if !f.IncludeChildren {

@@ -22,10 +22,10 @@ import (
 // the messages/sessions join, snippets are computed for the winners only,
 // and the context rows of all hits come from one query.
 func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
-	limit, offset, err := pageArgs("search messages", f.Limit, f.Offset)
-	if err != nil {
-		return nil, err
+	if err := f.Validate(); err != nil {
+		return nil, sessiondb.Wrap("", err, "search messages")
 	}
+	limit, offset := pageSize(f.Limit), f.Offset
 	if strings.TrimSpace(query) == "" || (f.Sources != nil && len(f.Sources) == 0) {
 		return []sessiondb.SearchHit{}, nil
 	}
@@ -35,6 +35,7 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	}
 	cjk := sessiondb.ContainsCJK(q)
 	var hits []sessiondb.SearchHit
+	var err error
 	if s.si.hasFTS() {
 		hits, err = s.ftsSearch(ctx, q, f, limit, offset)
 		if err != nil && sqlitedb.IsQueryError(err) {

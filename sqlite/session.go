@@ -14,24 +14,21 @@ import (
 // defaultLimit is the page size when a caller passes 0.
 const defaultLimit = 20
 
-func checkID(what, id string) error {
-	if id == "" {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s: session id is empty", what)
+// pageSize is the page size for a checked limit: 0 means defaultLimit.
+func pageSize(limit int) int {
+	if limit == 0 {
+		return defaultLimit
 	}
-	return nil
+	return limit
 }
 
-func pageArgs(what string, limit, offset int) (int, int, error) {
-	if limit < 0 {
-		return 0, 0, sessiondb.Errorf(sessiondb.EINVALID, "%s: limit %d is negative", what, limit)
+// inputErr adds the operation to a refusal of its input, naming the
+// session when the input has its id.
+func inputErr(err error, op, id string) error {
+	if id == "" {
+		return sessiondb.Wrap("", err, "%s", op)
 	}
-	if offset < 0 {
-		return 0, 0, sessiondb.Errorf(sessiondb.EINVALID, "%s: offset %d is negative", what, offset)
-	}
-	if limit == 0 {
-		limit = defaultLimit
-	}
-	return limit, offset, nil
+	return sessiondb.Wrap("", err, "%s %s", op, id)
 }
 
 // encodeModelConfig returns the JSON text stored for a model config: NULL
@@ -52,11 +49,8 @@ func encodeModelConfig(mc map[string]any) (any, error) {
 // a row EnsureSession made and never overwrites. Source and ID are
 // required; an unknown parent is invalid.
 func (s *Store) CreateSession(ctx context.Context, n sessiondb.NewSession) (string, error) {
-	if err := checkID("create session", n.ID); err != nil {
-		return "", err
-	}
-	if n.Source == "" {
-		return "", sessiondb.Errorf(sessiondb.EINVALID, "create session %s: source is required", n.ID)
+	if err := n.Validate(); err != nil {
+		return "", inputErr(err, "create session", n.ID)
 	}
 	mc, err := encodeModelConfig(n.ModelConfig)
 	if err != nil {
@@ -87,8 +81,8 @@ ON CONFLICT(id) DO UPDATE SET
 // EnsureSession inserts (id, source, model, now) when the session is
 // absent and does nothing otherwise. An empty source is "unknown".
 func (s *Store) EnsureSession(ctx context.Context, id, source, model string) error {
-	if err := checkID("ensure session", id); err != nil {
-		return err
+	if id == "" {
+		return sessiondb.Errorf(sessiondb.EINVALID, "ensure session: session id is empty")
 	}
 	if source == "" {
 		source = "unknown"
@@ -146,10 +140,8 @@ func optFloat(p *float64) any {
 // UpdateTokenCounts applies u to the session (see sessiondb.TokenUpdate).
 // Unknown ids are a silent no-op. NaN or infinite costs are invalid.
 func (s *Store) UpdateTokenCounts(ctx context.Context, id string, u sessiondb.TokenUpdate) error {
-	for name, p := range map[string]*float64{"estimated_cost_usd": u.EstimatedCostUSD, "actual_cost_usd": u.ActualCostUSD} {
-		if p != nil && (math.IsNaN(*p) || math.IsInf(*p, 0)) {
-			return sessiondb.Errorf(sessiondb.EINVALID, "update token counts of %s: %s is %v", id, name, *p)
-		}
+	if err := u.Validate(); err != nil {
+		return sessiondb.Wrap("", err, "update token counts of %s", id)
 	}
 	var q string
 	if u.Absolute {
@@ -246,10 +238,10 @@ func scanStrings(rows *sql.Rows) ([]string, error) {
 // SearchSessions lists sessions newest first; "" source means all. Limit 0
 // means 20.
 func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset int) ([]sessiondb.Session, error) {
-	limit, offset, err := pageArgs("search sessions", limit, offset)
-	if err != nil {
-		return nil, err
+	if err := sessiondb.CheckWindow(limit, offset); err != nil {
+		return nil, sessiondb.Wrap("", err, "search sessions")
 	}
+	limit = pageSize(limit)
 	q := "SELECT " + s.q.sessSel + " FROM sessions s"
 	args := []any{}
 	if source != "" {

@@ -92,7 +92,10 @@ type Store struct {
 	bgWG         sync.WaitGroup
 }
 
-var _ sessiondb.Store = (*Store)(nil)
+var (
+	_ sessiondb.Store            = (*Store)(nil)
+	_ sessiondb.SQLiteMaintainer = (*Store)(nil)
+)
 
 // Open opens the state.db at path, creating it (folder 0700, file 0600) or
 // migrating it to schema v6 as needed. Opening a file that needs no change

@@ -10,8 +10,10 @@
 //	}
 //
 // Subtests are grouped by section of the spec (sessions, titles, rich
-// listing, messages, search, export and cleanup, fork, paging), and every
-// case is named so a failure says which rule broke.
+// listing, messages, search, export and cleanup, fork, paging), then by the
+// root's shared rules and services (FindSession and EachSession, import,
+// usage, retention), and every case is named so a failure says which rule
+// broke.
 package storetest
 
 import (
@@ -63,6 +65,11 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Fork", func(t *testing.T) { t.Parallel(); testFork(t, h) })
 	t.Run("Paging", func(t *testing.T) { t.Parallel(); testPaging(t, h) })
 	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); testConcurrency(t, h) })
+	t.Run("FindSession", func(t *testing.T) { t.Parallel(); testFindSession(t, h) })
+	t.Run("EachSession", func(t *testing.T) { t.Parallel(); testEachSession(t, h) })
+	t.Run("Import", func(t *testing.T) { t.Parallel(); testImport(t, h) })
+	t.Run("Usage", func(t *testing.T) { t.Parallel(); testUsage(t, h) })
+	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, h) })
 }
 
 // Epoch is where every suite clock starts: 2026-03-15 09:24:37 UTC, a time

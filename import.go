@@ -1,0 +1,92 @@
+package sessiondb
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// SessionRecord is one session as ExportSession writes it and
+// ImportSession reads it: the session's columns under their snake_case
+// names plus "messages", a list of message objects (the messages table's
+// columns) or the []Message ExportSession returns. Values are decoded JSON:
+// numbers as float64 (or json.Number), objects as map[string]any. The
+// import methods take it as a plain map[string]any.
+type SessionRecord map[string]any
+
+// Validate checks the shape every backend needs before it can import r:
+// id and source non-empty strings, started_at a number, messages absent,
+// null or a list of objects each with a non-empty string role and a number
+// timestamp. The error is invalid and names the field ("messages[2].role").
+// Whether the other values fit their columns is for the backend, which
+// knows the columns.
+func (r SessionRecord) Validate() error {
+	if id, ok := r["id"].(string); !ok || id == "" {
+		return Errorf(EINVALID, "id must be a non-empty string")
+	}
+	if src, ok := r["source"].(string); !ok || src == "" {
+		return Errorf(EINVALID, "source must be a non-empty string")
+	}
+	if !isJSONNumber(r["started_at"]) {
+		return Errorf(EINVALID, "started_at must be a number")
+	}
+	switch msgs := r["messages"].(type) {
+	case nil:
+	case []any:
+		for i, raw := range msgs {
+			m, ok := raw.(map[string]any)
+			if !ok {
+				return Errorf(EINVALID, "messages[%d] must be an object, not %T", i, raw)
+			}
+			if role, ok := m["role"].(string); !ok || role == "" {
+				return Errorf(EINVALID, "messages[%d].role must be a non-empty string", i)
+			}
+			if !isJSONNumber(m["timestamp"]) {
+				return Errorf(EINVALID, "messages[%d].timestamp must be a number", i)
+			}
+		}
+	case []Message:
+		for i, m := range msgs {
+			if m.Role == "" {
+				return Errorf(EINVALID, "messages[%d].role must be a non-empty string", i)
+			}
+		}
+	default:
+		return Errorf(EINVALID, "messages must be a list, not %T", r["messages"])
+	}
+	return nil
+}
+
+// isJSONNumber reports whether v is a number as a JSON decoder (or a Go
+// caller) gives it.
+func isJSONNumber(v any) bool {
+	switch v.(type) {
+	case float64, int64, int, json.Number:
+		return true
+	}
+	return false
+}
+
+// ImportService loads sessions written by ExportSession or ExportAll, or by
+// Hermes' own JSONL export, into the store: the inverse of section 6.2 of
+// spec/history-store.md. Every method is safe for concurrent use.
+type ImportService interface {
+	// ImportSession inserts one record (see SessionRecord) in one
+	// transaction and reports whether it did. A session id already in the
+	// store is skipped: false and no error, nothing changed, so importing
+	// the same file twice is harmless. A record that fails
+	// SessionRecord.Validate, or whose values have the wrong JSON type for
+	// their column, is invalid naming the field; keys naming no column the
+	// store keeps are ignored. Message ids are kept when free (else the
+	// message gets a new one); message_count and tool_call_count are
+	// recomputed from the inserted messages. A parent not yet in the store
+	// is linked when it is imported later through the same store, since
+	// exports list children before their parents. A title another session
+	// holds is a conflict.
+	ImportSession(ctx context.Context, rec map[string]any) (bool, error)
+	// ImportSessions imports several records as ImportSession does, each
+	// all-or-nothing, sharing commits where the backend can (bulk imports).
+	// It stops at the first record that fails: the records before it stay
+	// imported, imported holds one entry for each of them, and the error
+	// names the failing one.
+	ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error)
+}

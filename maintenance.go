@@ -1,0 +1,40 @@
+package sessiondb
+
+import "context"
+
+// SQLiteMaintainer is the upkeep of a store kept in one SQLite file (the
+// sqlite backend): what `sessiondb doctor` and the benchmark inspect and
+// repair. It is not part of Store, so a backend without such a file
+// (PostgreSQL) has nothing to fake; faces ask for it with a type assertion
+// and skip what the store does not offer.
+type SQLiteMaintainer interface {
+	// Path returns the database file the store was opened on.
+	Path() string
+	// SQLiteVersion returns the version of the linked SQLite library.
+	SQLiteVersion(ctx context.Context) (string, error)
+	// SchemaVersion returns the file's schema_version row (0 when none).
+	SchemaVersion(ctx context.Context) (int, error)
+	// IntegrityCheck runs PRAGMA integrity_check and returns its rows: a
+	// single "ok" when the file is sound.
+	IntegrityCheck(ctx context.Context) ([]string, error)
+	// FTSIntegrityCheck verifies the full-text index against the messages;
+	// a mismatch is internal, a file without the index invalid.
+	FTSIntegrityCheck(ctx context.Context) error
+	// RebuildFTS rebuilds the full-text index from the messages; it refuses
+	// (invalid) a file whose full-text tables a newer Hermes owns.
+	RebuildFTS(ctx context.Context) error
+	// OptimizeFTS merges the full-text index's segments; it refuses as
+	// RebuildFTS does.
+	OptimizeFTS(ctx context.Context) error
+	// BackfillTrigram indexes the rows that predate the trigram index until
+	// done or ctx ends, and reports whether the index is complete (false,
+	// nil without a trigram index).
+	BackfillTrigram(ctx context.Context) (bool, error)
+	// IncrementalVacuum returns up to pages free pages to the file system
+	// in short write transactions and reports how many it freed; nothing
+	// on a file without incremental auto-vacuum.
+	IncrementalVacuum(ctx context.Context, pages int64) (int64, error)
+	// VacuumInto writes a compacted copy of the store to path (absent or
+	// empty, else conflict), 0600 in a 0700 folder, reading one snapshot.
+	VacuumInto(ctx context.Context, path string) error
+}
