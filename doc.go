@@ -1,6 +1,20 @@
 // Package sessiondb is the domain of the session store for AI agents: the
 // plain types, the service interfaces with their contracts, the error codes,
-// and pure functions such as title sanitizing and lineage numbering.
+// and the rules every backend and every face shares.
+//
+// The rules: each input type has a Validate method (NewSession,
+// NewMessage, TokenUpdate, Page, RichFilter, SearchFilter, RetentionPolicy,
+// SessionRecord, SessionRef) that every backend calls before it touches
+// storage, so all refuse the same input with the same invalid error naming
+// the field; CheckWindow and CheckSafeName check paging arguments and names
+// used as path segments. FindSession names a session the way people type
+// it (exact id, unique id prefix, title). SanitizeTitle and
+// NextLineageTitle decide titles.
+//
+// The services: Store is SessionService, MessageService, ImportService,
+// UsageService and RetentionService, the contract storetest holds every
+// backend to. SQLiteMaintainer is the optional upkeep of a store kept in
+// one SQLite file, which faces reach with a type assertion.
 //
 // It imports nothing outside the standard library. Backends live in their own
 // packages: sqlite (the embedded default, whose file is a Hermes Agent
