@@ -93,23 +93,3 @@ func TestRetentionOnFileWithoutIncrementalVacuum(t *testing.T) {
 		t.Errorf("vacuum into an existing file = %v; want conflict", err)
 	}
 }
-
-func TestRetentionBadInput(t *testing.T) {
-	ctx := context.Background()
-	s := openTestStore(t, "", Options{})
-	cases := []struct {
-		name string
-		p    sessiondb.RetentionPolicy
-	}{
-		{"zero age", sessiondb.RetentionPolicy{}},
-		{"negative age", sessiondb.RetentionPolicy{MaxAgeDays: -1}},
-		{"negative interval", sessiondb.RetentionPolicy{MaxAgeDays: 1, MinInterval: -time.Second}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.ApplyRetention(ctx, tc.p); sessiondb.ErrorCode(err) != sessiondb.EINVALID {
-				t.Errorf("err = %v; want invalid", err)
-			}
-		})
-	}
-}
