@@ -5,6 +5,7 @@ package sqlitedb
 import (
 	"database/sql/driver"
 	"errors"
+	"fmt"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -23,4 +24,16 @@ func errorCode(err error) (int, bool) {
 		return int(e.ExtendedCode), true
 	}
 	return 0, false
+}
+
+// onRollback makes SQLite call f whenever a transaction on the driver
+// connection dc ends in a rollback, explicit or forced by an error (not for
+// ROLLBACK TO a savepoint); nil removes the hook.
+func onRollback(dc any, f func()) error {
+	c, ok := dc.(*sqlite3.SQLiteConn)
+	if !ok {
+		return fmt.Errorf("driver connection %T has no rollback hook", dc)
+	}
+	c.RegisterRollbackHook(f)
+	return nil
 }

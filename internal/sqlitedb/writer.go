@@ -3,10 +3,12 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -32,7 +34,11 @@ const maxBusyWait = 250 * time.Millisecond
 // one commit (group commit): whichever caller gets the connection runs every
 // pending write, each inside its own savepoint, so one write's failure
 // undoes only that write. Each call returns after the commit that holds its
-// own changes, or with the error that lost them.
+// own changes, or with the error that lost them. When a write makes SQLite
+// abandon the whole transaction (RAISE(ROLLBACK), a full disk, an I/O
+// error, an interrupt), every write of the group fails with that error and
+// no statement runs after it: outside the transaction it would be committed
+// on its own.
 type Writer struct {
 	// Budget bounds the wait for the write lock; 0 means DefaultWriteBudget.
 	// A context deadline can shorten it.
@@ -53,6 +59,16 @@ type Writer struct {
 	// Guarded by sem.
 	stmts  map[string]*sql.Stmt
 	busyMS int
+	hooked bool // the rollback hook is registered
+	// lost is the statement error that came with a forced rollback (see
+	// rolledBack); nil until one is seen.
+	lost error
+
+	// rolledBack is set by SQLite's rollback hook when the open transaction
+	// ends in a rollback, ours or one an error forced. The hook runs inside
+	// a statement of the goroutine holding sem; the atomic keeps that plain
+	// to the race detector whatever the driver's callback path.
+	rolledBack atomic.Bool
 }
 
 type call struct {
@@ -78,6 +94,11 @@ func (w *Writer) Close() error {
 		s.Close()
 	}
 	w.stmts = nil
+	if w.hooked {
+		// modernc keeps hooks in a table keyed by the connection's handle,
+		// which a later connection may reuse.
+		w.conn.Raw(func(dc any) error { return onRollback(dc, nil) })
+	}
 	return w.conn.Close()
 }
 
@@ -116,7 +137,7 @@ func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
 		case w.sem <- struct{}{}:
 		case <-ctx.Done():
 			if w.withdraw(c) {
-				return sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "write abandoned while waiting for the connection")
+				return Wrap(ctx.Err(), "write abandoned while waiting for the connection")
 			}
 			<-c.done
 			return c.err
@@ -134,7 +155,7 @@ func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
 			elapsed := w.now().Sub(start)
 			if !IsBusy(err) {
 				if w.withdraw(c) {
-					return sessiondb.Wrap(sessiondb.EINTERNAL, err, "begin write transaction")
+					return Wrap(err, "begin write transaction")
 				}
 				<-c.done
 				return c.err
@@ -161,7 +182,7 @@ func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
 			case <-ctx.Done():
 				t.Stop()
 				if w.withdraw(c) {
-					return sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "write abandoned while waiting for the lock")
+					return Wrap(ctx.Err(), "write abandoned while waiting for the lock")
 				}
 				<-c.done
 				return c.err
@@ -224,7 +245,8 @@ func (w *Writer) take() []*call {
 }
 
 // begin sets SQLite's busy wait to what is left of the budget (at most
-// maxBusyWait) and starts the transaction.
+// maxBusyWait) and starts the transaction. The first call also registers
+// the rollback hook that tells run whether the transaction is still open.
 func (w *Writer) begin(deadline time.Time) error {
 	wait := deadline.Sub(w.now())
 	if wait > maxBusyWait {
@@ -235,42 +257,68 @@ func (w *Writer) begin(deadline time.Time) error {
 		ms = 1
 	}
 	ctx := context.Background()
+	if !w.hooked {
+		err := w.conn.Raw(func(dc any) error { return onRollback(dc, func() { w.rolledBack.Store(true) }) })
+		if err != nil {
+			return fmt.Errorf("watch the writer connection for rollbacks: %w", err)
+		}
+		w.hooked = true
+	}
 	if ms != w.busyMS {
 		if _, err := w.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", ms)); err != nil {
 			return err
 		}
 		w.busyMS = ms
 	}
-	_, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE")
-	return err
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	w.rolledBack.Store(false)
+	w.lost = nil
+	return nil
 }
 
 // run executes batch inside the open transaction and commits. It returns the
 // number of writes committed and sets each call's error.
+//
+// After each write it asks whether the transaction is still open: once
+// SQLite has rolled it back, the savepoint statements would run in
+// autocommit mode (SAVEPOINT opening a new transaction, RELEASE committing
+// it), so the writes after the failing one would be committed while their
+// callers are told they failed. Instead the whole batch fails with the
+// error that ended the transaction.
 func (w *Writer) run(batch []*call, deadline time.Time) int {
-	ctx := context.Background()
 	ok := 0
 	if len(batch) == 1 {
 		c := batch[0]
-		c.err = c.fn(&Tx{w: w, ctx: context.WithoutCancel(c.ctx)})
-		if c.err != nil {
+		if c.err = w.call(c); c.err != nil {
 			w.rollback()
 			return 0
 		}
 		ok = 1
 	} else {
 		for _, c := range batch {
-			if _, err := w.conn.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-				c.err = sessiondb.Wrap(sessiondb.EINTERNAL, err, "savepoint")
-				continue
+			if err := w.exec("SAVEPOINT w"); err != nil {
+				w.abandon(batch, Wrap(err, "savepoint"))
+				return 0
 			}
-			c.err = c.fn(&Tx{w: w, ctx: context.WithoutCancel(c.ctx)})
+			c.err = w.call(c)
+			if w.rolledBack.Load() {
+				w.abandon(batch, w.lostErr())
+				return 0
+			}
 			if c.err != nil {
-				w.conn.ExecContext(ctx, "ROLLBACK TO w")
+				if err := w.exec("ROLLBACK TO w"); err != nil {
+					w.abandon(batch, Wrap(err, "undo a failed write"))
+					return 0
+				}
 			} else {
 				ok++
 			}
-			w.conn.ExecContext(ctx, "RELEASE w")
+			if err := w.exec("RELEASE w"); err != nil {
+				w.abandon(batch, Wrap(err, "release savepoint"))
+				return 0
+			}
 		}
 		if ok == 0 {
 			w.rollback()
@@ -289,21 +337,59 @@ func (w *Writer) run(batch []*call, deadline time.Time) int {
 	return ok
 }
 
+// call runs c's write function. A write that returns no error although
+// SQLite rolled its transaction back (it ignored a statement's error) gets
+// the rollback's cause.
+func (w *Writer) call(c *call) error {
+	err := c.fn(&Tx{w: w, ctx: context.WithoutCancel(c.ctx)})
+	if err == nil && w.rolledBack.Load() {
+		err = w.lostErr()
+	}
+	return err
+}
+
+// abandon rolls the transaction back (SQLite may have done so already) and
+// fails every call of the batch that has no error of its own with cause:
+// the writes before the failing one lose what they wrote, the writes after
+// it never ran.
+func (w *Writer) abandon(batch []*call, cause error) {
+	w.rollback()
+	undone := Wrap(cause, "write undone with its whole group commit")
+	for _, c := range batch {
+		if c.err == nil {
+			c.err = undone
+		}
+	}
+}
+
+// errRolledBack is the cause of a rollback no statement reported (a read
+// whose failure surfaced only while stepping its rows).
+var errRolledBack = errors.New("SQLite rolled the write transaction back")
+
+// lostErr returns what ended the transaction.
+func (w *Writer) lostErr() error {
+	if w.lost != nil {
+		return w.lost
+	}
+	return errRolledBack
+}
+
+func (w *Writer) exec(query string) error {
+	_, err := w.conn.ExecContext(context.Background(), query)
+	return err
+}
+
 // commit commits, retrying while readers block it (in rollback-journal mode
 // COMMIT needs an exclusive lock; the transaction stays open while we wait).
+// A COMMIT that SQLite answered with a rollback is not retried.
 func (w *Writer) commit(deadline time.Time) error {
-	ctx := context.Background()
 	for {
-		_, err := w.conn.ExecContext(ctx, "COMMIT")
+		err := w.exec("COMMIT")
 		if err == nil {
 			return nil
 		}
-		if !IsBusy(err) || !w.now().Before(deadline) {
-			code := sessiondb.EINTERNAL
-			if IsBusy(err) {
-				code = sessiondb.EBUSY
-			}
-			return sessiondb.Wrap(code, err, "commit")
+		if !IsBusy(err) || w.rolledBack.Load() || !w.now().Before(deadline) {
+			return Wrap(err, "commit")
 		}
 		time.Sleep(jitter(0) / 4)
 	}
@@ -312,14 +398,32 @@ func (w *Writer) commit(deadline time.Time) error {
 func (w *Writer) rollback() {
 	// An error here means no transaction is open (SQLite already rolled it
 	// back, e.g. after SQLITE_FULL); nothing more to undo.
-	w.conn.ExecContext(context.Background(), "ROLLBACK")
+	w.exec("ROLLBACK")
 }
 
 // Tx is the handle a write function gets. Statements it runs are prepared
-// once per writer and reused.
+// once per writer and reused. Once SQLite has rolled the transaction back,
+// Exec, ExecScript and Query refuse to run with an error naming the cause:
+// in autocommit mode their writes would be committed on their own.
 type Tx struct {
 	w   *Writer
 	ctx context.Context
+}
+
+// refuse returns an error when the transaction is gone.
+func (t *Tx) refuse() error {
+	if !t.w.rolledBack.Load() {
+		return nil
+	}
+	return Wrap(t.w.lostErr(), "statement not run: SQLite rolled the write transaction back")
+}
+
+// note remembers err as the cause of the rollback it came with.
+func (t *Tx) note(err error) error {
+	if err != nil && t.w.lost == nil && t.w.rolledBack.Load() {
+		t.w.lost = err
+	}
+	return err
 }
 
 // Context returns the context of the call this write belongs to, without its
@@ -350,30 +454,49 @@ func (t *Tx) stmt(query string) (*sql.Stmt, error) {
 
 // Exec runs one statement.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	if err := t.refuse(); err != nil {
+		return nil, err
+	}
 	s, err := t.stmt(query)
 	if err != nil {
 		return nil, err
 	}
-	return s.ExecContext(t.ctx, args...)
+	res, err := s.ExecContext(t.ctx, args...)
+	return res, t.note(err)
 }
 
 // ExecScript runs several ';'-separated statements without preparing them
 // (schema scripts).
 func (t *Tx) ExecScript(script string) error {
+	if err := t.refuse(); err != nil {
+		return err
+	}
 	_, err := t.w.conn.ExecContext(t.ctx, script)
-	return err
+	return t.note(err)
 }
 
 // Query runs a query.
 func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	return t.QueryContext(t.ctx, query, args...)
+}
+
+// QueryContext is Query with the values of ctx but never its cancellation:
+// interrupting a statement can roll back the whole transaction. It makes a
+// Tx a Querier.
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := t.refuse(); err != nil {
+		return nil, err
+	}
 	s, err := t.stmt(query)
 	if err != nil {
 		return nil, err
 	}
-	return s.QueryContext(t.ctx, args...)
+	rows, err := s.QueryContext(context.WithoutCancel(ctx), args...)
+	return rows, t.note(err)
 }
 
-// QueryRow runs a query expected to return at most one row.
+// QueryRow runs a query expected to return at most one row; being a read,
+// it runs even after a rollback.
 func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
 	s, err := t.stmt(query)
 	if err != nil {

@@ -1,0 +1,238 @@
+package sqlitedb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// waitPending returns once n calls are queued on w.
+func waitPending(w *Writer, n int) {
+	for {
+		w.mu.Lock()
+		k := len(w.pending)
+		w.mu.Unlock()
+		if k >= n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// groupOf runs write(0..n-1) as one group commit, in that order: a first
+// call holds the writer while the n calls queue one after another, so the
+// caller that gets the connection next takes all n as one batch.
+func groupOf(t *testing.T, w *Writer, n int, write func(i int) func(*Tx) error) []error {
+	t.Helper()
+	ctx := context.Background()
+	hold, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- w.Do(ctx, func(tx *Tx) error { close(hold); <-release; return nil })
+	}()
+	<-hold
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.Do(ctx, write(i))
+		}()
+		waitPending(w, i+1)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatalf("holding write: %v", err)
+	}
+	wg.Wait()
+	return errs
+}
+
+// storedIDs returns the ids in table t.
+func storedIDs(t *testing.T, w *Writer) map[int]bool {
+	t.Helper()
+	ids := map[int]bool{}
+	err := w.Do(context.Background(), func(tx *Tx) error {
+		rows, err := tx.Query("SELECT id FROM t")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids[id] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// checkAcknowledged asserts that every call that succeeded has its row and
+// every call that failed has none: no acknowledged write is lost and no
+// write reported as failed is on disk (a retry would store it twice).
+func checkAcknowledged(t *testing.T, errs []error, ids map[int]bool) {
+	t.Helper()
+	for i, err := range errs {
+		switch {
+		case err == nil && !ids[i]:
+			t.Errorf("write %d succeeded but its row is missing", i)
+		case err != nil && ids[i]:
+			t.Errorf("write %d failed (%v) but its row is stored", i, err)
+		}
+	}
+	for id := range ids {
+		if id < 0 || id >= len(errs) {
+			t.Errorf("row %d was written by no call", id)
+		}
+	}
+}
+
+// A trigger that raises ROLLBACK in the middle of a group commit undoes the
+// whole transaction: every write of the group must fail with the trigger's
+// error, and none may run outside the transaction afterwards.
+func TestWriterGroupCommitWholeRollbackFailsEveryCall(t *testing.T) {
+	w, done := openWriter(t, filepath.Join(t.TempDir(), "r.db"))
+	defer done()
+	ctx := context.Background()
+	if err := w.Do(ctx, func(tx *Tx) error {
+		return tx.ExecScript(`CREATE TABLE t(id INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
+CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(ROLLBACK, 'marked row refused'); END;`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n, marked = 40, 17
+	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
+		return func(tx *Tx) error {
+			mark := 0
+			if i == marked {
+				mark = 1
+			}
+			_, err := tx.Exec("INSERT INTO t(id, mark) VALUES (?, ?)", i, mark)
+			return err
+		}
+	})
+	checkAcknowledged(t, errs, storedIDs(t, w))
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("write %d succeeded although the group's transaction was rolled back", i)
+			continue
+		}
+		if !strings.Contains(err.Error(), "marked row refused") || !IsConstraint(err) {
+			t.Errorf("write %d: err = %v; want the trigger's constraint error", i, err)
+		}
+		if code := Code(err); code != sessiondb.ECONFLICT {
+			t.Errorf("write %d: code %q; want conflict", i, code)
+		}
+	}
+	// The writer is usable afterwards, in a transaction of its own.
+	if err := w.Do(ctx, func(tx *Tx) error {
+		_, err := tx.Exec("INSERT INTO t(id, mark) VALUES (?, 0)", n)
+		return err
+	}); err != nil {
+		t.Fatalf("write after the failed group: %v", err)
+	}
+	if ids := storedIDs(t, w); len(ids) != 1 || !ids[n] {
+		t.Errorf("rows after the failed group = %v; want only %d", ids, n)
+	}
+}
+
+// A write that fills the file (SQLITE_FULL, here from max_page_count) in
+// the middle of a group commit: SQLite rolls the whole transaction back,
+// and every call of the group must say so.
+func TestWriterGroupCommitDiskFull(t *testing.T) {
+	w, done := openWriter(t, filepath.Join(t.TempDir(), "f.db"))
+	defer done()
+	ctx := context.Background()
+	var pages int
+	if err := w.Do(ctx, func(tx *Tx) error {
+		if err := tx.ExecScript("CREATE TABLE t(id INTEGER PRIMARY KEY, body BLOB NOT NULL)"); err != nil {
+			return err
+		}
+		return tx.QueryRow("PRAGMA page_count").Scan(&pages)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Room for the small rows, not for the big one. The limit belongs to
+	// the writer's connection and holds for its life.
+	if err := w.Do(ctx, func(tx *Tx) error {
+		return tx.ExecScript(fmt.Sprintf("PRAGMA max_page_count = %d", pages+8))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n, big = 40, 23
+	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
+		return func(tx *Tx) error {
+			size := 16
+			if i == big {
+				size = 1 << 20
+			}
+			_, err := tx.Exec("INSERT INTO t(id, body) VALUES (?, zeroblob(?))", i, size)
+			return err
+		}
+	})
+	ids := storedIDs(t, w)
+	checkAcknowledged(t, errs, ids)
+	t.Logf("%d of %d writes stored after the full write", len(ids), n)
+	if !IsFull(errs[big]) {
+		t.Fatalf("the big write: err = %v; want SQLITE_FULL", errs[big])
+	}
+	for i, err := range errs {
+		if err == nil {
+			continue // SQLite may undo only the failing statement
+		}
+		if !IsFull(err) {
+			t.Errorf("write %d: err = %v; want the SQLITE_FULL that lost it", i, err)
+		}
+		if code := Code(err); code != sessiondb.EINTERNAL {
+			t.Errorf("write %d: code %q; want internal", i, code)
+		}
+	}
+}
+
+// A write function that ignores the error which rolled the transaction back
+// and goes on writing must not get its later statements committed on their
+// own: the Tx refuses them, and the call fails with the first error.
+func TestWriterRefusesWritesAfterTransactionLost(t *testing.T) {
+	w, done := openWriter(t, filepath.Join(t.TempDir(), "l.db"))
+	defer done()
+	ctx := context.Background()
+	if err := w.Do(ctx, func(tx *Tx) error {
+		return tx.ExecScript(`CREATE TABLE t(id INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
+CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(ROLLBACK, 'marked row refused'); END;`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var later error
+	err := w.Do(ctx, func(tx *Tx) error {
+		tx.Exec("INSERT INTO t(id, mark) VALUES (0, 0)")
+		tx.Exec("INSERT INTO t(id, mark) VALUES (1, 1)") // error ignored on purpose
+		_, later = tx.Exec("INSERT INTO t(id, mark) VALUES (2, 0)")
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "marked row refused") {
+		t.Errorf("Do = %v; want the trigger's error", err)
+	}
+	if later == nil {
+		t.Errorf("a statement after the rollback ran")
+	}
+	if ids := storedIDs(t, w); len(ids) != 0 {
+		t.Errorf("rows stored: %v; want none", ids)
+	}
+	if !errors.Is(later, err) && !strings.Contains(fmt.Sprint(later), "marked row refused") {
+		t.Errorf("later statement's error = %v; want it to name the rollback", later)
+	}
+}
