@@ -18,11 +18,7 @@ import (
 // Hermes columns included) under its snake_case name, plus "messages" =
 // GetMessages. A missing session is not_found.
 func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, error) {
-	rows, err := s.query(ctx, "SELECT * FROM sessions WHERE id = ?", id)
-	if err != nil {
-		return nil, s.readErr(err, "export session %s", id)
-	}
-	rec, err := scanRecord(rows)
+	rec, err := s.queryRecord(ctx, "SELECT * FROM sessions WHERE id = ?", id)
 	if err != nil {
 		return nil, s.readErr(err, "export session %s", id)
 	}
@@ -37,34 +33,34 @@ func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, e
 	return rec, nil
 }
 
-// scanRecord reads the first row of rows as a column-name map, text as
-// string; nil when there is no row.
-func scanRecord(rows *sql.Rows) (map[string]any, error) {
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	if !rows.Next() {
-		return nil, rows.Err()
-	}
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return nil, err
-	}
-	rec := make(map[string]any, len(cols)+1)
-	for i, c := range cols {
-		if b, ok := vals[i].([]byte); ok {
-			rec[c] = string(b)
-		} else {
-			rec[c] = vals[i]
+// queryRecord reads the row q selects (the last, should there be several)
+// as a column-name map, text as string; nil when there is no row.
+func (s *Store) queryRecord(ctx context.Context, q string, args ...any) (map[string]any, error) {
+	var rec map[string]any
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
+		cols, err := r.Columns()
+		if err != nil {
+			return err
 		}
-	}
-	return rec, rows.Err()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := r.Scan(ptrs...); err != nil {
+			return err
+		}
+		rec = make(map[string]any, len(cols)+1)
+		for i, c := range cols {
+			if b, ok := vals[i].([]byte); ok {
+				rec[c] = string(b)
+			} else {
+				rec[c] = vals[i]
+			}
+		}
+		return nil
+	})
+	return rec, err
 }
 
 // ExportAll streams every session (of source, unless "") newest first, in
@@ -78,19 +74,15 @@ func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[str
 		q += " WHERE source = ?"
 		args = append(args, source)
 	}
-	rows, err := s.query(ctx, q+" ORDER BY started_at DESC", args...)
-	if err != nil {
-		return s.readErr(err, "export sessions")
-	}
 	// The ids are read first so no read transaction stays open (holding
 	// back checkpoints) while the caller writes out each session.
-	ids, err := scanStrings(rows)
+	ids, err := s.queryStrings(ctx, q+" ORDER BY started_at DESC", args...)
 	if err != nil {
 		return s.readErr(err, "export sessions")
 	}
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
-			return sessiondb.Wrap(sessiondb.EBUSY, err, "export sessions")
+			return sqlitedb.Wrap(err, "export sessions")
 		}
 		rec, err := s.ExportSession(ctx, id)
 		if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {

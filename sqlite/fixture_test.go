@@ -108,35 +108,34 @@ func readShape(t testing.TB, path string) shape {
 	t.Helper()
 	db := rawDB(t, path)
 	defer db.Close()
+	ctx := context.Background()
 	sh := shape{Columns: map[string][]string{}, Objects: map[string]string{}}
 	for _, tbl := range []string{"schema_version", "sessions", "messages"} {
-		rows, err := db.Query("SELECT name, type, \"notnull\", COALESCE(dflt_value, ''), pk FROM pragma_table_info(?)", tbl)
+		err := sqlitedb.Each(ctx, db, "SELECT name, type, \"notnull\", COALESCE(dflt_value, ''), pk FROM pragma_table_info(?)", []any{tbl}, func(r sqlitedb.Row) error {
+			var name, typ, dflt string
+			var nn, pk int
+			if err := r.Scan(&name, &typ, &nn, &dflt, &pk); err != nil {
+				return err
+			}
+			sh.Columns[tbl] = append(sh.Columns[tbl], fmt.Sprintf("%s %s nn=%d dflt=%s pk=%d", name, typ, nn, dflt, pk))
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var name, typ, dflt string
-			var nn, pk int
-			if err := rows.Scan(&name, &typ, &nn, &dflt, &pk); err != nil {
-				t.Fatal(err)
-			}
-			sh.Columns[tbl] = append(sh.Columns[tbl], fmt.Sprintf("%s %s nn=%d dflt=%s pk=%d", name, typ, nn, dflt, pk))
-		}
-		rows.Close()
 		sort.Strings(sh.Columns[tbl])
 	}
-	rows, err := db.Query("SELECT type, name, COALESCE(sql, '') FROM sqlite_master WHERE type IN ('index', 'trigger') OR name = 'messages_fts'")
+	err := sqlitedb.Each(ctx, db, "SELECT type, name, COALESCE(sql, '') FROM sqlite_master WHERE type IN ('index', 'trigger') OR name = 'messages_fts'", nil, func(r sqlitedb.Row) error {
+		var typ, name, s string
+		if err := r.Scan(&typ, &name, &s); err != nil {
+			return err
+		}
+		sh.Objects[typ+" "+name] = s
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var typ, name, s string
-		if err := rows.Scan(&typ, &name, &s); err != nil {
-			t.Fatal(err)
-		}
-		sh.Objects[typ+" "+name] = s
-	}
-	rows.Close()
 	if err := db.QueryRow("SELECT version FROM schema_version").Scan(&sh.Version); err != nil {
 		t.Fatal(err)
 	}
@@ -149,18 +148,17 @@ func masterSQL(t testing.TB, path string) []string {
 	t.Helper()
 	db := rawDB(t, path)
 	defer db.Close()
-	rows, err := db.Query("SELECT type || ' ' || name || ' ' || COALESCE(sql, '') FROM sqlite_master ORDER BY type, name")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
+	err := sqlitedb.Each(context.Background(), db, "SELECT type || ' ' || name || ' ' || COALESCE(sql, '') FROM sqlite_master ORDER BY type, name", nil, func(r sqlitedb.Row) error {
 		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
+		if err := r.Scan(&s); err != nil {
+			return err
 		}
 		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -144,22 +144,18 @@ func (s *Store) ForkSession(ctx context.Context, src string, atMessageID int64, 
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, source, pick(n.UserID, user), pick(n.Model, model), string(cfgJSON), pick(n.SystemPrompt, prompt), src, now); err != nil {
 			return err
 		}
-		rows, err := tx.Query("SELECT m.id, m.role, m.tool_call_id, m.tool_calls FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", src)
-		if err != nil {
-			return err
-		}
 		var all []forkRow
-		for rows.Next() {
+		err = sqlitedb.Each(tx.Context(), tx, "SELECT m.id, m.role, m.tool_call_id, m.tool_calls FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", []any{src}, func(row sqlitedb.Row) error {
 			var r forkRow
 			var role sql.NullString
-			if err := rows.Scan(&r.id, &role, &r.toolCall, &r.toolCalls); err != nil {
-				rows.Close()
+			if err := row.Scan(&r.id, &role, &r.toolCall, &r.toolCalls); err != nil {
 				return err
 			}
 			r.role = role.String
 			all = append(all, r)
-		}
-		if err := rows.Close(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		cut := forkCut(all, atMessageID)

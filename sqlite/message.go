@@ -146,19 +146,21 @@ func (s *Store) decodeToolCalls(r *rawMessage) {
 	r.ToolCalls = json.RawMessage(b)
 }
 
-func (s *Store) collectMessages(rows *sql.Rows, what string) ([]sessiondb.Message, error) {
-	defer rows.Close()
+// queryMessages runs q, which selects s.q.msgSel, and returns its messages
+// with tool_calls decoded; what names the operation in errors.
+func (s *Store) queryMessages(ctx context.Context, what, q string, args ...any) ([]sessiondb.Message, error) {
 	out := []sessiondb.Message{}
 	ms := newMessageScanner()
-	for rows.Next() {
-		r, err := ms.scan(rows)
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(row sqlitedb.Row) error {
+		r, err := ms.scan(row)
 		if err != nil {
-			return nil, s.readErr(err, "%s", what)
+			return err
 		}
 		s.decodeToolCalls(r)
 		out = append(out, r.Message)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, s.readErr(err, "%s", what)
 	}
 	return out, nil
@@ -176,11 +178,7 @@ func (s *Store) sessionMessagesSQL() string {
 // (IMP-1); tool_calls decoded, reasoning_details and codex_reasoning_items
 // as their JSON text. An unknown session has no messages.
 func (s *Store) GetMessages(ctx context.Context, sessionID string) ([]sessiondb.Message, error) {
-	rows, err := s.query(ctx, s.sessionMessagesSQL(), sessionID)
-	if err != nil {
-		return nil, s.readErr(err, "get messages of %s", sessionID)
-	}
-	return s.collectMessages(rows, "get messages of "+sessionID)
+	return s.queryMessages(ctx, "get messages of "+sessionID, s.sessionMessagesSQL(), sessionID)
 }
 
 // defaultPageLimit is the page size of GetMessagesPage when Limit is 0.
@@ -207,15 +205,15 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 	forward := p.AfterID > 0 && p.BeforeID == 0
 	switch {
 	case forward:
-		msgs, err = s.pageQuery(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, limit)
+		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, limit)
 	case p.AfterID > 0:
-		msgs, err = s.pageQuery(ctx, what, sel+" AND m.id > ? AND m.id < ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, p.BeforeID, limit)
+		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > ? AND m.id < ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, p.BeforeID, limit)
 		forward = true
 	case p.BeforeID > 0:
-		msgs, err = s.pageQuery(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, p.BeforeID, limit)
+		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, p.BeforeID, limit)
 		reverse(msgs)
 	default:
-		msgs, err = s.pageQuery(ctx, what, sel+" ORDER BY m.id DESC LIMIT ?", sessionID, limit)
+		msgs, err = s.queryMessages(ctx, what, sel+" ORDER BY m.id DESC LIMIT ?", sessionID, limit)
 		reverse(msgs)
 	}
 	if err != nil {
@@ -285,14 +283,6 @@ func reverse(m []sessiondb.Message) {
 	}
 }
 
-func (s *Store) pageQuery(ctx context.Context, what, q string, args ...any) ([]sessiondb.Message, error) {
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, s.readErr(err, "%s", what)
-	}
-	return s.collectMessages(rows, what)
-}
-
 // groupScan is how many rows one step of group widening reads.
 const groupScan = 32
 
@@ -300,7 +290,7 @@ const groupScan = 32
 func (s *Store) followingTools(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
 	var out []sessiondb.Message
 	for {
-		next, err := s.pageQuery(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, id, groupScan)
+		next, err := s.queryMessages(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, id, groupScan)
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +312,7 @@ func (s *Store) followingTools(ctx context.Context, what, sel, sessionID string,
 func (s *Store) precedingGroup(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
 	var out []sessiondb.Message
 	for {
-		prev, err := s.pageQuery(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, id, groupScan)
+		prev, err := s.queryMessages(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, id, groupScan)
 		if err != nil {
 			return nil, err
 		}
@@ -349,21 +339,17 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	if lastN < 0 {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "conversation of %s: last %d is negative", sessionID, lastN)
 	}
-	rows, err := s.query(ctx, s.sessionMessagesSQL(), sessionID)
-	if err != nil {
-		return nil, s.readErr(err, "conversation of %s", sessionID)
-	}
-	defer rows.Close()
 	var raws []*rawMessage
 	ms := newMessageScanner()
-	for rows.Next() {
-		r, err := ms.scan(rows)
+	err := sqlitedb.Each(ctx, readers{s}, s.sessionMessagesSQL(), []any{sessionID}, func(row sqlitedb.Row) error {
+		r, err := ms.scan(row)
 		if err != nil {
-			return nil, s.readErr(err, "conversation of %s", sessionID)
+			return err
 		}
 		raws = append(raws, r)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, s.readErr(err, "conversation of %s", sessionID)
 	}
 	start := 0

@@ -95,7 +95,7 @@ func (s *Store) IncrementalVacuum(ctx context.Context, pages int64) (int64, erro
 	var freed int64
 	for freed < pages {
 		if err := ctx.Err(); err != nil {
-			return freed, sessiondb.Wrap(sessiondb.EBUSY, err, "incremental vacuum")
+			return freed, sqlitedb.Wrap(err, "incremental vacuum")
 		}
 		before, _, autoVac, err := s.pageStats(ctx)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // richExtra is the preview source (first 63 code points of the first user
@@ -80,23 +81,16 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	page += " ORDER BY s.started_at DESC, s.rowid LIMIT ? OFFSET ?"
 	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY s.started_at DESC, s.rowid"
 	args = append(args, limit, offset)
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, s.readErr(err, "list sessions")
-	}
 	out := []sessiondb.RichSession{}
-	for rows.Next() {
-		r, err := s.scanRich(rows)
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(row sqlitedb.Row) error {
+		r, err := s.scanRich(row)
 		if err != nil {
-			rows.Close()
-			return nil, s.readErr(err, "list sessions")
+			return err
 		}
 		out = append(out, *r)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, s.readErr(err, "list sessions")
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, s.readErr(err, "list sessions")
 	}
 	if f.NoProjection || f.IncludeChildren {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // SchemaVersion6 is the Hermes state.db schema version this package writes.
@@ -179,29 +180,23 @@ func (si *schemaInfo) fresh() bool {
 	return !si.tables["sessions"] && !si.tables["messages"] && !si.tables["schema_version"] && !si.tables["messages_fts"]
 }
 
-// queryFunc runs a query; it lets inspection run on the reader pool before
-// any lock and again inside the migration transaction.
-type queryFunc func(query string, args ...any) (*sql.Rows, error)
-
-func inspect(q queryFunc) (*schemaInfo, error) {
+// inspect reads the file's schema through q: the reader pool before any
+// lock, and again inside the migration transaction.
+func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, colTypes: map[string]string{}}
-	rows, err := q("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view')")
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
+	err := sqlitedb.Each(ctx, q, "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view')", nil, func(r sqlitedb.Row) error {
 		var typ, name string
-		if err := rows.Scan(&typ, &name); err != nil {
-			rows.Close()
-			return nil, err
+		if err := r.Scan(&typ, &name); err != nil {
+			return err
 		}
 		if typ == "index" {
 			si.indexes[name] = true
 		} else {
 			si.tables[name] = true
 		}
-	}
-	if err := rows.Close(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	for _, t := range []struct {
@@ -212,40 +207,32 @@ func inspect(q queryFunc) (*schemaInfo, error) {
 		if !si.tables[t.name] {
 			continue
 		}
-		rows, err := q("SELECT name, type FROM pragma_table_info(?)", t.name)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
+		err := sqlitedb.Each(ctx, q, "SELECT name, type FROM pragma_table_info(?)", []any{t.name}, func(r sqlitedb.Row) error {
 			var c, typ string
-			if err := rows.Scan(&c, &typ); err != nil {
-				rows.Close()
-				return nil, err
+			if err := r.Scan(&c, &typ); err != nil {
+				return err
 			}
 			t.cols[c] = true
 			si.colTypes[t.name+"."+c] = strings.ToUpper(typ)
 			if t.order != nil {
 				*t.order = append(*t.order, c)
 			}
-		}
-		if err := rows.Close(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
 	if si.tables["schema_version"] {
-		rows, err := q("SELECT version FROM schema_version LIMIT 1")
-		if err != nil {
-			return nil, err
-		}
-		if rows.Next() {
+		err := sqlitedb.Each(ctx, q, "SELECT version FROM schema_version LIMIT 1", nil, func(r sqlitedb.Row) error {
 			var v sql.NullInt64
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return nil, err
+			if err := r.Scan(&v); err != nil {
+				return err
 			}
 			si.hasVersion, si.version = true, int(v.Int64)
-		}
-		if err := rows.Close(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -310,15 +297,15 @@ func (si *schemaInfo) checkUsable(readOnly bool) error {
 // titles before the unique index, builds the FTS index if it was absent and
 // sets the version row.
 func migrate(tx txRunner) error {
-	si, err := inspect(tx.Query)
+	si, err := inspect(tx.Context(), tx)
 	if err != nil {
-		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "inspect schema")
+		return sqlitedb.Wrap(err, "inspect schema")
 	}
 	if !si.needsMigration() { // false for a newer file too
 		return nil
 	}
 	if err := tx.ExecScript(schemaTables); err != nil {
-		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create v6 tables")
+		return sqlitedb.Wrap(err, "create v6 tables")
 	}
 	for _, t := range []struct {
 		name string
@@ -336,7 +323,7 @@ func migrate(tx txRunner) error {
 				return sessiondb.Errorf(sessiondb.EINTERNAL, "table %s lacks required column %s, which cannot be added to existing rows", t.name, c.name)
 			}
 			if err := tx.ExecScript(fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", t.name, c.name, c.decl)); err != nil {
-				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "add column %s.%s", t.name, c.name)
+				return sqlitedb.Wrap(err, "add column %s.%s", t.name, c.name)
 			}
 		}
 	}
@@ -345,16 +332,16 @@ func migrate(tx txRunner) error {
 			return err
 		}
 		if err := tx.ExecScript(schemaTitleIndex); err != nil {
-			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create title index")
+			return sqlitedb.Wrap(err, "create title index")
 		}
 	}
 	if !si.hasFTS() {
 		if err := tx.ExecScript(schemaFTS); err != nil {
-			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create full-text index")
+			return sqlitedb.Wrap(err, "create full-text index")
 		}
 		if !si.fresh() {
 			if err := tx.ExecScript("INSERT INTO messages_fts(messages_fts) VALUES('rebuild')"); err != nil {
-				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "fill full-text index")
+				return sqlitedb.Wrap(err, "fill full-text index")
 			}
 		}
 	}
@@ -364,27 +351,23 @@ func migrate(tx txRunner) error {
 		_, err = tx.Exec("INSERT INTO schema_version (version) VALUES (?)", SchemaVersion6)
 	}
 	if err != nil {
-		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "set schema version")
+		return sqlitedb.Wrap(err, "set schema version")
 	}
 	return nil
 }
 
 func checkDuplicateTitles(tx txRunner) error {
-	rows, err := tx.Query("SELECT title, group_concat(id, ', ') FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING count(*) > 1 ORDER BY title")
-	if err != nil {
-		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "look for duplicate titles")
-	}
-	defer rows.Close()
 	var dups []string
-	for rows.Next() {
+	err := sqlitedb.Each(tx.Context(), tx, "SELECT title, group_concat(id, ', ') FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING count(*) > 1 ORDER BY title", nil, func(r sqlitedb.Row) error {
 		var title, ids string
-		if err := rows.Scan(&title, &ids); err != nil {
-			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "look for duplicate titles")
+		if err := r.Scan(&title, &ids); err != nil {
+			return err
 		}
 		dups = append(dups, fmt.Sprintf("%q held by sessions %s", title, ids))
-	}
-	if err := rows.Err(); err != nil {
-		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "look for duplicate titles")
+		return nil
+	})
+	if err != nil {
+		return sqlitedb.Wrap(err, "look for duplicate titles")
 	}
 	if len(dups) > 0 {
 		sort.Strings(dups)
@@ -395,9 +378,10 @@ func checkDuplicateTitles(tx txRunner) error {
 
 // txRunner is the part of sqlitedb.Tx that migrations use.
 type txRunner interface {
+	sqlitedb.Querier
+	Context() context.Context
 	Exec(query string, args ...any) (sql.Result, error)
 	ExecScript(script string) error
-	Query(query string, args ...any) (*sql.Rows, error)
 }
 
 // SchemaVersion returns the version row of the file (0 when there is none).

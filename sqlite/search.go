@@ -116,18 +116,21 @@ func scanHit(sc scanner, h *sessiondb.SearchHit) error {
 	return nil
 }
 
-// scanHits reads every row of rows with scanHit and closes rows.
-func scanHits(rows *sql.Rows) ([]sessiondb.SearchHit, error) {
-	defer rows.Close()
+// queryHits runs q on the readers and reads every row with scanHit.
+func (s *Store) queryHits(ctx context.Context, q string, args ...any) ([]sessiondb.SearchHit, error) {
 	var hits []sessiondb.SearchHit
-	for rows.Next() {
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
-		if err := scanHit(rows, &h); err != nil {
-			return nil, err
+		if err := scanHit(r, &h); err != nil {
+			return err
 		}
 		hits = append(hits, h)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return hits, rows.Err()
+	return hits, nil
 }
 
 // idList is the ids of hits as a JSON array, for json_each.
@@ -160,46 +163,31 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 	if filters != "" {
 		args := append([]any{match}, fargs...)
 		args = append(args, limit, offset)
-		rows, err := s.query(ctx, "SELECT "+table+".rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40), "+hitColumns+
+		return s.queryHits(ctx, "SELECT "+table+".rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40), "+hitColumns+
 			" FROM "+table+" JOIN messages m ON m.id = "+table+".rowid JOIN sessions s ON s.id = m.session_id"+
 			" WHERE "+table+" MATCH ?"+filters+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
-		if err != nil {
-			return nil, err
-		}
-		return scanHits(rows)
 	}
 
-	rows, err := s.query(ctx, "SELECT rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40) FROM "+table+
-		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", match, limit, offset)
-	if err != nil {
-		return nil, err
-	}
 	var hits []sessiondb.SearchHit
-	for rows.Next() {
+	err := sqlitedb.Each(ctx, readers{s}, "SELECT rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40) FROM "+table+
+		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", []any{match, limit, offset}, func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
 		var snip sql.NullString
-		if err := rows.Scan(&h.ID, &snip); err != nil {
-			rows.Close()
-			return nil, err
+		if err := r.Scan(&h.ID, &snip); err != nil {
+			return err
 		}
 		h.Snippet = snip.String
 		hits = append(hits, h)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	rows, err = s.query(ctx, "SELECT m.id, NULL, "+hitColumns+
+	details, err := s.queryHits(ctx, "SELECT m.id, NULL, "+hitColumns+
 		" FROM json_each(?) h JOIN messages m ON m.id = h.value JOIN sessions s ON s.id = m.session_id", idList(hits))
-	if err != nil {
-		return nil, err
-	}
-	details, err := scanHits(rows)
 	if err != nil {
 		return nil, err
 	}
@@ -256,11 +244,7 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	args = append(args, fargs...)
 	b.WriteString(" ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?")
 	args = append(args, limit, offset)
-	rows, err := s.query(ctx, b.String(), args...)
-	if err != nil {
-		return nil, err
-	}
-	return scanHits(rows)
+	return s.queryHits(ctx, b.String(), args...)
 }
 
 // addContext fills each hit's context, the previous message, the hit and
@@ -271,30 +255,24 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
 	visP := strings.ReplaceAll(s.q.visible, "m.", "p.")
 	visN := strings.ReplaceAll(s.q.visible, "m.", "n.")
-	rows, err := s.query(ctx, `SELECT h.value, m.id, m.role, COALESCE(substr(m.content, 1, 200), '')
+	byHit := map[int64][]sessiondb.ContextRow{}
+	err := sqlitedb.Each(ctx, readers{s}, `SELECT h.value, m.id, m.role, COALESCE(substr(m.content, 1, 200), '')
 FROM json_each(?) h
 JOIN messages hm ON hm.id = h.value
 JOIN messages m ON m.id IN (
     (SELECT max(p.id) FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id`+visP+`),
     hm.id,
     (SELECT min(n.id) FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id`+visN+`))
-ORDER BY h.value, m.id`, idList(hits))
-	if err != nil {
-		s.log.Warn("search context query failed", "err", err)
-		return
-	}
-	defer rows.Close()
-	byHit := map[int64][]sessiondb.ContextRow{}
-	for rows.Next() {
+ORDER BY h.value, m.id`, []any{idList(hits)}, func(r sqlitedb.Row) error {
 		var hit, id int64
 		var role, content sql.NullString
-		if err := rows.Scan(&hit, &id, &role, &content); err != nil {
-			s.log.Warn("search context query failed", "err", err)
-			return
+		if err := r.Scan(&hit, &id, &role, &content); err != nil {
+			return err
 		}
 		byHit[hit] = append(byHit[hit], sessiondb.ContextRow{Role: role.String, Content: content.String})
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		s.log.Warn("search context query failed", "err", err)
 		return
 	}

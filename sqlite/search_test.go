@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 var vocab = strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega docker deploy kubernetes")
@@ -44,18 +45,17 @@ func naiveSearchIDs(t *testing.T, s *Store, match string, f sessiondb.SearchFilt
 	filters, args := s.searchFilters(f)
 	q := "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?" +
 		filters + " ORDER BY rank LIMIT 20"
-	rows, err := s.db.Query(q, append([]any{match}, args...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	ids := []int64{}
-	for rows.Next() {
+	err := sqlitedb.Each(context.Background(), s.db, q, append([]any{match}, args...), func(r sqlitedb.Row) error {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
+		if err := r.Scan(&id); err != nil {
+			return err
 		}
 		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ids
 }

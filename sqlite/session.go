@@ -205,11 +205,7 @@ func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string
 	if err != sql.ErrNoRows {
 		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
 	}
-	rows, err := s.query(ctx, `SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 2`, likeEscape(idOrPrefix)+"%")
-	if err != nil {
-		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
-	}
-	ids, err := scanStrings(rows)
+	ids, err := s.queryStrings(ctx, `SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 2`, likeEscape(idOrPrefix)+"%")
 	if err != nil {
 		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
 	}
@@ -222,17 +218,19 @@ func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string
 	return "", sessiondb.Errorf(sessiondb.ECONFLICT, "session id prefix %q is ambiguous: it matches %s and more", idOrPrefix, strings.Join(ids, ", "))
 }
 
-func scanStrings(rows *sql.Rows) ([]string, error) {
-	defer rows.Close()
+// queryStrings returns the first column of every row of q on the readers,
+// NULL as "".
+func (s *Store) queryStrings(ctx context.Context, q string, args ...any) ([]string, error) {
 	var out []string
-	for rows.Next() {
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
 		var v sql.NullString
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
+		if err := r.Scan(&v); err != nil {
+			return err
 		}
 		out = append(out, v.String)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // SearchSessions lists sessions newest first; "" source means all. Limit 0
@@ -250,20 +248,16 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 	}
 	q += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
 	args = append(args, limit, offset)
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, s.readErr(err, "search sessions")
-	}
-	defer rows.Close()
 	out := []sessiondb.Session{}
-	for rows.Next() {
-		x, err := scanSession(rows)
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
+		x, err := scanSession(r)
 		if err != nil {
-			return nil, s.readErr(err, "search sessions")
+			return err
 		}
 		out = append(out, *x)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, s.readErr(err, "search sessions")
 	}
 	return out, nil

@@ -203,7 +203,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 			// Open-time migrations wait for the lock in the same budget as
 			// any write (IMP-8).
 			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return migrate(tx) }); err != nil {
-				return fail(sessiondb.Wrap("", err, "migrate %s to schema v6", path))
+				return fail(sqlitedb.Wrap(err, "migrate %s to schema v6", path))
 			}
 			if si, err = s.inspectUsable(ctx, false); err != nil {
 				return fail(err)
@@ -230,9 +230,9 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 			return sessiondb.Errorf(sessiondb.EINVALID, "open %s: the trigram index needs SQLite 3.34 or later, this is %s", s.path, v)
 		}
 		if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return createTrigram(tx) }); err != nil {
-			return sessiondb.Wrap("", err, "create the trigram index in %s", s.path)
+			return sqlitedb.Wrap(err, "create the trigram index in %s", s.path)
 		}
-		si, err := inspect(s.readerQuery(ctx))
+		si, err := inspect(ctx, s.db)
 		if err != nil {
 			return openErr(err, s.path, "inspect schema")
 		}
@@ -254,15 +254,10 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 	return nil
 }
 
-// readerQuery runs queries on the reader pool, for inspect.
-func (s *Store) readerQuery(ctx context.Context) queryFunc {
-	return func(q string, args ...any) (*sql.Rows, error) { return s.db.QueryContext(ctx, q, args...) }
-}
-
 // inspectUsable inspects the file through the reader pool and checks that
 // it can be worked on as it is.
 func (s *Store) inspectUsable(ctx context.Context, readOnly bool) (*schemaInfo, error) {
-	si, err := inspect(s.readerQuery(ctx))
+	si, err := inspect(ctx, s.db)
 	if err != nil {
 		return nil, openErr(err, s.path, "inspect schema")
 	}
@@ -297,11 +292,11 @@ func (s *Store) enableWAL(ctx context.Context, conn *sql.Conn, budget time.Durat
 		case sqlitedb.IsBusy(err) && s.now().Before(deadline):
 			select {
 			case <-ctx.Done():
-				return sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "enable WAL on %s", s.path)
+				return sqlitedb.Wrap(ctx.Err(), "enable WAL on %s", s.path)
 			case <-time.After(50 * time.Millisecond):
 			}
 		case sqlitedb.IsBusy(err):
-			return sessiondb.Wrap(sessiondb.EBUSY, err, "enable WAL on %s", s.path)
+			return sqlitedb.Wrap(err, "enable WAL on %s", s.path)
 		case sqlitedb.IsWALUnsupported(err):
 			s.log.Warn("WAL mode not supported by this file system; staying in rollback-journal mode", "path", s.path, "err", err)
 			return nil
@@ -311,17 +306,14 @@ func (s *Store) enableWAL(ctx context.Context, conn *sql.Conn, budget time.Durat
 	}
 }
 
-// openErr classifies an error met while opening: a file that is not a
-// database is invalid input, the rest internal.
+// openErr classifies an error met while opening. A damaged file is invalid
+// here, where the path is the caller's input, unlike damage met later
+// (sqlitedb.Code calls that internal).
 func openErr(err error, path, what string) error {
-	code := sessiondb.EINTERNAL
-	switch {
-	case sqlitedb.IsCorrupt(err):
-		code = sessiondb.EINVALID
-	case sqlitedb.IsBusy(err):
-		code = sessiondb.EBUSY
+	if sqlitedb.IsCorrupt(err) {
+		return sessiondb.Wrap(sessiondb.EINVALID, err, "open %s: %s", path, what)
 	}
-	return sessiondb.Wrap(code, err, "open %s: %s", path, what)
+	return sqlitedb.Wrap(err, "open %s: %s", path, what)
 }
 
 // onCommit paces PASSIVE checkpoints: every checkpointEvery writes one runs
@@ -407,20 +399,16 @@ func (s *Store) SQLiteVersion(ctx context.Context) (string, error) {
 // IntegrityCheck runs PRAGMA integrity_check and returns its rows: a single
 // "ok" when the file is sound.
 func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
-	if err != nil {
-		return nil, s.readErr(err, "integrity check")
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
+	err := sqlitedb.Each(ctx, s.db, "PRAGMA integrity_check", nil, func(r sqlitedb.Row) error {
 		var line string
-		if err := rows.Scan(&line); err != nil {
-			return nil, s.readErr(err, "integrity check")
+		if err := r.Scan(&line); err != nil {
+			return err
 		}
 		out = append(out, line)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, s.readErr(err, "integrity check")
 	}
 	return out, nil
@@ -482,36 +470,19 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx)
 	return s.writeErr(err, what)
 }
 
-// writeErr classifies a write failure by SQLite result code.
+// writeErr classifies a write failure with sqlitedb.Code; an error that
+// already carries a code is returned as it is.
 func (s *Store) writeErr(err error, what string) error {
 	var coded *sessiondb.Error
 	if errors.As(err, &coded) {
 		return err
 	}
-	code := sessiondb.EINTERNAL
-	switch {
-	case sqlitedb.IsBusy(err):
-		code = sessiondb.EBUSY
-	case sqlitedb.IsForeignKey(err):
-		code = sessiondb.EINVALID
-	case sqlitedb.IsUnique(err):
-		code = sessiondb.ECONFLICT
-	case sqlitedb.IsReadOnly(err):
-		code = sessiondb.EINVALID
-	}
-	return sessiondb.Wrap(code, err, "%s", what)
+	return sqlitedb.Wrap(err, "%s", what)
 }
 
-// readErr classifies a read failure.
+// readErr classifies a read failure with sqlitedb.Code.
 func (s *Store) readErr(err error, format string, args ...any) error {
-	code := sessiondb.EINTERNAL
-	if sqlitedb.IsBusy(err) {
-		code = sessiondb.EBUSY
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		code = sessiondb.EBUSY
-	}
-	return sessiondb.Wrap(code, err, format, args...)
+	return sqlitedb.Wrap(err, format, args...)
 }
 
 // maxReaderStmts caps the prepared statement cache. Queries built with IN
@@ -537,6 +508,14 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	s.stmts[query] = st
 	return st, nil
+}
+
+// readers is the reader pool behind the prepared statement cache, as a
+// sqlitedb.Querier.
+type readers struct{ s *Store }
+
+func (r readers) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return r.s.query(ctx, query, args...)
 }
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {

@@ -133,11 +133,7 @@ func (s *Store) ResolveSessionByTitle(ctx context.Context, title string) (string
 // exists, else "<base> #<max+1>".
 func (s *Store) NextTitleInLineage(ctx context.Context, title string) (string, error) {
 	base, _ := sessiondb.LineageBase(title)
-	rows, err := s.query(ctx, `SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\'`, base, likeEscape(base)+" #%")
-	if err != nil {
-		return "", s.readErr(err, "next title after %q", title)
-	}
-	titles, err := scanStrings(rows)
+	titles, err := s.queryStrings(ctx, `SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\'`, base, likeEscape(base)+" #%")
 	if err != nil {
 		return "", s.readErr(err, "next title after %q", title)
 	}

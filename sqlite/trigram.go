@@ -118,17 +118,12 @@ func createTrigram(tx *sqlitedb.Tx) error {
 
 // trigramProgress reads the backfill's position and goal.
 func (s *Store) trigramProgress(ctx context.Context) (done, highWater int64, err error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT key, CAST(value AS INTEGER) FROM state_meta WHERE key IN (?, ?)", metaHighWater, metaBackfill)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer rows.Close()
 	found := 0
-	for rows.Next() {
+	err = sqlitedb.Each(ctx, s.db, "SELECT key, CAST(value AS INTEGER) FROM state_meta WHERE key IN (?, ?)", []any{metaHighWater, metaBackfill}, func(r sqlitedb.Row) error {
 		var k string
 		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			return 0, 0, err
+		if err := r.Scan(&k, &v); err != nil {
+			return err
 		}
 		if k == metaHighWater {
 			highWater = v
@@ -136,8 +131,9 @@ func (s *Store) trigramProgress(ctx context.Context) (done, highWater int64, err
 			done = v
 		}
 		found++
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, 0, err
 	}
 	if found < 2 {
@@ -164,7 +160,7 @@ func (s *Store) BackfillTrigram(ctx context.Context) (bool, error) {
 			return true, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return false, sessiondb.Wrap(sessiondb.EBUSY, err, "trigram backfill")
+			return false, sqlitedb.Wrap(err, "trigram backfill")
 		}
 		upto := min(done+trigramBatch, hw)
 		err = s.write(ctx, "trigram backfill", func(tx *sqlitedb.Tx) error {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 const usageSums = `count(*), COALESCE(SUM(message_count), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
@@ -59,21 +60,17 @@ ORDER BY COALESCE(actual_cost_usd, estimated_cost_usd, 0) DESC,
 }
 
 func (s *Store) usageRows(ctx context.Context, q string, args ...any) ([]sessiondb.UsageRow, error) {
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, s.readErr(err, "usage report")
-	}
-	defer rows.Close()
 	out := []sessiondb.UsageRow{}
-	for rows.Next() {
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(row sqlitedb.Row) error {
 		var r sessiondb.UsageRow
-		if err := rows.Scan(&r.Key, &r.Sessions, &r.Messages, &r.InputTokens, &r.OutputTokens, &r.CacheReadTokens,
+		if err := row.Scan(&r.Key, &r.Sessions, &r.Messages, &r.InputTokens, &r.OutputTokens, &r.CacheReadTokens,
 			&r.CacheWriteTokens, &r.ReasoningTokens, &r.EstimatedCostUSD, &r.ActualCostUSD); err != nil {
-			return nil, s.readErr(err, "usage report")
+			return err
 		}
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, s.readErr(err, "usage report")
 	}
 	return out, nil

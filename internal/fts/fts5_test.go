@@ -62,20 +62,16 @@ func openFTS(tb testing.TB) *sql.DB {
 
 // match runs q against t and returns the matching row ids in order.
 func match(ctx context.Context, db *sql.DB, q string) ([]int64, error) {
-	rows, err := db.QueryContext(ctx, "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid", q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var ids []int64
-	for rows.Next() {
+	err := sqlitedb.Each(ctx, db, "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid", []any{q}, func(r sqlitedb.Row) error {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
+		if err := r.Scan(&id); err != nil {
+			return err
 		}
 		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+		return nil
+	})
+	return ids, err
 }
 
 // search is the flow of spec section 7: the sanitized query first, and on

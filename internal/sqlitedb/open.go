@@ -1,8 +1,9 @@
 // Package sqlitedb is the SQLite machinery shared by the history store and
 // the mailbox files: opening files with the right modes and pragmas through
-// either driver, classifying driver errors by result code, and write
-// transactions that take SQLite's write lock with BEGIN IMMEDIATE inside a
-// time budget.
+// either driver, the one classification of errors into sessiondb codes
+// (Code, Wrap), the one row iteration (Each), and write transactions that
+// take SQLite's write lock with BEGIN IMMEDIATE inside a time budget and
+// share commits (Writer).
 package sqlitedb
 
 import (

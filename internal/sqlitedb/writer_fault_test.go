@@ -61,19 +61,14 @@ func storedIDs(t *testing.T, w *Writer) map[int]bool {
 	t.Helper()
 	ids := map[int]bool{}
 	err := w.Do(context.Background(), func(tx *Tx) error {
-		rows, err := tx.Query("SELECT id FROM t")
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return Each(tx.Context(), tx, "SELECT id FROM t", nil, func(r Row) error {
 			var id int
-			if err := rows.Scan(&id); err != nil {
+			if err := r.Scan(&id); err != nil {
 				return err
 			}
 			ids[id] = true
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,45 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Querier runs a query: *sql.DB, *sql.Conn, *sql.Tx and the writer's *Tx
+// all satisfy it.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Row is the current result row handed to Each's function. *sql.Rows
+// satisfies it; the function gets no way to step or close the rows.
+type Row interface {
+	// Scan copies the row's columns into dest, as sql.Rows.Scan does.
+	Scan(dest ...any) error
+	// Columns returns the result's column names.
+	Columns() ([]string, error)
+}
+
+// Each runs query with args on q and calls fn once per result row, in
+// order. It is the one place that iterates rows: it steps them, closes them
+// on every path and checks the error stepping may have deferred, so no
+// caller writes that loop by hand or forgets a step of it. An error from fn
+// stops the iteration and is returned as it is; otherwise Each returns the
+// first error of the query, of stepping or of closing.
+func Each(ctx context.Context, q Querier, query string, args []any, fn func(Row) error) (err error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

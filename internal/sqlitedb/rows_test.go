@@ -1,0 +1,147 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func openPool(t *testing.T) *sql.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rows.db")
+	if _, _, err := CreateFile(path, 0o700, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(Config{Path: path, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1), (2), (3), (4), (5)"); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// xs collects column x of every row Each hands out.
+func xs(ctx context.Context, q Querier, query string, args ...any) ([]int, error) {
+	var out []int
+	err := Each(ctx, q, query, args, func(r Row) error {
+		var x int
+		if err := r.Scan(&x); err != nil {
+			return err
+		}
+		out = append(out, x)
+		return nil
+	})
+	return out, err
+}
+
+// Each works the same on every kind of handle a caller may hold.
+func TestEachOnEveryQuerier(t *testing.T) {
+	ctx := context.Background()
+	db := openPool(t)
+	want := []int{2, 3, 4}
+	const q = "SELECT x FROM t WHERE x BETWEEN ? AND ? ORDER BY x"
+
+	got, err := xs(ctx, db, q, 2, 4)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("*sql.DB: %v, %v; want %v", got, err, want)
+	}
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = xs(ctx, conn, q, 2, 4)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("*sql.Conn: %v, %v; want %v", got, err, want)
+	}
+	conn.Close()
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = xs(ctx, tx, q, 2, 4)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("*sql.Tx: %v, %v; want %v", got, err, want)
+	}
+	tx.Rollback()
+
+	conn, err = db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(conn)
+	defer w.Close()
+	err = w.Do(ctx, func(tx *Tx) error {
+		got, err = xs(tx.Context(), tx, q, 2, 4)
+		return err
+	})
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("*Tx: %v, %v; want %v", got, err, want)
+	}
+}
+
+// An error from the row function stops the walk, comes back as it is, and
+// the rows are closed: the pool's one connection is free again.
+func TestEachStopsAndClosesOnRowError(t *testing.T) {
+	ctx := context.Background()
+	db := openPool(t)
+	stop := errors.New("enough")
+	var seen []int
+	err := Each(ctx, db, "SELECT x FROM t ORDER BY x", nil, func(r Row) error {
+		var x int
+		if err := r.Scan(&x); err != nil {
+			return err
+		}
+		seen = append(seen, x)
+		if x == 2 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Errorf("err = %v; want the row function's own error", err)
+	}
+	if !slices.Equal(seen, []int{1, 2}) {
+		t.Errorf("rows seen = %v; want [1 2]", seen)
+	}
+	if n := db.Stats().InUse; n != 0 {
+		t.Errorf("%d connections still in use: the rows were not closed", n)
+	}
+}
+
+// Errors of the query, of a scan and of stepping (here an overflow SQLite
+// meets only on the third row) all reach the caller.
+func TestEachReportsEveryError(t *testing.T) {
+	ctx := context.Background()
+	db := openPool(t)
+	if _, err := xs(ctx, db, "SELECT x FROM no_such_table"); err == nil || !IsQueryError(err) {
+		t.Errorf("query error: %v", err)
+	}
+	if _, err := xs(ctx, db, "SELECT 'not a number' FROM t"); err == nil {
+		t.Errorf("scan error not reported")
+	}
+	got, err := xs(ctx, db, "SELECT CASE WHEN x = 3 THEN abs(-9223372036854775807 - 1) ELSE x END FROM t ORDER BY x")
+	if err == nil {
+		t.Errorf("stepping error not reported (rows %v)", got)
+	}
+	if n := db.Stats().InUse; n != 0 {
+		t.Errorf("%d connections still in use after errors", n)
+	}
+	// Columns is available to the row function.
+	var cols []string
+	err = Each(ctx, db, "SELECT x AS first, x + 1 AS second FROM t LIMIT 1", nil, func(r Row) error {
+		var err error
+		cols, err = r.Columns()
+		return err
+	})
+	if err != nil || !slices.Equal(cols, []string{"first", "second"}) {
+		t.Errorf("columns = %v, %v", cols, err)
+	}
+}
