@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/internal/filesig"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -77,7 +79,7 @@ type Agent struct {
 
 	mu         sync.Mutex
 	lastInSeq  int64
-	inSeqSig   fileSig
+	inSeqSig   filesig.Sig
 	modes      modes
 	inSelect   string // messages_in select list, probed once
 	hasOnWake  bool
@@ -424,11 +426,11 @@ func (a *Agent) MarkFailed(ctx context.Context, ids ...string) error {
 // inboundMax returns MAX(seq) of messages_in, re-reading only when the file
 // changed; unreadable → the last value seen.
 func (a *Agent) inboundMax(ctx context.Context) int64 {
-	sig := statSig(a.inboundPath)
+	sig := filesig.Of(a.inboundPath)
 	a.mu.Lock()
 	last, lastSig := a.lastInSeq, a.inSeqSig
 	a.mu.Unlock()
-	if sig.found && sig == lastSig {
+	if sig.Found() && sig == lastSig {
 		return last
 	}
 	var m int64
@@ -455,7 +457,7 @@ func (a *Agent) inboundMax(ctx context.Context) int64 {
 func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 	now := a.now()
 	if m.ID == "" {
-		m.ID = newID("msg", now)
+		m.ID = NewID("msg", now)
 	}
 	if err := ValidateName("id", m.ID); err != nil {
 		return 0, err
@@ -717,23 +719,30 @@ func (a *Agent) Destinations(ctx context.Context) ([]Destination, error) {
 		if err != nil || len(cols) == 0 {
 			return err
 		}
-		rows, err := q.Query("SELECT name, display_name, type, channel_type, platform_id, agent_group_id FROM destinations ORDER BY name")
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var d Destination
-			var dn, ct, pid, ag sql.NullString
-			if err := rows.Scan(&d.Name, &dn, &d.Type, &ct, &pid, &ag); err != nil {
-				return err
-			}
-			d.DisplayName, d.ChannelType, d.PlatformID, d.AgentGroupID = dn.String, ct.String, pid.String, ag.String
-			out = append(out, d)
-		}
-		return rows.Err()
+		out, err = readDestinations(q)
+		return err
 	})
 	return out, err
+}
+
+// readDestinations reads the destinations table by name.
+func readDestinations(q queryer) ([]Destination, error) {
+	rows, err := q.Query("SELECT name, display_name, type, channel_type, platform_id, agent_group_id FROM destinations ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Destination
+	for rows.Next() {
+		var d Destination
+		var dn, ct, pid, ag sql.NullString
+		if err := rows.Scan(&d.Name, &dn, &d.Type, &ct, &pid, &ag); err != nil {
+			return nil, err
+		}
+		d.DisplayName, d.ChannelType, d.PlatformID, d.AgentGroupID = dn.String, ct.String, pid.String, ag.String
+		out = append(out, d)
+	}
+	return out, rows.Err()
 }
 
 // Destination resolves a destination name; unknown → not_found listing the
@@ -754,7 +763,7 @@ func (a *Agent) Destination(ctx context.Context, name string) (Destination, erro
 	if len(names) > 0 {
 		known = strings.Join(names, ", ")
 	}
-	return Destination{}, sessiondb.Errorf(sessiondb.ENOTFOUND, "unknown destination %q (known: %s)", truncate(name, 64), known)
+	return Destination{}, sessiondb.Errorf(sessiondb.ENOTFOUND, "unknown destination %q (known: %s)", errtext.Clip(name, 64), known)
 }
 
 // AwaitQuestionResponse waits (timeout ≤ 0: 300 s) for a pending, unacked

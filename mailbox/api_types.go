@@ -3,8 +3,6 @@ package mailbox
 import (
 	"context"
 	"errors"
-
-	"github.com/sessiondb/sessiondb"
 )
 
 // Spawn is what PrepareSpawn writes before a container starts: the session
@@ -85,57 +83,6 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
-// Waker starts a container for a session that has due work and none running.
-type Waker interface {
-	Wake(ctx context.Context, ref SessionRef) error
-}
-
-// Runtime tells the sweep whether a session's container is running and can
-// stop one. Running must be cheap (it is asked for every changed session of
-// every tick). Stop must return only once the container is confirmed dead.
-type Runtime interface {
-	Running(ref SessionRef) bool
-	Stop(ctx context.Context, ref SessionRef, reason string) error
-}
-
-// SweepOptions configure one Sweep tick. Runtime is required; a nil Waker
-// skips waking; a nil Deliverer skips draining. All three are called from
-// several goroutines at once (one session each) and must be safe for that.
-type SweepOptions struct {
-	Runtime   Runtime
-	Waker     Waker
-	Deliverer Deliverer
-	// Full examines every session; otherwise only sessions whose files
-	// changed since the last tick, whose container runs, whose next timed
-	// event (process_after, retry, expiry) has come, or whose back-off ended.
-	Full bool
-	// Workers is how many sessions are examined at once; default
-	// DefaultSweepWorkers. Each session is still handled by one worker.
-	Workers int
-}
-
-// SessionError is one session's failure in a sweep.
-type SessionError struct {
-	Ref SessionRef `json:"ref"`
-	Err error      `json:"-"`
-	// Message is Err's text, for JSON.
-	Message string `json:"error"`
-	Code    string `json:"code"`
-}
-
-// SweepResult reports one Sweep tick. Errors never abort the tick: each
-// session's failure is listed here and the session is backed off.
-type SweepResult struct {
-	Sessions    int            `json:"sessions"` // folders seen
-	Examined    int            `json:"examined"` // folders opened
-	Woken       []SessionRef   `json:"woken,omitempty"`
-	Stopped     []SessionRef   `json:"stopped,omitempty"`
-	Reset       []SessionRef   `json:"reset,omitempty"`
-	Quarantined []SessionRef   `json:"quarantined,omitempty"`
-	BackedOff   int            `json:"backed_off"`
-	Errors      []SessionError `json:"errors,omitempty"`
-}
-
 // StuckVerdict is DecideStuck's answer.
 type StuckVerdict int
 
@@ -154,8 +101,4 @@ func (v StuckVerdict) String() string {
 		return "kill-claim"
 	}
 	return "ok"
-}
-
-func newSessionError(ref SessionRef, err error) SessionError {
-	return SessionError{Ref: ref, Err: err, Message: err.Error(), Code: sessiondb.ErrorCode(err)}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 // extFromMIME maps a MIME type to a file extension (contract section 12).
@@ -207,7 +208,7 @@ func writeExclusive(sessionDir string, subdirs []string, name string, data []byt
 		if n > 1 {
 			candidate = stem + "-" + strconv.Itoa(n) + ext
 			if len(candidate) > MaxNameLen {
-				return "", "", sessiondb.Errorf(sessiondb.EINVALID, "attachment name %q too long to deduplicate", truncate(name, 64))
+				return "", "", sessiondb.Errorf(sessiondb.EINVALID, "attachment name %q too long to deduplicate", errtext.Clip(name, 64))
 			}
 		}
 		p := path.Join(cur, candidate)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,20 +12,14 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // Sizes are small by default so `-benchtime 1x` is quick; the environment
 // scales them up:
 //
-//	MAILBOX_BENCH_SESSIONS  session folders for the sweep benchmarks (500)
 //	MAILBOX_BENCH_ROUNDS    round trips sampled per iteration with
 //	                        notification (50); polling uses a tenth (≥ 3)
-func benchEnv(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 func benchHost(b *testing.B) (*Host, SessionRef, string) {
 	b.Helper()
@@ -85,7 +78,7 @@ func BenchmarkEnqueue(b *testing.B) {
 // host drain, one message at a time, with the agent and the host's drain
 // loop woken by file-change notification or by 1 s polling alone.
 func BenchmarkRoundTrip(b *testing.B) {
-	rounds := benchEnv("MAILBOX_BENCH_ROUNDS", 50)
+	rounds := testkit.EnvInt("MAILBOX_BENCH_ROUNDS", 50)
 	for _, mode := range []struct {
 		name     string
 		noNotify bool
@@ -181,93 +174,4 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 		lat = append(lat, time.Since(start))
 	}
 	return lat
-}
-
-// sweepFarm creates n initialized session folders quickly (one real
-// InitSession, then copies of its files).
-func sweepFarm(b *testing.B, n int) (*Host, []SessionRef) {
-	b.Helper()
-	root := filepath.Join(b.TempDir(), "v2")
-	h, err := NewHost(HostOptions{Layout: Layout{Root: root}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	tmpl := SessionRef{AgentGroupID: "g000", SessionID: "s00000"}
-	if err := h.InitSession(context.Background(), tmpl); err != nil {
-		b.Fatal(err)
-	}
-	tdir, _ := h.layout.SessionDir(tmpl)
-	in, _ := os.ReadFile(filepath.Join(tdir, InboundFile))
-	out, _ := os.ReadFile(filepath.Join(tdir, OutboundFile))
-	refs := []SessionRef{tmpl}
-	for i := 1; i < n; i++ {
-		ref := SessionRef{AgentGroupID: fmt.Sprintf("g%03d", i%100), SessionID: fmt.Sprintf("s%05d", i)}
-		dir, _ := h.layout.SessionDir(ref)
-		for _, d := range []string{dir, filepath.Join(dir, InboxDirName), filepath.Join(dir, OutboxDirName)} {
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, InboundFile), in, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, OutboundFile), out, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		refs = append(refs, ref)
-	}
-	return h, refs
-}
-
-type idleRuntime struct{}
-
-func (idleRuntime) Running(SessionRef) bool                                          { return false }
-func (idleRuntime) Stop(context.Context, SessionRef, string) error                   { return nil }
-func (idleRuntime) Wake(context.Context, SessionRef) error                           { return nil }
-func (idleRuntime) Deliver(context.Context, SessionRef, OutboundRow) (string, error) { return "", nil }
-
-// BenchmarkSweep measures one sweep tick over N idle session folders
-// (nothing changed since the last tick: three stats per folder, nothing
-// opened) and over N folders of which 1% changed (a new inbound row each).
-func BenchmarkSweep(b *testing.B) {
-	n := benchEnv("MAILBOX_BENCH_SESSIONS", 500)
-	ctx := context.Background()
-	opts := SweepOptions{Runtime: idleRuntime{}, Waker: idleRuntime{}}
-	b.Run(fmt.Sprintf("idle-%d", n), func(b *testing.B) {
-		h, _ := sweepFarm(b, n)
-		if _, err := h.Sweep(ctx, opts); err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			res, err := h.Sweep(ctx, opts)
-			if err != nil || res.Examined != 0 || res.Sessions != n {
-				b.Fatalf("idle tick %+v %v", res, err)
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/tick")
-	})
-	b.Run(fmt.Sprintf("changed1pct-%d", n), func(b *testing.B) {
-		h, refs := sweepFarm(b, n)
-		if _, err := h.Sweep(ctx, opts); err != nil {
-			b.Fatal(err)
-		}
-		changed := max(1, n/100)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			for j := 0; j < changed; j++ {
-				ref := refs[(i*changed+j*97)%len(refs)]
-				if _, _, err := h.Enqueue(ctx, ref, chat(fmt.Sprintf("m-%d-%d", i, j), "x")); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StartTimer()
-			res, err := h.Sweep(ctx, opts)
-			if err != nil || len(res.Errors) > 0 {
-				b.Fatalf("tick %+v %v", res, err)
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/tick")
-	})
 }

@@ -54,6 +54,6 @@ func CLIResponse(requestID string, frame json.RawMessage) (InboundMessage, error
 // Set ContextOnly or OnWake on the result as needed (a restart note uses
 // OnWake).
 func Notification(agentGroupID, text string, now time.Time) InboundMessage {
-	return InboundMessage{ID: newID("msg", now), Kind: KindChat, Content: notification(text), Timestamp: now,
+	return InboundMessage{ID: NewID("msg", now), Kind: KindChat, Content: notification(text), Timestamp: now,
 		Routing: Routing{ChannelType: ChannelAgent, PlatformID: agentGroupID}}
 }

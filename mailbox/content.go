@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 // object is a JSON object that keeps its keys' order, so rewriting one key
@@ -42,10 +43,10 @@ func parseObject(field string, raw []byte) (*object, error) {
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, bad("value of %q: %v", truncate(k, 40), err)
+			return nil, bad("value of %q: %v", errtext.Clip(k, 40), err)
 		}
 		if _, dup := o.vals[k]; dup {
-			return nil, bad("duplicate key %q", truncate(k, 40))
+			return nil, bad("duplicate key %q", errtext.Clip(k, 40))
 		}
 		o.keys = append(o.keys, k)
 		o.vals[k] = v

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
-// nextDeliveryDue returns when the session's next outbound row falls due
+// NextDeliveryDue returns when the session's next outbound row falls due
 // without any file change: the earliest delivery retry of an undelivered
 // row, or the earliest future deliver_after. Zero: none.
-func (h *Host) nextDeliveryDue(ctx context.Context, ref SessionRef) (time.Time, error) {
+func (h *Host) NextDeliveryDue(ctx context.Context, ref SessionRef) (time.Time, error) {
 	now := FormatTime(h.now())
 	var times []sql.NullString
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
@@ -29,33 +30,15 @@ func (h *Host) nextDeliveryDue(ctx context.Context, ref SessionRef) (time.Time, 
 		return time.Time{}, err
 	}
 	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
-		rows, err := q.Query("SELECT min(datetime(deliver_after)) FROM messages_out WHERE deliver_after IS NOT NULL AND datetime(deliver_after) > datetime(?)", now)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var t sql.NullString
-			if err := rows.Scan(&t); err != nil {
-				return err
-			}
-			times = append(times, t)
-		}
-		return rows.Err()
+		var t sql.NullString
+		err := scanOne(q, &t, nextDeliverAfterQuery, now)
+		times = append(times, t)
+		return err
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
-	var next time.Time
-	for _, t := range times {
-		if !t.Valid {
-			continue
-		}
-		if v, err := ParseTime(t.String); err == nil && (next.IsZero() || v.Before(next)) {
-			next = v
-		}
-	}
-	return next, nil
+	return earliest(times), nil
 }
 
 // DeliveryState is what inbound.db records about one outbound row's
@@ -156,10 +139,6 @@ type SessionStatus struct {
 	// LastError is the newest delivery error, or the error that stopped
 	// the status from being read.
 	LastError string `json:"last_error,omitempty"`
-	// Host is what a running daemon reports about the session (back-off,
-	// quarantine, its container), when it reports anything; see
-	// ReadHostStatus. Status leaves it nil: the caller merges it.
-	Host *SessionHealth `json:"host,omitempty"`
 }
 
 // Status reads one session's summary. It writes nothing but opens
@@ -272,7 +251,7 @@ func (h *Host) Requeue(ctx context.Context, ref SessionRef, ids []string) (Reque
 	}
 	for _, id := range ids {
 		if err := checkText("message id", id); err != nil || id == "" {
-			return res, sessiondb.Errorf(sessiondb.EINVALID, "requeue: message id %q is empty or has control characters", truncate(id, 64))
+			return res, sessiondb.Errorf(sessiondb.EINVALID, "requeue: message id %q is empty or has control characters", errtext.Clip(id, 64))
 		}
 	}
 	want := map[string]bool{}
@@ -370,7 +349,7 @@ func (a *Agent) InboundByID(ctx context.Context, id string) (InboundRow, error) 
 		return rows.Err()
 	})
 	if err == nil && !found {
-		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "no inbound message %q", truncate(id, 64))
+		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "no inbound message %q", errtext.Clip(id, 64))
 	}
 	return r, err
 }

@@ -203,14 +203,6 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func statSig(path string) fileSig {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileSig{}
-	}
-	return fileSig{size: fi.Size(), mtime: fi.ModTime(), found: true}
-}
-
 const inboundCols = `id, seq, kind, timestamp, status, process_after, recurrence, series_id, tries, trigger,
  platform_id, channel_type, thread_id, content, source_session_id, on_wake`
 

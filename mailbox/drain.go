@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/backoff"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -20,10 +22,7 @@ const maxRetryDelay = 60 * time.Second
 
 // deliveryDelay is the wait after the n-th failed attempt: min(2^n s, 60 s).
 func deliveryDelay(attempts int) time.Duration {
-	if attempts > 6 {
-		return maxRetryDelay
-	}
-	return min(time.Second<<attempts, maxRetryDelay)
+	return backoff.Exponential(attempts+1, time.Second, maxRetryDelay)
 }
 
 // drainState is what inbound.db says about the candidates of one drain.
@@ -320,7 +319,7 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 		h.removeOutbox(dir, row.ID)
 		return nil
 	}
-	reason := truncate(strings.ReplaceAll(err.Error(), "\n", " "), 300)
+	reason := errtext.Clip(strings.ReplaceAll(err.Error(), "\n", " "), 300)
 	attempts := st.attempts[row.ID].attempts + 1
 	final := IsPermanent(err) || attempts >= h.opts.MaxDeliveryAttempts
 	h.log.Debug("mailbox: delivery failed", "session", ref.String(), "id", row.ID, "attempt", attempts, "final", final, "err", reason)
@@ -426,7 +425,7 @@ func (h *Host) InboundRow(ctx context.Context, ref SessionRef, id string) (Inbou
 		return rows.Err()
 	})
 	if err == nil && !found {
-		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s: no inbound message %q", ref, truncate(id, 64))
+		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s: no inbound message %q", ref, errtext.Clip(id, 64))
 	}
 	return r, err
 }
@@ -445,7 +444,7 @@ func (h *Host) Forward(ctx context.Context, src SessionRef, row OutboundRow, dst
 		return "", 0, err
 	}
 	now := h.now()
-	id := newID("msg", now)
+	id := NewID("msg", now)
 	o, err := parseObject("content", row.Content)
 	if err != nil {
 		return "", 0, Permanent(err)

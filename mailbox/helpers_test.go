@@ -5,33 +5,22 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 var ctxb = context.Background()
 
 type fixture struct {
 	t     *testing.T
-	clk   *clock
+	clk   *testkit.Clock
 	host  *Host
 	ref   SessionRef
 	dir   string
@@ -95,43 +84,7 @@ func (f *fixture) enqueue(m InboundMessage) int64 {
 // read-only connection.
 func (f *fixture) query(file string, q string, args ...any) [][]any {
 	f.t.Helper()
-	return queryFile(f.t, filepath.Join(f.dir, file), q, args...)
-}
-
-func queryFile(t testing.TB, path, q string, args ...any) [][]any {
-	t.Helper()
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: true, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				vals[i] = string(b)
-			}
-		}
-		out = append(out, vals)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testkit.QueryFile(f.t, filepath.Join(f.dir, file), q, args...)
 }
 
 func (f *fixture) one(file, q string, args ...any) any {

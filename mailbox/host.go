@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/filesig"
 )
 
 // Defaults of HostOptions.
@@ -14,8 +15,6 @@ const (
 	DefaultOpTimeout           = 10 * time.Second
 	DefaultSystemRowTTL        = 10 * time.Minute
 	DefaultMaxDeliveryAttempts = 3
-	DefaultBackoffMin          = time.Second
-	DefaultBackoffMax          = 5 * time.Minute
 	DefaultStuckCeiling        = 30 * time.Minute
 	DefaultClaimTimeout        = 60 * time.Second
 	// MaxTries is the retry count after which a claimed row fails for good.
@@ -35,8 +34,8 @@ type HostOptions struct {
 	// SharedGID, when > 0, makes folders 0770 and files 0660 owned by that
 	// group (the container runs as another uid); else 0700/0600.
 	SharedGID int
-	// OpTimeout bounds each per-session operation inside Sweep and Drain;
-	// default 10 s.
+	// OpTimeout bounds each delivery inside Drain (and a daemon's work on
+	// one session); default 10 s.
 	OpTimeout time.Duration
 	// WriteBudget bounds the wait for a file's write lock; default
 	// sqlitedb.DefaultWriteBudget.
@@ -50,9 +49,6 @@ type HostOptions struct {
 	// NotifyFailureTrigger makes delivery-failure notifications wake the
 	// agent (trigger=1); by default they are context only (trigger=0).
 	NotifyFailureTrigger bool
-	// BackoffMin and BackoffMax bound the per-session back-off after a
-	// failed sweep step; defaults 1 s and 5 min.
-	BackoffMin, BackoffMax time.Duration
 	// OnEnqueue, when set, is called after a row is inserted into a
 	// session's inbound.db (not for duplicates), e.g. to bump the central
 	// session's last_active. It must not block for long.
@@ -78,21 +74,17 @@ type Host struct {
 
 // hostSession is the in-memory state the Host keeps per session: a lock
 // that serializes this process's writes to the session's files (so they
-// queue instead of spinning on SQLite's lock), a drain flag, and sweep
-// bookkeeping.
+// queue instead of spinning on SQLite's lock), a drain flag, and what it
+// remembers of the files.
 type hostSession struct {
 	lock     chan struct{}
 	draining sync.Mutex
 
 	// guarded by Host.mu
-	lastSeq      int64 // last MAX(seq) read from outbound (fallback when unreadable)
-	outSeqSig    fileSig
-	migrated     bool
-	sweep        sweepState
-	badCron      map[string]bool
-	quarantined  bool
-	failures     int
-	backoffUntil time.Time
+	lastSeq   int64 // last MAX(seq) read from outbound (fallback when unreadable)
+	outSeqSig filesig.Sig
+	migrated  bool
+	badCron   map[string]bool
 	// drainMark is the highest seq up to which every outbound row is
 	// resolved (delivered or failed), as this Host has seen.
 	drainMark int64
@@ -103,19 +95,17 @@ func NewHost(opts HostOptions) (*Host, error) {
 	if opts.Layout.Root == "" {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "mailbox host: Layout.Root is empty")
 	}
-	h := &Host{opts: opts, layout: opts.Layout, sessions: map[SessionRef]*hostSession{}}
-	h.now = opts.Now
-	if h.now == nil {
-		h.now = time.Now
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	h.loc = opts.Location
-	if h.loc == nil {
-		h.loc = time.UTC
+	if opts.Location == nil {
+		opts.Location = time.UTC
 	}
-	h.log = opts.Logger
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	h := &Host{opts: opts, layout: opts.Layout, sessions: map[SessionRef]*hostSession{},
+		now: opts.Now, loc: opts.Location, log: opts.Logger}
 	h.modes = newModes(opts.SharedGID)
 	if h.opts.OpTimeout <= 0 {
 		h.opts.OpTimeout = DefaultOpTimeout
@@ -126,17 +116,19 @@ func NewHost(opts HostOptions) (*Host, error) {
 	if h.opts.MaxDeliveryAttempts <= 0 {
 		h.opts.MaxDeliveryAttempts = DefaultMaxDeliveryAttempts
 	}
-	if h.opts.BackoffMin <= 0 {
-		h.opts.BackoffMin = DefaultBackoffMin
-	}
-	if h.opts.BackoffMax <= 0 {
-		h.opts.BackoffMax = DefaultBackoffMax
-	}
 	return h, nil
 }
 
 // Layout returns the host's layout.
 func (h *Host) Layout() Layout { return h.layout }
+
+// Options returns the options in effect: those given to NewHost with every
+// default filled in (clock, zone, logger, timeouts), so that code running
+// the host (a daemon) uses the same clock and limits.
+func (h *Host) Options() HostOptions { return h.opts }
+
+// Now reads the host's clock.
+func (h *Host) Now() time.Time { return h.now() }
 
 func (h *Host) session(ref SessionRef) *hostSession {
 	h.mu.Lock()

@@ -14,6 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/backoff"
+	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/internal/filesig"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -271,11 +274,11 @@ func (h *Host) outboundMax(ctx context.Context, ref SessionRef) int64 {
 		return 0
 	}
 	s := h.session(ref)
-	sig := statSig(path)
+	sig := filesig.Of(path)
 	h.mu.Lock()
 	last, lastSig := s.lastSeq, s.outSeqSig
 	h.mu.Unlock()
-	if sig == lastSig && sig.found {
+	if sig == lastSig && sig.Found() {
 		return last
 	}
 	var m int64
@@ -352,7 +355,7 @@ func checkWord(field, s string) error {
 		return sessiondb.Errorf(sessiondb.EINVALID, "%s is empty", field)
 	}
 	if len(s) > 64 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s %q is not a plain word", field, truncate(s, 64))
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s %q is not a plain word", field, errtext.Clip(s, 64))
 	}
 	return nil
 }
@@ -360,7 +363,7 @@ func checkWord(field, s string) error {
 // checkText rejects NUL bytes and invalid UTF-8 in stored text ids.
 func checkText(field, s string) error {
 	if strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s %q contains a NUL byte or invalid UTF-8", field, truncate(s, 64))
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s %q contains a NUL byte or invalid UTF-8", field, errtext.Clip(s, 64))
 	}
 	return nil
 }
@@ -432,7 +435,7 @@ func (h *Host) insertInbound(ctx context.Context, tx *sqlitedb.Tx, ref SessionRe
 func (h *Host) EnqueueTask(ctx context.Context, ref SessionRef, t Task) (id string, seq int64, err error) {
 	id = t.ID
 	if id == "" {
-		id = newID("task", h.now())
+		id = NewID("task", h.now())
 	}
 	pa := t.ProcessAfter
 	if pa.IsZero() {
@@ -721,12 +724,10 @@ func idSet(q queryer, query string, args ...any) (map[string]bool, error) {
 	return set, rows.Err()
 }
 
-// retryDelay is the back-off before retry number tries+1: 5 s · 2^tries.
+// retryDelay is the back-off before retry number tries+1: 5 s · 2^tries,
+// at most 5 s · 2^20.
 func retryDelay(tries int) time.Duration {
-	if tries > 20 {
-		tries = 20
-	}
-	return 5 * time.Second << tries
+	return backoff.Exponential(tries+1, 5*time.Second, 5*time.Second<<20)
 }
 
 // ResetProcessing retries or fails the rows a dead container had claimed,
@@ -942,6 +943,21 @@ func (h *Host) WriteDestinations(ctx context.Context, ref SessionRef, ds []Desti
 		return err
 	}
 	return h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error { return writeDestinations(tx, ds) })
+}
+
+// Destinations reads the destinations table of the session's inbound.db
+// (the projection PrepareSpawn and WriteDestinations write), by name.
+func (h *Host) Destinations(ctx context.Context, ref SessionRef) ([]Destination, error) {
+	if err := ref.Validate(); err != nil {
+		return nil, err
+	}
+	var out []Destination
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		var err error
+		out, err = readDestinations(tx)
+		return err
+	})
+	return out, err
 }
 
 // WriteSessionRouting upserts session_routing row 1 (empty fields → NULL).

@@ -8,9 +8,9 @@ import (
 
 const base36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
-// newID returns <prefix>-<unix ms>-<6 base-36 characters>, NanoClaw's id
-// form for generated rows.
-func newID(prefix string, now time.Time) string {
+// NewID returns <prefix>-<unix ms>-<6 base-36 characters>, NanoClaw's id
+// form for generated rows (prefix "msg", "task", "sess", ...).
+func NewID(prefix string, now time.Time) string {
 	var r [6]byte
 	for i := range r {
 		r[i] = base36[rand.IntN(len(base36))]

@@ -31,13 +31,6 @@ type SessionRef = sessiondb.SessionRef
 // other control character. The error has code invalid and names field.
 func ValidateName(field, name string) error { return sessiondb.CheckSafeName(field, name) }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // Layout maps session refs to paths under Root, the folder NanoClaw calls
 // data/v2-sessions. Every method validates the ids before building a path.
 type Layout struct {

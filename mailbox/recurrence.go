@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -34,7 +35,7 @@ const MaxRecurrenceLen = 256
 // code invalid.
 func ParseRecurrence(expr string) (r Recurrence, err error) {
 	bad := func(why string) (Recurrence, error) {
-		return Recurrence{}, sessiondb.Errorf(sessiondb.EINVALID, "recurrence %q: %s", truncate(expr, 64), why)
+		return Recurrence{}, sessiondb.Errorf(sessiondb.EINVALID, "recurrence %q: %s", errtext.Clip(expr, 64), why)
 	}
 	s := strings.TrimSpace(expr)
 	switch {
@@ -194,7 +195,7 @@ func (h *Host) advanceTx(ctx context.Context, tx *sqlitedb.Tx, ref SessionRef) (
 				if x.kind == KindTask {
 					prefix = "task"
 				}
-				m := InboundMessage{ID: newID(prefix, now), Kind: x.kind, Routing: x.routing, Timestamp: now,
+				m := InboundMessage{ID: NewID(prefix, now), Kind: x.kind, Routing: x.routing, Timestamp: now,
 					ProcessAfter: next, Recurrence: x.recurrence, SeriesID: x.series}
 				if _, _, err := h.insertInbound(ctx, tx, ref, m, []byte(x.content)); err != nil {
 					return inserted, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 // TimeFormat is how our writers store timestamps in the mailbox files: UTC
@@ -43,5 +44,5 @@ func ParseTime(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, sessiondb.Errorf(sessiondb.EINVALID, "timestamp %q is not in a form SQLite's datetime() reads (want %s)", truncate(s, 64), TimeFormat)
+	return time.Time{}, sessiondb.Errorf(sessiondb.EINVALID, "timestamp %q is not in a form SQLite's datetime() reads (want %s)", errtext.Clip(s, 64), TimeFormat)
 }

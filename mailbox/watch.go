@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/sessiondb/sessiondb/internal/filesig"
 )
 
 // Watcher wakes waiters when chosen files of one folder change. It watches
@@ -127,10 +129,10 @@ func (w *Watcher) relevant(want map[string]bool, ev fsnotify.Event) bool {
 	return true
 }
 
-func (w *Watcher) sigs() []fileSig {
-	out := make([]fileSig, len(w.names))
+func (w *Watcher) sigs() []filesig.Sig {
+	out := make([]filesig.Sig, len(w.names))
 	for i, n := range w.names {
-		out[i] = statSig(filepath.Join(w.dir, n))
+		out[i] = filesig.Of(filepath.Join(w.dir, n))
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/hostd"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -69,7 +70,7 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 			if err != nil {
 				return err
 			}
-			o := mailbox.DaemonOptions{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers}
+			o := hostd.Config{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers}
 			if deliver != "" {
 				if o.Deliverer, err = mbDeliverer(deliver, layout); err != nil {
 					return err
@@ -80,13 +81,13 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 				if !ok {
 					return sessiondb.Errorf(sessiondb.EINVALID, "--wake %q: want exec:CMD", wake)
 				}
-				w, err := mailbox.NewExecWaker(cmd, layout, mailbox.ExecWakerOptions{Output: m.stderr, Logger: log})
+				w, err := hostd.NewExecWaker(cmd, layout, hostd.ExecWakerOptions{Output: m.stderr, Logger: log})
 				if err != nil {
 					return err
 				}
 				o.Waker = w
 			}
-			d, err := mailbox.NewDaemon(h, o)
+			d, err := hostd.New(h, o)
 			if err != nil {
 				return err
 			}
@@ -98,11 +99,11 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 	f.StringVar(&data, "data", "", "data root holding <group>/<session> mailbox folders (created if missing)")
 	f.StringVar(&deliver, "deliver", "", "deliverer: exec:CMD or webhook:URL")
 	f.StringVar(&wake, "wake", "", "waker: exec:CMD, run with the session folder as its last argument")
-	f.DurationVar(&poll, "poll", mailbox.DefaultDaemonPoll, "change-detection interval (and delivery poll while a container runs)")
-	f.DurationVar(&sweep, "sweep", mailbox.DefaultFullSweep, "interval of the full sweep over every session")
+	f.DurationVar(&poll, "poll", hostd.DefaultPoll, "change-detection interval (and delivery poll while a container runs)")
+	f.DurationVar(&sweep, "sweep", hostd.DefaultFullSweep, "interval of the full sweep over every session")
 	f.StringVar(&tz, "tz", "UTC", "IANA time zone recurring tasks are computed in, e.g. Europe/Berlin")
 	f.IntVar(&sharedGID, "shared-gid", 0, "make session folders 0770 and files 0660 for this group (container runs as another uid)")
-	f.IntVar(&workers, "workers", mailbox.DefaultDrainWorkers, "sessions delivered at once")
+	f.IntVar(&workers, "workers", hostd.DefaultDrainWorkers, "sessions delivered at once")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return c
 }
@@ -110,10 +111,10 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 // mbDeliverer parses --deliver.
 func mbDeliverer(spec string, layout mailbox.Layout) (mailbox.Deliverer, error) {
 	if cmd, ok := strings.CutPrefix(spec, "exec:"); ok {
-		return mailbox.NewExecDeliverer(cmd, layout)
+		return hostd.NewExecDeliverer(cmd, layout)
 	}
 	if u, ok := strings.CutPrefix(spec, "webhook:"); ok {
-		return mailbox.NewWebhookDeliverer(u)
+		return hostd.NewWebhookDeliverer(u)
 	}
 	return nil, sessiondb.Errorf(sessiondb.EINVALID, "--deliver %q: want exec:CMD or webhook:URL", spec)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/hostd"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -321,25 +322,26 @@ cannot be read shows its error instead.`,
 				return err
 			}
 			now := m.now()
-			hs, hostFound, err := mailbox.ReadHostStatus(data)
+			hs, hostFound, err := hostd.ReadStatus(data)
 			if err != nil {
 				return err
 			}
 			hostLive := hostFound && hs.Live(now)
-			var all []mailbox.SessionStatus
+			var all []hostd.SessionReport
 			for _, ref := range refs {
 				st, err := h.Status(c.Context(), ref)
 				if err != nil {
 					st = mailbox.SessionStatus{Ref: ref, Stuck: "?", LastError: err.Error()}
 				}
+				r := hostd.SessionReport{SessionStatus: st}
 				if hh, ok := hs.Sessions[ref.String()]; ok && hostLive {
-					st.Host = &hh
+					r.Host = &hh
 				}
-				all = append(all, st)
+				all = append(all, r)
 			}
 			if m.jsonOut {
 				if all == nil {
-					all = []mailbox.SessionStatus{}
+					all = []hostd.SessionReport{}
 				}
 				return m.printJSON(all)
 			}

@@ -1,10 +1,12 @@
-package mailbox
+package hostd
 
 import (
 	"encoding/json"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // DeliveryEnvelope is the JSON object the exec and webhook deliverers hand
@@ -15,11 +17,11 @@ import (
 type DeliveryEnvelope struct {
 	AgentGroupID string `json:"agent_group_id"`
 	SessionID    string `json:"session_id"`
-	OutboundRow
+	mailbox.OutboundRow
 }
 
 // NewDeliveryEnvelope builds the envelope of row from session ref.
-func NewDeliveryEnvelope(ref SessionRef, row OutboundRow) DeliveryEnvelope {
+func NewDeliveryEnvelope(ref mailbox.SessionRef, row mailbox.OutboundRow) DeliveryEnvelope {
 	return DeliveryEnvelope{AgentGroupID: ref.AgentGroupID, SessionID: ref.SessionID, OutboundRow: row}
 }
 
@@ -53,9 +55,9 @@ func replyError(r deliveryReply, who string) error {
 	if msg == "" {
 		msg = "no reason given"
 	}
-	err := sessiondb.Errorf(sessiondb.EINTERNAL, "%s refused the message: %s", who, truncate(msg, 300))
+	err := sessiondb.Errorf(sessiondb.EINTERNAL, "%s refused the message: %s", who, errtext.Clip(msg, 300))
 	if r.Permanent {
-		return Permanent(err)
+		return mailbox.Permanent(err)
 	}
 	return err
 }

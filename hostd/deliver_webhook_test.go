@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"encoding/json"
@@ -9,10 +9,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 func TestWebhookDeliverer(t *testing.T) {
-	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
 	cases := []struct {
 		name      string
 		status    int
@@ -70,8 +72,8 @@ func TestWebhookDeliverer(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Deliver error = %v; want one containing %q", err, tc.wantErr)
 				}
-				if IsPermanent(err) != tc.permanent {
-					t.Fatalf("IsPermanent(%v) = %v, want %v", err, IsPermanent(err), tc.permanent)
+				if mailbox.IsPermanent(err) != tc.permanent {
+					t.Fatalf("IsPermanent(%v) = %v, want %v", err, mailbox.IsPermanent(err), tc.permanent)
 				}
 			}
 			mu.Lock()

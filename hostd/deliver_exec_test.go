@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"encoding/json"
@@ -7,15 +7,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
-func testOutRow() OutboundRow {
-	return OutboundRow{ID: "out-1", Seq: 5, Kind: KindChat, Timestamp: "2026-03-01T12:00:00.000Z",
-		Routing: Routing{ChannelType: "slack", PlatformID: "C1"}, Content: json.RawMessage(`{"text":"hi"}`)}
+func testOutRow() mailbox.OutboundRow {
+	return mailbox.OutboundRow{ID: "out-1", Seq: 5, Kind: mailbox.KindChat, Timestamp: "2026-03-01T12:00:00.000Z",
+		Routing: mailbox.Routing{ChannelType: "slack", PlatformID: "C1"}, Content: json.RawMessage(`{"text":"hi"}`)}
 }
 
 func TestExecDeliverer(t *testing.T) {
-	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
 	cases := []struct {
 		name      string
 		script    string
@@ -38,7 +40,7 @@ func TestExecDeliverer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "stdin.json")
-			d, err := NewExecDeliverer(tc.script, Layout{Root: "/data"})
+			d, err := NewExecDeliverer(tc.script, mailbox.Layout{Root: "/data"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,8 +60,8 @@ func TestExecDeliverer(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Deliver error = %v; want one containing %q", err, tc.wantErr)
 				}
-				if IsPermanent(err) != tc.permanent {
-					t.Fatalf("IsPermanent(%v) = %v, want %v", err, IsPermanent(err), tc.permanent)
+				if mailbox.IsPermanent(err) != tc.permanent {
+					t.Fatalf("IsPermanent(%v) = %v, want %v", err, mailbox.IsPermanent(err), tc.permanent)
 				}
 			}
 			// The command got exactly one JSON line: the envelope.
@@ -84,12 +86,12 @@ func TestExecDeliverer(t *testing.T) {
 
 func TestExecDelivererEnvironment(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "env")
-	d, err := NewExecDeliverer(`echo "$SESSIONDB_AGENT_GROUP|$SESSIONDB_SESSION|$SESSIONDB_MESSAGE_ID|$SESSIONDB_SESSION_DIR" > "$OUT"`, Layout{Root: "/data"})
+	d, err := NewExecDeliverer(`echo "$SESSIONDB_AGENT_GROUP|$SESSIONDB_SESSION|$SESSIONDB_MESSAGE_ID|$SESSIONDB_SESSION_DIR" > "$OUT"`, mailbox.Layout{Root: "/data"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Env = []string{"OUT=" + out}
-	if _, err := d.Deliver(ctxb, SessionRef{AgentGroupID: "g", SessionID: "s"}, testOutRow()); err != nil {
+	if _, err := d.Deliver(ctxb, mailbox.SessionRef{AgentGroupID: "g", SessionID: "s"}, testOutRow()); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(out)
@@ -103,12 +105,12 @@ func TestNewDeliverersRejectBadInput(t *testing.T) {
 		name string
 		make func() error
 	}{
-		{"empty exec command", func() error { _, err := NewExecDeliverer("  ", Layout{}); return err }},
+		{"empty exec command", func() error { _, err := NewExecDeliverer("  ", mailbox.Layout{}); return err }},
 		{"relative webhook URL", func() error { _, err := NewWebhookDeliverer("/hook"); return err }},
 		{"ftp webhook URL", func() error { _, err := NewWebhookDeliverer("ftp://example.com/x"); return err }},
 		{"unparseable webhook URL", func() error { _, err := NewWebhookDeliverer("http://[::1"); return err }},
-		{"empty waker command", func() error { _, err := NewExecWaker("", Layout{Root: "/x"}, ExecWakerOptions{}); return err }},
-		{"waker without root", func() error { _, err := NewExecWaker("true", Layout{}, ExecWakerOptions{}); return err }},
+		{"empty waker command", func() error { _, err := NewExecWaker("", mailbox.Layout{Root: "/x"}, ExecWakerOptions{}); return err }},
+		{"waker without root", func() error { _, err := NewExecWaker("true", mailbox.Layout{}, ExecWakerOptions{}); return err }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.make(), "invalid") })
@@ -130,7 +132,7 @@ func FuzzDeliveryReply(f *testing.F) {
 			t.Fatalf("no reply found but r=%+v err=%v", r, err)
 		}
 		if found && err == nil && r.OK != nil && !*r.OK {
-			if e := replyError(r, "t"); e == nil || IsPermanent(e) != r.Permanent {
+			if e := replyError(r, "t"); e == nil || mailbox.IsPermanent(e) != r.Permanent {
 				t.Fatalf("refusal %+v gave %v", r, e)
 			}
 		}

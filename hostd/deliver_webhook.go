@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // DefaultWebhookTimeout bounds one webhook request.
@@ -41,19 +43,19 @@ type WebhookDeliverer struct {
 func NewWebhookDeliverer(rawURL string) (*WebhookDeliverer, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q: %v", truncate(rawURL, 100), err)
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q: %v", errtext.Clip(rawURL, 100), err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q must be absolute http:// or https://", truncate(rawURL, 100))
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q must be absolute http:// or https://", errtext.Clip(rawURL, 100))
 	}
 	return &WebhookDeliverer{URL: rawURL}, nil
 }
 
 // Deliver posts row; see WebhookDeliverer.
-func (d *WebhookDeliverer) Deliver(ctx context.Context, ref SessionRef, row OutboundRow) (string, error) {
+func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 	body, err := json.Marshal(NewDeliveryEnvelope(ref, row))
 	if err != nil {
-		return "", Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
+		return "", mailbox.Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
 	}
 	timeout := d.Timeout
 	if timeout <= 0 {
@@ -63,7 +65,7 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref SessionRef, row Outb
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
-		return "", Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "webhook deliverer: build request"))
+		return "", mailbox.Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "webhook deliverer: build request"))
 	}
 	for k, vs := range d.Header {
 		for _, v := range vs {
@@ -97,7 +99,7 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref SessionRef, row Outb
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s%s", resp.Status, bodyHint(rb))
 	case code >= 400:
-		return "", Permanent(sessiondb.Errorf(sessiondb.EINTERNAL, "webhook refused the message: %s%s", resp.Status, bodyHint(rb)))
+		return "", mailbox.Permanent(sessiondb.Errorf(sessiondb.EINTERNAL, "webhook refused the message: %s%s", resp.Status, bodyHint(rb)))
 	default:
 		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s", resp.Status)
 	}
@@ -111,5 +113,5 @@ func bodyHint(b []byte) string {
 	if r, found, err := parseReply(b); found && err == nil && r.Error != "" {
 		s = r.Error
 	}
-	return fmt.Sprintf(": %s", truncate(strings.ReplaceAll(s, "\n", " "), 200))
+	return fmt.Sprintf(": %s", errtext.Clip(strings.ReplaceAll(s, "\n", " "), 200))
 }

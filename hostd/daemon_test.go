@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // countingServer is a webhook target that counts deliveries by out id and
@@ -71,7 +74,7 @@ func (s *countingServer) snapshot() map[string]int {
 // runEchoAgent answers every inbound chat with one reply until ctx ends.
 func runEchoAgent(ctx context.Context, t *testing.T, dir string) <-chan struct{} {
 	done := make(chan struct{})
-	a, err := OpenAgent(ctx, dir, AgentOptions{PollInterval: 20 * time.Millisecond})
+	a, err := mailbox.OpenAgent(ctx, dir, mailbox.AgentOptions{PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +82,7 @@ func runEchoAgent(ctx context.Context, t *testing.T, dir string) <-chan struct{}
 		defer close(done)
 		defer a.Close()
 		for ctx.Err() == nil {
-			batch, err := a.Poll(ctx, PollOptions{})
+			batch, err := a.Poll(ctx, mailbox.PollOptions{})
 			if err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("agent poll: %v", err)
@@ -87,10 +90,10 @@ func runEchoAgent(ctx context.Context, t *testing.T, dir string) <-chan struct{}
 				return
 			}
 			for _, r := range batch {
-				c, _ := DecodeContent(r.Content)
-				reply, _ := MarshalContent(map[string]string{"text": "re: " + c.Text})
-				if _, err := a.Send(ctx, OutboundMessage{ID: "out-" + r.ID, Content: reply, InReplyTo: r.ID,
-					Routing: Routing{ChannelType: "test", PlatformID: "chat-1"}}); err != nil {
+				c, _ := mailbox.DecodeContent(r.Content)
+				reply, _ := mailbox.MarshalContent(map[string]string{"text": "re: " + c.Text})
+				if _, err := a.Send(ctx, mailbox.OutboundMessage{ID: "out-" + r.ID, Content: reply, InReplyTo: r.ID,
+					Routing: mailbox.Routing{ChannelType: "test", PlatformID: "chat-1"}}); err != nil {
 					t.Errorf("agent send: %v", err)
 					return
 				}
@@ -109,32 +112,14 @@ func runEchoAgent(ctx context.Context, t *testing.T, dir string) <-chan struct{}
 	return done
 }
 
-// syncLog is a log sink safe for concurrent writes and reads.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func startDaemon(t *testing.T, root string, d Deliverer, log *syncLog) (*Host, context.CancelFunc, <-chan error) {
+func startDaemon(t *testing.T, root string, d mailbox.Deliverer, log *testkit.Buffer) (*mailbox.Host, context.CancelFunc, <-chan error) {
 	t.Helper()
-	h, err := NewHost(HostOptions{Layout: Layout{Root: root}})
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	dm, err := NewDaemon(h, DaemonOptions{Deliverer: d, Poll: 20 * time.Millisecond, Logger: logger})
+	dm, err := New(h, Config{Deliverer: d, Poll: 20 * time.Millisecond, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,22 +136,22 @@ func startDaemon(t *testing.T, root string, d Deliverer, log *syncLog) (*Host, c
 // with a corrupt outbound.db fails beside it without stalling anything.
 func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "v2-sessions")
-	setup, err := NewHost(HostOptions{Layout: Layout{Root: root}})
+	setup, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
-	broken := SessionRef{AgentGroupID: "ag-1", SessionID: "broken"}
-	for _, r := range []SessionRef{ref, broken} {
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	broken := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "broken"}
+	for _, r := range []mailbox.SessionRef{ref, broken} {
 		if err := setup.InitSession(ctxb, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	brokenOut, _ := setup.layout.OutboundPath(broken)
+	brokenOut, _ := setup.Layout().OutboundPath(broken)
 	if err := os.WriteFile(brokenOut, []byte(strings.Repeat("not a database ", 100)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := setup.layout.SessionDir(ref)
+	dir, _ := setup.Layout().SessionDir(ref)
 	enqueue := func(from, to int) {
 		for i := from; i < to; i++ {
 			if _, _, err := setup.Enqueue(ctxb, ref, chat(fmt.Sprintf("m%02d", i), fmt.Sprintf("hello %d", i))); err != nil {
@@ -186,7 +171,7 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncLog{}
+	log := &testkit.Buffer{}
 	_, cancel, runDone := startDaemon(t, root, wh, log)
 
 	// Stop the daemon while the 4th delivery is in flight.
@@ -204,11 +189,11 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 
 	// Everything the server received is recorded as delivered, with its
 	// platform id, the held one included: nothing will be sent twice.
-	rows := queryFile(t, filepath.Join(dir, InboundFile), "SELECT message_out_id, platform_message_id, status FROM delivered ORDER BY 1")
+	rows := testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT message_out_id, platform_message_id, status FROM delivered ORDER BY 1")
 	recorded := map[string]bool{}
 	for _, r := range rows {
 		id := r[0].(string)
-		if r[1] != "P-"+id || r[2] != DeliveredOK {
+		if r[1] != "P-"+id || r[2] != mailbox.DeliveredOK {
 			t.Fatalf("delivered row %v", r)
 		}
 		recorded[id] = true
@@ -226,14 +211,14 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 	// More traffic while the host is down, then a fresh host process.
 	enqueue(first, total)
 	_, cancel2, runDone2 := startDaemon(t, root, wh, log)
-	waitFor(t, "all replies at the server", func() bool { return len(srv.snapshot()) == total })
+	testkit.WaitFor(t, "all replies at the server", func() bool { return len(srv.snapshot()) == total })
 	// Meanwhile the broken session was reported as failing and backed off.
-	waitFor(t, "the broken session's back-off", func() bool {
+	testkit.WaitFor(t, "the broken session's back-off", func() bool {
 		return strings.Contains(log.String(), `msg="mailbox: drain failed; backing off" session=ag-1/broken`)
 	})
 	// The running daemon's status file tells other processes about it.
-	waitFor(t, "the broken session in the host status file", func() bool {
-		st, found, err := ReadHostStatus(root)
+	testkit.WaitFor(t, "the broken session in the host status file", func() bool {
+		st, found, err := ReadStatus(root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +229,7 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 	if err := <-runDone2; err != nil {
 		t.Fatalf("second Run: %v", err)
 	}
-	if _, found, err := ReadHostStatus(root); found || err != nil {
+	if _, found, err := ReadStatus(root); found || err != nil {
 		t.Fatalf("host status file left after a clean stop (err %v)", err)
 	}
 	got = srv.snapshot()
@@ -254,10 +239,10 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 			t.Errorf("%s delivered %d times, want 1", id, got[id])
 		}
 	}
-	if n := len(queryFile(t, filepath.Join(dir, InboundFile), "SELECT 1 FROM delivered WHERE status = 'delivered'")); n != total {
+	if n := len(testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT 1 FROM delivered WHERE status = 'delivered'")); n != total {
 		t.Fatalf("%d delivered rows, want %d", n, total)
 	}
-	if n := len(queryFile(t, filepath.Join(dir, InboundFile), "SELECT 1 FROM messages_in WHERE status = 'completed'")); n != total {
+	if n := len(testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT 1 FROM messages_in WHERE status = 'completed'")); n != total {
 		t.Fatalf("%d completed inbound rows, want %d (acks synced)", n, total)
 	}
 }
@@ -267,15 +252,15 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 // and its exit triggers one more drain that delivers what it wrote.
 func TestDaemonWakesWithExecWaker(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "v2-sessions")
-	h, err := NewHost(HostOptions{Layout: Layout{Root: root}})
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
 	if err := h.InitSession(ctxb, ref); err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := h.layout.SessionDir(ref)
+	dir, _ := h.Layout().SessionDir(ref)
 	marker := filepath.Join(t.TempDir(), "woken")
 	// The "container": records its argument, then (as the agent) answers
 	// through outbound.db from Go once woken; here the script just exits.
@@ -289,23 +274,23 @@ func TestDaemonWakesWithExecWaker(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var delivered []string
-	del := DelivererFunc(func(ctx context.Context, r SessionRef, row OutboundRow) (string, error) {
+	del := mailbox.DelivererFunc(func(ctx context.Context, r mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		delivered = append(delivered, row.ID)
 		return "", nil
 	})
-	dm, err := NewDaemon(h, DaemonOptions{Deliverer: del, Waker: w, Poll: 20 * time.Millisecond})
+	dm, err := New(h, Config{Deliverer: del, Waker: w, Poll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The agent wrote a reply before the wake (e.g. a previous container);
 	// it must be delivered by the daemon too.
-	a, err := OpenAgent(ctxb, dir, AgentOptions{})
+	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctxb, OutboundMessage{ID: "out-1", Content: json.RawMessage(`{"text":"x"}`), Routing: Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
+	if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "out-1", Content: json.RawMessage(`{"text":"x"}`), Routing: mailbox.Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
@@ -315,8 +300,8 @@ func TestDaemonWakesWithExecWaker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- dm.Run(ctx) }()
-	waitFor(t, "the waker's command", func() bool { b, _ := os.ReadFile(marker); return len(b) > 0 })
-	waitFor(t, "the delivery", func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) > 0 })
+	testkit.WaitFor(t, "the waker's command", func() bool { b, _ := os.ReadFile(marker); return len(b) > 0 })
+	testkit.WaitFor(t, "the delivery", func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) > 0 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

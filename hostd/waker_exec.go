@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // DefaultStopGrace is how long ExecWaker.Stop waits after SIGTERM before it
@@ -34,12 +36,12 @@ const DefaultStopGrace = 10 * time.Second
 // A waker serves one data root; it is safe for concurrent use.
 type ExecWaker struct {
 	command string
-	layout  Layout
+	layout  mailbox.Layout
 	opts    ExecWakerOptions
 	log     *slog.Logger
 
 	mu    sync.Mutex
-	procs map[SessionRef]*wakeProc
+	procs map[mailbox.SessionRef]*wakeProc
 }
 
 // ExecWakerOptions configure an ExecWaker.
@@ -54,7 +56,7 @@ type ExecWakerOptions struct {
 	// OnExit is called (in its own goroutine) after a started process
 	// exits, with its exit error (nil for status 0); the daemon uses it to
 	// drain the session once more.
-	OnExit func(ref SessionRef, err error)
+	OnExit func(ref mailbox.SessionRef, err error)
 	// Logger receives start/exit logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -67,7 +69,7 @@ type wakeProc struct {
 
 // NewExecWaker returns a waker running command (not empty) for the
 // sessions of layout.
-func NewExecWaker(command string, layout Layout, o ExecWakerOptions) (*ExecWaker, error) {
+func NewExecWaker(command string, layout mailbox.Layout, o ExecWakerOptions) (*ExecWaker, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "exec waker: the command is empty")
 	}
@@ -84,11 +86,11 @@ func NewExecWaker(command string, layout Layout, o ExecWakerOptions) (*ExecWaker
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ExecWaker{command: command, layout: layout, opts: o, log: log, procs: map[SessionRef]*wakeProc{}}, nil
+	return &ExecWaker{command: command, layout: layout, opts: o, log: log, procs: map[mailbox.SessionRef]*wakeProc{}}, nil
 }
 
 // SetOnExit replaces the exit hook; call it before the first Wake.
-func (w *ExecWaker) SetOnExit(fn func(ref SessionRef, err error)) {
+func (w *ExecWaker) SetOnExit(fn func(ref mailbox.SessionRef, err error)) {
 	w.mu.Lock()
 	w.opts.OnExit = fn
 	w.mu.Unlock()
@@ -96,11 +98,11 @@ func (w *ExecWaker) SetOnExit(fn func(ref SessionRef, err error)) {
 
 // addOnExit chains fn after the exit hook already set (the daemon's drain
 // after the caller's own hook).
-func (w *ExecWaker) addOnExit(fn func(ref SessionRef, err error)) {
+func (w *ExecWaker) addOnExit(fn func(ref mailbox.SessionRef, err error)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	prev := w.opts.OnExit
-	w.opts.OnExit = func(ref SessionRef, err error) {
+	w.opts.OnExit = func(ref mailbox.SessionRef, err error) {
 		if prev != nil {
 			prev(ref, err)
 		}
@@ -111,7 +113,7 @@ func (w *ExecWaker) addOnExit(fn func(ref SessionRef, err error)) {
 // Wake starts the command for ref unless a process it started for ref still
 // runs (then it does nothing). The process is not tied to ctx: it lives
 // until it exits or Stop/StopAll ends it.
-func (w *ExecWaker) Wake(ctx context.Context, ref SessionRef) error {
+func (w *ExecWaker) Wake(ctx context.Context, ref mailbox.SessionRef) error {
 	dir, err := w.layout.SessionDir(ref)
 	if err != nil {
 		return err
@@ -124,7 +126,7 @@ func (w *ExecWaker) Wake(ctx context.Context, ref SessionRef) error {
 	if p := w.procs[ref]; p != nil {
 		return nil
 	}
-	if err := os.Remove(filepath.Join(dir, HeartbeatFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, mailbox.HeartbeatFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "wake %s: remove .heartbeat", ref)
 	}
 	cmd := exec.Command("/bin/sh", "-c", w.command+` "$@"`, "sessiondb-wake", dir)
@@ -138,7 +140,7 @@ func (w *ExecWaker) Wake(ctx context.Context, ref SessionRef) error {
 	// from seeing the process exit.
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
-		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "wake %s: start %q", ref, truncate(w.command, 100))
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "wake %s: start %q", ref, errtext.Clip(w.command, 100))
 	}
 	p := &wakeProc{cmd: cmd, done: make(chan struct{})}
 	w.procs[ref] = p
@@ -161,17 +163,17 @@ func (w *ExecWaker) Wake(ctx context.Context, ref SessionRef) error {
 }
 
 // Running reports whether a process this waker started for ref still runs.
-func (w *ExecWaker) Running(ref SessionRef) bool {
+func (w *ExecWaker) Running(ref mailbox.SessionRef) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.procs[ref] != nil
 }
 
 // RunningSessions lists the sessions with a running process.
-func (w *ExecWaker) RunningSessions() []SessionRef {
+func (w *ExecWaker) RunningSessions() []mailbox.SessionRef {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]SessionRef, 0, len(w.procs))
+	out := make([]mailbox.SessionRef, 0, len(w.procs))
 	for r := range w.procs {
 		out = append(out, r)
 	}
@@ -181,7 +183,7 @@ func (w *ExecWaker) RunningSessions() []SessionRef {
 // Stop ends ref's process: SIGTERM to its process group, SIGKILL after
 // StopGrace (or when ctx ends), and returns once it has exited, so the
 // caller may treat the container as confirmed dead. No process: nil.
-func (w *ExecWaker) Stop(ctx context.Context, ref SessionRef, reason string) error {
+func (w *ExecWaker) Stop(ctx context.Context, ref mailbox.SessionRef, reason string) error {
 	w.mu.Lock()
 	p := w.procs[ref]
 	w.mu.Unlock()

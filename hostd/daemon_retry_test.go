@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // TestDaemonRetriesWhenDue checks that a failed delivery is tried again
@@ -16,26 +19,26 @@ import (
 // sweep in between), and only then.
 func TestDaemonRetriesWhenDue(t *testing.T) {
 	clk := newClock()
-	h, err := NewHost(HostOptions{Layout: Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: clk.Now})
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
 	if err := h.InitSession(ctxb, ref); err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := h.layout.SessionDir(ref)
-	a, err := OpenAgent(ctxb, dir, AgentOptions{Now: clk.Now})
+	dir, _ := h.Layout().SessionDir(ref)
+	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Send(ctxb, OutboundMessage{ID: "o-1", Content: json.RawMessage(`{"text":"x"}`), Routing: Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
+	if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "o-1", Content: json.RawMessage(`{"text":"x"}`), Routing: mailbox.Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
 	var mu sync.Mutex
 	var attempts []time.Time
-	del := DelivererFunc(func(ctx context.Context, r SessionRef, row OutboundRow) (string, error) {
+	del := mailbox.DelivererFunc(func(ctx context.Context, r mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts = append(attempts, clk.Now())
@@ -45,25 +48,25 @@ func TestDaemonRetriesWhenDue(t *testing.T) {
 		return "P-1", nil
 	})
 	n := func() int { mu.Lock(); defer mu.Unlock(); return len(attempts) }
-	dm, err := NewDaemon(h, DaemonOptions{Deliverer: del, Poll: 10 * time.Millisecond, FullSweep: time.Hour})
+	dm, err := New(h, Config{Deliverer: del, Poll: 10 * time.Millisecond, FullSweep: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- dm.Run(ctx) }()
-	waitFor(t, "the first attempt", func() bool { return n() == 1 })
+	testkit.WaitFor(t, "the first attempt", func() bool { return n() == 1 })
 	// Many ticks pass on a stopped clock: the row must not be retried
 	// before its back-off (2 s on the host clock) ends.
-	waitFor(t, "the retry time to be known", func() bool {
-		dm.mu.Lock()
-		defer dm.mu.Unlock()
-		s := dm.slots[ref]
+	testkit.WaitFor(t, "the retry time to be known", func() bool {
+		dm.drainer.mu.Lock()
+		defer dm.drainer.mu.Unlock()
+		s := dm.drainer.slots[ref]
 		return s != nil && !s.active && !s.retryAt.IsZero()
 	})
-	dm.mu.Lock()
-	retryAt := dm.slots[ref].retryAt
-	dm.mu.Unlock()
+	dm.drainer.mu.Lock()
+	retryAt := dm.drainer.slots[ref].retryAt
+	dm.drainer.mu.Unlock()
 	if want := clk.Now().Add(2 * time.Second); !retryAt.Equal(want) {
 		t.Fatalf("retry at %v, want %v", retryAt, want)
 	}
@@ -71,13 +74,13 @@ func TestDaemonRetriesWhenDue(t *testing.T) {
 		t.Fatalf("%d attempts before the back-off ended, want 1", got)
 	}
 	clk.Add(2 * time.Second)
-	waitFor(t, "the retry", func() bool { return n() == 2 })
+	testkit.WaitFor(t, "the retry", func() bool { return n() == 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	rows := queryFile(t, filepath.Join(dir, InboundFile), "SELECT status, platform_message_id FROM delivered WHERE message_out_id = 'o-1'")
-	if len(rows) != 1 || rows[0][0] != DeliveredOK || rows[0][1] != "P-1" {
+	rows := testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT status, platform_message_id FROM delivered WHERE message_out_id = 'o-1'")
+	if len(rows) != 1 || rows[0][0] != mailbox.DeliveredOK || rows[0][1] != "P-1" {
 		t.Fatalf("delivered %v", rows)
 	}
 	if got := n(); got != 2 {
@@ -92,7 +95,7 @@ func TestDaemonCoalescesDrainRequests(t *testing.T) {
 	f := newFixture(t)
 	a := f.openAgent()
 	for i := range 3 {
-		if _, err := a.Send(ctxb, OutboundMessage{ID: fmt.Sprintf("o-%d", i), Content: json.RawMessage(`{"text":"x"}`), Routing: Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
+		if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: fmt.Sprintf("o-%d", i), Content: json.RawMessage(`{"text":"x"}`), Routing: mailbox.Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +103,7 @@ func TestDaemonCoalescesDrainRequests(t *testing.T) {
 	var mu sync.Mutex
 	counts := map[string]int{}
 	calls := 0
-	del := DelivererFunc(func(ctx context.Context, r SessionRef, row OutboundRow) (string, error) {
+	del := mailbox.DelivererFunc(func(ctx context.Context, r mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 		mu.Lock()
 		calls++
 		first := calls == 1
@@ -112,7 +115,7 @@ func TestDaemonCoalescesDrainRequests(t *testing.T) {
 		}
 		return "", nil
 	})
-	dm, err := NewDaemon(f.host, DaemonOptions{Deliverer: del, Poll: time.Hour, FullSweep: time.Hour, DrainWorkers: 4})
+	dm, err := New(f.host, Config{Deliverer: del, Poll: time.Hour, FullSweep: time.Hour, DrainWorkers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,17 +126,17 @@ func TestDaemonCoalescesDrainRequests(t *testing.T) {
 	for range 20 {
 		dm.RequestDrain(f.ref)
 	}
-	dm.mu.Lock()
-	s := dm.slots[f.ref]
+	dm.drainer.mu.Lock()
+	s := dm.drainer.slots[f.ref]
 	queued, again := s.queued, s.again
-	dm.mu.Unlock()
+	dm.drainer.mu.Unlock()
 	if queued || !again {
 		t.Fatalf("during a drain: queued=%v again=%v, want one follow-up marked, nothing queued", queued, again)
 	}
 	close(release)
-	waitFor(t, "the follow-up drain", func() bool {
-		dm.mu.Lock()
-		defer dm.mu.Unlock()
+	testkit.WaitFor(t, "the follow-up drain", func() bool {
+		dm.drainer.mu.Lock()
+		defer dm.drainer.mu.Unlock()
 		return !s.active && !s.again && !s.queued
 	})
 	cancel()

@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // HostDeliverer is the host's own part of delivery (contract section 10),
@@ -23,22 +23,22 @@ import (
 //     a session of the target agent group (Host.Forward), when the source
 //     session's destinations allow it (own group always);
 //   - everything else goes to Next; with no Next it stays pending
-//     (ErrNotReady): nothing is lost while no channel is configured.
+//     (mailbox.ErrNotReady): nothing is lost while no channel is configured.
 type HostDeliverer struct {
-	Host   *Host
-	Next   Deliverer
+	Host   *mailbox.Host
+	Next   mailbox.Deliverer
 	Logger *slog.Logger
 }
 
 // Deliver routes row; see HostDeliverer.
-func (d *HostDeliverer) Deliver(ctx context.Context, ref SessionRef, row OutboundRow) (string, error) {
+func (d *HostDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 	switch {
-	case row.Kind == KindSystem:
+	case row.Kind == mailbox.KindSystem:
 		return "", d.action(ctx, ref, row)
-	case row.Routing.ChannelType == ChannelAgent:
+	case row.Routing.ChannelType == mailbox.ChannelAgent:
 		return d.toAgent(ctx, ref, row)
 	case d.Next == nil:
-		return "", ErrNotReady
+		return "", mailbox.ErrNotReady
 	}
 	return d.Next.Deliver(ctx, ref, row)
 }
@@ -47,7 +47,7 @@ func (d *HostDeliverer) logger() *slog.Logger {
 	if d.Logger != nil {
 		return d.Logger
 	}
-	return d.Host.log
+	return d.Host.Options().Logger
 }
 
 // systemAction is the union of the task actions' fields. Raw keeps which
@@ -71,14 +71,14 @@ func (a systemAction) isNull(k string) bool { return string(a.raw[k]) == "null" 
 
 // action runs one host action. Malformed input is a permanent failure:
 // the agent is told, and the row is not retried.
-func (d *HostDeliverer) action(ctx context.Context, ref SessionRef, row OutboundRow) error {
+func (d *HostDeliverer) action(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) error {
 	var a systemAction
 	if err := json.Unmarshal(row.Content, &a); err != nil {
-		return Permanent(sessiondb.Errorf(sessiondb.EINVALID, "system action: %v", err))
+		return mailbox.Permanent(sessiondb.Errorf(sessiondb.EINVALID, "system action: %v", err))
 	}
 	_ = json.Unmarshal(row.Content, &a.raw)
 	bad := func(format string, args ...any) error {
-		return Permanent(sessiondb.Errorf(sessiondb.EINVALID, "%s: "+format, append([]any{a.Action}, args...)...))
+		return mailbox.Permanent(sessiondb.Errorf(sessiondb.EINVALID, "%s: "+format, append([]any{a.Action}, args...)...))
 	}
 	str := func(p *string) string {
 		if p == nil {
@@ -92,10 +92,10 @@ func (d *HostDeliverer) action(ctx context.Context, ref SessionRef, row Outbound
 		if a.TaskID == "" || str(a.Prompt) == "" {
 			return bad("taskId and prompt are required")
 		}
-		t := Task{ID: a.TaskID, Prompt: *a.Prompt, Script: a.Script, Recurrence: str(a.Recurrence),
-			Routing: Routing{ChannelType: str(a.ChannelType), PlatformID: str(a.PlatformID), ThreadID: str(a.ThreadID)}}
+		t := mailbox.Task{ID: a.TaskID, Prompt: *a.Prompt, Script: a.Script, Recurrence: str(a.Recurrence),
+			Routing: mailbox.Routing{ChannelType: str(a.ChannelType), PlatformID: str(a.PlatformID), ThreadID: str(a.ThreadID)}}
 		if s := str(a.ProcessAfter); s != "" {
-			at, err := ParseTime(s)
+			at, err := mailbox.ParseTime(s)
 			if err != nil {
 				return bad("processAfter: %v", err)
 			}
@@ -107,7 +107,7 @@ func (d *HostDeliverer) action(ctx context.Context, ref SessionRef, row Outbound
 		if a.TaskID == "" {
 			return bad("taskId is required")
 		}
-		fn := map[string]func(context.Context, SessionRef, string) (int, error){
+		fn := map[string]func(context.Context, mailbox.SessionRef, string) (int, error){
 			"cancel_task": h.CancelTask, "pause_task": h.PauseTask, "resume_task": h.ResumeTask}[a.Action]
 		n, err := fn(ctx, ref, a.TaskID)
 		if err == nil && n == 0 {
@@ -118,7 +118,7 @@ func (d *HostDeliverer) action(ctx context.Context, ref SessionRef, row Outbound
 		if a.TaskID == "" {
 			return bad("taskId is required")
 		}
-		var u TaskUpdate
+		var u mailbox.TaskUpdate
 		u.Prompt = a.Prompt
 		if a.has("script") {
 			u.Script, u.ClearScript = a.Script, a.isNull("script")
@@ -127,7 +127,7 @@ func (d *HostDeliverer) action(ctx context.Context, ref SessionRef, row Outbound
 			if a.isNull("processAfter") {
 				u.ClearProcessAfter = true
 			} else {
-				at, err := ParseTime(str(a.ProcessAfter))
+				at, err := mailbox.ParseTime(str(a.ProcessAfter))
 				if err != nil {
 					return bad("processAfter: %v", err)
 				}
@@ -148,28 +148,28 @@ func (d *HostDeliverer) action(ctx context.Context, ref SessionRef, row Outbound
 // file trouble stays retryable.
 func (d *HostDeliverer) actionErr(err error) error {
 	if sessiondb.ErrorCode(err) == sessiondb.EINVALID {
-		return Permanent(err)
+		return mailbox.Permanent(err)
 	}
 	return err
 }
 
 // toAgent forwards an agent-to-agent row and returns the new inbound id.
-func (d *HostDeliverer) toAgent(ctx context.Context, src SessionRef, row OutboundRow) (string, error) {
+func (d *HostDeliverer) toAgent(ctx context.Context, src mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 	h := d.Host
 	target := row.Routing.PlatformID
-	if err := ValidateName("target agent group", target); err != nil {
-		return "", Permanent(err)
+	if err := mailbox.ValidateName("target agent group", target); err != nil {
+		return "", mailbox.Permanent(err)
 	}
 	if target != src.AgentGroupID {
-		ok, err := h.allowsAgent(ctx, src, target)
+		ok, err := allowsAgent(ctx, h, src, target)
 		if err != nil {
 			return "", err
 		}
 		if !ok {
-			return "", Permanent(sessiondb.Errorf(sessiondb.EINVALID, "agent group %q is not among this session's destinations", target))
+			return "", mailbox.Permanent(sessiondb.Errorf(sessiondb.EINVALID, "agent group %q is not among this session's destinations", target))
 		}
 	}
-	dst, err := h.agentTarget(ctx, src, row, target)
+	dst, err := agentTarget(ctx, h, src, row, target)
 	if err != nil {
 		return "", err
 	}
@@ -182,42 +182,47 @@ func (d *HostDeliverer) toAgent(ctx context.Context, src SessionRef, row Outboun
 
 // allowsAgent reports whether the session's destinations hold
 // ('agent', target).
-func (h *Host) allowsAgent(ctx context.Context, ref SessionRef, target string) (bool, error) {
-	n := 0
-	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		return tx.QueryRow("SELECT count(*) FROM destinations WHERE type = 'agent' AND agent_group_id = ?", target).Scan(&n)
-	})
-	return n > 0, err
+func allowsAgent(ctx context.Context, h *mailbox.Host, ref mailbox.SessionRef, target string) (bool, error) {
+	ds, err := h.Destinations(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range ds {
+		if d.Type == mailbox.DestinationAgent && d.AgentGroupID == target {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // agentTarget picks the session of group target that receives row: the
 // source session of the inbound row named by in_reply_to, when it lives in
 // target; else target's most recently written session; else a new one.
-func (h *Host) agentTarget(ctx context.Context, src SessionRef, row OutboundRow, target string) (SessionRef, error) {
+func agentTarget(ctx context.Context, h *mailbox.Host, src mailbox.SessionRef, row mailbox.OutboundRow, target string) (mailbox.SessionRef, error) {
 	if row.InReplyTo != "" {
 		in, err := h.InboundRow(ctx, src, row.InReplyTo)
 		if err == nil && in.SourceSessionID != "" && in.Routing.PlatformID == target {
-			ref := SessionRef{AgentGroupID: target, SessionID: in.SourceSessionID}
-			if p, err := h.layout.InboundPath(ref); err == nil {
+			ref := mailbox.SessionRef{AgentGroupID: target, SessionID: in.SourceSessionID}
+			if p, err := h.Layout().InboundPath(ref); err == nil {
 				if _, err := os.Stat(p); err == nil {
 					return ref, nil
 				}
 			}
 		} else if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
-			return SessionRef{}, err
+			return mailbox.SessionRef{}, err
 		}
 	}
-	refs, err := h.listSessions()
+	refs, err := h.SessionFolders(ctx)
 	if err != nil {
-		return SessionRef{}, err
+		return mailbox.SessionRef{}, err
 	}
-	var best SessionRef
+	var best mailbox.SessionRef
 	var bestT int64 = -1
 	for _, r := range refs {
 		if r.AgentGroupID != target || r == src {
 			continue
 		}
-		fi, err := os.Stat(filepath.Join(h.layout.Root, r.AgentGroupID, r.SessionID, InboundFile))
+		fi, err := os.Stat(filepath.Join(h.Layout().Root, r.AgentGroupID, r.SessionID, mailbox.InboundFile))
 		if err != nil {
 			continue
 		}
@@ -228,9 +233,9 @@ func (h *Host) agentTarget(ctx context.Context, src SessionRef, row OutboundRow,
 	if bestT >= 0 {
 		return best, nil
 	}
-	ref := SessionRef{AgentGroupID: target, SessionID: newID("sess", h.now())}
+	ref := mailbox.SessionRef{AgentGroupID: target, SessionID: mailbox.NewID("sess", h.Now())}
 	if err := h.InitSession(ctx, ref); err != nil {
-		return SessionRef{}, fmt.Errorf("create a session for agent group %s: %w", target, err)
+		return mailbox.SessionRef{}, fmt.Errorf("create a session for agent group %s: %w", target, err)
 	}
 	return ref, nil
 }

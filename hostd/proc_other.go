@@ -1,6 +1,6 @@
 //go:build !unix
 
-package mailbox
+package hostd
 
 import "os/exec"
 

@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"os"
@@ -7,24 +7,14 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// waitFor polls cond until it holds; it fails the test only if cond never
-// holds within a generous limit (not a timing assertion).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
 
 func TestExecWaker(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "v2-sessions")
-	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
 	dir := filepath.Join(root, "ag-1", "sess-1")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -44,7 +34,7 @@ func TestExecWaker(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(log)
-			if err := os.WriteFile(filepath.Join(dir, HeartbeatFile), nil, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, mailbox.HeartbeatFile), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			var mu sync.Mutex
@@ -54,9 +44,9 @@ func TestExecWaker(t *testing.T) {
 			if err := os.WriteFile(script, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			w, err := NewExecWaker(script, Layout{Root: root}, ExecWakerOptions{
+			w, err := NewExecWaker(script, mailbox.Layout{Root: root}, ExecWakerOptions{
 				Env: []string{"LOG=" + log}, StopGrace: 200 * time.Millisecond,
-				OnExit: func(r SessionRef, err error) {
+				OnExit: func(r mailbox.SessionRef, err error) {
 					mu.Lock()
 					defer mu.Unlock()
 					if r != ref {
@@ -71,10 +61,10 @@ func TestExecWaker(t *testing.T) {
 			if err := w.Wake(ctxb, ref); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(dir, HeartbeatFile)); !os.IsNotExist(err) {
+			if _, err := os.Stat(filepath.Join(dir, mailbox.HeartbeatFile)); !os.IsNotExist(err) {
 				t.Fatalf("heartbeat not removed before spawn: %v", err)
 			}
-			waitFor(t, "the command's first line", func() bool { b, _ := os.ReadFile(log); return len(b) > 0 })
+			testkit.WaitFor(t, "the command's first line", func() bool { b, _ := os.ReadFile(log); return len(b) > 0 })
 			if tc.stop {
 				if !w.Running(ref) {
 					t.Fatal("not running while the command runs")
@@ -91,7 +81,7 @@ func TestExecWaker(t *testing.T) {
 					t.Fatal("still running after Stop returned")
 				}
 			}
-			waitFor(t, "exit", func() bool { mu.Lock(); defer mu.Unlock(); return len(exits) == 1 })
+			testkit.WaitFor(t, "exit", func() bool { mu.Lock(); defer mu.Unlock(); return len(exits) == 1 })
 			if w.Running(ref) {
 				t.Fatal("running after exit")
 			}
@@ -110,11 +100,11 @@ func TestExecWaker(t *testing.T) {
 }
 
 func TestExecWakerRejectsUnsafeRef(t *testing.T) {
-	w, err := NewExecWaker("true", Layout{Root: t.TempDir()}, ExecWakerOptions{})
+	w, err := NewExecWaker("true", mailbox.Layout{Root: t.TempDir()}, ExecWakerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ref := range []SessionRef{{AgentGroupID: "..", SessionID: "s"}, {AgentGroupID: "g", SessionID: "a/b"}, {AgentGroupID: "g"}} {
+	for _, ref := range []mailbox.SessionRef{{AgentGroupID: "..", SessionID: "s"}, {AgentGroupID: "g", SessionID: "a/b"}, {AgentGroupID: "g"}} {
 		wantCode(t, w.Wake(ctxb, ref), "invalid")
 	}
 }

@@ -1,4 +1,4 @@
-package mailbox
+package hostd
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // DefaultExecTimeout bounds one run of an exec deliverer's command.
@@ -38,7 +40,7 @@ type ExecDeliverer struct {
 	// Command is a shell command line.
 	Command string
 	// Layout, when set, fills SESSIONDB_SESSION_DIR.
-	Layout Layout
+	Layout mailbox.Layout
 	// Timeout bounds one run; default DefaultExecTimeout.
 	Timeout time.Duration
 	// Env is added to the inherited environment.
@@ -46,7 +48,7 @@ type ExecDeliverer struct {
 }
 
 // NewExecDeliverer returns an ExecDeliverer for command (not empty).
-func NewExecDeliverer(command string, layout Layout) (*ExecDeliverer, error) {
+func NewExecDeliverer(command string, layout mailbox.Layout) (*ExecDeliverer, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "exec deliverer: the command is empty")
 	}
@@ -54,10 +56,10 @@ func NewExecDeliverer(command string, layout Layout) (*ExecDeliverer, error) {
 }
 
 // Deliver runs the command for row; see ExecDeliverer.
-func (d *ExecDeliverer) Deliver(ctx context.Context, ref SessionRef, row OutboundRow) (string, error) {
+func (d *ExecDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 	line, err := json.Marshal(NewDeliveryEnvelope(ref, row))
 	if err != nil {
-		return "", Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
+		return "", mailbox.Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
 	}
 	timeout := d.Timeout
 	if timeout <= 0 {
@@ -95,7 +97,7 @@ func (d *ExecDeliverer) Deliver(ctx context.Context, ref SessionRef, row Outboun
 		var ee *exec.ExitError
 		if errors.As(runErr, &ee) {
 			if why != "" {
-				return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer exited with status %d: %s", ee.ExitCode(), truncate(why, 300))
+				return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer exited with status %d: %s", ee.ExitCode(), errtext.Clip(why, 300))
 			}
 			return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer exited with status %d", ee.ExitCode())
 		}

@@ -1,10 +1,12 @@
-package mailbox
+package hostd
 
 import (
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 func TestHostDelivererSystemActions(t *testing.T) {
@@ -19,9 +21,9 @@ func TestHostDelivererSystemActions(t *testing.T) {
 		{
 			name:       "schedule_task",
 			content:    `{"action":"schedule_task","taskId":"task-1","prompt":"standup","script":null,"processAfter":"2026-03-02T09:00:00.000Z","recurrence":"0 9 * * 1-5","platformId":"C1","channelType":"slack","threadId":null}`,
-			wantStatus: DeliveredOK,
+			wantStatus: mailbox.DeliveredOK,
 			check: func(t *testing.T, f *fixture) {
-				r := f.query(InboundFile, "SELECT kind, status, process_after, recurrence, platform_id, json_extract(content, '$.prompt') FROM messages_in WHERE id = 'task-1'")
+				r := f.query(mailbox.InboundFile, "SELECT kind, status, process_after, recurrence, platform_id, json_extract(content, '$.prompt') FROM messages_in WHERE id = 'task-1'")
 				if len(r) != 1 || r[0][0] != "task" || r[0][1] != "pending" || r[0][2] != "2026-03-02T09:00:00.000Z" || r[0][3] != "0 9 * * 1-5" || r[0][4] != "C1" || r[0][5] != "standup" {
 					t.Fatalf("task row %v", r)
 				}
@@ -30,12 +32,12 @@ func TestHostDelivererSystemActions(t *testing.T) {
 		{
 			name:       "schedule_task with a bad cron fails for good and tells the agent",
 			content:    `{"action":"schedule_task","taskId":"task-2","prompt":"x","recurrence":"99 * * * *"}`,
-			wantStatus: DeliveredFailed,
+			wantStatus: mailbox.DeliveredFailed,
 			check: func(t *testing.T, f *fixture) {
-				if n := len(f.query(InboundFile, "SELECT 1 FROM messages_in WHERE id = 'task-2'")); n != 0 {
+				if n := len(f.query(mailbox.InboundFile, "SELECT 1 FROM messages_in WHERE id = 'task-2'")); n != 0 {
 					t.Fatal("task with a bad cron was scheduled")
 				}
-				r := f.query(InboundFile, "SELECT json_extract(content, '$.text') FROM messages_in WHERE channel_type = 'agent'")
+				r := f.query(mailbox.InboundFile, "SELECT json_extract(content, '$.text') FROM messages_in WHERE channel_type = 'agent'")
 				if len(r) != 1 || !strings.HasPrefix(r[0][0].(string), "Delivery failed (seq") {
 					t.Fatalf("notification %v", r)
 				}
@@ -44,14 +46,14 @@ func TestHostDelivererSystemActions(t *testing.T) {
 		{
 			name: "cancel_task",
 			setup: func(f *fixture) {
-				if _, _, err := f.host.EnqueueTask(ctxb, f.ref, Task{ID: "task-3", Prompt: "p", Recurrence: "0 * * * *"}); err != nil {
+				if _, _, err := f.host.EnqueueTask(ctxb, f.ref, mailbox.Task{ID: "task-3", Prompt: "p", Recurrence: "0 * * * *"}); err != nil {
 					f.t.Fatal(err)
 				}
 			},
 			content:    `{"action":"cancel_task","taskId":"task-3"}`,
-			wantStatus: DeliveredOK,
+			wantStatus: mailbox.DeliveredOK,
 			check: func(t *testing.T, f *fixture) {
-				r := f.query(InboundFile, "SELECT status, recurrence FROM messages_in WHERE id = 'task-3'")
+				r := f.query(mailbox.InboundFile, "SELECT status, recurrence FROM messages_in WHERE id = 'task-3'")
 				if r[0][0] != "completed" || r[0][1] != nil {
 					t.Fatalf("cancelled task %v", r)
 				}
@@ -60,14 +62,14 @@ func TestHostDelivererSystemActions(t *testing.T) {
 		{
 			name: "update_task clears the recurrence, keeps the prompt",
 			setup: func(f *fixture) {
-				if _, _, err := f.host.EnqueueTask(ctxb, f.ref, Task{ID: "task-4", Prompt: "keep", Recurrence: "0 * * * *"}); err != nil {
+				if _, _, err := f.host.EnqueueTask(ctxb, f.ref, mailbox.Task{ID: "task-4", Prompt: "keep", Recurrence: "0 * * * *"}); err != nil {
 					f.t.Fatal(err)
 				}
 			},
 			content:    `{"action":"update_task","taskId":"task-4","recurrence":null,"script":"echo hi"}`,
-			wantStatus: DeliveredOK,
+			wantStatus: mailbox.DeliveredOK,
 			check: func(t *testing.T, f *fixture) {
-				r := f.query(InboundFile, "SELECT recurrence, json_extract(content, '$.prompt'), json_extract(content, '$.script') FROM messages_in WHERE id = 'task-4'")
+				r := f.query(mailbox.InboundFile, "SELECT recurrence, json_extract(content, '$.prompt'), json_extract(content, '$.script') FROM messages_in WHERE id = 'task-4'")
 				if r[0][0] != nil || r[0][1] != "keep" || r[0][2] != "echo hi" {
 					t.Fatalf("updated task %v", r)
 				}
@@ -76,12 +78,12 @@ func TestHostDelivererSystemActions(t *testing.T) {
 		{
 			name:       "unknown action is marked delivered",
 			content:    `{"action":"install_packages","apt":["jq"],"npm":[],"reason":"x"}`,
-			wantStatus: DeliveredOK,
+			wantStatus: mailbox.DeliveredOK,
 		},
 		{
 			name:       "malformed action fails for good",
 			content:    `{"action":"pause_task"}`,
-			wantStatus: DeliveredFailed,
+			wantStatus: mailbox.DeliveredFailed,
 		},
 	}
 	for _, tc := range cases {
@@ -91,13 +93,13 @@ func TestHostDelivererSystemActions(t *testing.T) {
 				tc.setup(f)
 			}
 			a := f.openAgent()
-			if _, err := a.Send(ctxb, OutboundMessage{ID: "sys-1", Kind: KindSystem, Content: json.RawMessage(tc.content)}); err != nil {
+			if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "sys-1", Kind: mailbox.KindSystem, Content: json.RawMessage(tc.content)}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := f.host.Drain(ctxb, f.ref, &HostDeliverer{Host: f.host}); err != nil {
 				t.Fatal(err)
 			}
-			if st := f.one(InboundFile, "SELECT status FROM delivered WHERE message_out_id = 'sys-1'"); st != tc.wantStatus {
+			if st := f.one(mailbox.InboundFile, "SELECT status FROM delivered WHERE message_out_id = 'sys-1'"); st != tc.wantStatus {
 				t.Fatalf("delivered status %v, want %s", st, tc.wantStatus)
 			}
 			if tc.check != nil {
@@ -114,32 +116,32 @@ func TestHostDelivererAgentToAgent(t *testing.T) {
 		target     string
 		wantStatus string
 	}{
-		{name: "allowed by a destination", allow: true, target: "ag-2", wantStatus: DeliveredOK},
-		{name: "own group needs no destination", target: "ag-1", wantStatus: DeliveredOK},
-		{name: "denied without a destination", target: "ag-2", wantStatus: DeliveredFailed},
-		{name: "unsafe target group", allow: true, target: "../x", wantStatus: DeliveredFailed},
+		{name: "allowed by a destination", allow: true, target: "ag-2", wantStatus: mailbox.DeliveredOK},
+		{name: "own group needs no destination", target: "ag-1", wantStatus: mailbox.DeliveredOK},
+		{name: "denied without a destination", target: "ag-2", wantStatus: mailbox.DeliveredFailed},
+		{name: "unsafe target group", allow: true, target: "../x", wantStatus: mailbox.DeliveredFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			peer := SessionRef{AgentGroupID: tc.target, SessionID: "peer-1"}
-			if ValidateName("g", tc.target) == nil {
+			peer := mailbox.SessionRef{AgentGroupID: tc.target, SessionID: "peer-1"}
+			if mailbox.ValidateName("g", tc.target) == nil {
 				if err := f.host.InitSession(ctxb, peer); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if tc.allow {
-				if err := f.host.WriteDestinations(ctxb, f.ref, []Destination{{Name: "helper", Type: DestinationAgent, AgentGroupID: tc.target}}); err != nil {
+				if err := f.host.WriteDestinations(ctxb, f.ref, []mailbox.Destination{{Name: "helper", Type: mailbox.DestinationAgent, AgentGroupID: tc.target}}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			a := f.openAgent()
-			if _, err := a.Send(ctxb, OutboundMessage{ID: "a2a-1", Content: json.RawMessage(`{"text":"please help"}`),
-				Routing: Routing{ChannelType: ChannelAgent, PlatformID: tc.target}}); err != nil {
+			if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "a2a-1", Content: json.RawMessage(`{"text":"please help"}`),
+				Routing: mailbox.Routing{ChannelType: mailbox.ChannelAgent, PlatformID: tc.target}}); err != nil {
 				t.Fatal(err)
 			}
 			var next int
-			del := &HostDeliverer{Host: f.host, Next: DelivererFunc(func(_ context.Context, r SessionRef, row OutboundRow) (string, error) {
+			del := &HostDeliverer{Host: f.host, Next: mailbox.DelivererFunc(func(_ context.Context, r mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 				next++
 				return "", nil
 			})}
@@ -149,17 +151,17 @@ func TestHostDelivererAgentToAgent(t *testing.T) {
 			if next != 0 {
 				t.Fatal("agent row went to the channel deliverer")
 			}
-			if st := f.one(InboundFile, "SELECT status FROM delivered WHERE message_out_id = 'a2a-1'"); st != tc.wantStatus {
+			if st := f.one(mailbox.InboundFile, "SELECT status FROM delivered WHERE message_out_id = 'a2a-1'"); st != tc.wantStatus {
 				t.Fatalf("delivered status %v, want %s", st, tc.wantStatus)
 			}
-			if tc.wantStatus != DeliveredOK {
+			if tc.wantStatus != mailbox.DeliveredOK {
 				return
 			}
 			rows, err := f.host.InboundRows(ctxb, peer, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rows) != 1 || rows[0].Routing.ChannelType != ChannelAgent || rows[0].Routing.PlatformID != "ag-1" ||
+			if len(rows) != 1 || rows[0].Routing.ChannelType != mailbox.ChannelAgent || rows[0].Routing.PlatformID != "ag-1" ||
 				rows[0].SourceSessionID != "sess-1" || !strings.Contains(string(rows[0].Content), "please help") {
 				t.Fatalf("peer rows %+v", rows)
 			}
@@ -170,7 +172,7 @@ func TestHostDelivererAgentToAgent(t *testing.T) {
 func TestHostDelivererWithoutChannelLeavesRowsPending(t *testing.T) {
 	f := newFixture(t)
 	a := f.openAgent()
-	if _, err := a.Send(ctxb, OutboundMessage{ID: "o-1", Content: json.RawMessage(`{"text":"x"}`), Routing: Routing{ChannelType: "slack", PlatformID: "C1"}}); err != nil {
+	if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "o-1", Content: json.RawMessage(`{"text":"x"}`), Routing: mailbox.Routing{ChannelType: "slack", PlatformID: "C1"}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.host.Drain(ctxb, f.ref, &HostDeliverer{Host: f.host})
@@ -180,7 +182,7 @@ func TestHostDelivererWithoutChannelLeavesRowsPending(t *testing.T) {
 	if res.Deferred != 1 || res.Delivered != 0 {
 		t.Fatalf("drain %+v, want the row deferred", res)
 	}
-	if n := len(f.query(InboundFile, "SELECT 1 FROM delivered UNION ALL SELECT 1 FROM delivery_attempts")); n != 0 {
+	if n := len(f.query(mailbox.InboundFile, "SELECT 1 FROM delivered UNION ALL SELECT 1 FROM delivery_attempts")); n != 0 {
 		t.Fatalf("%d delivery records for a row no channel could take", n)
 	}
 }

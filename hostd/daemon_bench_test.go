@@ -1,9 +1,11 @@
-package mailbox
+package hostd
 
 import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // BenchmarkDaemonIdleTick measures one change-detection tick over idle
@@ -12,26 +14,26 @@ import (
 func BenchmarkDaemonIdleTick(b *testing.B) {
 	for _, n := range []int{10, 200} {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
-			h, err := NewHost(HostOptions{Layout: Layout{Root: filepath.Join(b.TempDir(), "v2-sessions")}})
+			h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: filepath.Join(b.TempDir(), "v2-sessions")}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			for i := range n {
-				if err := h.InitSession(ctxb, SessionRef{AgentGroupID: "ag", SessionID: fmt.Sprintf("s%04d", i)}); err != nil {
+				if err := h.InitSession(ctxb, mailbox.SessionRef{AgentGroupID: "ag", SessionID: fmt.Sprintf("s%04d", i)}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			d, err := NewDaemon(h, DaemonOptions{FullSweep: 1 << 62})
+			d, err := New(h, Config{FullSweep: 1 << 62})
 			if err != nil {
 				b.Fatal(err)
 			}
 			d.tick(ctxb) // the first tick is a full sweep and queues drains
-			d.mu.Lock()
-			d.queue = nil
-			for _, s := range d.slots {
+			d.drainer.mu.Lock()
+			d.drainer.queue = nil
+			for _, s := range d.drainer.slots {
 				s.queued = false
 			}
-			d.mu.Unlock()
+			d.drainer.mu.Unlock()
 			b.ResetTimer()
 			for b.Loop() {
 				d.tick(ctxb)

@@ -1,0 +1,283 @@
+package hostd
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// Defaults of Config.
+const (
+	DefaultPoll         = time.Second
+	DefaultFullSweep    = 60 * time.Second
+	DefaultDrainWorkers = 2
+)
+
+// Config configures a Daemon. Zero values give the defaults.
+type Config struct {
+	// Deliverer hands channel rows to their destination. The daemon puts a
+	// HostDeliverer in front of it, which runs kind='system' actions and
+	// agent-to-agent rows itself. Nil leaves channel rows pending (nothing
+	// is lost: a later daemon with a deliverer sends them).
+	Deliverer mailbox.Deliverer
+	// Waker starts a container for a session with due work and none
+	// running; nil never wakes (agents are started some other way).
+	Waker Waker
+	// Runtime says which containers run and stops stuck ones. Nil: the
+	// Waker when it is also a Runtime (ExecWaker is), else a
+	// HeartbeatRuntime (agents started outside the daemon).
+	Runtime Runtime
+	// Logger receives the daemon's logs; nil discards them.
+	Logger *slog.Logger
+	// Poll is the change-detection tick: every Poll the daemon runs the
+	// changed-only sweep and drains sessions whose outbound.db changed or
+	// whose container runs. Default 1 s.
+	Poll time.Duration
+	// FullSweep is the interval of sweeps (and drains) over every session,
+	// changed or not. Default 60 s.
+	FullSweep time.Duration
+	// DrainWorkers is how many sessions are drained at once; default 2. A
+	// slow destination holds one worker, never the whole loop.
+	DrainWorkers int
+	// StopTimeout bounds stopping the waker's containers when Run ends;
+	// default DefaultStopGrace plus a second.
+	StopTimeout time.Duration
+	// BackoffMin and BackoffMax bound the per-session back-off after a
+	// failed sweep or drain; defaults 1 s and 5 min.
+	BackoffMin, BackoffMax time.Duration
+}
+
+// Daemon runs a Host over every session folder under its data root: the
+// sweep (acks, wake, stuck check, reset of dead containers' claims,
+// recurrences, system-row expiry), and delivery. Sessions are handled
+// independently: a failing session is backed off exponentially (BackoffMin
+// → BackoffMax) and never stalls the others.
+//
+// Delivery runs on its own workers, one drain per session at a time;
+// triggers that arrive during a drain (outbound change, the Poll tick while
+// the container runs, the full sweep, the container's exit, a due retry)
+// coalesce into one more drain after it.
+type Daemon struct {
+	h   *mailbox.Host
+	cfg Config
+	rt  Runtime
+	log *slog.Logger
+
+	sweeper  *Sweeper
+	drainer  *drainer
+	watchers *watchSet
+	status   *statusWriter
+
+	// stopping refuses new wakes once Run is ending.
+	stopping atomic.Bool
+
+	mu       sync.Mutex
+	running  bool
+	lastFull time.Time // used by the tick loop only
+}
+
+// New returns a daemon for h. It starts nothing until Run.
+func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
+	if h == nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "daemon: no host")
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.FullSweep <= 0 {
+		cfg.FullSweep = DefaultFullSweep
+	}
+	if cfg.DrainWorkers <= 0 {
+		cfg.DrainWorkers = DefaultDrainWorkers
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopGrace + time.Second
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = DefaultBackoffMax
+	}
+	d := &Daemon{h: h, cfg: cfg, log: cfg.Logger}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	d.rt = cfg.Runtime
+	if d.rt == nil {
+		if r, ok := cfg.Waker.(Runtime); ok {
+			d.rt = r
+		} else {
+			d.rt = &HeartbeatRuntime{Host: h, Logger: d.log}
+		}
+	}
+	var waker Waker
+	if cfg.Waker != nil {
+		waker = gatedWaker{d}
+	}
+	// The sweep never drains itself (no Deliverer): delivery runs on the
+	// drainer's workers, detached from ctx, so cancelling a sweep never
+	// cuts a delivery off between the send and its record.
+	var err error
+	d.sweeper, err = NewSweeper(SweeperConfig{Host: h, Runtime: d.rt, Waker: waker, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax})
+	if err != nil {
+		return nil, err
+	}
+	d.drainer = newDrainer(drainerConfig{host: h, deliverer: &HostDeliverer{Host: h, Next: cfg.Deliverer, Logger: d.log},
+		workers: cfg.DrainWorkers, backoffMin: cfg.BackoffMin, backoffMax: cfg.BackoffMax, log: d.log})
+	d.watchers = newWatchSet(h.Layout(), cfg.Poll, d.RequestDrain)
+	d.status = &statusWriter{root: h.Layout().Root, fullSweep: cfg.FullSweep, log: d.log}
+	return d, nil
+}
+
+// RequestDrain asks for one drain of ref soon; while a drain of ref runs,
+// requests coalesce into one more drain after it. Safe to call at any time,
+// also before Run and after it returned (then it does nothing).
+func (d *Daemon) RequestDrain(ref mailbox.SessionRef) { d.drainer.request(ref) }
+
+// Run runs the loops until ctx ends, then stops cleanly and returns nil:
+// no new delivery starts, a delivery in flight finishes and is recorded
+// (its recording is not cancelled with ctx), the waker's containers are
+// stopped, and only then does Run return — so nothing is lost and nothing
+// is delivered twice by a daemon started afterwards. At start it opens each
+// session's inbound.db once to roll back a journal left by a killed host.
+// Run may be called once.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	if d.running {
+		d.mu.Unlock()
+		return sessiondb.Errorf(sessiondb.EINVALID, "daemon: Run called twice")
+	}
+	d.running = true
+	d.mu.Unlock()
+	if w, ok := d.cfg.Waker.(*ExecWaker); ok {
+		// One drain right after the container exits: what it wrote last
+		// goes out now, not at the next sweep.
+		w.addOnExit(func(ref mailbox.SessionRef, _ error) { d.RequestDrain(ref) })
+	}
+
+	d.status.started = d.h.Now()
+	d.recoverAll(ctx)
+	d.drainer.start(ctx)
+
+	d.tick(ctx)
+	t := time.NewTicker(d.cfg.Poll)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-t.C:
+			d.tick(ctx)
+		}
+	}
+	t.Stop()
+
+	d.log.Info("mailbox: daemon stopping")
+	d.stopping.Store(true)
+	d.drainer.stop()
+	d.watchers.close()
+	if w, ok := d.cfg.Waker.(interface {
+		StopAll(context.Context, string)
+	}); ok {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.StopTimeout)
+		w.StopAll(sctx, "host stopping")
+		cancel()
+	}
+	d.status.remove()
+	d.log.Info("mailbox: daemon stopped")
+	return nil
+}
+
+// recoverAll opens each session's inbound.db read-write once (contract
+// section 14), each under its own deadline; failures are logged.
+func (d *Daemon) recoverAll(ctx context.Context) {
+	refs, err := d.h.Sessions(ctx)
+	if err != nil {
+		d.log.Warn("mailbox: cannot list sessions", "root", d.h.Layout().Root, "err", err)
+		return
+	}
+	for _, ref := range refs {
+		if ctx.Err() != nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, d.h.Options().OpTimeout)
+		if err := d.h.RecoverInbound(sctx, ref); err != nil {
+			d.log.Warn("mailbox: inbound recovery failed", "session", ref.String(), "err", err)
+		}
+		cancel()
+	}
+}
+
+// tick runs one sweep (full every FullSweep, else changed-only), queues the
+// drains it calls for, keeps the watchers on the running sessions and
+// rewrites the status file.
+func (d *Daemon) tick(ctx context.Context) {
+	now := d.h.Now()
+	full := d.lastFull.IsZero() || now.Sub(d.lastFull) >= d.cfg.FullSweep || now.Before(d.lastFull)
+	if full {
+		d.lastFull = now
+	}
+	res, err := d.sweeper.Sweep(ctx, full)
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("mailbox: sweep failed", "err", err)
+	}
+	for _, e := range res.Errors {
+		if ctx.Err() == nil {
+			d.log.Warn("mailbox: session sweep failed; backing off", "session", e.Ref.String(), "code", e.Code, "err", e.Message)
+		}
+	}
+	for _, r := range res.Woken {
+		d.log.Info("mailbox: woke session", "session", r.String())
+	}
+	for _, r := range res.Stopped {
+		d.log.Warn("mailbox: stopped stuck container", "session", r.String())
+	}
+	for _, r := range res.Quarantined {
+		d.log.Error("mailbox: session quarantined (corrupt file); skipped until its files change", "session", r.String())
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	refs, err := d.h.SessionFolders(ctx)
+	if err != nil {
+		return
+	}
+	// The Runtime is asked once per folder per tick; the drain plan and
+	// the status file share its answer.
+	running := map[mailbox.SessionRef]bool{}
+	for _, ref := range refs {
+		if d.rt.Running(ref) {
+			running[ref] = true
+		}
+	}
+	drain, live := d.drainer.plan(refs, running, full, now)
+	d.watchers.sync(live)
+	for _, ref := range drain {
+		d.RequestDrain(ref)
+	}
+	snow := d.h.Now()
+	health := d.sweeper.health(refs, snow)
+	d.drainer.health(refs, snow, health)
+	for ref := range running {
+		hh := health[ref]
+		hh.Running = true
+		health[ref] = hh
+	}
+	d.status.write(health, snow, full)
+}
+
+// gatedWaker refuses to start containers once the daemon is stopping.
+type gatedWaker struct{ d *Daemon }
+
+func (g gatedWaker) Wake(ctx context.Context, ref mailbox.SessionRef) error {
+	if g.d.stopping.Load() {
+		return sessiondb.Errorf(sessiondb.EBUSY, "wake %s: the host is stopping", ref)
+	}
+	return g.d.cfg.Waker.Wake(ctx, ref)
+}

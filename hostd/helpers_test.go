@@ -1,0 +1,113 @@
+package hostd
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+var ctxb = context.Background()
+
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+}
+
+// fixture is one initialized session under a fresh data root, with a Host
+// on a test clock.
+type fixture struct {
+	t     *testing.T
+	clk   *testkit.Clock
+	host  *mailbox.Host
+	ref   mailbox.SessionRef
+	dir   string
+	agent *mailbox.Agent
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	clk := newClock()
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	if err := h.InitSession(ctxb, ref); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := h.Layout().SessionDir(ref)
+	return &fixture{t: t, clk: clk, host: h, ref: ref, dir: dir}
+}
+
+func (f *fixture) openAgent() *mailbox.Agent {
+	f.t.Helper()
+	if f.agent != nil {
+		return f.agent
+	}
+	a, err := mailbox.OpenAgent(ctxb, f.dir, mailbox.AgentOptions{Now: f.clk.Now, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { a.Close() })
+	f.agent = a
+	return a
+}
+
+func (f *fixture) enqueue(m mailbox.InboundMessage) int64 {
+	f.t.Helper()
+	seq, _, err := f.host.Enqueue(ctxb, f.ref, m)
+	if err != nil {
+		f.t.Fatalf("enqueue %s: %v", m.ID, err)
+	}
+	return seq
+}
+
+// query runs a read on one of the session's files through a fresh
+// read-only connection.
+func (f *fixture) query(file string, q string, args ...any) [][]any {
+	f.t.Helper()
+	return testkit.QueryFile(f.t, filepath.Join(f.dir, file), q, args...)
+}
+
+func (f *fixture) one(file, q string, args ...any) any {
+	f.t.Helper()
+	rows := f.query(file, q, args...)
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		f.t.Fatalf("%s: got %v, want one value", q, rows)
+	}
+	return rows[0][0]
+}
+
+func jsonc(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	b, err := mailbox.MarshalContent(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func chat(id, text string) mailbox.InboundMessage {
+	c, _ := mailbox.MarshalContent(map[string]string{"sender": "u", "senderId": "u1", "text": text})
+	return mailbox.InboundMessage{ID: id, Kind: mailbox.KindChat, Content: c,
+		Routing: mailbox.Routing{ChannelType: "slack", PlatformID: "C1"}}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if got := sessiondb.ErrorCode(err); got != code {
+		t.Fatalf("error %v: code %q, want %q", err, got, code)
+	}
+}

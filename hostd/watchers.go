@@ -1,0 +1,88 @@
+package hostd
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// watchSet keeps a file watcher on the folder of every session whose
+// container runs and calls onChange on each outbound write, so a running
+// agent's replies go out at once rather than at the next tick.
+type watchSet struct {
+	poll     time.Duration
+	onChange func(mailbox.SessionRef)
+	layout   mailbox.Layout
+
+	mu       sync.Mutex
+	closed   bool
+	watchers map[mailbox.SessionRef]*watched
+}
+
+type watched struct {
+	w    *mailbox.Watcher
+	done chan struct{}
+}
+
+func newWatchSet(layout mailbox.Layout, poll time.Duration, onChange func(mailbox.SessionRef)) *watchSet {
+	return &watchSet{layout: layout, poll: poll, onChange: onChange, watchers: map[mailbox.SessionRef]*watched{}}
+}
+
+// sync watches exactly the sessions in live: it closes the watchers of
+// sessions no longer there and starts one for each new session.
+func (s *watchSet) sync(live map[mailbox.SessionRef]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for ref, w := range s.watchers {
+		if !live[ref] {
+			w.close()
+			delete(s.watchers, ref)
+		}
+	}
+	for ref := range live {
+		if s.watchers[ref] != nil {
+			continue
+		}
+		dir, err := s.layout.SessionDir(ref)
+		if err != nil {
+			continue
+		}
+		w, err := mailbox.NewWatcher(dir, []string{mailbox.OutboundFile, mailbox.OutboundFile + "-journal"}, mailbox.WatchOptions{Interval: s.poll})
+		if err != nil {
+			continue
+		}
+		ww := &watched{w: w, done: make(chan struct{})}
+		s.watchers[ref] = ww
+		go func() {
+			for {
+				select {
+				case <-ww.done:
+					return
+				case <-w.C():
+					s.onChange(ref)
+				}
+			}
+		}()
+	}
+}
+
+func (w *watched) close() {
+	close(w.done)
+	w.w.Close()
+}
+
+// close stops every watcher; sync does nothing afterwards.
+func (s *watchSet) close() {
+	s.mu.Lock()
+	s.closed = true
+	watchers := s.watchers
+	s.watchers = map[mailbox.SessionRef]*watched{}
+	s.mu.Unlock()
+	for _, w := range watchers {
+		w.close()
+	}
+}
