@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -258,4 +259,48 @@ func scanOutbound(rows *sql.Rows, extra ...any) (OutboundRow, error) {
 	r.Routing = Routing{ChannelType: ct.String, PlatformID: pid.String, ThreadID: tid.String}
 	r.Content = []byte(content)
 	return r, nil
+}
+
+func idSet(q queryer, query string, args ...any) (map[string]bool, error) {
+	rows, err := q.Query(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	set := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		set[id] = true
+	}
+	return set, rows.Err()
+}
+
+func scanOne(q queryer, dst any, query string, args ...any) error {
+	rows, err := q.Query(query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		if err := rows.Scan(dst); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// inChunks calls fn for slices of ids small enough for one IN list, with
+// the matching placeholders.
+func inChunks(ids []any, fn func(part []any, placeholders string) error) error {
+	const chunk = 500
+	for i := 0; i < len(ids); i += chunk {
+		part := ids[i:min(i+chunk, len(ids))]
+		if err := fn(part, strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -14,7 +14,8 @@
 // shared-memory index does not cross a container mount, and a reader on the
 // far side would freeze on an old snapshot.
 //
-// A host daemon typically:
+// The daemon that runs a Host over every session folder (sweep, delivery
+// workers, back-off, wake) is package hostd; by hand, a host does:
 //
 //	h, _ := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}, Location: zone})
 //	h.InitSession(ctx, ref)                       // once per new session
@@ -22,7 +23,8 @@
 //	h.Enqueue(ctx, ref, msg)                      // on every inbound event
 //	h.PrepareSpawn(ctx, ref, spawn)               // before each container start
 //	h.Drain(ctx, ref, deliverer)                  // on outbound change (Watcher)
-//	h.Sweep(ctx, mailbox.SweepOptions{...})       // every tick; Full now and then
+//	h.CheckSession(ctx, ref, running)             // every tick: acks, due work, claims
+//	h.Upkeep(ctx, ref)                            // every tick: recurrences, expiry
 //
 // and an agent:
 //

@@ -360,19 +360,6 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 	return nil
 }
 
-// inChunks calls fn for slices of ids small enough for one IN list, with
-// the matching placeholders.
-func inChunks(ids []any, fn func(part []any, placeholders string) error) error {
-	const chunk = 500
-	for i := 0; i < len(ids); i += chunk {
-		part := ids[i:min(i+chunk, len(ids))]
-		if err := fn(part, strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // setKey returns content with key set to the string v (content already
 // decoded once, so it parses).
 func setKey(content []byte, key, v string) []byte {
@@ -402,70 +389,4 @@ func (h *Host) removeOutbox(dir, id string) {
 	if err := os.RemoveAll(p); err != nil {
 		h.log.Warn("mailbox: could not remove outbox folder", "path", p, "err", err)
 	}
-}
-
-// InboundRow returns the messages_in row with the given id (not_found when
-// absent), e.g. to find the source_session_id an agent-to-agent reply goes
-// back to.
-func (h *Host) InboundRow(ctx context.Context, ref SessionRef, id string) (InboundRow, error) {
-	var r InboundRow
-	found := false
-	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		rows, err := tx.Query("SELECT "+inboundCols+" FROM messages_in WHERE id = ?", id)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if rows.Next() {
-			found = true
-			if r, err = scanInbound(rows, true); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
-	if err == nil && !found {
-		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s: no inbound message %q", ref, errtext.Clip(id, 64))
-	}
-	return r, err
-}
-
-// Forward writes an agent-to-agent message: row (delivered from session
-// src) becomes a kind='chat' row in session dst with channel_type 'agent',
-// platform_id = src's agent group, source_session_id = src's session, and
-// its outbox files copied to dst's inbox/<new id>/ as attachments. It
-// returns the new row's id and seq.
-func (h *Host) Forward(ctx context.Context, src SessionRef, row OutboundRow, dst SessionRef) (string, int64, error) {
-	if err := src.Validate(); err != nil {
-		return "", 0, err
-	}
-	dstDir, err := h.layout.SessionDir(dst)
-	if err != nil {
-		return "", 0, err
-	}
-	now := h.now()
-	id := NewID("msg", now)
-	o, err := parseObject("content", row.Content)
-	if err != nil {
-		return "", 0, Permanent(err)
-	}
-	if len(row.Files) > 0 {
-		var atts []map[string]string
-		for _, f := range row.Files {
-			data, err := os.ReadFile(f.Path)
-			if err != nil {
-				return "", 0, sessiondb.Wrap(sessiondb.EINTERNAL, err, "read outbox file %s", f.Name)
-			}
-			rel, _, err := writeExclusive(dstDir, []string{InboxDirName, id}, f.Name, data, h.modes)
-			if err != nil {
-				return "", 0, err
-			}
-			atts = append(atts, map[string]string{"name": f.Name, "filename": f.Name, "type": "file", "localPath": rel})
-		}
-		o.del("files")
-		o.set("attachments", marshalCompact(atts))
-	}
-	seq, _, err := h.Enqueue(ctx, dst, InboundMessage{ID: id, Kind: KindChat, Content: o.marshal(), Timestamp: now,
-		Routing: Routing{ChannelType: ChannelAgent, PlatformID: src.AgentGroupID}, SourceSessionID: src.SessionID})
-	return id, seq, err
 }

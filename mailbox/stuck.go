@@ -1,6 +1,15 @@
 package mailbox
 
-import "time"
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
 
 // DecideStuck decides whether a running container is stuck (contract
 // section 8). It is pure: heartbeat is the .heartbeat mtime (zero = absent,
@@ -34,4 +43,78 @@ func DecideStuck(now, heartbeat time.Time, state ContainerState, claims []Claim)
 		}
 	}
 	return StuckOK
+}
+
+// ContainerState reads outbound.db's container_state (read-only); a missing
+// table or row reads as no tool in flight.
+func (h *Host) ContainerState(ctx context.Context, ref SessionRef) (ContainerState, error) {
+	var st ContainerState
+	err := h.withOutboundRO(ctx, ref, func(q queryer) error {
+		var err error
+		st, err = readContainerState(q)
+		return err
+	})
+	return st, err
+}
+
+func readContainerState(q queryer) (ContainerState, error) {
+	var st ContainerState
+	cols, err := columns(q, "container_state")
+	if err != nil || len(cols) == 0 {
+		return st, err
+	}
+	rows, err := q.Query("SELECT current_tool, tool_declared_timeout_ms, tool_started_at, updated_at FROM container_state WHERE id = 1")
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var tool, started, updated sql.NullString
+		var ms sql.NullInt64
+		if err := rows.Scan(&tool, &ms, &started, &updated); err != nil {
+			return st, err
+		}
+		st = ContainerState{CurrentTool: tool.String, ToolDeclaredTimeoutMS: ms.Int64, ToolStartedAt: started.String, UpdatedAt: updated.String}
+	}
+	return st, rows.Err()
+}
+
+// Heartbeat returns the .heartbeat mtime, zero when absent.
+func (h *Host) Heartbeat(ref SessionRef) (time.Time, error) {
+	path, err := h.layout.HeartbeatPath(ref)
+	if err != nil {
+		return time.Time{}, err
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, sessiondb.Wrap(sessiondb.EINTERNAL, err, "stat %s", path)
+	}
+	return fi.ModTime(), nil
+}
+
+// CheckStuck reads the heartbeat, container state and claims and applies
+// DecideStuck at the host clock's now.
+func (h *Host) CheckStuck(ctx context.Context, ref SessionRef) (StuckVerdict, error) {
+	hb, err := h.Heartbeat(ref)
+	if err != nil {
+		return StuckOK, err
+	}
+	// One read-only open of outbound.db for both reads.
+	var st ContainerState
+	var claims []Claim
+	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
+		var err error
+		if st, err = readContainerState(q); err != nil {
+			return err
+		}
+		claims, err = readClaims(q, AckProcessing)
+		return err
+	})
+	if err != nil {
+		return StuckOK, err
+	}
+	return DecideStuck(h.now(), hb, st, claims), nil
 }

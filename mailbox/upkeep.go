@@ -3,68 +3,10 @@ package mailbox
 import (
 	"context"
 	"database/sql"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
-
-// SessionFolders returns the refs of folders <root>/<group>/<session> with
-// safe names, in name order, whether or not they hold a mailbox yet (see
-// Sessions). It reads folders only.
-func (h *Host) SessionFolders(ctx context.Context) ([]SessionRef, error) {
-	// os.ReadDir returns names sorted, so the refs come out in order.
-	groups, err := os.ReadDir(h.layout.Root)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "list %s", h.layout.Root)
-	}
-	var refs []SessionRef
-	for _, g := range groups {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if !g.IsDir() || ValidateName("agent_group_id", g.Name()) != nil {
-			continue
-		}
-		sess, err := os.ReadDir(filepath.Join(h.layout.Root, g.Name()))
-		if err != nil {
-			h.log.Warn("mailbox: cannot list agent group folder", "group", g.Name(), "err", err)
-			continue
-		}
-		for _, s := range sess {
-			if !s.IsDir() || ValidateName("session_id", s.Name()) != nil {
-				continue
-			}
-			refs = append(refs, SessionRef{AgentGroupID: g.Name(), SessionID: s.Name()})
-		}
-	}
-	return refs, nil
-}
-
-// Sessions lists the session folders under the root: folders with safe
-// names that hold an inbound.db.
-func (h *Host) Sessions(ctx context.Context) ([]SessionRef, error) {
-	refs, err := h.SessionFolders(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := refs[:0]
-	for _, r := range refs {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		p, _ := h.layout.InboundPath(r)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
 
 // SessionCheck is what CheckSession found in one session.
 type SessionCheck struct {
@@ -146,20 +88,6 @@ func (h *Host) Upkeep(ctx context.Context, ref SessionRef) (time.Time, error) {
 // that lies after its one argument (now).
 const nextDeliverAfterQuery = "SELECT min(datetime(deliver_after)) FROM messages_out WHERE deliver_after IS NOT NULL AND datetime(deliver_after) > datetime(?)"
 
-func scanOne(q queryer, dst any, query string, args ...any) error {
-	rows, err := q.Query(query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if rows.Next() {
-		if err := rows.Scan(dst); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // nextDueTx returns the inbound side's timed events: the earliest future
 // process_after of a pending row, delivery retry, and system-row expiry.
 func (h *Host) nextDueTx(tx *sqlitedb.Tx) ([]sql.NullString, error) {
@@ -196,4 +124,81 @@ func earliest(times []sql.NullString) time.Time {
 		}
 	}
 	return next
+}
+
+// CountDue counts due rows with trigger=1: pending, and process_after unset
+// or not after now.
+func (h *Host) CountDue(ctx context.Context, ref SessionRef) (int, error) {
+	if err := ref.Validate(); err != nil {
+		return 0, err
+	}
+	var n int
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		var err error
+		n, err = countDueTx(tx, h.now())
+		return err
+	})
+	return n, err
+}
+
+func countDueTx(tx *sqlitedb.Tx, now time.Time) (int, error) {
+	var n int
+	err := tx.QueryRow(`SELECT count(*) FROM messages_in WHERE status = 'pending' AND trigger = 1
+ AND (process_after IS NULL OR datetime(process_after) <= datetime(?))`, FormatTime(now)).Scan(&n)
+	return n, err
+}
+
+// ExpireSystemRows fails pending kind='system' rows older than
+// SystemRowTTL (orphaned question responses would otherwise wake containers
+// forever); returns the rows touched.
+func (h *Host) ExpireSystemRows(ctx context.Context, ref SessionRef) (int, error) {
+	if err := ref.Validate(); err != nil {
+		return 0, err
+	}
+	var n int
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		var err error
+		n, err = h.expireTx(tx)
+		return err
+	})
+	return n, err
+}
+
+func (h *Host) expireTx(tx *sqlitedb.Tx) (int, error) {
+	cutoff := FormatTime(h.now().Add(-h.opts.SystemRowTTL))
+	r, err := tx.Exec(`UPDATE messages_in SET status = 'failed'
+ WHERE kind = 'system' AND status = 'pending' AND datetime(timestamp) <= datetime(?)`, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
+// NextDeliveryDue returns when the session's next outbound row falls due
+// without any file change: the earliest delivery retry of an undelivered
+// row, or the earliest future deliver_after. Zero: none.
+func (h *Host) NextDeliveryDue(ctx context.Context, ref SessionRef) (time.Time, error) {
+	now := FormatTime(h.now())
+	var times []sql.NullString
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		var t sql.NullString
+		err := tx.QueryRow(`SELECT min(datetime(next_attempt_at)) FROM delivery_attempts a
+ WHERE next_attempt_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM delivered d WHERE d.message_out_id = a.message_out_id)`).Scan(&t)
+		times = append(times[:0], t)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
+		var t sql.NullString
+		err := scanOne(q, &t, nextDeliverAfterQuery, now)
+		times = append(times, t)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return earliest(times), nil
 }

@@ -1,0 +1,137 @@
+package mailbox
+
+import (
+	"context"
+	"strings"
+
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// readAcks returns the agent's acks with the given statuses.
+func (h *Host) readAcks(ctx context.Context, ref SessionRef, statuses ...string) ([]Claim, error) {
+	var out []Claim
+	err := h.withOutboundRO(ctx, ref, func(q queryer) error {
+		var err error
+		out, err = readClaims(q, statuses...)
+		return err
+	})
+	return out, err
+}
+
+// readClaims returns the processing_ack rows with the given statuses.
+func readClaims(q queryer, statuses ...string) ([]Claim, error) {
+	ph := strings.TrimSuffix(strings.Repeat("?,", len(statuses)), ",")
+	args := make([]any, len(statuses))
+	for i, s := range statuses {
+		args[i] = s
+	}
+	rows, err := q.Query("SELECT message_id, status, status_changed FROM processing_ack WHERE status IN ("+ph+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Claim
+	for rows.Next() {
+		var c Claim
+		if err := rows.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// SyncAcks mirrors the agent's completed and failed acks into messages_in
+// (pending rows only), in one inbound transaction. A failed ack makes the
+// row failed, not completed: kept distinct for tools and recurrences. Only
+// the acks of pending rows are read, so the cost does not grow with the
+// session's history.
+func (h *Host) SyncAcks(ctx context.Context, ref SessionRef) (AckSync, error) {
+	if err := ref.Validate(); err != nil {
+		return AckSync{}, err
+	}
+	var res AckSync
+	err := h.withOutboundRO(ctx, ref, func(out queryer) error {
+		return h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+			var err error
+			res, err = syncAcksTx(tx, out)
+			return err
+		})
+	})
+	return res, err
+}
+
+// syncAcksTx applies the acks found through out to the pending rows of the
+// open inbound transaction.
+func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
+	var res AckSync
+	rows, err := tx.Query("SELECT id FROM messages_in WHERE status = 'pending'")
+	if err != nil {
+		return res, err
+	}
+	var pending []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return res, err
+		}
+		pending = append(pending, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	err = inChunks(pending, func(part []any, ph string) error {
+		arows, err := out.Query("SELECT message_id, status FROM processing_ack WHERE status IN ('completed', 'failed') AND message_id IN ("+ph+")", part...)
+		if err != nil {
+			return err
+		}
+		var acks []Claim
+		for arows.Next() {
+			var c Claim
+			if err := arows.Scan(&c.MessageID, &c.Status); err != nil {
+				arows.Close()
+				return err
+			}
+			acks = append(acks, c)
+		}
+		arows.Close()
+		if err := arows.Err(); err != nil {
+			return err
+		}
+		for _, a := range acks {
+			status := StatusCompleted
+			if a.Status == AckFailed {
+				status = StatusFailed
+			}
+			r, err := tx.Exec("UPDATE messages_in SET status = ? WHERE id = ? AND status = 'pending'", status, a.MessageID)
+			if err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n > 0 {
+				if status == StatusFailed {
+					res.Failed++
+				} else {
+					res.Completed++
+				}
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// Claims reads the processing acks (read-only).
+func (h *Host) Claims(ctx context.Context, ref SessionRef) ([]Claim, error) {
+	return h.readAcks(ctx, ref, AckProcessing)
+}
+
+// Acks reads the agent's acks of every status (read-only), for tools that
+// show what the agent has finished but the host has not yet mirrored.
+func (h *Host) Acks(ctx context.Context, ref SessionRef) ([]Claim, error) {
+	if err := ref.Validate(); err != nil {
+		return nil, err
+	}
+	return h.readAcks(ctx, ref, AckProcessing, AckCompleted, AckFailed)
+}

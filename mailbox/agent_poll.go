@@ -1,0 +1,152 @@
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// PollOptions configure Agent.Poll. Limit ≤ 0 means DefaultPollLimit.
+type PollOptions struct {
+	FirstPoll bool
+	Limit     int
+}
+
+// Poll returns the next batch, oldest first: the newest opts.Limit due rows
+// that are neither acked (any status) nor kind='system' — excluded before
+// the limit, so unacked system rows cannot starve traffic — with on_wake
+// rows only on FirstPoll. When none of the newest rows has trigger=1 but an
+// older processable one has, the window ends at the newest such row. A
+// window without a trigger=1 row returns nil: nothing to do yet.
+func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultPollLimit
+	}
+	var cands []InboundRow
+	err := a.withInbound(ctx, func(q queryer) error {
+		sel, hasOnWake, err := a.inboundSelect(q)
+		if err != nil {
+			return err
+		}
+		where := ""
+		if hasOnWake && !opts.FirstPoll {
+			where = " AND on_wake = 0"
+		}
+		rows, err := q.Query("SELECT "+sel+` FROM messages_in
+ WHERE status = 'pending' AND (process_after IS NULL OR datetime(process_after) <= datetime(?))
+ AND kind != 'system'`+where+` ORDER BY seq DESC, timestamp DESC`, FormatTime(a.now()))
+		if err != nil {
+			return err
+		}
+		cands, err = collectInbound(rows)
+		return err
+	})
+	if err := a.countMalformed(err); err != nil {
+		return nil, err
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	acked, err := a.ackedAmong(ctx, cands)
+	if err != nil {
+		return nil, err
+	}
+	rest := cands[:0]
+	for _, r := range cands {
+		if !acked[r.ID] {
+			rest = append(rest, r)
+		}
+	}
+	// rest is newest first.
+	end := -1
+	for i, r := range rest {
+		if r.Trigger {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return nil, nil
+	}
+	start := 0
+	if end >= limit {
+		start = end
+	}
+	window := rest[start:min(start+limit, len(rest))]
+	out := make([]InboundRow, len(window))
+	for i, r := range window {
+		out[len(window)-1-i] = r
+	}
+	return out, nil
+}
+
+// countMalformed tracks consecutive polls that found inbound.db malformed
+// and turns the tenth into ErrInboundMalformed. Busy and hot-journal errors
+// (the host is committing) are transient and do not count.
+func (a *Agent) countMalformed(err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil || !sqlitedb.IsCorrupt(err) {
+		a.malformedN = 0
+		return err
+	}
+	a.malformedN++
+	if a.malformedN >= MaxMalformedPolls {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, errors.Join(ErrInboundMalformed, err), "%d consecutive polls", a.malformedN)
+	}
+	return err
+}
+
+// inboundSelect returns the messages_in select list for this file, with
+// defaults standing in for columns an older file lacks (the agent cannot
+// migrate a read-only file), probing table_info once.
+func (a *Agent) inboundSelect(q queryer) (string, bool, error) {
+	a.mu.Lock()
+	sel, onWake := a.inSelect, a.hasOnWake
+	a.mu.Unlock()
+	if sel != "" {
+		return sel, onWake, nil
+	}
+	cols, err := columns(q, "messages_in")
+	if err != nil {
+		return "", false, err
+	}
+	defaults := map[string]string{"series_id": "id", "trigger": "1", "source_session_id": "NULL", "on_wake": "0"}
+	var parts []string
+	for _, c := range strings.Split(inboundCols, ",") {
+		c = strings.TrimSpace(c)
+		if d, ok := defaults[c]; ok && !cols[c] {
+			parts = append(parts, d+" AS "+c)
+		} else {
+			parts = append(parts, c)
+		}
+	}
+	sel, onWake = strings.Join(parts, ", "), cols["on_wake"]
+	a.mu.Lock()
+	a.inSelect, a.hasOnWake = sel, onWake
+	a.mu.Unlock()
+	return sel, onWake, nil
+}
+
+// ackedAmong returns which of rows have a processing_ack row.
+func (a *Agent) ackedAmong(ctx context.Context, rows []InboundRow) (map[string]bool, error) {
+	ids := make([]any, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	acked := map[string]bool{}
+	err := inChunks(ids, func(part []any, ph string) error {
+		set, err := idSet(a.outQ(ctx), "SELECT message_id FROM processing_ack WHERE message_id IN ("+ph+")", part...)
+		maps.Copy(acked, set)
+		return err
+	})
+	if err != nil {
+		return nil, classify(err, "agent: read acks")
+	}
+	return acked, nil
+}

@@ -1,0 +1,151 @@
+package mailbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/filesig"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// inboundMax returns MAX(seq) of messages_in, re-reading only when the file
+// changed; unreadable → the last value seen.
+func (a *Agent) inboundMax(ctx context.Context) int64 {
+	sig := filesig.Of(a.inboundPath)
+	a.mu.Lock()
+	last, lastSig := a.lastInSeq, a.inSeqSig
+	a.mu.Unlock()
+	if sig.Found() && sig == lastSig {
+		return last
+	}
+	var m int64
+	err := a.withInbound(ctx, func(q queryer) error {
+		var err error
+		m, err = maxSeq(q, "messages_in")
+		return err
+	})
+	if err != nil {
+		a.log.Debug("mailbox agent: inbound unreadable for seq, using last seen", "err", err)
+		return last
+	}
+	a.mu.Lock()
+	a.lastInSeq, a.inSeqSig = m, sig
+	a.mu.Unlock()
+	return m
+}
+
+// Send writes m into messages_out with the next odd seq — max over both
+// tables, taken inside outbound's BEGIN IMMEDIATE so two writer processes
+// serialize — and returns the seq. Files are copied into outbox/<id>/ first
+// (a name listed twice or unsafe is invalid) and, when the content has no
+// "files" key, listed there.
+func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
+	now := a.now()
+	if m.ID == "" {
+		m.ID = NewID("msg", now)
+	}
+	if err := ValidateName("id", m.ID); err != nil {
+		return 0, err
+	}
+	if m.Kind == "" {
+		m.Kind = KindChat
+	}
+	if err := checkWord("kind", m.Kind); err != nil {
+		return 0, err
+	}
+	content, err := normalizeContent("content", m.Content)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkRouting(m.Routing); err != nil {
+		return 0, err
+	}
+	if err := checkText("in_reply_to", m.InReplyTo); err != nil {
+		return 0, err
+	}
+	if m.Recurrence != "" {
+		if _, err := ParseRecurrence(m.Recurrence); err != nil {
+			return 0, err
+		}
+	}
+	if len(m.Files) > 0 {
+		if content, err = a.copyFiles(m.ID, m.Files, content); err != nil {
+			return 0, err
+		}
+	}
+	inMax := a.inboundMax(ctx)
+	var seq int64
+	err = a.w.Do(ctx, func(tx *sqlitedb.Tx) error {
+		var one int
+		switch err := tx.QueryRow("SELECT 1 FROM messages_out WHERE id = ?", m.ID).Scan(&one); {
+		case err == nil:
+			return sessiondb.Errorf(sessiondb.ECONFLICT, "outbound message %q already exists", m.ID)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		for attempt := 0; ; attempt++ {
+			outMax, err := maxSeq(tx, "messages_out")
+			if err != nil {
+				return err
+			}
+			seq = nextSeq(max(inMax, outMax), 1)
+			_, err = tx.Exec(`INSERT INTO messages_out (id, seq, in_reply_to, timestamp, deliver_after, recurrence, kind,
+ platform_id, channel_type, thread_id, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				m.ID, seq, nullStr(m.InReplyTo), FormatTime(now), nullTime(m.DeliverAfter), nullStr(m.Recurrence), m.Kind,
+				nullStr(m.Routing.PlatformID), nullStr(m.Routing.ChannelType), nullStr(m.Routing.ThreadID), string(content))
+			if err == nil {
+				return nil
+			}
+			if !sqlitedb.IsUnique(err) || attempt >= 5 {
+				return err
+			}
+			inMax = max(inMax, seq)
+		}
+	})
+	if err != nil {
+		if errCode(err) == "" {
+			err = classify(err, "agent: send")
+		}
+		return 0, err
+	}
+	return seq, nil
+}
+
+// copyFiles copies files into outbox/<id>/ and lists them in content.
+func (a *Agent) copyFiles(id string, files []string, content []byte) ([]byte, error) {
+	names := make([]string, 0, len(files))
+	seen := map[string]bool{}
+	for i, f := range files {
+		name := filepath.Base(f)
+		if err := ValidateName(fmt.Sprintf("files[%d]", i), name); err != nil {
+			return nil, err
+		}
+		if seen[name] {
+			return nil, sessiondb.Errorf(sessiondb.EINVALID, "files[%d]: name %q given twice", i, name)
+		}
+		seen[name] = true
+		names = append(names, name)
+	}
+	for i, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "files[%d]", i)
+		}
+		if _, _, err := writeExclusive(a.dir, []string{OutboxDirName, id}, names[i], data, a.modes); err != nil {
+			return nil, err
+		}
+	}
+	o, err := parseObject("content", content)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := o.get("files"); !ok {
+		o.set("files", marshalCompact(names))
+	}
+	return o.marshal(), nil
+}
