@@ -231,3 +231,40 @@ CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(RO
 		t.Errorf("later statement's error = %v; want it to name the rollback", later)
 	}
 }
+
+// A COMMIT that fails (here a deferred foreign key, checked only at commit)
+// fails every write of the group, none of which may be stored.
+func TestWriterGroupCommitFailedCommit(t *testing.T) {
+	w, done := openWriter(t, filepath.Join(t.TempDir(), "c.db"))
+	defer done()
+	ctx := context.Background()
+	if err := w.Do(ctx, func(tx *Tx) error {
+		return tx.ExecScript(`CREATE TABLE parent(id INTEGER PRIMARY KEY);
+CREATE TABLE t(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n, orphan = 20, 7
+	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
+		return func(tx *Tx) error {
+			var parent any
+			if i == orphan {
+				parent = 999
+			}
+			_, err := tx.Exec("INSERT INTO t(id, parent) VALUES (?, ?)", i, parent)
+			return err
+		}
+	})
+	checkAcknowledged(t, errs, storedIDs(t, w))
+	for i, err := range errs {
+		if !IsForeignKey(err) || Code(err) != sessiondb.EINVALID {
+			t.Errorf("write %d: err = %v (code %q); want the commit's foreign key error, invalid", i, err, Code(err))
+		}
+	}
+	if err := w.Do(ctx, func(tx *Tx) error {
+		_, err := tx.Exec("INSERT INTO t(id, parent) VALUES (?, NULL)", n)
+		return err
+	}); err != nil {
+		t.Fatalf("write after the failed commit: %v", err)
+	}
+}
