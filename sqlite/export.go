@@ -42,21 +42,13 @@ func (s *Store) queryRecord(ctx context.Context, q string, args ...any) (map[str
 		if err != nil {
 			return err
 		}
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := r.Scan(ptrs...); err != nil {
+		vals, err := sqlitedb.Values(r)
+		if err != nil {
 			return err
 		}
 		rec = make(map[string]any, len(cols)+1)
 		for i, c := range cols {
-			if b, ok := vals[i].([]byte); ok {
-				rec[c] = string(b)
-			} else {
-				rec[c] = vals[i]
-			}
+			rec[c] = vals[i]
 		}
 		return nil
 	})

@@ -43,3 +43,26 @@ func Each(ctx context.Context, q Querier, query string, args []any, fn func(Row)
 	}
 	return rows.Err()
 }
+
+// Values reads every column of the current row, in order, a []byte value as
+// string: which of the two a driver returns for text differs.
+func Values(r Row) ([]any, error) {
+	cols, err := r.Columns()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := r.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
+		if b, ok := v.([]byte); ok {
+			vals[i] = string(b)
+		}
+	}
+	return vals, nil
+}

@@ -134,14 +134,22 @@ func TestEachReportsEveryError(t *testing.T) {
 	if n := db.Stats().InUse; n != 0 {
 		t.Errorf("%d connections still in use after errors", n)
 	}
-	// Columns is available to the row function.
+	// Columns is available to the row function, and Values reads a whole
+	// row, text as string whatever the driver returns.
 	var cols []string
-	err = Each(ctx, db, "SELECT x AS first, x + 1 AS second FROM t LIMIT 1", nil, func(r Row) error {
+	var vals []any
+	err = Each(ctx, db, "SELECT x AS first, 'text' AS second, CAST('blob' AS BLOB) AS third, NULL AS fourth FROM t LIMIT 1", nil, func(r Row) error {
 		var err error
-		cols, err = r.Columns()
+		if cols, err = r.Columns(); err != nil {
+			return err
+		}
+		vals, err = Values(r)
 		return err
 	})
-	if err != nil || !slices.Equal(cols, []string{"first", "second"}) {
+	if err != nil || !slices.Equal(cols, []string{"first", "second", "third", "fourth"}) {
 		t.Errorf("columns = %v, %v", cols, err)
+	}
+	if want := []any{int64(1), "text", "blob", nil}; !slices.Equal(vals, want) {
+		t.Errorf("values = %#v; want %#v", vals, want)
 	}
 }

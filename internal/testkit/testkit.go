@@ -6,6 +6,7 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strconv"
 	"sync"
@@ -99,31 +100,17 @@ func QueryFile(t testing.TB, path, q string, args ...any) [][]any {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	var out [][]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				vals[i] = string(b)
-			}
+	err = sqlitedb.Each(context.Background(), db, q, args, func(r sqlitedb.Row) error {
+		vals, err := sqlitedb.Values(r)
+		if err != nil {
+			return err
 		}
 		out = append(out, vals)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 	return out
 }
