@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/backoff"
 	"github.com/sessiondb/sessiondb/internal/filesig"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -226,7 +226,7 @@ func (d *drainer) work(ctx context.Context) {
 		d.mu.Unlock()
 		switch {
 		case err != nil && !d.stopping.Load():
-			d.cfg.log.Warn("mailbox: drain failed; backing off", "session", ref.String(), "code", sessiondb.ErrorCode(err), "err", err)
+			d.cfg.log.Warn("mailbox: drain failed; backing off", "session", ref.String(), "code", sqlitedb.Code(err), "err", err)
 		case res.Delivered+res.Failed+res.Retrying > 0:
 			d.cfg.log.Info("mailbox: drained", "session", ref.String(), "delivered", res.Delivered,
 				"failed", res.Failed, "retrying", res.Retrying, "deferred", res.Deferred)

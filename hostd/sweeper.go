@@ -268,7 +268,7 @@ func (s *Sweeper) examine(ctx context.Context, j sweepJob, now time.Time, mu *sy
 			local.Quarantined = append(local.Quarantined, j.ref)
 		}
 		st.lastErr = err.Error()
-		local.Errors = append(local.Errors, SessionError{Ref: j.ref, Err: err, Message: err.Error(), Code: sessiondb.ErrorCode(err)})
+		local.Errors = append(local.Errors, SessionError{Ref: j.ref, Err: err, Message: err.Error(), Code: sqlitedb.Code(err)})
 	} else {
 		st.failures, st.backoffUntil, st.lastErr = 0, time.Time{}, ""
 	}

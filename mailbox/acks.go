@@ -25,20 +25,25 @@ func readClaims(q queryer, statuses ...string) ([]Claim, error) {
 	for i, s := range statuses {
 		args[i] = s
 	}
-	rows, err := q.Query("SELECT message_id, status, status_changed FROM processing_ack WHERE status IN ("+ph+")", args...)
+	return collectClaims(q, "SELECT message_id, status, status_changed FROM processing_ack WHERE status IN ("+ph+")", args...)
+}
+
+// collectClaims runs a processing_ack query selecting message_id, status
+// and status_changed, and returns its rows.
+func collectClaims(q queryer, query string, args ...any) ([]Claim, error) {
+	var out []Claim
+	err := each(q, query, args, func(r sqlitedb.Row) error {
+		var c Claim
+		if err := r.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
+			return err
+		}
+		out = append(out, c)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []Claim
-	for rows.Next() {
-		var c Claim
-		if err := rows.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SyncAcks mirrors the agent's completed and failed acks into messages_in
@@ -65,39 +70,29 @@ func (h *Host) SyncAcks(ctx context.Context, ref SessionRef) (AckSync, error) {
 // open inbound transaction.
 func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
 	var res AckSync
-	rows, err := tx.Query("SELECT id FROM messages_in WHERE status = 'pending'")
+	var pending []any
+	err := each(tx, "SELECT id FROM messages_in WHERE status = 'pending'", nil, func(r sqlitedb.Row) error {
+		var id string
+		if err := r.Scan(&id); err != nil {
+			return err
+		}
+		pending = append(pending, id)
+		return nil
+	})
 	if err != nil {
 		return res, err
 	}
-	var pending []any
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return res, err
-		}
-		pending = append(pending, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return res, err
-	}
 	err = inChunks(pending, func(part []any, ph string) error {
-		arows, err := out.Query("SELECT message_id, status FROM processing_ack WHERE status IN ('completed', 'failed') AND message_id IN ("+ph+")", part...)
-		if err != nil {
-			return err
-		}
 		var acks []Claim
-		for arows.Next() {
+		err := each(out, "SELECT message_id, status FROM processing_ack WHERE status IN ('completed', 'failed') AND message_id IN ("+ph+")", part, func(r sqlitedb.Row) error {
 			var c Claim
-			if err := arows.Scan(&c.MessageID, &c.Status); err != nil {
-				arows.Close()
+			if err := r.Scan(&c.MessageID, &c.Status); err != nil {
 				return err
 			}
 			acks = append(acks, c)
-		}
-		arows.Close()
-		if err := arows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		for _, a := range acks {

@@ -121,7 +121,7 @@ func OpenAgent(ctx context.Context, dir string, opts AgentOptions) (*Agent, erro
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
-		return nil, classify(err, "agent: open %s", a.outboundPath)
+		return nil, sqlitedb.Wrap(err, "agent: open %s", a.outboundPath)
 	}
 	a.out = db
 	a.w = sqlitedb.NewWriter(conn)
@@ -157,7 +157,7 @@ func OpenAgent(ctx context.Context, dir string, opts AgentOptions) (*Agent, erro
 	if err != nil {
 		a.w.Close()
 		db.Close()
-		return nil, classify(err, "agent: initialize %s", a.outboundPath)
+		return nil, sqlitedb.Wrap(err, "agent: initialize %s", a.outboundPath)
 	}
 	return a, nil
 }

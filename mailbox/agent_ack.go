@@ -9,20 +9,8 @@ import (
 
 // Acks returns the agent's acks (any status), for tools.
 func (a *Agent) Acks(ctx context.Context) ([]Claim, error) {
-	var out []Claim
-	rows, err := a.outQ(ctx).Query("SELECT message_id, status, status_changed FROM processing_ack ORDER BY status_changed, message_id")
-	if err != nil {
-		return nil, classify(err, "agent: read acks")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var c Claim
-		if err := rows.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
-			return nil, classify(err, "agent: read acks")
-		}
-		out = append(out, c)
-	}
-	return out, classify(rows.Err(), "agent: read acks")
+	out, err := collectClaims(a.outQ(ctx), "SELECT message_id, status, status_changed FROM processing_ack ORDER BY status_changed, message_id")
+	return out, sqlitedb.Wrap(err, "agent: read acks")
 }
 
 // ClearStaleProcessing deletes processing acks left by a previous container
@@ -37,7 +25,7 @@ func (a *Agent) ClearStaleProcessing(ctx context.Context) (int, error) {
 		n, err = r.RowsAffected()
 		return err
 	})
-	return int(n), classify(err, "agent: clear stale processing")
+	return int(n), sqlitedb.Wrap(err, "agent: clear stale processing")
 }
 
 func (a *Agent) ack(ctx context.Context, status string, ids []string) error {
@@ -61,7 +49,7 @@ func (a *Agent) ack(ctx context.Context, status string, ids []string) error {
 		}
 		return nil
 	})
-	return classify(err, "agent: ack %s", status)
+	return sqlitedb.Wrap(err, "agent: ack %s", status)
 }
 
 // MarkProcessing acks ids as processing (claimed by this container).

@@ -58,7 +58,7 @@ func (a *Agent) SetToolInFlight(ctx context.Context, tool string, declaredTimeou
 			tool, ms, now, now)
 		return err
 	})
-	return classify(err, "agent: set tool in flight")
+	return sqlitedb.Wrap(err, "agent: set tool in flight")
 }
 
 // ClearToolInFlight records that no tool is running.
@@ -70,11 +70,11 @@ func (a *Agent) ClearToolInFlight(ctx context.Context) error {
  tool_declared_timeout_ms = NULL, tool_started_at = NULL, updated_at = excluded.updated_at`, now)
 		return err
 	})
-	return classify(err, "agent: clear tool in flight")
+	return sqlitedb.Wrap(err, "agent: clear tool in flight")
 }
 
 // ContainerState reads this session's container_state row.
 func (a *Agent) ContainerState(ctx context.Context) (ContainerState, error) {
 	st, err := readContainerState(a.outQ(ctx))
-	return st, classify(err, "agent: read container state")
+	return st, sqlitedb.Wrap(err, "agent: read container state")
 }

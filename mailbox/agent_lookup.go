@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // InboundByID reads one messages_in row by id (read-only, fresh
@@ -23,17 +24,12 @@ func (a *Agent) InboundByID(ctx context.Context, id string) (InboundRow, error) 
 		if !cols["on_wake"] {
 			sel = strings.TrimSuffix(sel, ", on_wake")
 		}
-		rows, err := q.Query("SELECT "+sel+" FROM messages_in WHERE id = ?", id)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if rows.Next() {
+		return each(q, "SELECT "+sel+" FROM messages_in WHERE id = ?", []any{id}, func(row sqlitedb.Row) error {
 			found = true
-			r, err = scanInbound(rows, cols["on_wake"])
+			var err error
+			r, err = scanInbound(row, cols["on_wake"])
 			return err
-		}
-		return rows.Err()
+		})
 	})
 	if err == nil && !found {
 		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "no inbound message %q", errtext.Clip(id, 64))
@@ -65,53 +61,39 @@ func (a *Agent) bySeq(ctx context.Context, seq int64) (string, Routing, error) {
 		var r Routing
 		found := false
 		err := a.withInbound(ctx, func(q queryer) error {
-			rows, err := q.Query("SELECT id, channel_type, platform_id, thread_id FROM messages_in WHERE seq = ?", seq)
-			if err != nil {
+			return each(q, routingBySeq("messages_in"), []any{seq}, func(row sqlitedb.Row) error {
+				var err error
+				id, r, err = scanIDRouting(row)
+				found = err == nil
 				return err
-			}
-			defer rows.Close()
-			if rows.Next() {
-				var ct, pid, tid sql.NullString
-				if err := rows.Scan(&id, &ct, &pid, &tid); err != nil {
-					return err
-				}
-				r, found = Routing{ct.String, pid.String, tid.String}, true
-			}
-			return rows.Err()
+			})
 		})
 		return id, r, found, err
 	}
 	lookOut := func() (string, Routing, bool, error) {
-		rows, err := a.out.QueryContext(ctx, "SELECT id, channel_type, platform_id, thread_id FROM messages_out WHERE seq = ?", seq)
-		if err != nil {
-			return "", Routing{}, false, classify(err, "agent: read outbound")
-		}
 		var id string
-		var ct, pid, tid sql.NullString
-		found := rows.Next()
-		if found {
-			err = rows.Scan(&id, &ct, &pid, &tid)
-		}
-		rows.Close()
+		var r Routing
+		found := false
+		err := each(a.outQ(ctx), routingBySeq("messages_out"), []any{seq}, func(row sqlitedb.Row) error {
+			var err error
+			id, r, err = scanIDRouting(row)
+			found = err == nil
+			return err
+		})
 		if err != nil || !found {
-			return "", Routing{}, false, classify(err, "agent: read outbound")
+			return "", Routing{}, false, sqlitedb.Wrap(err, "agent: read outbound")
 		}
 		// A delivered row is named by the platform's id.
 		_ = a.withInbound(ctx, func(q queryer) error {
-			rows, err := q.Query("SELECT platform_message_id FROM delivered WHERE message_out_id = ? AND platform_message_id IS NOT NULL", id)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			if rows.Next() {
+			return each(q, "SELECT platform_message_id FROM delivered WHERE message_out_id = ? AND platform_message_id IS NOT NULL", []any{id}, func(row sqlitedb.Row) error {
 				var p string
-				if rows.Scan(&p) == nil && p != "" {
+				if row.Scan(&p) == nil && p != "" {
 					id = p
 				}
-			}
-			return nil
+				return nil
+			})
 		})
-		return id, Routing{ct.String, pid.String, tid.String}, true, nil
+		return id, r, true, nil
 	}
 	order := []func() (string, Routing, bool, error){lookIn, lookOut}
 	if seq%2 == 1 {
@@ -127,4 +109,16 @@ func (a *Agent) bySeq(ctx context.Context, seq int64) (string, Routing, error) {
 		}
 	}
 	return "", Routing{}, sessiondb.Errorf(sessiondb.ENOTFOUND, "no message with seq %d", seq)
+}
+
+// routingBySeq selects the id and routing of table's row with a given seq.
+func routingBySeq(table string) string {
+	return "SELECT id, channel_type, platform_id, thread_id FROM " + table + " WHERE seq = ?"
+}
+
+func scanIDRouting(row sqlitedb.Row) (string, Routing, error) {
+	var id string
+	var ct, pid, tid sql.NullString
+	err := row.Scan(&id, &ct, &pid, &tid)
+	return id, Routing{ct.String, pid.String, tid.String}, err
 }

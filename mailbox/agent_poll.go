@@ -37,13 +37,9 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 		if hasOnWake && !opts.FirstPoll {
 			where = " AND on_wake = 0"
 		}
-		rows, err := q.Query("SELECT "+sel+` FROM messages_in
+		cands, err = collectInbound(q, "SELECT "+sel+` FROM messages_in
  WHERE status = 'pending' AND (process_after IS NULL OR datetime(process_after) <= datetime(?))
  AND kind != 'system'`+where+` ORDER BY seq DESC, timestamp DESC`, FormatTime(a.now()))
-		if err != nil {
-			return err
-		}
-		cands, err = collectInbound(rows)
 		return err
 	})
 	if err := a.countMalformed(err); err != nil {
@@ -146,7 +142,7 @@ func (a *Agent) ackedAmong(ctx context.Context, rows []InboundRow) (map[string]b
 		return err
 	})
 	if err != nil {
-		return nil, classify(err, "agent: read acks")
+		return nil, sqlitedb.Wrap(err, "agent: read acks")
 	}
 	return acked, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // RouteTo returns the routing for a send to the destination name, or to the
@@ -46,19 +47,14 @@ func (a *Agent) SessionRouting(ctx context.Context) (Routing, error) {
 		if err != nil || len(cols) == 0 {
 			return err
 		}
-		rows, err := q.Query("SELECT channel_type, platform_id, thread_id FROM session_routing WHERE id = 1")
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if rows.Next() {
+		return each(q, "SELECT channel_type, platform_id, thread_id FROM session_routing WHERE id = 1", nil, func(row sqlitedb.Row) error {
 			var ct, pid, tid sql.NullString
-			if err := rows.Scan(&ct, &pid, &tid); err != nil {
+			if err := row.Scan(&ct, &pid, &tid); err != nil {
 				return err
 			}
 			r = Routing{ct.String, pid.String, tid.String}
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	return r, err
 }

@@ -109,7 +109,7 @@ func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 	})
 	if err != nil {
 		if errCode(err) == "" {
-			err = classify(err, "agent: send")
+			err = sqlitedb.Wrap(err, "agent: send")
 		}
 		return 0, err
 	}

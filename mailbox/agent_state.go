@@ -29,7 +29,7 @@ func (a *Agent) StateGet(ctx context.Context, key string) (value string, found b
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, classify(err, "agent: read state %q", key)
+		return "", false, sqlitedb.Wrap(err, "agent: read state %q", key)
 	}
 	return value, true, nil
 }
@@ -47,7 +47,7 @@ func (a *Agent) StateSet(ctx context.Context, key, value string) error {
  ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, value, FormatTime(a.now()))
 		return err
 	})
-	return classify(err, "agent: write state %q", key)
+	return sqlitedb.Wrap(err, "agent: write state %q", key)
 }
 
 // StateDelete deletes a session_state key (absent is not an error).
@@ -59,25 +59,24 @@ func (a *Agent) StateDelete(ctx context.Context, key string) error {
 		_, err := tx.Exec("DELETE FROM session_state WHERE key = ?", key)
 		return err
 	})
-	return classify(err, "agent: delete state %q", key)
+	return sqlitedb.Wrap(err, "agent: delete state %q", key)
 }
 
 // StateList returns every session_state key and value.
 func (a *Agent) StateList(ctx context.Context) (map[string]string, error) {
-	rows, err := a.out.QueryContext(ctx, "SELECT key, value FROM session_state")
-	if err != nil {
-		return nil, classify(err, "agent: list state")
-	}
-	defer rows.Close()
 	out := map[string]string{}
-	for rows.Next() {
+	err := each(a.outQ(ctx), "SELECT key, value FROM session_state", nil, func(row sqlitedb.Row) error {
 		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, classify(err, "agent: list state")
+		if err := row.Scan(&k, &v); err != nil {
+			return err
 		}
 		out[k] = v
+		return nil
+	})
+	if err != nil {
+		return nil, sqlitedb.Wrap(err, "agent: list state")
 	}
-	return out, classify(rows.Err(), "agent: list state")
+	return out, nil
 }
 
 func checkProvider(p string) error {

@@ -47,11 +47,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 			if err != nil {
 				return err
 			}
-			rows, err := q.Query("SELECT "+sel+" FROM messages_in WHERE status = 'pending' AND "+where+" ORDER BY seq", arg)
-			if err != nil {
-				return err
-			}
-			cands, err = collectInbound(rows)
+			cands, err = collectInbound(q, "SELECT "+sel+" FROM messages_in WHERE status = 'pending' AND "+where+" ORDER BY seq", arg)
 			return err
 		})
 		if err != nil && errCode(err) != sessiondb.EBUSY {

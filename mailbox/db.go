@@ -44,7 +44,7 @@ func openRW(ctx context.Context, path string, pragmas []string, budget time.Dura
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
-		return nil, classify(err, "open %s", path)
+		return nil, sqlitedb.Wrap(err, "open %s", path)
 	}
 	w := sqlitedb.NewWriter(conn)
 	w.Budget = budget
@@ -87,7 +87,7 @@ func readRO(ctx context.Context, path string, pragmas []string, fn func(q querye
 	defer db.Close()
 	if err := fn(dbQueryer{ctx, db}); err != nil {
 		if errCode(err) == "" {
-			return classify(err, format, args...)
+			return sqlitedb.Wrap(err, format, args...)
 		}
 		return err
 	}
@@ -107,67 +107,50 @@ func mustExist(path string) error {
 	return nil
 }
 
-// classify wraps a driver error with the code that fits it: busy for lock
-// waits and hot-journal rollbacks by the other side (transient), internal
-// for the rest (including corruption, which callers check with
-// sqlitedb.IsCorrupt).
-func classify(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	code := sessiondb.EINTERNAL
-	if sqlitedb.IsBusy(err) || sqlitedb.IsReadOnlyRollback(err) {
-		code = sessiondb.EBUSY
-	}
-	return sessiondb.Wrap(code, err, format, args...)
-}
-
-// queryer is what both *sql.DB and *sqlitedb.Tx offer for reads.
+// queryer is a read handle that knows the context its reads run under:
+// the writer's *sqlitedb.Tx, or a dbQueryer over a read-only open.
 type queryer interface {
-	Query(query string, args ...any) (*sql.Rows, error)
+	sqlitedb.Querier
+	Context() context.Context
 }
 
+// each runs query on q and calls fn per row (sqlitedb.Each under q's
+// context).
+func each(q queryer, query string, args []any, fn func(sqlitedb.Row) error) error {
+	return sqlitedb.Each(q.Context(), q, query, args, fn)
+}
+
+// dbQueryer is a *sql.DB with the context of the operation using it.
 type dbQueryer struct {
 	ctx context.Context
 	db  *sql.DB
 }
 
-func (q dbQueryer) Query(query string, args ...any) (*sql.Rows, error) {
-	return q.db.QueryContext(q.ctx, query, args...)
+func (q dbQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return q.db.QueryContext(ctx, query, args...)
 }
+
+func (q dbQueryer) Context() context.Context { return q.ctx }
 
 // columns returns the column names of table (empty when it does not exist).
 func columns(q queryer, table string) (map[string]bool, error) {
-	rows, err := q.Query("SELECT name FROM pragma_table_info(?)", table)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	cols := map[string]bool{}
-	for rows.Next() {
+	err := each(q, "SELECT name FROM pragma_table_info(?)", []any{table}, func(r sqlitedb.Row) error {
 		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
+		if err := r.Scan(&n); err != nil {
+			return err
 		}
 		cols[n] = true
-	}
-	return cols, rows.Err()
+		return nil
+	})
+	return cols, err
 }
 
 // maxSeq returns MAX(seq) of table, 0 when empty.
 func maxSeq(q queryer, table string) (int64, error) {
-	rows, err := q.Query("SELECT COALESCE(MAX(seq), 0) FROM " + table)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
 	var m int64
-	if rows.Next() {
-		if err := rows.Scan(&m); err != nil {
-			return 0, err
-		}
-	}
-	return m, rows.Err()
+	err := scanOne(q, &m, "SELECT COALESCE(MAX(seq), 0) FROM "+table)
+	return m, err
 }
 
 // nextSeq returns the next seq of the wanted parity (0 even: host; 1 odd:
@@ -207,22 +190,25 @@ func boolInt(b bool) int {
 const inboundCols = `id, seq, kind, timestamp, status, process_after, recurrence, series_id, tries, trigger,
  platform_id, channel_type, thread_id, content, source_session_id, on_wake`
 
-// collectInbound reads every row of a messages_in query selecting all of
-// inboundCols (rows is closed).
-func collectInbound(rows *sql.Rows) ([]InboundRow, error) {
-	defer rows.Close()
+// collectInbound runs a messages_in query selecting all of inboundCols and
+// returns its rows.
+func collectInbound(q queryer, query string, args ...any) ([]InboundRow, error) {
 	var out []InboundRow
-	for rows.Next() {
-		r, err := scanInbound(rows, true)
+	err := each(q, query, args, func(row sqlitedb.Row) error {
+		r, err := scanInbound(row, true)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
-func scanInbound(rows *sql.Rows, hasOnWake bool) (InboundRow, error) {
+func scanInbound(rows sqlitedb.Row, hasOnWake bool) (InboundRow, error) {
 	var r InboundRow
 	var seq, tries sql.NullInt64
 	var status, pa, rec, series, pid, ct, tid, src sql.NullString
@@ -246,7 +232,7 @@ const outboundCols = `id, seq, in_reply_to, timestamp, deliver_after, recurrence
 
 // scanOutbound scans one row of outboundCols; extra receives the columns a
 // query selects after them.
-func scanOutbound(rows *sql.Rows, extra ...any) (OutboundRow, error) {
+func scanOutbound(rows sqlitedb.Row, extra ...any) (OutboundRow, error) {
 	var r OutboundRow
 	var seq sql.NullInt64
 	var irt, da, rec, pid, ct, tid sql.NullString
@@ -261,35 +247,27 @@ func scanOutbound(rows *sql.Rows, extra ...any) (OutboundRow, error) {
 	return r, nil
 }
 
+// idSet returns the strings a one-column query selects.
 func idSet(q queryer, query string, args ...any) (map[string]bool, error) {
-	rows, err := q.Query(query, args...)
+	set := map[string]bool{}
+	err := each(q, query, args, func(r sqlitedb.Row) error {
+		var id string
+		if err := r.Scan(&id); err != nil {
+			return err
+		}
+		set[id] = true
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	set := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		set[id] = true
-	}
-	return set, rows.Err()
+	return set, nil
 }
 
+// scanOne scans the row of a one-row query (an aggregate) into dst; no row
+// leaves dst alone.
 func scanOne(q queryer, dst any, query string, args ...any) error {
-	rows, err := q.Query(query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if rows.Next() {
-		if err := rows.Scan(dst); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return each(q, query, args, func(r sqlitedb.Row) error { return r.Scan(dst) })
 }
 
 // inChunks calls fn for slices of ids small enough for one IN list, with

@@ -36,42 +36,32 @@ func (h *Host) DeliveryStates(ctx context.Context, ref SessionRef) (map[string]D
 	out := map[string]DeliveryState{}
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
 		clear(out)
-		rows, err := tx.Query("SELECT message_out_id, attempts, last_error, last_attempt_at, next_attempt_at FROM delivery_attempts")
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
+		err := each(tx, "SELECT message_out_id, attempts, last_error, last_attempt_at, next_attempt_at FROM delivery_attempts", nil, func(row sqlitedb.Row) error {
 			var id string
 			var st DeliveryState
 			var le, la, na sql.NullString
-			if err := rows.Scan(&id, &st.Attempts, &le, &la, &na); err != nil {
-				rows.Close()
+			if err := row.Scan(&id, &st.Attempts, &le, &la, &na); err != nil {
 				return err
 			}
 			st.Status, st.LastError, st.LastAttemptAt, st.NextAttemptAt = DeliveryRetrying, le.String, la.String, na.String
 			out[id] = st
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.Query("SELECT message_out_id, platform_message_id, status, delivered_at FROM delivered")
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
+		return each(tx, "SELECT message_out_id, platform_message_id, status, delivered_at FROM delivered", nil, func(row sqlitedb.Row) error {
 			var id string
 			var pid, status, at sql.NullString
-			if err := rows.Scan(&id, &pid, &status, &at); err != nil {
+			if err := row.Scan(&id, &pid, &status, &at); err != nil {
 				return err
 			}
 			st := out[id]
 			st.Status, st.PlatformMessageID, st.DeliveredAt = status.String, pid.String, at.String
 			st.NextAttemptAt = ""
 			out[id] = st
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	return out, err
 }

@@ -78,15 +78,10 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	var cands []OutboundRow
 	outIDs := map[string]bool{}
 	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
-		rows, err := q.Query("SELECT "+outboundCols+`, (deliver_after IS NULL OR datetime(deliver_after) <= datetime(?))
- FROM messages_out WHERE seq IS NULL OR seq > ? ORDER BY seq IS NULL, seq, timestamp`, FormatTime(now), mark)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		err := each(q, "SELECT "+outboundCols+`, (deliver_after IS NULL OR datetime(deliver_after) <= datetime(?))
+ FROM messages_out WHERE seq IS NULL OR seq > ? ORDER BY seq IS NULL, seq, timestamp`, []any{FormatTime(now), mark}, func(row sqlitedb.Row) error {
 			var isDue sql.NullString
-			r, err := scanOutbound(rows, &isDue)
+			r, err := scanOutbound(row, &isDue)
 			if err != nil {
 				return err
 			}
@@ -94,8 +89,9 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 			if isDue.String == "1" {
 				cands = append(cands, r)
 			}
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		// Edit targets may be any out row, older or not yet due.
@@ -130,41 +126,31 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 			ids = append(ids, id)
 		}
 		err := inChunks(ids, func(part []any, ph string) error {
-			rows, err := tx.Query("SELECT message_out_id, platform_message_id, status FROM delivered WHERE message_out_id IN ("+ph+")", part...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
+			return each(tx, "SELECT message_out_id, platform_message_id, status FROM delivered WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
 				var id string
 				var pid, status sql.NullString
-				if err := rows.Scan(&id, &pid, &status); err != nil {
+				if err := row.Scan(&id, &pid, &status); err != nil {
 					return err
 				}
 				st.delivered[id] = deliveredRow{pid.String, status.String}
-			}
-			return rows.Err()
+				return nil
+			})
 		})
 		if err != nil {
 			return err
 		}
 		err = inChunks(ids[:len(all)], func(part []any, ph string) error {
-			rows, err := tx.Query("SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts WHERE message_out_id IN ("+ph+")", part...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
+			return each(tx, "SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
 				var id string
 				var a attemptRow
 				var next sql.NullString
-				if err := rows.Scan(&id, &a.attempts, &next); err != nil {
+				if err := row.Scan(&id, &a.attempts, &next); err != nil {
 					return err
 				}
 				a.next = next.String
 				st.attempts[id] = a
-			}
-			return rows.Err()
+				return nil
+			})
 		})
 		if err != nil {
 			return err
@@ -229,7 +215,7 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return res, sessiondb.Wrap(sessiondb.ErrorCode(errs[0]), errors.Join(errs...), "drain %s", ref)
+		return res, sessiondb.Wrap(sqlitedb.Code(errs[0]), errors.Join(errs...), "drain %s", ref)
 	}
 	return res, nil
 }

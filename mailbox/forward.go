@@ -16,18 +16,11 @@ func (h *Host) InboundRow(ctx context.Context, ref SessionRef, id string) (Inbou
 	var r InboundRow
 	found := false
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		rows, err := tx.Query("SELECT "+inboundCols+" FROM messages_in WHERE id = ?", id)
-		if err != nil {
-			return err
+		rows, err := collectInbound(tx, "SELECT "+inboundCols+" FROM messages_in WHERE id = ?", id)
+		if len(rows) > 0 {
+			r, found = rows[0], true
 		}
-		defer rows.Close()
-		if rows.Next() {
-			found = true
-			if r, err = scanInbound(rows, true); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return err
 	})
 	if err == nil && !found {
 		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s: no inbound message %q", ref, errtext.Clip(id, 64))

@@ -37,17 +37,17 @@ func (h *Host) withInboundLocked(ctx context.Context, ref SessionRef, path strin
 	err = rw.do(ctx, func(tx *sqlitedb.Tx) error {
 		if !migrated {
 			if err := migrateInbound(tx); err != nil {
-				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "migrate %s", path)
+				return sqlitedb.Wrap(err, "migrate %s", path)
 			}
 		}
 		return fn(tx)
 	})
 	if cerr := rw.Close(); err == nil && cerr != nil {
-		err = classify(cerr, "close %s", path)
+		err = sqlitedb.Wrap(cerr, "close %s", path)
 	}
 	if err != nil {
 		if errCode(err) == "" {
-			return classify(err, "session %s: inbound", ref)
+			return sqlitedb.Wrap(err, "session %s: inbound", ref)
 		}
 		return err
 	}

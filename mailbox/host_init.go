@@ -69,7 +69,7 @@ func (h *Host) InitSession(ctx context.Context, ref SessionRef) error {
 			err = cerr
 		}
 		if err != nil {
-			return classify(err, "initialize %s", path)
+			return sqlitedb.Wrap(err, "initialize %s", path)
 		}
 	}
 	s := h.session(ref)

@@ -20,12 +20,8 @@ func (h *Host) InboundRows(ctx context.Context, ref SessionRef, limit int) ([]In
 	}
 	var out []InboundRow
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		out = nil
-		rows, err := tx.Query("SELECT "+inboundCols+" FROM messages_in ORDER BY seq IS NULL, seq DESC, timestamp DESC LIMIT ?", limit)
-		if err != nil {
-			return err
-		}
-		out, err = collectInbound(rows)
+		var err error
+		out, err = collectInbound(tx, "SELECT "+inboundCols+" FROM messages_in ORDER BY seq IS NULL, seq DESC, timestamp DESC LIMIT ?", limit)
 		return err
 	})
 	return out, err
@@ -42,19 +38,14 @@ func (h *Host) OutboundRows(ctx context.Context, ref SessionRef, limit int) ([]O
 	}
 	var out []OutboundRow
 	err := h.withOutboundRO(ctx, ref, func(q queryer) error {
-		rows, err := q.Query("SELECT "+outboundCols+" FROM messages_out ORDER BY seq IS NULL, seq DESC, timestamp DESC LIMIT ?", limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanOutbound(rows)
+		return each(q, "SELECT "+outboundCols+" FROM messages_out ORDER BY seq IS NULL, seq DESC, timestamp DESC LIMIT ?", []any{limit}, func(row sqlitedb.Row) error {
+			r, err := scanOutbound(row)
 			if err != nil {
 				return err
 			}
 			out = append(out, r)
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	return out, err
 }

@@ -178,3 +178,30 @@ func TestSharedGroupModes(t *testing.T) {
 		t.Errorf("shared outbox file mode %v", fi.Mode().Perm())
 	}
 }
+
+// TestCancelledReadsAreBusy checks that the mailbox classifies SQLite
+// errors like the history store does (sqlitedb.Code): a read cut off by its
+// context is busy, on the host's read-only opens and on the agent's own
+// connection, and still says it was cancelled.
+func TestCancelledReadsAreBusy(t *testing.T) {
+	f := newFixture(t)
+	a := f.openAgent()
+	ctx, cancel := context.WithCancel(ctxb)
+	cancel()
+	for _, tc := range []struct {
+		name string
+		read func() error
+	}{
+		{"host outbound rows", func() error { _, err := f.host.OutboundRows(ctx, f.ref, 0); return err }},
+		{"agent state list", func() error { _, err := a.StateList(ctx); return err }},
+		{"agent acks", func() error { _, err := a.Acks(ctx); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.read()
+			wantCode(t, err, sessiondb.EBUSY)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v does not wrap context.Canceled", err)
+			}
+		})
+	}
+}

@@ -96,7 +96,7 @@ func (h *Host) clearProcessingAcks(ctx context.Context, ref SessionRef) (int, er
 		err = cerr
 	}
 	if err != nil {
-		return 0, classify(err, "session %s: clear processing acks", ref)
+		return 0, sqlitedb.Wrap(err, "session %s: clear processing acks", ref)
 	}
 	return int(n), nil
 }

@@ -141,22 +141,17 @@ func (h *Host) advanceTx(ctx context.Context, tx *sqlitedb.Tx, ref SessionRef) (
 	s := h.session(ref)
 	inserted := 0
 	now := h.now()
-	rows, err := tx.Query(`SELECT id, kind, content, platform_id, channel_type, thread_id, recurrence, series_id
- FROM messages_in WHERE status IN ('completed', 'failed') AND recurrence IS NOT NULL`)
-	if err != nil {
-		return inserted, err
-	}
 	type src struct {
 		id, kind, content, recurrence, series string
 		routing                               Routing
 	}
 	var srcs []src
-	for rows.Next() {
+	err := each(tx, `SELECT id, kind, content, platform_id, channel_type, thread_id, recurrence, series_id
+ FROM messages_in WHERE status IN ('completed', 'failed') AND recurrence IS NOT NULL`, nil, func(row sqlitedb.Row) error {
 		var x src
 		var pid, ct, tid, series sql.NullString
-		if err := rows.Scan(&x.id, &x.kind, &x.content, &pid, &ct, &tid, &x.recurrence, &series); err != nil {
-			rows.Close()
-			return inserted, err
+		if err := row.Scan(&x.id, &x.kind, &x.content, &pid, &ct, &tid, &x.recurrence, &series); err != nil {
+			return err
 		}
 		x.routing = Routing{ChannelType: ct.String, PlatformID: pid.String, ThreadID: tid.String}
 		x.series = series.String
@@ -164,9 +159,9 @@ func (h *Host) advanceTx(ctx context.Context, tx *sqlitedb.Tx, ref SessionRef) (
 			x.series = x.id
 		}
 		srcs = append(srcs, x)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return inserted, err
 	}
 	for _, x := range srcs {

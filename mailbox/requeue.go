@@ -97,5 +97,5 @@ func (h *Host) Requeue(ctx context.Context, ref SessionRef, ids []string) (Reque
 	if cerr := rw.Close(); err == nil {
 		err = cerr
 	}
-	return res, classify(err, "session %s: requeue: delete failed acks", ref)
+	return res, sqlitedb.Wrap(err, "session %s: requeue: delete failed acks", ref)
 }

@@ -141,20 +141,19 @@ func (h *Host) WriteSessionRouting(ctx context.Context, ref SessionRef, r Routin
 
 // readDestinations reads the destinations table by name.
 func readDestinations(q queryer) ([]Destination, error) {
-	rows, err := q.Query("SELECT name, display_name, type, channel_type, platform_id, agent_group_id FROM destinations ORDER BY name")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []Destination
-	for rows.Next() {
+	err := each(q, "SELECT name, display_name, type, channel_type, platform_id, agent_group_id FROM destinations ORDER BY name", nil, func(row sqlitedb.Row) error {
 		var d Destination
 		var dn, ct, pid, ag sql.NullString
-		if err := rows.Scan(&d.Name, &dn, &d.Type, &ct, &pid, &ag); err != nil {
-			return nil, err
+		if err := row.Scan(&d.Name, &dn, &d.Type, &ct, &pid, &ag); err != nil {
+			return err
 		}
 		d.DisplayName, d.ChannelType, d.PlatformID, d.AgentGroupID = dn.String, ct.String, pid.String, ag.String
 		out = append(out, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }

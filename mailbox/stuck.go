@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // DecideStuck decides whether a running container is stuck (contract
@@ -63,20 +64,16 @@ func readContainerState(q queryer) (ContainerState, error) {
 	if err != nil || len(cols) == 0 {
 		return st, err
 	}
-	rows, err := q.Query("SELECT current_tool, tool_declared_timeout_ms, tool_started_at, updated_at FROM container_state WHERE id = 1")
-	if err != nil {
-		return st, err
-	}
-	defer rows.Close()
-	if rows.Next() {
+	err = each(q, "SELECT current_tool, tool_declared_timeout_ms, tool_started_at, updated_at FROM container_state WHERE id = 1", nil, func(row sqlitedb.Row) error {
 		var tool, started, updated sql.NullString
 		var ms sql.NullInt64
-		if err := rows.Scan(&tool, &ms, &started, &updated); err != nil {
-			return st, err
+		if err := row.Scan(&tool, &ms, &started, &updated); err != nil {
+			return err
 		}
 		st = ContainerState{CurrentTool: tool.String, ToolDeclaredTimeoutMS: ms.Int64, ToolStartedAt: started.String, UpdatedAt: updated.String}
-	}
-	return st, rows.Err()
+		return nil
+	})
+	return st, err
 }
 
 // Heartbeat returns the .heartbeat mtime, zero when absent.

@@ -91,22 +91,17 @@ func (h *Host) UpdateTask(ctx context.Context, ref SessionRef, id string, u Task
 	n := 0
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
 		n = 0
-		rows, err := tx.Query("SELECT id, content FROM messages_in WHERE "+liveTask+" AND status IN ('pending', 'paused')", id, id)
-		if err != nil {
-			return err
-		}
 		type live struct{ id, content string }
 		var ls []live
-		for rows.Next() {
+		err := each(tx, "SELECT id, content FROM messages_in WHERE "+liveTask+" AND status IN ('pending', 'paused')", []any{id, id}, func(row sqlitedb.Row) error {
 			var l live
-			if err := rows.Scan(&l.id, &l.content); err != nil {
-				rows.Close()
+			if err := row.Scan(&l.id, &l.content); err != nil {
 				return err
 			}
 			ls = append(ls, l)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		for _, l := range ls {
