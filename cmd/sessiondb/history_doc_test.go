@@ -7,9 +7,11 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite docs/cli.md from the commands' help")
@@ -39,8 +41,8 @@ func TestCLIReference(t *testing.T) {
 // cliReference renders every history command's help as Markdown, in the
 // order the commands are built.
 func cliReference() []byte {
-	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
-	root := newRootCmd(a)
+	f := cli.New(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	root := cli.NewRootCommand(f, groups()...)
 	var b bytes.Buffer
 	b.WriteString("# sessiondb history commands\n\n")
 	b.WriteString("Generated from the commands' own help by `go test ./cmd/sessiondb -run TestCLIReference -update-docs`;\n")
@@ -49,7 +51,7 @@ func cliReference() []byte {
 	b.WriteString(root.PersistentFlags().FlagUsages())
 	b.WriteString("```\n\n")
 	b.WriteString("Exit statuses: 0 ok, 1 internal, 2 invalid input, 3 not found, 4 conflict, 5 busy, 130 interrupted.\n")
-	mine := (&historyCLI{app: a, now: time.Now}).commands()
+	mine := history.Commands(f)
 	for _, c := range mine {
 		cmd, _, err := root.Find([]string{c.Name()})
 		if err != nil {

@@ -1,6 +1,0 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
-
-package main
-
-// flushFileSystems is a no-op where the standard library offers no sync(2).
-func flushFileSystems() {}

@@ -1,0 +1,296 @@
+// Package bench holds `sessiondb bench`, the replay of the shared benchmark
+// workload, and `bench-worker`, the process its concurrent phase starts.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+)
+
+// Commands returns the `bench` command (the shared workload replay) and its
+// hidden helper `bench-worker`, the child process of the concurrent phase.
+func Commands(f *cli.Factory) []*cobra.Command {
+	cfg := benchConfig{groupCommitMessages: defaultGroupCommitMessages}
+	var syncFlag string
+	cmd := &cobra.Command{
+		Use:   "bench --workload FILE",
+		Short: "Replay the shared benchmark workload against a fresh store and print one JSON object",
+		Long: `bench replays a workload written by ../shared/bench/workload.py against fresh
+stores in a temporary folder and prints one JSON object whose keys line up with
+every other implementation's (see ../shared/bench/README.md):
+
+  append        every message record appended one call at a time, in order
+  import        the same messages through the bulk import path
+  search        the query records, limit 20: one warm-up pass, three timed passes
+  get_messages  the long session read back, 20 timed runs after a warm-up
+  concurrent    one OS process per worker on one shared file, released together,
+                after one process alone appending the same messages (the baseline)
+  group_commit  16 goroutines in one process against a serial run of the same messages
+  raw           with --include-raw: the same SQL in a bare database/sql loop
+
+Every store in the run uses the --synchronous level; --db is not used. Before
+each timed phase the OS is asked to write back dirty pages (sync), so one
+phase's write-back does not land in the next one's fsyncs. The output is JSON
+whether or not --json is given. Progress goes to stderr when it is a terminal
+(--quiet silences it).
+
+  python3 ../shared/bench/workload.py --dump workload.jsonl
+  sessiondb bench --workload workload.jsonl --include-raw --synchronous full`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := cli.ParseSynchronous(syncFlag)
+			if err != nil {
+				return err
+			}
+			if cfg.workload == "" {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--workload is required: generate one with python3 workload.py --dump FILE")
+			}
+			if cfg.groupCommitMessages < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--group-commit-messages %d: must be >= 0", cfg.groupCommitMessages)
+			}
+			cfg.synchronous = s
+			cfg.now = f.Now
+			if cfg.cpuProfile != "" {
+				pf, err := os.Create(cfg.cpuProfile)
+				if err != nil {
+					return sessiondb.Wrap(sessiondb.EINVALID, err, "--cpuprofile")
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return sessiondb.Wrap(sessiondb.EINTERNAL, err, "start the CPU profile")
+				}
+				defer pprof.StopCPUProfile()
+			}
+			res, err := runBench(cmd.Context(), f.Err, cfg)
+			if err != nil {
+				return err
+			}
+			return f.PrintJSON(res)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.workload, "workload", "", "workload JSONL file written by workload.py --dump (required)")
+	fl.StringVar(&syncFlag, "synchronous", "normal", "durability of every store in the run: normal or full")
+	fl.BoolVar(&cfg.includeRaw, "include-raw", false, "also time the same SQL in a bare database/sql loop (raw.append)")
+	fl.StringVar(&cfg.dir, "dir", "", "folder in which to make the temporary run folder (default: the system temp folder)")
+	fl.BoolVar(&cfg.keep, "keep", false, "keep the run folder and its stores (its path goes to stderr)")
+	fl.BoolVar(&cfg.quiet, "quiet", false, "no progress on stderr")
+	fl.IntVar(&cfg.groupCommitMessages, "group-commit-messages", defaultGroupCommitMessages, "messages in the group-commit phase (0 skips it)")
+	fl.MarkHidden("group-commit-messages")
+	fl.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
+	fl.MarkHidden("cpuprofile")
+	return []*cobra.Command{cmd, benchWorkerCommand(f)}
+}
+
+// benchConfig is one bench run's settings.
+type benchConfig struct {
+	workload    string
+	synchronous string // "NORMAL" or "FULL"
+	includeRaw  bool
+	dir         string
+	keep        bool
+	quiet       bool
+	// groupCommitMessages is how many workload messages the group-commit
+	// phase spreads over its sessions.
+	groupCommitMessages int
+	// now is the clock the phases are timed with.
+	now sessiondb.Clock
+	// cpuProfile, when set, receives a pprof CPU profile of the run (the
+	// worker processes are not in it).
+	cpuProfile string
+}
+
+// The result keys follow ../shared/bench/README.md exactly, so figures from
+// different implementations line up; group_commit and raw are ours.
+type benchResult struct {
+	Impl          string            `json:"impl"`
+	Driver        string            `json:"driver"`
+	SQLiteVersion string            `json:"sqlite_version"`
+	GoVersion     string            `json:"go_version"`
+	Synchronous   string            `json:"synchronous"`
+	Append        appendResult      `json:"append"`
+	Import        importResult      `json:"import"`
+	Search        searchResult      `json:"search"`
+	GetMessages   getMessagesResult `json:"get_messages"`
+	DBBytes       int64             `json:"db_bytes"`
+	Concurrent    concurrentResult  `json:"concurrent"`
+	GroupCommit   groupCommitResult `json:"group_commit"`
+	Raw           *rawResult        `json:"raw,omitempty"`
+}
+
+type appendResult struct {
+	Messages         int       `json:"messages"`
+	Seconds          float64   `json:"seconds"`
+	MsgsPerS         float64   `json:"msgs_per_s"`
+	MsgsPerSByDecile []float64 `json:"msgs_per_s_by_decile"`
+	// RatioVsRaw is msgs_per_s over raw.append.msgs_per_s (--include-raw).
+	RatioVsRaw *float64 `json:"ratio_vs_raw,omitempty"`
+}
+
+type importResult struct {
+	MsgsPerS float64 `json:"msgs_per_s"`
+}
+
+type searchResult struct {
+	P50MS          float64            `json:"p50_ms"`
+	P95MS          float64            `json:"p95_ms"`
+	MaxMS          float64            `json:"max_ms"`
+	P50MSByKind    map[string]float64 `json:"p50_ms_by_kind"`
+	ZeroHitQueries int                `json:"zero_hit_queries"`
+	PerQuery       []queryResult      `json:"per_query"`
+}
+
+type queryResult struct {
+	Idx  int    `json:"idx"`
+	Kind string `json:"kind"`
+	Q    string `json:"q"`
+	Hits int    `json:"hits"`
+	// MS is the median of the query's timed passes.
+	MS  float64 `json:"ms"`
+	IDs []int64 `json:"ids"`
+}
+
+type getMessagesResult struct {
+	Rows  int     `json:"rows"`
+	P50MS float64 `json:"p50_ms"`
+}
+
+type concurrentResult struct {
+	Procs             int     `json:"procs"`
+	TotalWallS        float64 `json:"total_wall_s"`
+	AggregateMsgsPerS float64 `json:"aggregate_msgs_per_s"`
+	ErrorsTotal       int     `json:"errors_total"`
+	RowsStored        int64   `json:"rows_stored"`
+	RowsExpected      int     `json:"rows_expected"`
+	// SingleProcMsgsPerS is one worker process appending all the same
+	// messages alone, just before; RatioVsSingleProc compares to it.
+	SingleProcMsgsPerS float64 `json:"single_proc_msgs_per_s"`
+	RatioVsSingleProc  float64 `json:"ratio_vs_single_proc"`
+}
+
+type groupCommitResult struct {
+	Goroutines    int     `json:"goroutines"`
+	Messages      int     `json:"messages"`
+	MsgsPerS      float64 `json:"msgs_per_s"`
+	SerialPerS    float64 `json:"serial_msgs_per_s"`
+	RatioVsSerial float64 `json:"ratio_vs_serial"`
+}
+
+// rawResult's append has the append phase's shape (without ratio_vs_raw).
+type rawResult struct {
+	Append appendResult `json:"append"`
+}
+
+// runBench runs every phase against fresh stores in a new run folder and
+// returns the figures. The main store serves append, get_messages and
+// search; import, group commit, raw and concurrent each get their own fresh
+// file, so no phase measures another's leftovers. Progress and warnings go
+// to stderr, which the worker processes write to as well (cli.Streams takes
+// concurrent writes).
+func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig) (*benchResult, error) {
+	p := newProgress(stderr, cfg.quiet, cfg.now)
+	p.phase("loading workload %s", cfg.workload)
+	wl, err := loadWorkload(cfg.workload)
+	if err != nil {
+		return nil, err
+	}
+	p.phase("workload: %d sessions, %d messages, %d queries, %d concurrent workers", len(wl.sessions), len(wl.messages), len(wl.queries), len(wl.workers))
+
+	if cfg.dir != "" {
+		if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
+			return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "--dir %s", cfg.dir)
+		}
+	}
+	dir, err := os.MkdirTemp(cfg.dir, "sessiondb-bench-*")
+	if err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "make the run folder")
+	}
+	// MkdirTemp already uses 0700; stores hold conversations.
+	if cfg.keep {
+		defer fmt.Fprintf(stderr, "bench: kept the run folder %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	res := &benchResult{
+		Impl:        "sessiondb",
+		Driver:      store.Driver,
+		GoVersion:   runtime.Version(),
+		Synchronous: lowerSync(cfg.synchronous),
+	}
+	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr}
+
+	if err := b.mainStore(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := b.importPhase(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := b.groupCommitPhase(ctx, res); err != nil {
+		return nil, err
+	}
+	if cfg.includeRaw {
+		raw, err := b.rawPhase(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Raw = raw
+		if raw.Append.MsgsPerS > 0 {
+			r := round(res.Append.MsgsPerS/raw.Append.MsgsPerS, 3)
+			res.Append.RatioVsRaw = &r
+		}
+	}
+	if err := b.concurrentPhase(ctx, res); err != nil {
+		return nil, err
+	}
+	p.phase("done")
+	return res, nil
+}
+
+func lowerSync(s string) string {
+	if s == "FULL" {
+		return "full"
+	}
+	return "normal"
+}
+
+// bencher carries what every phase shares.
+type bencher struct {
+	cfg    benchConfig
+	wl     *workload
+	dir    string
+	p      *progress
+	stderr io.Writer
+
+	// importRecs holds the main store's export for the import phase;
+	// importMsgs counts their messages.
+	importRecs []map[string]any
+	importMsgs int
+}
+
+func (b *bencher) open(ctx context.Context, name string) (sessiondb.Store, string, error) {
+	path := storePath(b.dir, name)
+	st, err := store.Open(ctx, path, store.Options{Synchronous: b.cfg.synchronous})
+	if err != nil {
+		return nil, path, sessiondb.Wrap("", err, "open the %s store", name)
+	}
+	return st, path, nil
+}
+
+func (b *bencher) since(t time.Time) time.Duration { return b.cfg.now().Sub(t) }
+
+// settle runs before every timed phase: it flushes the dirty pages earlier
+// phases left in the OS cache, so their write-back does not slow this
+// phase's fsyncs (at synchronous=FULL it otherwise dominates).
+func (b *bencher) settle() { flushFileSystems() }

@@ -1,0 +1,343 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
+)
+
+// TestMain lets the test binary stand in for the sessiondb binary: the
+// concurrent phase of bench re-executes os.Executable() as
+// `sessiondb --db FILE bench-worker ...`, which in a test is this binary.
+func TestMain(m *testing.M) {
+	if slices.Contains(os.Args[1:], "bench-worker") {
+		os.Exit(cli.Run(context.Background(), cli.New(os.Stdin, os.Stdout, os.Stderr), os.Args[1:], Commands))
+	}
+	os.Exit(m.Run())
+}
+
+// tinyWorkload writes a small workload in the shape workload.py dumps:
+// 3 sessions, 40 messages (with tool calls and tool results), 6 queries of
+// every kind, the get_messages record and 2 concurrent workers of 12
+// messages each. "zebrafish" is in exactly messages seq 7 and 23.
+func tinyWorkload(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	put := func(v map[string]any) {
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(map[string]any{"type": "meta", "workload_version": 2, "seed": 1, "messages": 40, "sessions": 3})
+	sessions := []string{"bench_0000_aaaa", "bench_0001_bbbb", "bench_0002_cccc"}
+	for i, id := range sessions {
+		put(map[string]any{"type": "session", "id": id, "source": []string{"cli", "telegram", "discord"}[i], "model": "openai/gpt-5"})
+	}
+	words := []string{"deploy the docker container", "sqlite index query", "retry with jitter and backoff", "config.yaml holds the secret"}
+	msg := func(typ string, seq int, sid string, worker int) map[string]any {
+		content := fmt.Sprintf("Message %d: %s.", seq, words[seq%len(words)])
+		if typ == "message" && (seq == 7 || seq == 23) {
+			content += " A zebrafish swims by."
+		}
+		m := map[string]any{"type": typ, "seq": seq, "session_id": sid, "role": "user", "content": content,
+			"tool_calls": nil, "tool_call_id": nil, "tool_name": nil}
+		switch seq % 4 {
+		case 1:
+			m["role"] = "assistant"
+			m["tool_calls"] = []any{map[string]any{"id": fmt.Sprintf("call_%d", seq), "type": "function",
+				"function": map[string]any{"name": "terminal", "arguments": `{"cmd":"ls"}`}}}
+		case 2:
+			m["role"] = "tool"
+			m["tool_call_id"] = fmt.Sprintf("call_%d", seq-1)
+			m["tool_name"] = "terminal"
+		case 3:
+			m["role"] = "assistant"
+		}
+		if worker >= 0 {
+			m["worker"] = worker
+		}
+		return m
+	}
+	for seq := range 40 {
+		// Session 0 gets every other message, so it is the long one.
+		sid := sessions[0]
+		if seq%2 == 1 {
+			sid = sessions[1+(seq/2)%2]
+		}
+		put(msg("message", seq, sid, -1))
+	}
+	for i, q := range []struct{ kind, q string }{
+		{"word", "zebrafish"}, {"two_words", "docker container"}, {"phrase", `"sqlite index"`},
+		{"prefix", "jitt*"}, {"or", "zebrafish OR backoff"}, {"word", "nonexistentword"},
+	} {
+		put(map[string]any{"type": "query", "idx": i, "kind": q.kind, "q": q.q})
+	}
+	put(map[string]any{"type": "get_messages", "session_id": sessions[0]})
+	for w := range 2 {
+		sid := fmt.Sprintf("conc_w%d_0000", w)
+		put(map[string]any{"type": "concurrent_session", "worker": w, "session_id": sid})
+		for j := range 12 {
+			put(msg("concurrent_message", j, sid, w))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "tiny.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// benchRunCLI runs the command line in-process and returns status and streams.
+func benchRunCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	r := clitest.Run(context.Background(), clitest.Options{}, args, Commands)
+	return r.Code, r.Stdout, r.Stderr
+}
+
+// jsonPath walks a dotted key path through decoded JSON objects.
+func jsonPath(v any, path string) (any, bool) {
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func TestBenchReplaysWorkload(t *testing.T) {
+	wl := tinyWorkload(t)
+	numbers := []string{
+		"append.messages", "append.seconds", "append.msgs_per_s", "import.msgs_per_s",
+		"search.p50_ms", "search.p95_ms", "search.max_ms", "search.zero_hit_queries",
+		"search.p50_ms_by_kind.word", "search.p50_ms_by_kind.two_words", "search.p50_ms_by_kind.phrase",
+		"search.p50_ms_by_kind.prefix", "search.p50_ms_by_kind.or",
+		"get_messages.rows", "get_messages.p50_ms", "db_bytes",
+		"concurrent.procs", "concurrent.total_wall_s", "concurrent.aggregate_msgs_per_s",
+		"concurrent.errors_total", "concurrent.rows_stored", "concurrent.rows_expected",
+		"concurrent.single_proc_msgs_per_s", "concurrent.ratio_vs_single_proc",
+		"group_commit.msgs_per_s", "group_commit.ratio_vs_serial",
+	}
+	strs := []string{"impl", "driver", "sqlite_version", "go_version", "synchronous"}
+	tests := []struct {
+		name    string
+		args    []string
+		sync    string
+		wantRaw bool
+	}{
+		{name: "default durability", args: nil, sync: "normal"},
+		{name: "full durability with raw", args: []string{"--synchronous", "FULL", "--include-raw"}, sync: "full", wantRaw: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runDir := t.TempDir()
+			args := append([]string{"bench", "--workload", wl, "--dir", runDir, "--quiet", "--group-commit-messages", "32"}, tc.args...)
+			code, out, errOut := benchRunCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+			}
+			var res map[string]any
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+			}
+			for _, k := range strs {
+				v, ok := jsonPath(res, k)
+				if s, isStr := v.(string); !ok || !isStr || s == "" {
+					t.Errorf("%s = %#v, want a non-empty string", k, v)
+				}
+			}
+			for _, k := range numbers {
+				if v, ok := jsonPath(res, k); !ok {
+					t.Errorf("%s missing", k)
+				} else if _, isNum := v.(float64); !isNum {
+					t.Errorf("%s = %#v, want a number", k, v)
+				}
+			}
+			want := map[string]any{
+				"impl": "sessiondb", "synchronous": tc.sync,
+				"append.messages": 40.0, "get_messages.rows": 20.0, "search.zero_hit_queries": 1.0,
+				"concurrent.procs": 2.0, "concurrent.errors_total": 0.0,
+				"concurrent.rows_stored": 24.0, "concurrent.rows_expected": 24.0,
+				"group_commit.messages": 32.0, "group_commit.goroutines": 16.0,
+			}
+			for k, w := range want {
+				if v, _ := jsonPath(res, k); v != w {
+					t.Errorf("%s = %#v, want %#v", k, v, w)
+				}
+			}
+			for _, k := range []string{"append.msgs_per_s", "import.msgs_per_s", "concurrent.aggregate_msgs_per_s", "concurrent.single_proc_msgs_per_s", "group_commit.msgs_per_s", "db_bytes"} {
+				if v, _ := jsonPath(res, k); v.(float64) <= 0 {
+					t.Errorf("%s = %v, want > 0", k, v)
+				}
+			}
+			if d, _ := jsonPath(res, "append.msgs_per_s_by_decile"); len(d.([]any)) != 10 {
+				t.Errorf("msgs_per_s_by_decile = %v, want 10 entries", d)
+			}
+			pq, _ := jsonPath(res, "search.per_query")
+			queries, _ := pq.([]any)
+			if len(queries) != 6 {
+				t.Fatalf("per_query has %d entries, want 6", len(queries))
+			}
+			// "zebrafish" is in seq 7 and 23 only: ids 8 and 24 in a fresh store.
+			ids, _ := jsonPath(queries[0], "ids")
+			got := fmt.Sprint(ids)
+			if got != "[8 24]" && got != "[24 8]" {
+				t.Errorf("ids for zebrafish = %s, want 8 and 24", got)
+			}
+			if ids, _ := jsonPath(queries[5], "ids"); len(ids.([]any)) != 0 {
+				t.Errorf("ids for a word in no message = %v, want none", ids)
+			}
+			for i, q := range queries[1:5] {
+				if ids, _ := jsonPath(q, "ids"); len(ids.([]any)) == 0 {
+					t.Errorf("query %d (%v) found nothing", i+1, q.(map[string]any)["q"])
+				}
+			}
+			raw, hasRaw := jsonPath(res, "raw.append.msgs_per_s")
+			ratio, hasRatio := jsonPath(res, "append.ratio_vs_raw")
+			if hasRaw != tc.wantRaw || hasRatio != tc.wantRaw {
+				t.Errorf("raw present %v, ratio_vs_raw present %v, want %v", hasRaw, hasRatio, tc.wantRaw)
+			}
+			if tc.wantRaw && (raw.(float64) <= 0 || ratio.(float64) <= 0) {
+				t.Errorf("raw.append.msgs_per_s = %v, ratio_vs_raw = %v, want > 0", raw, ratio)
+			}
+			// The run folder goes away without --keep.
+			if left, _ := os.ReadDir(runDir); len(left) != 0 {
+				t.Errorf("run folder left behind: %v", left)
+			}
+		})
+	}
+}
+
+func TestBenchKeepLeavesPrivateStore(t *testing.T) {
+	wl := tinyWorkload(t)
+	runDir := t.TempDir()
+	code, _, errOut := benchRunCLI(t, "bench", "--workload", wl, "--dir", runDir, "--quiet", "--keep", "--group-commit-messages", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	kept, _ := filepath.Glob(filepath.Join(runDir, "sessiondb-bench-*"))
+	if len(kept) != 1 {
+		t.Fatalf("kept folders %v, want one", kept)
+	}
+	if !strings.Contains(errOut, kept[0]) {
+		t.Errorf("stderr does not name the kept folder %s: %q", kept[0], errOut)
+	}
+	for path, want := range map[string]os.FileMode{kept[0]: 0o700, filepath.Join(kept[0], "state.db"): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s mode %v, want %v", path, fi.Mode().Perm(), want)
+		}
+	}
+}
+
+func TestBenchRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sess := `{"type":"session","id":"s1","source":"cli","model":"m"}` + "\n"
+	msg := `{"type":"message","seq":0,"session_id":"s1","role":"user","content":"hi","tool_calls":null}` + "\n"
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"no workload flag", []string{"bench"}, cli.ExitInvalid, "--workload is required"},
+		{"missing file", []string{"bench", "--workload", filepath.Join(dir, "nope.jsonl")}, cli.ExitNotFound, "does not exist"},
+		{"bad synchronous", []string{"bench", "--workload", write("ok.jsonl", sess+msg), "--synchronous", "extra"}, cli.ExitInvalid, `--synchronous "extra"`},
+		{"not JSON", []string{"bench", "--workload", write("junk.jsonl", sess+"{oops\n")}, cli.ExitInvalid, "line 2: not a JSON object"},
+		{"unknown type", []string{"bench", "--workload", write("type.jsonl", sess+`{"type":"nonsense"}`+"\n")}, cli.ExitInvalid, `line 2: unknown record type "nonsense"`},
+		{"undeclared session", []string{"bench", "--workload", write("undeclared.jsonl", msg)}, cli.ExitInvalid, `line 1: message seq 0 names session "s1"`},
+		{"seq out of order", []string{"bench", "--workload", write("seq.jsonl", sess+strings.Replace(msg, `"seq":0`, `"seq":5`, 1))}, cli.ExitInvalid, "line 2: message seq 5 out of order"},
+		{"tool_calls not a list", []string{"bench", "--workload", write("calls.jsonl", sess+strings.Replace(msg, `"tool_calls":null`, `"tool_calls":"x"`, 1))}, cli.ExitInvalid, "tool_calls must be a list or null"},
+		{"newer workload version", []string{"bench", "--workload", write("version.jsonl", `{"type":"meta","workload_version":3}`+"\n"+sess+msg)}, cli.ExitInvalid, "workload_version 3"},
+		{"no messages", []string{"bench", "--workload", write("empty.jsonl", sess)}, cli.ExitInvalid, "holds no message records"},
+		{"negative group commit", []string{"bench", "--workload", write("ok2.jsonl", sess+msg), "--group-commit-messages", "-1"}, cli.ExitInvalid, "must be >= 0"},
+		{"worker by hand", []string{"--db", filepath.Join(dir, "w.db"), "bench-worker"}, cli.ExitInvalid, "needs --db and --session"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := benchRunCLI(t, tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tc.wantCode, errOut)
+			}
+			if !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("stderr %q does not contain %q", errOut, tc.wantErr)
+			}
+			if out != "" {
+				t.Errorf("stdout %q, want nothing on failure", out)
+			}
+		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	tests := []struct {
+		name    string
+		samples []float64
+		p       float64
+		want    float64
+	}{
+		{"empty", nil, 0.5, 0},
+		{"one", []float64{3}, 0.95, 3},
+		{"median of three", []float64{9, 1, 5}, 0.5, 5},
+		{"p95 of twenty is the 19th", []float64{20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 0.95, 19},
+		{"max", []float64{2, 7, 4}, 1, 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := percentile(tc.samples, tc.p); got != tc.want {
+				t.Errorf("percentile(%v, %v) = %v, want %v", tc.samples, tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecileTimer(t *testing.T) {
+	tests := []struct {
+		name      string
+		n         int
+		wantTotal time.Duration
+		want      []float64
+	}{
+		{"twenty steps", 20, time.Second, []float64{20, 20, 20, 20, 20, 20, 20, 20, 20, 20}},
+		{"fewer steps than tenths", 5, 500 * time.Millisecond, []float64{0, 10, 0, 10, 0, 10, 0, 10, 0, 10}},
+		{"one step", 1, 100 * time.Millisecond, []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each reading of the clock moves it on by 100 ms.
+			var k time.Duration
+			now := func() time.Time { k++; return time.Unix(0, 0).Add(k * 100 * time.Millisecond) }
+			dt := newDecileTimer(tc.n, now)
+			for i := 1; i <= tc.n; i++ {
+				dt.tick(i)
+			}
+			total, rates := dt.finish()
+			if total != tc.wantTotal || fmt.Sprint(rates) != fmt.Sprint(tc.want) {
+				t.Errorf("total %v rates %v, want %v %v", total, rates, tc.wantTotal, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+// Package cli is what every command group of the sessiondb command line
+// shares: the streams, the clock, the global flags, the way to the history
+// store, output as a table or as JSON, argument checks, exit statuses and
+// the progress line.
+//
+// A command group is a package under cmd/sessiondb/internal (history,
+// mailbox, host, bench, ...) whose one exported function, Commands (a
+// Group), builds its commands from a *Factory; main hands the groups to Run. A new group
+// needs nothing else: the root command, the global flags, the flag-error
+// hook and the mapping of error codes to exit statuses are here, once.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// Factory is what a command group is built from (gh's cmdutil.Factory).
+// Commands keep the pointer and read it when they run, not when they are
+// built, so a test sets Now (or anything else) on the factory instead of
+// rebuilding the command tree.
+type Factory struct {
+	Streams
+	// Now is the clock of every command: timestamps, ages, schedules and
+	// the progress line all read it. time.Now unless a test sets it.
+	Now sessiondb.Clock
+
+	// The global flags, filled in when the command line is parsed.
+
+	// DB is --db: the history store; "" means the default location (see
+	// HistoryPath).
+	DB string
+	// JSON is --json: print data as JSON for scripts.
+	JSON bool
+	// ReadOnly is --read-only: open the store read-only.
+	ReadOnly bool
+}
+
+// New returns a factory on the given streams with the real clock.
+func New(in io.Reader, out, errOut io.Writer) *Factory {
+	return &Factory{Streams: Streams{In: in, Out: out, Err: errOut}, Now: time.Now}
+}
+
+// Group builds one command group's top-level commands on f.
+type Group func(f *Factory) []*cobra.Command
+
+// NewRootCommand returns the sessiondb command: the global flags bound to
+// f, the flag-error hook, and the commands of every group in order.
+func NewRootCommand(f *Factory, groups ...Group) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sessiondb",
+		Short: "The session store for AI agents",
+		Long: `sessiondb keeps the durable memory of agent sessions: who said what, which tools
+ran, what it cost, which session continues which. Its history file is a Hermes
+Agent state.db (schema v6), so it works on an existing ~/.hermes/state.db too:
+
+  sessiondb --db ~/.hermes/state.db search docker
+
+The store defaults to $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store file (default $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
+	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "print data as JSON for scripts")
+	root.PersistentFlags().BoolVar(&f.ReadOnly, "read-only", false, "open the store read-only (no schema changes, no writes)")
+	// Flag mistakes are the caller's: give them a code (exit 2) and a
+	// pointer to the help that would have prevented them. Cobra asks a
+	// command's parents for this hook, so every command inherits it.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%v (see `%s --help`)", err, c.CommandPath())
+	})
+	for _, g := range groups {
+		root.AddCommand(g(f)...)
+	}
+	root.SetIn(f.In)
+	root.SetOut(f.Out)
+	root.SetErr(f.Err)
+	return root
+}
+
+// Run executes the command line args with the given groups and returns the
+// process exit status; an error is printed on f.Err.
+func Run(ctx context.Context, f *Factory, args []string, groups ...Group) int {
+	root := NewRootCommand(f, groups...)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(f.Err, "sessiondb: %v\n", err)
+	return ExitCode(err)
+}
+
+// HistoryPath is where the history store is: --db, else
+// $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.
+func (f *Factory) HistoryPath() (string, error) {
+	if f.DB != "" {
+		return f.DB, nil
+	}
+	if h := os.Getenv("SESSIONDB_HOME"); h != "" {
+		return filepath.Join(h, "state.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", sessiondb.Errorf(sessiondb.EINVALID, "cannot find your home folder (%v): set SESSIONDB_HOME or pass --db", err)
+	}
+	return filepath.Join(home, ".sessiondb", "state.db"), nil
+}

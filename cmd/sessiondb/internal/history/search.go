@@ -1,0 +1,145 @@
+package history
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+)
+
+func (h *group) searchCmd() *cobra.Command {
+	var f sessiondb.SearchFilter
+	var source string
+	c := &cobra.Command{
+		Use:   "search <query>",
+		Short: "Full-text search over every message",
+		Long: `Search the text of every message, best matches first. Each hit shows its
+session, source, model, role and time, the matching words highlighted (bold
+on a terminal, [in brackets] otherwise), and the messages just before and
+after it in the same session.
+
+The query takes FTS5 syntax: words (all must match), "exact phrases",
+prefix*, OR, NOT. Punctuation that FTS5 would reject is quoted for you, and
+text in Chinese, Japanese or Korean is matched as a substring.`,
+		Example: `  sessiondb search docker
+  sessiondb search '"readiness probe"' --source cli
+  sessiondb search 'deploy* OR rollout' --role assistant --limit 5
+  sessiondb search 大别山
+  sessiondb search backup --exclude-source cron --json`,
+		Args: cli.MinimumArgs(1, "a query (several words are searched together)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := cli.CheckPaging(f.Limit, f.Offset); err != nil {
+				return err
+			}
+			query := strings.Join(args, " ")
+			if strings.TrimSpace(query) == "" {
+				return sessiondb.Errorf(sessiondb.EINVALID, "the query is empty: give words to look for")
+			}
+			if source != "" {
+				f.Sources = []string{source}
+			}
+			ctx := c.Context()
+			return h.withStore(ctx, cli.ReadStore, func(st sessiondb.Store) error {
+				hits, err := st.SearchMessages(ctx, query, f)
+				if err != nil {
+					return err
+				}
+				if h.JSON {
+					if hits == nil {
+						hits = []sessiondb.SearchHit{}
+					}
+					return h.PrintJSON(hits)
+				}
+				if len(hits) == 0 {
+					h.Printf("no messages match %q\n", query)
+					return nil
+				}
+				return h.printHits(ctx, st, hits)
+			})
+		},
+	}
+	c.Flags().StringVar(&source, "source", "", "only messages of sessions from this source")
+	c.Flags().StringArrayVar(&f.ExcludeSources, "exclude-source", nil, "leave out sessions of this source (repeatable)")
+	c.Flags().StringArrayVar(&f.Roles, "role", nil, "only messages with this role: user, assistant, tool, system (repeatable)")
+	c.Flags().IntVar(&f.Limit, "limit", 20, "how many hits to show")
+	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many hits first (for paging)")
+	return c
+}
+
+// printHits writes search hits as short transcripts under a header naming
+// the session by id and title. Hits carry no title, so each session is
+// looked up once.
+func (h *group) printHits(ctx context.Context, st sessiondb.SessionService, hits []sessiondb.SearchHit) error {
+	tty := h.Styled()
+	titles := map[string]string{}
+	for i := range hits {
+		hit := &hits[i]
+		title, seen := titles[hit.SessionID]
+		if !seen {
+			t, _, err := st.GetSessionTitle(ctx, hit.SessionID)
+			if err != nil {
+				return err
+			}
+			title, titles[hit.SessionID] = t, t
+		}
+		if i > 0 {
+			h.Printf("\n")
+		}
+		head := hit.SessionID
+		if title != "" {
+			head += " " + title
+		}
+		h.Printf("%s  %s · %s · %s · #%d %s\n", cli.Style(tty, cli.Bold, head), hit.Source,
+			cli.OrDash(deref(hit.Model)), fmtTime(hit.Timestamp), hit.ID, hit.Role)
+		at := hitIndex(hit)
+		for j, row := range hit.Context {
+			if j == at {
+				h.Printf("  > %s: %s\n", row.Role, highlight(cli.Cut(hit.Snippet, 240), tty))
+				continue
+			}
+			text := cli.Cut(row.Content, 160)
+			if text == "" {
+				text = "(no text)"
+			}
+			h.Printf("%s\n", cli.Style(tty, cli.Dim, "    "+row.Role+": "+text))
+		}
+		if at < 0 {
+			h.Printf("  > %s: %s\n", hit.Role, highlight(cli.Cut(hit.Snippet, 240), tty))
+		}
+	}
+	return nil
+}
+
+// hitIndex finds which context row is the hit itself, so the transcript
+// shows the highlighted snippet in its place. Context is previous, hit, next
+// with the ends missing at a session's boundary; with two rows the snippet's
+// text decides. -1 means the rows cannot tell (the snippet is printed
+// after them).
+func hitIndex(hit *sessiondb.SearchHit) int {
+	switch len(hit.Context) {
+	case 1:
+		return 0
+	case 3:
+		return 1
+	case 2:
+		plain := strings.NewReplacer(">>>", "", "<<<", "").Replace(hit.Snippet)
+		for _, part := range strings.Split(plain, "...") {
+			part = strings.TrimSpace(part)
+			if len(part) < 4 {
+				continue
+			}
+			in0 := strings.Contains(hit.Context[0].Content, part) && hit.Context[0].Role == hit.Role
+			in1 := strings.Contains(hit.Context[1].Content, part) && hit.Context[1].Role == hit.Role
+			switch {
+			case in0 && !in1:
+				return 0
+			case in1 && !in0:
+				return 1
+			}
+		}
+	}
+	return -1
+}

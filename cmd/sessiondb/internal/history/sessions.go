@@ -1,0 +1,221 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+)
+
+func (h *group) sessionsCmd() *cobra.Command {
+	var f sessiondb.RichFilter
+	c := &cobra.Command{
+		Use:   "sessions",
+		Short: "List sessions, newest first",
+		Long: `List sessions newest first with their title, source, model, start and last
+activity, message and tool-call counts, tokens (input + output), cost and the
+first words of the first user message.
+
+A compression chain (a session ended with end_reason=compression and its
+continuations) shows as one row: the newest continuation's id and counters
+with the root's start time. --children lists every session as stored.`,
+		Example: `  sessiondb sessions
+  sessiondb sessions --source telegram --limit 50
+  sessiondb sessions --exclude-source cron --exclude-source slack
+  sessiondb sessions --children --json | jq '.[].id'`,
+		Args: cli.ExactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := cli.CheckPaging(f.Limit, f.Offset); err != nil {
+				return err
+			}
+			return h.withStore(c.Context(), cli.ReadStore, func(st sessiondb.Store) error {
+				rows, err := st.ListSessionsRich(c.Context(), f)
+				if err != nil {
+					return err
+				}
+				if h.JSON {
+					if rows == nil {
+						rows = []sessiondb.RichSession{}
+					}
+					return h.PrintJSON(rows)
+				}
+				if len(rows) == 0 {
+					fmt.Fprintln(h.Err, "no sessions match")
+					return nil
+				}
+				return h.printSessions(rows)
+			})
+		},
+	}
+	c.Flags().StringVar(&f.Source, "source", "", "only sessions of this source (cli, telegram, slack, cron, ...)")
+	c.Flags().StringArrayVar(&f.ExcludeSources, "exclude-source", nil, "leave out sessions of this source (repeatable)")
+	c.Flags().IntVar(&f.Limit, "limit", 20, "how many sessions to list")
+	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many sessions first (for paging)")
+	c.Flags().BoolVar(&f.IncludeChildren, "children", false, "also list child sessions (continuations, forks) as rows of their own")
+	return c
+}
+
+// printSessions writes the session table of `sessions`.
+func (h *group) printSessions(rows []sessiondb.RichSession) error {
+	var t cli.Table
+	t.Row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS", "COST", "PREVIEW")
+	for i := range rows {
+		r := &rows[i]
+		t.Row(r.ID, cli.OrDash(cli.Cut(deref(r.Title), 32)), r.Source, cli.OrDash(deref(r.Model)),
+			fmtTime(r.StartedAt), fmtTime(r.LastActive), strconv.FormatInt(r.MessageCount, 10), strconv.FormatInt(r.ToolCallCount, 10),
+			fmtCount(r.InputTokens+r.OutputTokens), fmtCost(sessionCost(&r.Session)), r.Preview)
+	}
+	return t.Write(h.Out)
+}
+
+func (h *group) showCmd() *cobra.Command {
+	var last int
+	var full bool
+	c := &cobra.Command{
+		Use:   "show <id|prefix|title>",
+		Short: "Print a session's transcript",
+		Long: `Print a session as a readable transcript: each message with its id, role and
+time, the assistant's tool calls with their arguments, the tool results, and
+the model's reasoning (labelled, and dimmed on a terminal).
+
+The session is found by exact id, then by a unique id prefix, then by title
+(a title finds the newest session of its lineage: "proj" finds "proj #2").
+Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
+		Example: `  sessiondb show 20260315_092437_c9a6ff
+  sessiondb show 20260315            # a unique prefix is enough
+  sessiondb show "Fix Docker build"
+  sessiondb show proj --last 6       # the last 6 messages, tool calls kept whole
+  sessiondb show proj --json`,
+		Args: cli.ExactArgs(1, "one session id, id prefix or title"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if last < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--last %d: want 0 (all) or more", last)
+			}
+			ctx := c.Context()
+			return h.withStore(ctx, cli.ReadStore, func(st sessiondb.Store) error {
+				id, err := sessiondb.FindSession(ctx, st, args[0], true)
+				if err != nil {
+					return err
+				}
+				s, err := st.GetSession(ctx, id)
+				if err != nil {
+					return err
+				}
+				var msgs []sessiondb.Message
+				earlier := false
+				if last > 0 {
+					p, err := st.GetMessagesPage(ctx, id, sessiondb.Page{Limit: last})
+					if err != nil {
+						return err
+					}
+					msgs, earlier = p.Messages, p.HasBefore
+				} else if msgs, err = st.GetMessages(ctx, id); err != nil {
+					return err
+				}
+				if msgs == nil {
+					msgs = []sessiondb.Message{}
+				}
+				if h.JSON {
+					return h.PrintJSON(map[string]any{"session": s, "messages": msgs, "has_earlier": earlier})
+				}
+				h.printTranscript(s, msgs, earlier, full)
+				return nil
+			})
+		},
+	}
+	c.Flags().IntVar(&last, "last", 0, "show only the last N messages (0 = all); a tool call and its results stay together")
+	c.Flags().BoolVar(&full, "full", false, "print long tool results whole (by default they are cut at 1000 characters)")
+	return c
+}
+
+// maxToolResult is how much of a tool result the transcript prints without
+// --full: results (file dumps, build logs) can run to megabytes.
+const maxToolResult = 1000
+
+func (h *group) printTranscript(s *sessiondb.Session, msgs []sessiondb.Message, earlier, full bool) {
+	tty := h.Styled()
+	title := deref(s.Title)
+	if title == "" {
+		title = "(untitled)"
+	}
+	h.Printf("%s  %s\n", cli.Style(tty, cli.Bold, title), s.ID)
+	h.Printf("  source %s · model %s · started %s", s.Source, cli.OrDash(deref(s.Model)), fmtTime(s.StartedAt))
+	if s.EndedAt != nil {
+		h.Printf(" · ended %s (%s)", fmtTime(*s.EndedAt), cli.OrDash(deref(s.EndReason)))
+	}
+	h.Printf("\n  %d messages · %d tool calls · %s in / %s out tokens · %s\n",
+		s.MessageCount, s.ToolCallCount, fmtCount(s.InputTokens), fmtCount(s.OutputTokens), fmtCost(sessionCost(s)))
+	if p := deref(s.ParentSessionID); p != "" {
+		h.Printf("  continues %s\n", p)
+	}
+	if earlier {
+		h.Printf("\n  … earlier messages not shown (drop --last to see them all)\n")
+	}
+	day := ""
+	for i := range msgs {
+		m := &msgs[i]
+		head := fmt.Sprintf("#%d %s", m.ID, m.Role)
+		if m.Role == "tool" {
+			head += fmt.Sprintf(" %s ← %s", cli.OrDash(deref(m.ToolName)), cli.OrDash(deref(m.ToolCallID)))
+		}
+		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, fmtClock(m.Timestamp, day)))
+		day = sessiondb.FromEpochSeconds(m.Timestamp).Local().Format("2006-01-02")
+		if r := deref(m.Reasoning); r != "" {
+			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent("reasoning: "+r, "  │ ")))
+		}
+		text := deref(m.Content)
+		if raw, ok := m.StructuredContent(); ok {
+			text = string(raw)
+		}
+		if m.Role == "tool" && !full && utf8.RuneCountInString(text) > maxToolResult {
+			r := []rune(text)
+			text = string(r[:maxToolResult]) + fmt.Sprintf("\n… %d more characters (--full shows them)", len(r)-maxToolResult)
+		}
+		if strings.TrimSpace(text) != "" {
+			h.Printf("%s\n", indent(text, "  "))
+		}
+		for _, tc := range toolCalls(m.ToolCalls) {
+			h.Printf("  → %s %s  %s\n", cli.Style(tty, cli.Bold, tc.name), tc.args, cli.Style(tty, cli.Dim, "("+tc.id+")"))
+		}
+	}
+}
+
+type shownCall struct{ id, name, args string }
+
+// toolCalls reads the OpenAI-style tool_calls JSON of a message for display;
+// anything else shows as its raw JSON so nothing is hidden.
+func toolCalls(raw json.RawMessage) []shownCall {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var list []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments any    `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return []shownCall{{id: "?", name: "tool_calls", args: string(raw)}}
+	}
+	out := make([]shownCall, 0, len(list))
+	for _, tc := range list {
+		args := ""
+		switch a := tc.Function.Arguments.(type) {
+		case string:
+			args = a
+		case nil:
+		default:
+			b, _ := json.Marshal(a)
+			args = string(b)
+		}
+		out = append(out, shownCall{id: cli.OrDash(tc.ID), name: cli.OrDash(tc.Function.Name), args: args})
+	}
+	return out
+}

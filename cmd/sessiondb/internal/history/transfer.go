@@ -1,0 +1,427 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+)
+
+func (h *group) exportCmd() *cobra.Command {
+	var out, source string
+	c := &cobra.Command{
+		Use:   "export [id|prefix|title]",
+		Short: "Write sessions with their messages as JSON Lines",
+		Long: `Write one session, or every session (newest first, optionally of one source),
+as JSON Lines: one object per session holding all its columns and a
+"messages" list. This is the format ` + "`sessiondb import`" + ` reads back, and the
+shape of Hermes' own export.
+
+Output goes to stdout, or with -o to a new file readable only by you (0600):
+conversations are private.`,
+		Example: `  sessiondb export > backup.jsonl
+  sessiondb export -o backup.jsonl --source telegram
+  sessiondb export "Fix Docker build" | jq '.messages | length'`,
+		Args: cli.RangeArgs(0, 1, "at most one session"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 && source != "" {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--source selects sessions for a full export: give either a session or --source")
+			}
+			ctx := c.Context()
+			return h.withStore(ctx, cli.ReadStore, func(st sessiondb.Store) error {
+				var id string
+				if len(args) == 1 {
+					var err error
+					if id, err = sessiondb.FindSession(ctx, st, args[0], true); err != nil {
+						return err
+					}
+				}
+				return h.export(ctx, st, id, source, out)
+			})
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "write to this file (created or replaced, mode 0600) instead of stdout")
+	c.Flags().StringVar(&source, "source", "", "export only sessions of this source")
+	return c
+}
+
+// export writes session id, or all sessions of source when id is "", as
+// JSONL to stdout or to the file out.
+func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out string) (err error) {
+	w := h.Out
+	var f *os.File
+	if out != "" {
+		f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return sessiondb.Errorf(sessiondb.EINVALID, "cannot write %s: %v", out, err)
+		}
+		// An existing file keeps its mode through O_TRUNC; an export holds
+		// whole conversations, so make it private either way.
+		if err := os.Chmod(out, 0o600); err != nil {
+			f.Close()
+			return sessiondb.Errorf(sessiondb.EINTERNAL, "cannot make %s private (chmod 0600): %v", out, err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = sessiondb.Errorf(sessiondb.EINTERNAL, "write %s: %v", out, cerr)
+			}
+			if err != nil {
+				// A half-written export looks like a whole one; do not leave it.
+				os.Remove(out)
+			}
+		}()
+		w = f
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	n := 0
+	write := func(rec map[string]any) error {
+		if err := enc.Encode(rec); err != nil {
+			return sessiondb.Errorf(sessiondb.EINTERNAL, "write session %v: %w", rec["id"], err)
+		}
+		n++
+		return nil
+	}
+	if id != "" {
+		rec, err := st.ExportSession(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := write(rec); err != nil {
+			return err
+		}
+	} else {
+		var total int64
+		var bar *cli.ProgressLine
+		if cli.IsTerminal(h.Err) {
+			if total, err = st.SessionCount(ctx, source); err != nil {
+				return err
+			}
+			bar = cli.NewProgressLine(h.Err, h.Now, "exporting", total, "sessions")
+		}
+		err := st.ExportAll(ctx, source, func(rec map[string]any) error {
+			if err := write(rec); err != nil {
+				return err
+			}
+			bar.Set(int64(n))
+			return nil
+		})
+		bar.Done()
+		if err != nil {
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return sessiondb.Errorf(sessiondb.EINTERNAL, "write export: %v", err)
+	}
+	if f == nil {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return sessiondb.Errorf(sessiondb.EINTERNAL, "write %s: %v", out, err)
+	}
+	if h.JSON {
+		return h.PrintJSON(map[string]any{"exported": n, "file": out})
+	}
+	fmt.Fprintf(h.Err, "exported %d session(s) to %s\n", n, out)
+	return nil
+}
+
+func (h *group) importCmd() *cobra.Command {
+	var detach bool
+	c := &cobra.Command{
+		Use:   "import <file.jsonl|->",
+		Short: "Load sessions from a JSON Lines export (ours or Hermes')",
+		Long: `Load sessions written by ` + "`sessiondb export`" + ` or by Hermes' session export: one
+JSON object per line with the session's columns and its "messages". "-"
+reads stdin. The store is created if it does not exist yet.
+
+Importing is idempotent: a session already in the store is skipped, so the
+same file can be loaded twice. Each session commits on its own; a bad line is
+reported with its line number and what was wrong, the lines around it are
+still imported, and the command exits with status 2. A continuation that
+comes before its parent in the file is held back until the parent is in; one
+whose parent is in neither the store nor the file (a partial export) fails,
+unless --detach-orphans imports it without its parent.`,
+		Example: `  sessiondb import examples/conversations.jsonl
+  sessiondb --db /tmp/copy.db import backup.jsonl
+  sessiondb export --source cli | sessiondb --db other.db import -
+  sessiondb import telegram-only.jsonl --detach-orphans`,
+		Args: cli.ExactArgs(1, "one file (or - for stdin)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := h.checkSynchronous(); err != nil {
+				return err
+			}
+			name := args[0]
+			var r io.Reader = h.In
+			var size int64
+			if name != "-" {
+				f, err := os.Open(name)
+				if err != nil {
+					code := sessiondb.EINVALID
+					if errors.Is(err, os.ErrNotExist) {
+						code = sessiondb.ENOTFOUND
+					}
+					return sessiondb.Errorf(code, "cannot read %s: %v", name, err)
+				}
+				defer f.Close()
+				if fi, err := f.Stat(); err == nil {
+					if fi.IsDir() {
+						return sessiondb.Errorf(sessiondb.EINVALID, "%s is a folder: give the JSONL file to import", name)
+					}
+					size = fi.Size()
+				}
+				r = f
+			}
+			ctx := c.Context()
+			return h.withStore(ctx, cli.CreateStore, func(st sessiondb.Store) error {
+				res, err := h.importRecords(ctx, st, r, size, name, detach)
+				if err != nil {
+					if res.Imported > 0 {
+						fmt.Fprintf(h.Err, "stopped after importing %d session(s), which stay imported; importing the file again skips them\n", res.Imported)
+					}
+					return err
+				}
+				return h.reportImport(res, name)
+			})
+		},
+	}
+	c.Flags().BoolVar(&detach, "detach-orphans", false, "import a session whose parent is missing from store and input without its parent, instead of failing it")
+	h.addSynchronousFlag(c)
+	return c
+}
+
+// importReport counts what an import did.
+type importReport struct {
+	Imported int `json:"imported"`
+	Skipped  int `json:"skipped"`
+	Failed   int `json:"failed"`
+	// Detached counts sessions imported without their missing parent.
+	Detached int         `json:"detached"`
+	Errors   []lineError `json:"errors"`
+}
+
+// lineError is one line of the input that was not imported.
+type lineError struct {
+	Line    int    `json:"line"`
+	Session string `json:"session,omitempty"`
+	Error   string `json:"error"`
+}
+
+// pendingLine is a record held back until its parent session is imported.
+type pendingLine struct {
+	line   int
+	id     string
+	parent string
+	rec    map[string]any
+}
+
+// importRecords reads JSONL from r and imports every record. size is the
+// input's length for the progress line (0 if unknown). With detach, a
+// session whose parent is in neither the store nor the input is imported
+// with parent_session_id NULL; without, it fails. Errors of single lines are
+// collected in the result; only a failure of the store or the input as a
+// whole (or cancellation) is returned, with the result so far: what it
+// counts as imported is committed.
+func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Reader, size int64, name string, detach bool) (*importReport, error) {
+	res := &importReport{Errors: []lineError{}}
+	bar := cli.NewProgressLine(h.Err, h.Now, "importing", size, "bytes")
+	defer bar.Done()
+	fail := func(line int, id string, err error) {
+		res.Failed++
+		res.Errors = append(res.Errors, lineError{Line: line, Session: id, Error: err.Error()})
+	}
+	// present caches sessions known to be in the store, so a chain of
+	// continuations does not cost a lookup per record.
+	present := map[string]bool{}
+	hasSession := func(id string) (bool, error) {
+		if present[id] {
+			return true, nil
+		}
+		_, err := st.GetSession(ctx, id)
+		switch sessiondb.ErrorCode(err) {
+		case "":
+			present[id] = true
+			return true, nil
+		case sessiondb.ENOTFOUND:
+			return false, nil
+		}
+		return false, err
+	}
+	importOne := func(p pendingLine) error {
+		imported, err := st.ImportSession(ctx, p.rec)
+		switch {
+		case err != nil && (sessiondb.ErrorCode(err) == sessiondb.EINTERNAL || sessiondb.ErrorCode(err) == sessiondb.EBUSY):
+			// The store itself is failing: stop rather than report every
+			// remaining line as bad.
+			return sessiondb.Wrap("", err, "%s line %d (session %s)", name, p.line, p.id)
+		case err != nil:
+			fail(p.line, p.id, err)
+		case imported:
+			res.Imported++
+			present[p.id] = true
+		default:
+			res.Skipped++
+			present[p.id] = true
+		}
+		return nil
+	}
+
+	var held []pendingLine
+	br := bufio.NewReaderSize(r, 1<<16)
+	var read int64
+	for line := 1; ; line++ {
+		raw, rerr := br.ReadBytes('\n')
+		// Checked after the read, which may have waited long on stdin: no
+		// new session starts once the user has asked to stop.
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		read += int64(len(raw))
+		if rerr != nil && rerr != io.EOF {
+			return res, sessiondb.Errorf(sessiondb.EINTERNAL, "read %s: %v", name, rerr)
+		}
+		if t := bytes.TrimSpace(raw); len(t) > 0 {
+			p, err := parseRecord(t, line)
+			if err != nil {
+				fail(line, "", err)
+			} else {
+				ok := true
+				if p.parent != "" {
+					if ok, err = hasSession(p.parent); err != nil {
+						return res, err
+					}
+				}
+				if !ok {
+					held = append(held, p)
+				} else if err := importOne(p); err != nil {
+					return res, err
+				}
+			}
+			bar.Set(read)
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	// Records whose parent came later in the file (an export is newest
+	// first, so continuations precede their parents): retry until a round
+	// imports nothing more.
+	for progressed := true; progressed && len(held) > 0; {
+		progressed = false
+		rest := held[:0]
+		for _, p := range held {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			ok, err := hasSession(p.parent)
+			if err != nil {
+				return res, err
+			}
+			if !ok {
+				rest = append(rest, p)
+				continue
+			}
+			if err := importOne(p); err != nil {
+				return res, err
+			}
+			progressed = true
+		}
+		held = rest
+	}
+	for _, p := range held {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if !detach {
+			fail(p.line, p.id, sessiondb.Errorf(sessiondb.EINVALID,
+				"field parent_session_id: session %q is neither in the store nor in the input (--detach-orphans imports it without a parent)", p.parent))
+			continue
+		}
+		p.rec["parent_session_id"] = nil
+		before := res.Failed
+		if err := importOne(p); err != nil {
+			return res, err
+		}
+		if res.Failed == before {
+			res.Detached++
+		}
+	}
+	return res, nil
+}
+
+// parseRecord decodes one JSONL line and checks what the import needs to
+// know before the store sees it: an object with a string id.
+func parseRecord(raw []byte, line int) (pendingLine, error) {
+	var rec map[string]any
+	if err := json.Unmarshal(raw, &rec); err != nil || rec == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "not a JSON object (%v)", err)
+	}
+	id, ok := rec["id"].(string)
+	if !ok || id == "" {
+		return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "field id: want the session id as a non-empty string, got %s", jsonText(rec["id"]))
+	}
+	p := pendingLine{line: line, id: id, rec: rec}
+	switch v := rec["parent_session_id"].(type) {
+	case nil:
+	case string:
+		p.parent = v
+	default:
+		return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "field parent_session_id: want a string or null, got %s", jsonText(v))
+	}
+	return p, nil
+}
+
+// jsonText shows a decoded JSON value as JSON, for error messages.
+func jsonText(v any) string {
+	if v == nil {
+		return "nothing"
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > 60 {
+		return fmt.Sprintf("a %T", v)
+	}
+	return string(b)
+}
+
+// reportImport prints the outcome and turns failed lines into exit status 2.
+func (h *group) reportImport(res *importReport, name string) error {
+	if h.JSON {
+		if err := h.PrintJSON(res); err != nil {
+			return err
+		}
+	} else {
+		for _, e := range res.Errors {
+			sess := ""
+			if e.Session != "" {
+				sess = " (session " + e.Session + ")"
+			}
+			fmt.Fprintf(h.Err, "%s line %d%s: %s\n", name, e.Line, sess, e.Error)
+		}
+		h.Printf("imported %d session(s), skipped %d already present", res.Imported, res.Skipped)
+		if res.Detached > 0 {
+			h.Printf(", %d detached from a missing parent", res.Detached)
+		}
+		if res.Failed > 0 {
+			h.Printf(", %d failed", res.Failed)
+		}
+		h.Printf("\n")
+	}
+	if res.Failed > 0 {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%d record(s) of %s were not imported (the others were): fix those lines and import the file again", res.Failed, name)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package host
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
+	mailboxcmd "github.com/sessiondb/sessiondb/cmd/sessiondb/internal/mailbox"
+	"github.com/sessiondb/sessiondb/internal/testkit"
+)
+
+// The host tests run the host command beside the mailbox commands, which
+// make sessions and read back what the host did.
+
+// mustRun runs the command line, fails unless it exits 0, and returns
+// stdout.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	return clitest.Must(t, args, Commands, mailboxcmd.Commands).Stdout
+}
+
+func with(flags []string, args ...string) []string { return append(args, flags...) }
+
+func TestHostBadInput(t *testing.T) {
+	data := t.TempDir()
+	clitest.Fails(t, []clitest.Failure{
+		{Name: "host without data", Args: []string{"host"}, Code: cli.ExitInvalid, Want: "--data"},
+		{Name: "host bad deliverer", Args: []string{"host", "--data", data, "--deliver", "smtp:x"}, Code: cli.ExitInvalid, Want: "exec:CMD or webhook:URL"},
+		{Name: "host bad webhook", Args: []string{"host", "--data", data, "--deliver", "webhook:/relative"}, Code: cli.ExitInvalid, Want: "absolute"},
+		{Name: "host bad waker", Args: []string{"host", "--data", data, "--wake", "docker:x"}, Code: cli.ExitInvalid, Want: "exec:CMD"},
+		{Name: "host bad zone", Args: []string{"host", "--data", data, "--tz", "Mars/Olympus"}, Code: cli.ExitInvalid, Want: "IANA"},
+		{Name: "host bad poll", Args: []string{"host", "--data", data, "--poll", "0s"}, Code: cli.ExitInvalid, Want: "positive"},
+	}, Commands)
+}
+
+func TestHostDeliversAndStops(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "mb")
+	s := []string{"--data", data, "--group", "g1", "--session", "s1"}
+	mustRun(t, with(s, "mailbox", "init")...)
+	mustRun(t, "mailbox", "init", "--data", data, "--group", "g1", "--session", "broken")
+	if err := os.WriteFile(filepath.Join(data, "g1", "broken", "outbound.db"), []byte(strings.Repeat("garbage ", 200)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	_, logs, stop := clitest.Start(clitest.Options{}, []string{"host", "--data", data, "--poll", "20ms",
+		"--deliver", `exec:cat >> ` + out + `; echo '{"ok":true,"platform_message_id":"P1"}'`}, Commands, mailboxcmd.Commands)
+	mustRun(t, with(s, "mailbox", "send", "--id", "m1", "--text", "hello", "--channel-type", "cli", "--platform-id", "me")...)
+	mustRun(t, with(s, "mailbox", "agent", "send", "--id", "o1", "--reply-to", "m1", "--text", "hi")...)
+	testkit.WaitFor(t, "the delivery", func() bool { b, _ := os.ReadFile(out); return len(b) > 0 })
+	testkit.WaitFor(t, "the delivery record", func() bool {
+		var ls struct {
+			Outbound []struct{ Delivery struct{ Status string } }
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, with(s, "--json", "mailbox", "ls")...)), &ls); err != nil {
+			t.Fatal(err)
+		}
+		return len(ls.Outbound) == 1 && ls.Outbound[0].Delivery.Status == "delivered"
+	})
+	// A running host reports what only it knows: the broken session's
+	// quarantine or back-off, with the error.
+	testkit.WaitFor(t, "status to show the broken session", func() bool {
+		out := mustRun(t, "mailbox", "status", "--data", data)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "g1/broken") && (strings.Contains(line, "quarantined") || strings.Contains(line, "s ")) {
+				return strings.HasPrefix(out, "host: running")
+			}
+		}
+		return false
+	})
+	if code := stop(); code != 0 {
+		t.Fatalf("host exit %d on stop; log:\n%s", code, logs.String())
+	}
+	if out := mustRun(t, "mailbox", "status", "--data", data); !strings.HasPrefix(out, "host: not running\n") {
+		t.Fatalf("status after the host stopped:\n%s", out)
+	}
+	b, _ := os.ReadFile(out)
+	var env struct {
+		ID        string
+		SessionID string `json:"session_id"`
+		Content   struct{ Text string }
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("deliveries %q, want exactly one", b)
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &env); err != nil || env.Content.Text != "hi" || env.SessionID != "s1" {
+		t.Fatalf("delivered line %q: %v", lines[0], err)
+	}
+	if !strings.Contains(logs.String(), "daemon stopped") {
+		t.Fatalf("log lacks the clean stop:\n%s", logs.String())
+	}
+}

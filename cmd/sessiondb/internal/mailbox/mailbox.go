@@ -1,0 +1,175 @@
+// Package mailbox holds the `sessiondb mailbox` commands: enqueue, inspect
+// and repair session mailboxes, and act as a session's agent from a shell.
+package mailbox
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// Commands returns the `mailbox` command: session mailbox inspection and
+// repair, and the agent side from a shell.
+func Commands(f *cli.Factory) []*cobra.Command {
+	m := &group{Factory: f}
+	mb := &cobra.Command{
+		Use:   "mailbox",
+		Short: "Session mailboxes: enqueue, inspect, repair, and act as an agent",
+		Long: `A session mailbox is a folder <data>/<agent group>/<session> holding inbound.db
+(the host writes, the agent reads), outbound.db (the agent writes, the host
+reads) and .heartbeat, NanoClaw's contract. Name a session with
+--data DIR --group G --session S, or --dir FOLDER; agent commands also read
+$SESSIONDB_SESSION_DIR, which the host's waker sets for the process it starts.`,
+	}
+	mb.AddCommand(m.initCmd(), m.sendCmd(), m.lsCmd(), m.statusCmd(), m.watchCmd(),
+		m.requeueCmd(), m.recoverCmd(), m.agentCmd())
+	return []*cobra.Command{mb}
+}
+
+// group is what the mailbox commands share: the factory's streams, flags
+// and clock.
+type group struct {
+	*cli.Factory
+}
+
+// sessionFlags name one session folder.
+type sessionFlags struct {
+	data, group, session, dir string
+}
+
+func (f *sessionFlags) add(c *cobra.Command) { f.addTo(c.Flags()) }
+
+func (f *sessionFlags) addTo(fs interface {
+	StringVar(p *string, name, value, usage string)
+}) {
+	fs.StringVar(&f.data, "data", "", "data root holding <group>/<session> folders")
+	fs.StringVar(&f.group, "group", "", "agent group id")
+	fs.StringVar(&f.session, "session", "", "session id")
+	fs.StringVar(&f.dir, "dir", "", "the session folder itself (instead of --data/--group/--session)")
+}
+
+// resolve returns the data root and session ref named by the flags, else
+// by $SESSIONDB_SESSION_DIR when envOK.
+func (f *sessionFlags) resolve(envOK bool) (string, mailbox.SessionRef, error) {
+	dir := f.dir
+	if dir == "" && f.data == "" && f.group == "" && f.session == "" && envOK {
+		dir = os.Getenv("SESSIONDB_SESSION_DIR")
+	}
+	if dir != "" {
+		if f.data != "" || f.group != "" || f.session != "" {
+			return "", mailbox.SessionRef{}, sessiondb.Errorf(sessiondb.EINVALID, "give either --dir or --data/--group/--session, not both")
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", mailbox.SessionRef{}, sessiondb.Errorf(sessiondb.EINVALID, "--dir %q: %v", dir, err)
+		}
+		ref := mailbox.SessionRef{AgentGroupID: filepath.Base(filepath.Dir(abs)), SessionID: filepath.Base(abs)}
+		if err := ref.Validate(); err != nil {
+			return "", ref, sessiondb.Wrap(sessiondb.EINVALID, err, "--dir %q", dir)
+		}
+		return filepath.Dir(filepath.Dir(abs)), ref, nil
+	}
+	switch {
+	case f.data == "":
+		return "", mailbox.SessionRef{}, sessiondb.Errorf(sessiondb.EINVALID, "name the session: --data DIR --group G --session S, or --dir FOLDER")
+	case f.group == "":
+		return "", mailbox.SessionRef{}, sessiondb.Errorf(sessiondb.EINVALID, "--group is required with --data")
+	case f.session == "":
+		return "", mailbox.SessionRef{}, sessiondb.Errorf(sessiondb.EINVALID, "--session is required with --data")
+	}
+	ref := mailbox.SessionRef{AgentGroupID: f.group, SessionID: f.session}
+	if err := ref.Validate(); err != nil {
+		return "", ref, err
+	}
+	return f.data, ref, nil
+}
+
+// host opens a Host over root (nothing is opened until used).
+func (m *group) host(root string) (*mailbox.Host, error) {
+	return mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}, Now: m.Now})
+}
+
+// sessionHost resolves the session flags to a host and a ref whose
+// inbound.db exists.
+func (m *group) sessionHost(f *sessionFlags) (*mailbox.Host, mailbox.SessionRef, error) {
+	root, ref, err := f.resolve(false)
+	if err != nil {
+		return nil, ref, err
+	}
+	h, err := m.host(root)
+	if err != nil {
+		return nil, ref, err
+	}
+	p, _ := h.Layout().InboundPath(ref)
+	if _, err := os.Stat(p); err != nil {
+		return nil, ref, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s: no %s (run `sessiondb mailbox init` first)", ref, p)
+	}
+	return h, ref, nil
+}
+
+// parseWhen reads a time flag: RFC 3339 / ISO-8601 (mailbox forms) or a
+// duration from now ("+90s", "5m").
+func parseWhen(flag, s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(strings.TrimPrefix(s, "+")); err == nil {
+		if d < 0 {
+			return time.Time{}, sessiondb.Errorf(sessiondb.EINVALID, "--%s %q: a negative duration", flag, s)
+		}
+		return now.Add(d), nil
+	}
+	t, err := mailbox.ParseTime(s)
+	if err != nil {
+		return time.Time{}, sessiondb.Errorf(sessiondb.EINVALID, "--%s %q: want a time like 2026-03-01T09:00:00Z or a duration like +10m", flag, s)
+	}
+	return t, nil
+}
+
+// summarize is a one-line view of a content object for tables.
+func summarize(raw json.RawMessage, max int) string {
+	c, err := mailbox.DecodeContent(raw)
+	s := ""
+	switch {
+	case err != nil:
+		s = string(raw)
+	case c.Text != "":
+		s = c.Text
+	case c.Markdown != "":
+		s = c.Markdown
+	case c.Operation != "":
+		s = c.Operation + " " + c.MessageID
+	case c.Action != "":
+		s = "action " + c.Action
+	default:
+		var task struct {
+			Prompt string `json:"prompt"`
+		}
+		if json.Unmarshal(raw, &task) == nil && task.Prompt != "" {
+			s = task.Prompt
+		} else {
+			s = string(raw)
+		}
+	}
+	if max <= 0 {
+		return strings.Join(strings.Fields(s), " ")
+	}
+	return cli.Cut(s, max)
+}
+
+// ago renders how long ago t was ("-" for zero).
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String()
+}
