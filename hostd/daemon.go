@@ -98,12 +98,6 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopGrace + time.Second
 	}
-	if cfg.BackoffMin <= 0 {
-		cfg.BackoffMin = DefaultBackoffMin
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = DefaultBackoffMax
-	}
 	d := &Daemon{h: h, cfg: cfg, log: cfg.Logger}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -128,8 +122,9 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Drains back off like sweeps, within the bounds the sweeper settled.
 	d.drainer = newDrainer(drainerConfig{host: h, deliverer: &HostDeliverer{Host: h, Next: cfg.Deliverer, Logger: d.log},
-		workers: cfg.DrainWorkers, backoffMin: cfg.BackoffMin, backoffMax: cfg.BackoffMax, log: d.log})
+		workers: cfg.DrainWorkers, backoffMin: d.sweeper.cfg.BackoffMin, backoffMax: d.sweeper.cfg.BackoffMax, log: d.log})
 	d.watchers = newWatchSet(h.Layout(), cfg.Poll, d.RequestDrain)
 	d.status = &statusWriter{root: h.Layout().Root, fullSweep: cfg.FullSweep, log: d.log}
 	return d, nil

@@ -18,24 +18,11 @@ import (
 // when its back-off ends on the host's clock (no file changes, no full
 // sweep in between), and only then.
 func TestDaemonRetriesWhenDue(t *testing.T) {
-	clk := newClock()
-	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: clk.Now})
-	if err != nil {
+	f := newFixture(t)
+	clk, h, ref, dir := f.clk, f.host, f.ref, f.dir
+	if _, err := f.openAgent().Send(ctxb, mailbox.OutboundMessage{ID: "o-1", Content: json.RawMessage(`{"text":"x"}`), Routing: mailbox.Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
 		t.Fatal(err)
 	}
-	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
-	if err := h.InitSession(ctxb, ref); err != nil {
-		t.Fatal(err)
-	}
-	dir, _ := h.Layout().SessionDir(ref)
-	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "o-1", Content: json.RawMessage(`{"text":"x"}`), Routing: mailbox.Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
-		t.Fatal(err)
-	}
-	a.Close()
 	var mu sync.Mutex
 	var attempts []time.Time
 	del := mailbox.DelivererFunc(func(ctx context.Context, r mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
@@ -73,7 +60,7 @@ func TestDaemonRetriesWhenDue(t *testing.T) {
 	if got := n(); got != 1 {
 		t.Fatalf("%d attempts before the back-off ended, want 1", got)
 	}
-	clk.Add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	testkit.WaitFor(t, "the retry", func() bool { return n() == 2 })
 	cancel()
 	if err := <-done; err != nil {

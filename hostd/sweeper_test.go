@@ -80,13 +80,13 @@ func TestSweepSessionSteps(t *testing.T) {
 	// The container claims the row, then goes silent.
 	a := f.openAgent()
 	must(t, a.MarkProcessing(ctxb, "m1"))
-	f.clk.Add(30 * time.Second)
+	f.clk.Advance(30 * time.Second)
 	res, err = sw.Sweep(ctxb, false)
 	must(t, err)
 	if len(res.Stopped) != 0 || len(res.Woken) != 0 {
 		t.Fatalf("second tick acted too early: %+v", res)
 	}
-	f.clk.Add(45 * time.Second)
+	f.clk.Advance(45 * time.Second)
 	res, err = sw.Sweep(ctxb, false)
 	must(t, err)
 	if !slices.Equal(res.Stopped, []mailbox.SessionRef{f.ref}) || !slices.Equal(res.Reset, []mailbox.SessionRef{f.ref}) {
@@ -101,7 +101,7 @@ func TestSweepSessionSteps(t *testing.T) {
 	if len(res.Woken) != 0 {
 		t.Fatalf("woke before process_after: %+v", res)
 	}
-	f.clk.Add(5 * time.Second)
+	f.clk.Advance(5 * time.Second)
 	res, _ = sw.Sweep(ctxb, false)
 	if len(res.Woken) != 1 {
 		t.Fatalf("not woken when the retry became due (nextDue bookkeeping): %+v", res)
@@ -110,7 +110,7 @@ func TestSweepSessionSteps(t *testing.T) {
 	// the same tick.
 	must(t, a.MarkCompleted(ctxb, "m1"))
 	f.enqueue(mailbox.InboundMessage{ID: "qr-1", Kind: mailbox.KindSystem, Content: jsonc(t, map[string]any{"type": "question_response", "questionId": "q"})})
-	f.clk.Add(11 * time.Minute)
+	f.clk.Advance(11 * time.Minute)
 	_, err = sw.Sweep(ctxb, false)
 	must(t, err)
 	if got := f.one(mailbox.InboundFile, "SELECT group_concat(id || '=' || status) FROM messages_in ORDER BY seq"); got != "m1=completed,qr-1=failed" {
@@ -179,7 +179,7 @@ func TestSweepIsolatesBrokenSessions(t *testing.T) {
 	}
 	// Quarantined sessions are skipped until their files change, even once
 	// the back-off ends.
-	clk.Add(time.Hour)
+	clk.Advance(time.Hour)
 	res, _ = sw.Sweep(ctxb, false)
 	if len(res.Errors) != 0 {
 		t.Errorf("quarantined session retried without change: %+v", res.Errors)
@@ -205,14 +205,14 @@ func TestSweepBacksOffFailingSessions(t *testing.T) {
 		{1500 * time.Millisecond, false}, // 2 s back-off
 		{500 * time.Millisecond, true},
 	} {
-		f.clk.Add(step.advance)
+		f.clk.Advance(step.advance)
 		res, _ = sw.Sweep(ctxb, false)
 		if (len(res.Errors) == 1) != step.retried || (res.BackedOff == 1) == step.retried {
 			t.Fatalf("after +%v: %+v", step.advance, res)
 		}
 	}
 	rt.wakeErr = nil
-	f.clk.Add(time.Hour)
+	f.clk.Advance(time.Hour)
 	res, _ = sw.Sweep(ctxb, false)
 	if len(res.Woken) != 1 || len(res.Errors) != 0 {
 		t.Fatalf("recovery tick %+v", res)

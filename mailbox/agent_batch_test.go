@@ -59,7 +59,7 @@ func TestKeepAlive(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	stop()
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	hb, _ := f.host.Heartbeat(f.ref)
 	if !hb.Equal(f.clk.Now().Add(-time.Minute)) {
 		t.Errorf("heartbeat %v after stop", hb)

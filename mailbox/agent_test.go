@@ -309,7 +309,7 @@ func TestHeartbeatToolInFlightAndStuck(t *testing.T) {
 		t.Fatalf("container state %+v %v", st, err)
 	}
 	must(t, a.MarkProcessing(ctxb, "m1"))
-	f.clk.Add(45 * time.Minute)
+	f.clk.Advance(45 * time.Minute)
 	if v, err := f.host.CheckStuck(ctxb, f.ref); err != nil || v != StuckOK {
 		t.Errorf("a declared one-hour Bash call was judged %v (%v)", v, err)
 	}
@@ -320,7 +320,7 @@ func TestHeartbeatToolInFlightAndStuck(t *testing.T) {
 	// A fresh beat, then a claim with no beat since for over a minute.
 	must(t, a.TouchHeartbeat())
 	must(t, a.MarkProcessing(ctxb, "m2"))
-	f.clk.Add(2 * time.Minute)
+	f.clk.Advance(2 * time.Minute)
 	if v, err := f.host.CheckStuck(ctxb, f.ref); err != nil || v != StuckKillClaim {
 		t.Errorf("claim 2 min old, no beat since: %v (%v), want kill-claim", v, err)
 	}

@@ -55,7 +55,7 @@ func TestDrainRetriesThenFailsAndNotifies(t *testing.T) {
 		if _, err := f.host.Drain(ctxb, f.ref, d); err != nil || len(d.calls) != before {
 			t.Fatalf("retried before next_attempt_at")
 		}
-		f.clk.Add(delay)
+		f.clk.Advance(delay)
 	}
 	res, err := f.host.Drain(ctxb, f.ref, d)
 	if err != nil || res.Failed != 1 {
@@ -151,7 +151,7 @@ func TestDrainOrderAndDeliverAfter(t *testing.T) {
 	if strings.Join(got, ",") != "a,b,c,noseq" {
 		t.Fatalf("order %v", got)
 	}
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	_, err = f.host.Drain(ctxb, f.ref, d)
 	must(t, err)
 	if len(d.calls) != 5 || d.calls[4].ID != "later" {
@@ -196,7 +196,7 @@ func TestDrainEditTargeting(t *testing.T) {
 		t.Errorf("reaction stored platform id %v", p)
 	}
 	allow.Store(true)
-	f.clk.Add(2 * time.Second)
+	f.clk.Advance(2 * time.Second)
 	res, err = f.host.Drain(ctxb, f.ref, d)
 	must(t, err)
 	if res.Delivered != 2 {

@@ -83,7 +83,7 @@ func TestCountDue(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("CountDue = %d, %v; want 2", n, err)
 	}
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	if n, _ := f.host.CountDue(ctxb, f.ref); n != 3 {
 		t.Fatalf("CountDue after a minute = %d, want 3", n)
 	}
@@ -204,11 +204,11 @@ func TestExpireSystemRows(t *testing.T) {
 	sys := InboundMessage{ID: "qr-q1-1", Kind: KindSystem, Content: json.RawMessage(`{"type":"question_response","questionId":"q1"}`)}
 	f.enqueue(sys)
 	f.enqueue(chat("chat", "x"))
-	f.clk.Add(9 * time.Minute)
+	f.clk.Advance(9 * time.Minute)
 	if n, _ := f.host.ExpireSystemRows(ctxb, f.ref); n != 0 {
 		t.Fatalf("expired %d rows before the TTL", n)
 	}
-	f.clk.Add(time.Minute)
+	f.clk.Advance(time.Minute)
 	if n, err := f.host.ExpireSystemRows(ctxb, f.ref); n != 1 || err != nil {
 		t.Fatalf("ExpireSystemRows = %d, %v; want 1", n, err)
 	}

@@ -111,7 +111,7 @@ func TestAdvanceRecurrences(t *testing.T) {
 	}
 	t.Run("completed run schedules the next, missed periods collapse", func(t *testing.T) {
 		f, id := setup(t)
-		f.clk.Add(72 * time.Hour) // host was down for three days
+		f.clk.Advance(72 * time.Hour) // host was down for three days
 		f.withIn(func(tx *sqlitedb.Tx) error {
 			_, err := tx.Exec("UPDATE messages_in SET status = 'completed' WHERE id = ?", id)
 			return err

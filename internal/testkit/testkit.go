@@ -33,8 +33,8 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
-// Add moves the clock by d (backwards when d < 0).
-func (c *Clock) Add(d time.Duration) {
+// Advance moves the clock by d (backwards when d < 0).
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)

@@ -15,9 +15,9 @@ func TestClock(t *testing.T) {
 	if !c.Now().Equal(start) {
 		t.Fatalf("Now = %v, want %v", c.Now(), start)
 	}
-	c.Add(90 * time.Second)
+	c.Advance(90 * time.Second)
 	if want := start.Add(90 * time.Second); !c.Now().Equal(want) {
-		t.Fatalf("after Add: %v, want %v", c.Now(), want)
+		t.Fatalf("after Advance: %v, want %v", c.Now(), want)
 	}
 	c.Set(start.Add(-time.Hour))
 	if want := start.Add(-time.Hour); !c.Now().Equal(want) {

@@ -18,12 +18,12 @@ func TestProgressLine(t *testing.T) {
 	if !strings.Contains(first, "importing") || !strings.Contains(first, " 25%") || !strings.Contains(first, "50/200 bytes") {
 		t.Errorf("first draw: %q", first)
 	}
-	clock.Add(50 * time.Millisecond)
+	clock.Advance(50 * time.Millisecond)
 	p.Set(60)
 	if b.String() != first {
 		t.Errorf("redrawn within 100 ms: %q", b.String())
 	}
-	clock.Add(100 * time.Millisecond)
+	clock.Advance(100 * time.Millisecond)
 	p.Set(200)
 	if !strings.HasSuffix(b.String(), "100% (200/200 bytes, 200ms)") {
 		t.Errorf("second draw: %q", b.String())
