@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -66,7 +67,7 @@ func TestDaemonRetriesWhenDue(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	rows := testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT status, platform_message_id FROM delivered WHERE message_out_id = 'o-1'")
+	rows := sqlitetest.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT status, platform_message_id FROM delivered WHERE message_out_id = 'o-1'")
 	if len(rows) != 1 || rows[0][0] != mailbox.DeliveredOK || rows[0][1] != "P-1" {
 		t.Fatalf("delivered %v", rows)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -189,7 +190,7 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 
 	// Everything the server received is recorded as delivered, with its
 	// platform id, the held one included: nothing will be sent twice.
-	rows := testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT message_out_id, platform_message_id, status FROM delivered ORDER BY 1")
+	rows := sqlitetest.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT message_out_id, platform_message_id, status FROM delivered ORDER BY 1")
 	recorded := map[string]bool{}
 	for _, r := range rows {
 		id := r[0].(string)
@@ -239,10 +240,10 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 			t.Errorf("%s delivered %d times, want 1", id, got[id])
 		}
 	}
-	if n := len(testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT 1 FROM delivered WHERE status = 'delivered'")); n != total {
+	if n := len(sqlitetest.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT 1 FROM delivered WHERE status = 'delivered'")); n != total {
 		t.Fatalf("%d delivered rows, want %d", n, total)
 	}
-	if n := len(testkit.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT 1 FROM messages_in WHERE status = 'completed'")); n != total {
+	if n := len(sqlitetest.QueryFile(t, filepath.Join(dir, mailbox.InboundFile), "SELECT 1 FROM messages_in WHERE status = 'completed'")); n != total {
 		t.Fatalf("%d completed inbound rows, want %d (acks synced)", n, total)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -71,7 +72,7 @@ func (f *fixture) enqueue(m mailbox.InboundMessage) int64 {
 // read-only connection.
 func (f *fixture) query(file string, q string, args ...any) [][]any {
 	f.t.Helper()
-	return testkit.QueryFile(f.t, filepath.Join(f.dir, file), q, args...)
+	return sqlitetest.QueryFile(f.t, filepath.Join(f.dir, file), q, args...)
 }
 
 func (f *fixture) one(file, q string, args ...any) any {

@@ -3,34 +3,16 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/storetest"
 )
 
-// testClock is a settable clock.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{t: time.Date(2026, 3, 15, 9, 24, 37, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newTestClock is a settable clock stopped where the conformance suite's
+// clocks start.
+func newTestClock() *testkit.Clock { return testkit.NewClock(storetest.Epoch) }
 
 func openTestStore(t testing.TB, path string, o Options) *Store {
 	t.Helper()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 func TestOpenFreshFileHasV6Schema(t *testing.T) {
@@ -126,8 +127,7 @@ func TestNewerHermesFileIsNeverChanged(t *testing.T) {
 	ctx := context.Background()
 	path := buildNewer(t, "")
 	before := masterSQL(t, path)
-	c := newTestClock()
-	c.t = time.Unix(100*86400, 0)
+	c := testkit.NewClock(time.Unix(100*86400, 0))
 	s := openTestStore(t, path, Options{Now: c.Now})
 
 	x, err := s.GetSession(ctx, "n1")
@@ -403,8 +403,7 @@ func TestDeleteTrippingNewerForeignKeyIsConflict(t *testing.T) {
 	execAll(t, db, "CREATE TABLE session_links (session_id TEXT NOT NULL REFERENCES sessions(id))",
 		"INSERT INTO session_links VALUES ('n1')")
 	db.Close()
-	c := newTestClock()
-	c.t = time.Unix(100*86400, 0)
+	c := testkit.NewClock(time.Unix(100*86400, 0))
 	s := openTestStore(t, path, Options{Now: c.Now})
 	cases := []struct {
 		name string

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // fillOld writes n ended sessions with bulky messages, then moves the
 // clock 10 days on.
-func fillOld(t *testing.T, s *Store, c *testClock, n int) {
+func fillOld(t *testing.T, s *Store, c *testkit.Clock, n int) {
 	t.Helper()
 	ctx := context.Background()
 	big := strings.Repeat("retention payload words ", 400)

@@ -21,11 +21,11 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // Harness is how the suite reaches one backend.
@@ -76,47 +76,17 @@ func Run(t *testing.T, h Harness) {
 // with a whole number of seconds so stored REAL values compare exactly.
 var Epoch = time.Date(2026, 3, 15, 9, 24, 37, 0, time.UTC)
 
-// Clock is a settable clock for tests, safe for concurrent use.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock returns a Clock reading start.
-func NewClock(start time.Time) *Clock { return &Clock{t: start} }
-
-// Now returns the clock's current time; pass it as a sessiondb.Clock.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock by d (which may be negative).
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// Set moves the clock to t, forwards or back.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 // env is one fresh store with its clock and the helpers the cases share.
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *Clock
+	clock *testkit.Clock
 	s     sessiondb.Store
 }
 
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
-	c := NewClock(Epoch)
+	c := testkit.NewClock(Epoch)
 	s := h.Open(t, c.Now)
 	if s == nil {
 		t.Fatal("Harness.Open returned a nil store")

@@ -1,19 +1,18 @@
 // Package testkit holds the helpers tests across the module share: a
 // settable clock, a buffer safe to read while another goroutine writes it,
-// a bounded wait for a condition, benchmark sizes from the environment, and
-// a read of a SQLite file as plain values. It is imported by tests only.
+// a bounded wait for a condition and benchmark sizes from the environment.
+// It is imported by tests only and needs only the standard library, so the
+// conformance suite (storetest) can use it without linking a SQLite driver
+// (reading a SQLite file in a test is internal/sqlitedb/sqlitetest).
 package testkit
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // Clock is a settable clock, safe for concurrent use; pass its Now method
@@ -89,28 +88,4 @@ func EnvInt(name string, def int) int {
 		return v
 	}
 	return def
-}
-
-// QueryFile runs q on the SQLite file at path through a fresh read-only
-// connection and returns every row, text columns as strings.
-func QueryFile(t testing.TB, path, q string, args ...any) [][]any {
-	t.Helper()
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: true, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var out [][]any
-	err = sqlitedb.Each(context.Background(), db, q, args, func(r sqlitedb.Row) error {
-		vals, err := sqlitedb.Values(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, vals)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return out
 }

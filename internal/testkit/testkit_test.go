@@ -1,12 +1,9 @@
 package testkit
 
 import (
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 func TestClock(t *testing.T) {
@@ -41,22 +38,6 @@ func TestBufferConcurrentWrites(t *testing.T) {
 	wg.Wait()
 	if n := len(b.String()); n != 800 {
 		t.Fatalf("%d bytes, want 800", n)
-	}
-}
-
-func TestQueryFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.db")
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("CREATE TABLE t (a TEXT, b INTEGER); INSERT INTO t VALUES ('x', 1), (NULL, 2)"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	rows := QueryFile(t, path, "SELECT a, b FROM t ORDER BY b")
-	if len(rows) != 2 || rows[0][0] != "x" || rows[0][1] != int64(1) || rows[1][0] != nil {
-		t.Fatalf("rows %v", rows)
 	}
 }
 

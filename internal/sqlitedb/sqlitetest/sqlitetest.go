@@ -1,0 +1,35 @@
+// Package sqlitetest reads SQLite files in tests: it keeps the driver out of
+// internal/testkit, so the conformance suite (storetest) can share testkit's
+// clock without linking SQLite into every backend's tests.
+package sqlitetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// QueryFile runs q on the SQLite file at path through a fresh read-only
+// connection and returns every row, text columns as strings.
+func QueryFile(t testing.TB, path, q string, args ...any) [][]any {
+	t.Helper()
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: true, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out [][]any
+	err = sqlitedb.Each(context.Background(), db, q, args, func(r sqlitedb.Row) error {
+		vals, err := sqlitedb.Values(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, vals)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return out
+}
