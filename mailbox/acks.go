@@ -31,19 +31,11 @@ func readClaims(q queryer, statuses ...string) ([]Claim, error) {
 // collectClaims runs a processing_ack query selecting message_id, status
 // and status_changed, and returns its rows.
 func collectClaims(q queryer, query string, args ...any) ([]Claim, error) {
-	var out []Claim
-	err := each(q, query, args, func(r sqlitedb.Row) error {
+	return collect(q, query, args, func(r sqlitedb.Row) (Claim, error) {
 		var c Claim
-		if err := r.Scan(&c.MessageID, &c.Status, &c.StatusChanged); err != nil {
-			return err
-		}
-		out = append(out, c)
-		return nil
+		err := r.Scan(&c.MessageID, &c.Status, &c.StatusChanged)
+		return c, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // SyncAcks mirrors the agent's completed and failed acks into messages_in
@@ -70,27 +62,17 @@ func (h *Host) SyncAcks(ctx context.Context, ref SessionRef) (AckSync, error) {
 // open inbound transaction.
 func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
 	var res AckSync
-	var pending []any
-	err := each(tx, "SELECT id FROM messages_in WHERE status = 'pending'", nil, func(r sqlitedb.Row) error {
-		var id string
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		pending = append(pending, id)
-		return nil
+	pending, err := collect(tx, "SELECT id FROM messages_in WHERE status = 'pending'", nil, func(r sqlitedb.Row) (any, error) {
+		return sqlitedb.Value[string](r)
 	})
 	if err != nil {
 		return res, err
 	}
 	err = inChunks(pending, func(part []any, ph string) error {
-		var acks []Claim
-		err := each(out, "SELECT message_id, status FROM processing_ack WHERE status IN ('completed', 'failed') AND message_id IN ("+ph+")", part, func(r sqlitedb.Row) error {
+		acks, err := collect(out, "SELECT message_id, status FROM processing_ack WHERE status IN ('completed', 'failed') AND message_id IN ("+ph+")", part, func(r sqlitedb.Row) (Claim, error) {
 			var c Claim
-			if err := r.Scan(&c.MessageID, &c.Status); err != nil {
-				return err
-			}
-			acks = append(acks, c)
-			return nil
+			err := r.Scan(&c.MessageID, &c.Status)
+			return c, err
 		})
 		if err != nil {
 			return err

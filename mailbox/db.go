@@ -120,6 +120,12 @@ func each(q queryer, query string, args []any, fn func(sqlitedb.Row) error) erro
 	return sqlitedb.Each(q.Context(), q, query, args, fn)
 }
 
+// collect runs query on q and returns what scan makes of each row
+// (sqlitedb.Append into a new list, under q's context).
+func collect[T any](q queryer, query string, args []any, scan func(sqlitedb.Row) (T, error)) ([]T, error) {
+	return sqlitedb.Append(q.Context(), q, query, args, nil, scan)
+}
+
 // dbQueryer is a *sql.DB with the context of the operation using it.
 type dbQueryer struct {
 	ctx context.Context
@@ -193,19 +199,7 @@ const inboundCols = `id, seq, kind, timestamp, status, process_after, recurrence
 // collectInbound runs a messages_in query selecting all of inboundCols and
 // returns its rows.
 func collectInbound(q queryer, query string, args ...any) ([]InboundRow, error) {
-	var out []InboundRow
-	err := each(q, query, args, func(row sqlitedb.Row) error {
-		r, err := scanInbound(row, true)
-		if err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return collect(q, query, args, func(row sqlitedb.Row) (InboundRow, error) { return scanInbound(row, true) })
 }
 
 func scanInbound(rows sqlitedb.Row, hasOnWake bool) (InboundRow, error) {

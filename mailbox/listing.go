@@ -38,14 +38,11 @@ func (h *Host) OutboundRows(ctx context.Context, ref SessionRef, limit int) ([]O
 	}
 	var out []OutboundRow
 	err := h.withOutboundRO(ctx, ref, func(q queryer) error {
-		return each(q, "SELECT "+outboundCols+" FROM messages_out ORDER BY seq IS NULL, seq DESC, timestamp DESC LIMIT ?", []any{limit}, func(row sqlitedb.Row) error {
-			r, err := scanOutbound(row)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-			return nil
+		var err error
+		out, err = collect(q, "SELECT "+outboundCols+" FROM messages_out ORDER BY seq IS NULL, seq DESC, timestamp DESC LIMIT ?", []any{limit}, func(row sqlitedb.Row) (OutboundRow, error) {
+			return scanOutbound(row)
 		})
+		return err
 	})
 	return out, err
 }

@@ -145,21 +145,17 @@ func (h *Host) advanceTx(ctx context.Context, tx *sqlitedb.Tx, ref SessionRef) (
 		id, kind, content, recurrence, series string
 		routing                               Routing
 	}
-	var srcs []src
-	err := each(tx, `SELECT id, kind, content, platform_id, channel_type, thread_id, recurrence, series_id
- FROM messages_in WHERE status IN ('completed', 'failed') AND recurrence IS NOT NULL`, nil, func(row sqlitedb.Row) error {
+	srcs, err := collect(tx, `SELECT id, kind, content, platform_id, channel_type, thread_id, recurrence, series_id
+ FROM messages_in WHERE status IN ('completed', 'failed') AND recurrence IS NOT NULL`, nil, func(row sqlitedb.Row) (src, error) {
 		var x src
 		var pid, ct, tid, series sql.NullString
-		if err := row.Scan(&x.id, &x.kind, &x.content, &pid, &ct, &tid, &x.recurrence, &series); err != nil {
-			return err
-		}
+		err := row.Scan(&x.id, &x.kind, &x.content, &pid, &ct, &tid, &x.recurrence, &series)
 		x.routing = Routing{ChannelType: ct.String, PlatformID: pid.String, ThreadID: tid.String}
 		x.series = series.String
 		if x.series == "" {
 			x.series = x.id
 		}
-		srcs = append(srcs, x)
-		return nil
+		return x, err
 	})
 	if err != nil {
 		return inserted, err

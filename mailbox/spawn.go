@@ -141,19 +141,11 @@ func (h *Host) WriteSessionRouting(ctx context.Context, ref SessionRef, r Routin
 
 // readDestinations reads the destinations table by name.
 func readDestinations(q queryer) ([]Destination, error) {
-	var out []Destination
-	err := each(q, "SELECT name, display_name, type, channel_type, platform_id, agent_group_id FROM destinations ORDER BY name", nil, func(row sqlitedb.Row) error {
+	return collect(q, "SELECT name, display_name, type, channel_type, platform_id, agent_group_id FROM destinations ORDER BY name", nil, func(row sqlitedb.Row) (Destination, error) {
 		var d Destination
 		var dn, ct, pid, ag sql.NullString
-		if err := row.Scan(&d.Name, &dn, &d.Type, &ct, &pid, &ag); err != nil {
-			return err
-		}
+		err := row.Scan(&d.Name, &dn, &d.Type, &ct, &pid, &ag)
 		d.DisplayName, d.ChannelType, d.PlatformID, d.AgentGroupID = dn.String, ct.String, pid.String, ag.String
-		out = append(out, d)
-		return nil
+		return d, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -92,14 +92,10 @@ func (h *Host) UpdateTask(ctx context.Context, ref SessionRef, id string, u Task
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
 		n = 0
 		type live struct{ id, content string }
-		var ls []live
-		err := each(tx, "SELECT id, content FROM messages_in WHERE "+liveTask+" AND status IN ('pending', 'paused')", []any{id, id}, func(row sqlitedb.Row) error {
+		ls, err := collect(tx, "SELECT id, content FROM messages_in WHERE "+liveTask+" AND status IN ('pending', 'paused')", []any{id, id}, func(row sqlitedb.Row) (live, error) {
 			var l live
-			if err := row.Scan(&l.id, &l.content); err != nil {
-				return err
-			}
-			ls = append(ls, l)
-			return nil
+			err := row.Scan(&l.id, &l.content)
+			return l, err
 		})
 		if err != nil {
 			return err

@@ -148,15 +148,7 @@ func masterSQL(t testing.TB, path string) []string {
 	t.Helper()
 	db := rawDB(t, path)
 	defer db.Close()
-	var out []string
-	err := sqlitedb.Each(context.Background(), db, "SELECT type || ' ' || name || ' ' || COALESCE(sql, '') FROM sqlite_master ORDER BY type, name", nil, func(r sqlitedb.Row) error {
-		var s string
-		if err := r.Scan(&s); err != nil {
-			return err
-		}
-		out = append(out, s)
-		return nil
-	})
+	out, err := sqlitedb.Append(context.Background(), db, "SELECT type || ' ' || name || ' ' || COALESCE(sql, '') FROM sqlite_master ORDER BY type, name", nil, nil, sqlitedb.Value[string])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,16 +144,12 @@ func (s *Store) ForkSession(ctx context.Context, src string, atMessageID int64, 
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, source, pick(n.UserID, user), pick(n.Model, model), string(cfgJSON), pick(n.SystemPrompt, prompt), src, now); err != nil {
 			return err
 		}
-		var all []forkRow
-		err = sqlitedb.Each(tx.Context(), tx, "SELECT m.id, m.role, m.tool_call_id, m.tool_calls FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", []any{src}, func(row sqlitedb.Row) error {
+		all, err := sqlitedb.Append(tx.Context(), tx, "SELECT m.id, m.role, m.tool_call_id, m.tool_calls FROM messages m WHERE m.session_id = ?"+s.q.visible+" ORDER BY m.id", []any{src}, nil, func(row sqlitedb.Row) (forkRow, error) {
 			var r forkRow
 			var role sql.NullString
-			if err := row.Scan(&r.id, &role, &r.toolCall, &r.toolCalls); err != nil {
-				return err
-			}
+			err := row.Scan(&r.id, &role, &r.toolCall, &r.toolCalls)
 			r.role = role.String
-			all = append(all, r)
-			return nil
+			return r, err
 		})
 		if err != nil {
 			return err

@@ -149,16 +149,14 @@ func (s *Store) decodeToolCalls(r *rawMessage) {
 // queryMessages runs q, which selects s.q.msgSel, and returns its messages
 // with tool_calls decoded; what names the operation in errors.
 func (s *Store) queryMessages(ctx context.Context, what, q string, args ...any) ([]sessiondb.Message, error) {
-	out := []sessiondb.Message{}
 	ms := newMessageScanner()
-	err := sqlitedb.Each(ctx, readers{s}, q, args, func(row sqlitedb.Row) error {
+	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.Message{}, func(row sqlitedb.Row) (sessiondb.Message, error) {
 		r, err := ms.scan(row)
 		if err != nil {
-			return err
+			return sessiondb.Message{}, err
 		}
 		s.decodeToolCalls(r)
-		out = append(out, r.Message)
-		return nil
+		return r.Message, nil
 	})
 	if err != nil {
 		return nil, s.readErr(err, "%s", what)
@@ -339,15 +337,9 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	if lastN < 0 {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "conversation of %s: last %d is negative", sessionID, lastN)
 	}
-	var raws []*rawMessage
 	ms := newMessageScanner()
-	err := sqlitedb.Each(ctx, readers{s}, s.sessionMessagesSQL(), []any{sessionID}, func(row sqlitedb.Row) error {
-		r, err := ms.scan(row)
-		if err != nil {
-			return err
-		}
-		raws = append(raws, r)
-		return nil
+	raws, err := sqlitedb.Append(ctx, readers{s}, s.sessionMessagesSQL(), []any{sessionID}, nil, func(row sqlitedb.Row) (*rawMessage, error) {
+		return ms.scan(row)
 	})
 	if err != nil {
 		return nil, s.readErr(err, "conversation of %s", sessionID)

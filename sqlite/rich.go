@@ -81,14 +81,12 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	page += " ORDER BY s.started_at DESC, s.rowid LIMIT ? OFFSET ?"
 	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY s.started_at DESC, s.rowid"
 	args = append(args, limit, offset)
-	out := []sessiondb.RichSession{}
-	err := sqlitedb.Each(ctx, readers{s}, q, args, func(row sqlitedb.Row) error {
+	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.RichSession{}, func(row sqlitedb.Row) (sessiondb.RichSession, error) {
 		r, err := s.scanRich(row)
 		if err != nil {
-			return err
+			return sessiondb.RichSession{}, err
 		}
-		out = append(out, *r)
-		return nil
+		return *r, nil
 	})
 	if err != nil {
 		return nil, s.readErr(err, "list sessions")

@@ -357,14 +357,10 @@ func migrate(tx txRunner) error {
 }
 
 func checkDuplicateTitles(tx txRunner) error {
-	var dups []string
-	err := sqlitedb.Each(tx.Context(), tx, "SELECT title, group_concat(id, ', ') FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING count(*) > 1 ORDER BY title", nil, func(r sqlitedb.Row) error {
+	dups, err := sqlitedb.Append(tx.Context(), tx, "SELECT title, group_concat(id, ', ') FROM sessions WHERE title IS NOT NULL GROUP BY title HAVING count(*) > 1 ORDER BY title", nil, nil, func(r sqlitedb.Row) (string, error) {
 		var title, ids string
-		if err := r.Scan(&title, &ids); err != nil {
-			return err
-		}
-		dups = append(dups, fmt.Sprintf("%q held by sessions %s", title, ids))
-		return nil
+		err := r.Scan(&title, &ids)
+		return fmt.Sprintf("%q held by sessions %s", title, ids), err
 	})
 	if err != nil {
 		return sqlitedb.Wrap(err, "look for duplicate titles")

@@ -118,19 +118,11 @@ func scanHit(sc scanner, h *sessiondb.SearchHit) error {
 
 // queryHits runs q on the readers and reads every row with scanHit.
 func (s *Store) queryHits(ctx context.Context, q string, args ...any) ([]sessiondb.SearchHit, error) {
-	var hits []sessiondb.SearchHit
-	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
+	return sqlitedb.Append(ctx, readers{s}, q, args, nil, func(r sqlitedb.Row) (sessiondb.SearchHit, error) {
 		var h sessiondb.SearchHit
-		if err := scanHit(r, &h); err != nil {
-			return err
-		}
-		hits = append(hits, h)
-		return nil
+		err := scanHit(r, &h)
+		return h, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return hits, nil
 }
 
 // idList is the ids of hits as a JSON array, for json_each.
@@ -168,17 +160,13 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 			" WHERE "+table+" MATCH ?"+filters+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
 	}
 
-	var hits []sessiondb.SearchHit
-	err := sqlitedb.Each(ctx, readers{s}, "SELECT rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40) FROM "+table+
-		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", []any{match, limit, offset}, func(r sqlitedb.Row) error {
+	hits, err := sqlitedb.Append(ctx, readers{s}, "SELECT rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40) FROM "+table+
+		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", []any{match, limit, offset}, nil, func(r sqlitedb.Row) (sessiondb.SearchHit, error) {
 		var h sessiondb.SearchHit
 		var snip sql.NullString
-		if err := r.Scan(&h.ID, &snip); err != nil {
-			return err
-		}
+		err := r.Scan(&h.ID, &snip)
 		h.Snippet = snip.String
-		hits = append(hits, h)
-		return nil
+		return h, err
 	})
 	if err != nil {
 		return nil, err

@@ -45,15 +45,7 @@ func naiveSearchIDs(t *testing.T, s *Store, match string, f sessiondb.SearchFilt
 	filters, args := s.searchFilters(f)
 	q := "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?" +
 		filters + " ORDER BY rank LIMIT 20"
-	ids := []int64{}
-	err := sqlitedb.Each(context.Background(), s.db, q, append([]any{match}, args...), func(r sqlitedb.Row) error {
-		var id int64
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	})
+	ids, err := sqlitedb.Append(context.Background(), s.db, q, append([]any{match}, args...), []int64{}, sqlitedb.Value[int64])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,16 +221,11 @@ func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string
 // queryStrings returns the first column of every row of q on the readers,
 // NULL as "".
 func (s *Store) queryStrings(ctx context.Context, q string, args ...any) ([]string, error) {
-	var out []string
-	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
+	return sqlitedb.Append(ctx, readers{s}, q, args, nil, func(r sqlitedb.Row) (string, error) {
 		var v sql.NullString
-		if err := r.Scan(&v); err != nil {
-			return err
-		}
-		out = append(out, v.String)
-		return nil
+		err := r.Scan(&v)
+		return v.String, err
 	})
-	return out, err
 }
 
 // SearchSessions lists sessions newest first; "" source means all. Limit 0
@@ -248,14 +243,12 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 	}
 	q += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
 	args = append(args, limit, offset)
-	out := []sessiondb.Session{}
-	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
+	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.Session{}, func(r sqlitedb.Row) (sessiondb.Session, error) {
 		x, err := scanSession(r)
 		if err != nil {
-			return err
+			return sessiondb.Session{}, err
 		}
-		out = append(out, *x)
-		return nil
+		return *x, nil
 	})
 	if err != nil {
 		return nil, s.readErr(err, "search sessions")

@@ -399,15 +399,7 @@ func (s *Store) SQLiteVersion(ctx context.Context) (string, error) {
 // IntegrityCheck runs PRAGMA integrity_check and returns its rows: a single
 // "ok" when the file is sound.
 func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
-	var out []string
-	err := sqlitedb.Each(ctx, s.db, "PRAGMA integrity_check", nil, func(r sqlitedb.Row) error {
-		var line string
-		if err := r.Scan(&line); err != nil {
-			return err
-		}
-		out = append(out, line)
-		return nil
-	})
+	out, err := sqlitedb.Append(ctx, s.db, "PRAGMA integrity_check", nil, nil, sqlitedb.Value[string])
 	if err != nil {
 		return nil, s.readErr(err, "integrity check")
 	}

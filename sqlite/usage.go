@@ -60,15 +60,11 @@ ORDER BY COALESCE(actual_cost_usd, estimated_cost_usd, 0) DESC,
 }
 
 func (s *Store) usageRows(ctx context.Context, q string, args ...any) ([]sessiondb.UsageRow, error) {
-	out := []sessiondb.UsageRow{}
-	err := sqlitedb.Each(ctx, readers{s}, q, args, func(row sqlitedb.Row) error {
+	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.UsageRow{}, func(row sqlitedb.Row) (sessiondb.UsageRow, error) {
 		var r sessiondb.UsageRow
-		if err := row.Scan(&r.Key, &r.Sessions, &r.Messages, &r.InputTokens, &r.OutputTokens, &r.CacheReadTokens,
-			&r.CacheWriteTokens, &r.ReasoningTokens, &r.EstimatedCostUSD, &r.ActualCostUSD); err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
+		err := row.Scan(&r.Key, &r.Sessions, &r.Messages, &r.InputTokens, &r.OutputTokens, &r.CacheReadTokens,
+			&r.CacheWriteTokens, &r.ReasoningTokens, &r.EstimatedCostUSD, &r.ActualCostUSD)
+		return r, err
 	})
 	if err != nil {
 		return nil, s.readErr(err, "usage report")

@@ -62,16 +62,7 @@ func openFTS(tb testing.TB) *sql.DB {
 
 // match runs q against t and returns the matching row ids in order.
 func match(ctx context.Context, db *sql.DB, q string) ([]int64, error) {
-	var ids []int64
-	err := sqlitedb.Each(ctx, db, "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid", []any{q}, func(r sqlitedb.Row) error {
-		var id int64
-		if err := r.Scan(&id); err != nil {
-			return err
-		}
-		ids = append(ids, id)
-		return nil
-	})
-	return ids, err
+	return sqlitedb.Append(ctx, db, "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid", []any{q}, nil, sqlitedb.Value[int64])
 }
 
 // search is the flow of spec section 7: the sanitized query first, and on

@@ -44,6 +44,34 @@ func Each(ctx context.Context, q Querier, query string, args []any, fn func(Row)
 	return rows.Err()
 }
 
+// Append runs query with args on q and appends to dst what scan makes of
+// each result row, in order: Each for the common case of reading a list.
+// Pass nil for dst to get nil when there is no row, an empty slice to get
+// an empty one. On an error it returns nil and the error, as Each reports
+// it.
+func Append[T any](ctx context.Context, q Querier, query string, args []any, dst []T, scan func(Row) (T, error)) ([]T, error) {
+	err := Each(ctx, q, query, args, func(r Row) error {
+		v, err := scan(r)
+		if err != nil {
+			return err
+		}
+		dst = append(dst, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// Value reads a one-column row: the scan for Append of a list of ids,
+// names or lines.
+func Value[T any](r Row) (T, error) {
+	var v T
+	err := r.Scan(&v)
+	return v, err
+}
+
 // Values reads every column of the current row, in order, a []byte value as
 // string: which of the two a driver returns for text differs.
 func Values(r Row) ([]any, error) {

@@ -31,11 +31,9 @@ func xs(ctx context.Context, q Querier, query string, args ...any) ([]int, error
 	var out []int
 	err := Each(ctx, q, query, args, func(r Row) error {
 		var x int
-		if err := r.Scan(&x); err != nil {
-			return err
-		}
+		err := r.Scan(&x)
 		out = append(out, x)
-		return nil
+		return err
 	})
 	return out, err
 }
@@ -46,20 +44,22 @@ func TestEachOnEveryQuerier(t *testing.T) {
 	db := openPool(t)
 	want := []int{2, 3, 4}
 	const q = "SELECT x FROM t WHERE x BETWEEN ? AND ? ORDER BY x"
+	check := func(name string, got []int, err error) {
+		t.Helper()
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v, %v; want %v", name, got, err, want)
+		}
+	}
 
 	got, err := xs(ctx, db, q, 2, 4)
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("*sql.DB: %v, %v; want %v", got, err, want)
-	}
+	check("*sql.DB", got, err)
 
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err = xs(ctx, conn, q, 2, 4)
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("*sql.Conn: %v, %v; want %v", got, err, want)
-	}
+	check("*sql.Conn", got, err)
 	conn.Close()
 
 	tx, err := db.BeginTx(ctx, nil)
@@ -67,9 +67,7 @@ func TestEachOnEveryQuerier(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err = xs(ctx, tx, q, 2, 4)
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("*sql.Tx: %v, %v; want %v", got, err, want)
-	}
+	check("*sql.Tx", got, err)
 	tx.Rollback()
 
 	conn, err = db.Conn(ctx)
@@ -82,8 +80,43 @@ func TestEachOnEveryQuerier(t *testing.T) {
 		got, err = xs(tx.Context(), tx, q, 2, 4)
 		return err
 	})
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("*Tx: %v, %v; want %v", got, err, want)
+	check("*Tx", got, err)
+}
+
+// Append adds one value per row after what dst holds; with no rows it
+// gives back dst as it was (nil stays nil, empty stays empty), and on an
+// error nil with the error, the rows closed.
+func TestAppend(t *testing.T) {
+	ctx := context.Background()
+	db := openPool(t)
+	got, err := Append(ctx, db, "SELECT x FROM t WHERE x > ? ORDER BY x", []any{3}, []int{9}, Value[int])
+	if err != nil || !slices.Equal(got, []int{9, 4, 5}) {
+		t.Errorf("Append after [9] = %v, %v; want [9 4 5]", got, err)
+	}
+	none, err := Append(ctx, db, "SELECT x FROM t WHERE x > 5", nil, nil, Value[int])
+	if err != nil || none != nil {
+		t.Errorf("no rows into nil = %#v, %v; want nil", none, err)
+	}
+	empty, err := Append(ctx, db, "SELECT x FROM t WHERE x > 5", nil, []int{}, Value[int])
+	if err != nil || empty == nil || len(empty) != 0 {
+		t.Errorf("no rows into [] = %#v, %v; want an empty slice", empty, err)
+	}
+	stop := errors.New("enough")
+	got, err = Append(ctx, db, "SELECT x FROM t ORDER BY x", nil, []int{9}, func(r Row) (int, error) {
+		x, err := Value[int](r)
+		if x == 2 {
+			return 0, stop
+		}
+		return x, err
+	})
+	if err != stop || got != nil {
+		t.Errorf("scan error: %v, %v; want nil and the scan's own error", got, err)
+	}
+	if _, err := Append(ctx, db, "SELECT 'not a number' FROM t", nil, nil, Value[int]); err == nil {
+		t.Errorf("Value's scan error not reported")
+	}
+	if n := db.Stats().InUse; n != 0 {
+		t.Errorf("%d connections still in use after errors", n)
 	}
 }
 

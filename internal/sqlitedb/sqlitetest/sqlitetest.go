@@ -19,15 +19,7 @@ func QueryFile(t testing.TB, path, q string, args ...any) [][]any {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var out [][]any
-	err = sqlitedb.Each(context.Background(), db, q, args, func(r sqlitedb.Row) error {
-		vals, err := sqlitedb.Values(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, vals)
-		return nil
-	})
+	out, err := sqlitedb.Append(context.Background(), db, q, args, nil, sqlitedb.Values)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
