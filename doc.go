@@ -16,6 +16,21 @@
 // backend to. SQLiteMaintainer is the optional upkeep of a store kept in
 // one SQLite file, which faces reach with a type assertion.
 //
+// The control plane (spec/control-plane.md): Registry is NanoClaw's
+// central registry by aggregate (AgentGroupService, MessagingGroupService,
+// WiringService, UserService, AgentSessionService with the session
+// resolver, DestinationService, ApprovalService, DroppedService), and
+// SubagentService is janebot's subagent store. The decisions taken over
+// registry data are pure functions here, so every backend and face shares
+// them: CanAccessAgentGroup, HasAdminPrivilege, AccessGate and
+// SenderScopeGate (who may talk to an agent), DecideEngage and
+// SummarizeEvent (what each wiring does with a message, and the one drop
+// an event records), EffectiveSessionMode, Approvers and
+// ApprovalDeliveryOrder (who is asked), CheckDelivery (where a session may
+// send), the destination naming rules, NormalizeOptions for cards, and
+// EnsureUserDM over the registry and a DMOpener. NewID, FormatTimestamp
+// and ParseTimestamp are NanoClaw's id and timestamp forms.
+//
 // It imports nothing outside the standard library. Backends live in their own
 // packages: sqlite (the embedded default, whose file is a Hermes Agent
 // state.db at schema version 6), and later postgres. The per-session mailbox

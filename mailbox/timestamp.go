@@ -1,7 +1,6 @@
 package mailbox
 
 import (
-	"strings"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -9,40 +8,20 @@ import (
 )
 
 // TimeFormat is how our writers store timestamps in the mailbox files: UTC
-// with milliseconds and a Z, the form JavaScript's toISOString() gives.
-const TimeFormat = "2006-01-02T15:04:05.000Z"
-
-// sqliteTimeFormat is SQLite's datetime('now') form, which NanoClaw writes in
-// several columns; zone-less means UTC.
-const sqliteTimeFormat = "2006-01-02 15:04:05"
+// with milliseconds and a Z, the form JavaScript's toISOString() gives
+// (sessiondb.TimestampFormat).
+const TimeFormat = sessiondb.TimestampFormat
 
 // FormatTime renders t in TimeFormat (converted to UTC).
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
-
-// readLayouts are the forms readers accept, most common first.
-var readLayouts = []string{
-	TimeFormat,
-	sqliteTimeFormat,
-	"2006-01-02T15:04:05Z07:00",
-	"2006-01-02T15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02T15:04:05",
-	"2006-01-02 15:04",
-	"2006-01-02T15:04",
-	"2006-01-02",
-}
+func FormatTime(t time.Time) string { return sessiondb.FormatTimestamp(t) }
 
 // ParseTime parses a mailbox timestamp: our TimeFormat, SQLite's
-// "YYYY-MM-DD HH:MM:SS" (zone-less is UTC), or ISO-8601 with an offset. The
-// result is in UTC. Anything else is an invalid error: such a value would
-// never compare as due in SQL.
+// "YYYY-MM-DD HH:MM:SS" (zone-less is UTC), or ISO-8601 with an offset
+// (sessiondb.ParseTimestamp). The result is in UTC. Anything else is an
+// invalid error: such a value would never compare as due in SQL.
 func ParseTime(s string) (time.Time, error) {
-	v := strings.TrimSpace(s)
-	for _, l := range readLayouts {
-		if t, err := time.Parse(l, v); err == nil {
-			return t.UTC(), nil
-		}
+	if t, ok := sessiondb.ParseTimestamp(s); ok {
+		return t, nil
 	}
 	return time.Time{}, sessiondb.Errorf(sessiondb.EINVALID, "timestamp %q is not in a form SQLite's datetime() reads (want %s)", errtext.Clip(s, 64), TimeFormat)
 }
