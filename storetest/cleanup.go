@@ -214,16 +214,7 @@ func testDelete(t *testing.T, h Harness) {
 					}
 				}
 			}
-			for _, id := range tc.orphans {
-				if p := e.get(id).ParentSessionID; p != nil {
-					t.Errorf("%s parent = %s, want NULL (orphaned)", id, *p)
-				}
-			}
-			for id, want := range tc.parents {
-				if p := deref(e.get(id).ParentSessionID); p != want {
-					t.Errorf("%s parent = %s, want %s", id, p, want)
-				}
-			}
+			e.checkParents(t, tc.orphans, tc.parents)
 			if n, _ := e.s.MessageCount(e.ctx, ""); n != tc.msgsLeft {
 				t.Errorf("%d messages left, want %d", n, tc.msgsLeft)
 			}
@@ -328,8 +319,8 @@ func testPrune(t *testing.T, h Harness) {
 			}
 			left, err := e.s.SearchSessions(e.ctx, "", 100, 0)
 			noErr(t, "SearchSessions", err)
-			if got := sortedStrings(ids(left)); !reflect.DeepEqual(got, sortedStrings(tc.left)) {
-				t.Errorf("sessions left %v, want %v", got, sortedStrings(tc.left))
+			if got := sorted(ids(left)); !reflect.DeepEqual(got, sorted(tc.left)) {
+				t.Errorf("sessions left %v, want %v", got, sorted(tc.left))
 			}
 			for _, s := range tc.sessions {
 				for _, l := range tc.left {
@@ -344,16 +335,24 @@ func testPrune(t *testing.T, h Harness) {
 			if got := int64(len(e.search("pelican", sessiondb.SearchFilter{Limit: 100}))); got != wantMsgs {
 				t.Errorf("search finds %d messages, want %d", got, wantMsgs)
 			}
-			for _, id := range tc.orphans {
-				if p := e.get(id).ParentSessionID; p != nil {
-					t.Errorf("%s parent = %s, want NULL", id, *p)
-				}
-			}
-			for id, want := range tc.parents {
-				if p := deref(e.get(id).ParentSessionID); p != want {
-					t.Errorf("%s parent = %s, want %s", id, p, want)
-				}
-			}
+			e.checkParents(t, tc.orphans, tc.parents)
 		})
+	}
+}
+
+// checkParents checks that each of orphans has lost its parent (NULL, as
+// deleting or pruning a parent leaves it) and each key of parents has the
+// parent named.
+func (e *env) checkParents(t *testing.T, orphans []string, parents map[string]string) {
+	t.Helper()
+	for _, id := range orphans {
+		if p := e.get(id).ParentSessionID; p != nil {
+			t.Errorf("%s parent = %s, want NULL (orphaned)", id, *p)
+		}
+	}
+	for id, want := range parents {
+		if p := deref(e.get(id).ParentSessionID); p != want {
+			t.Errorf("%s parent = %s, want %s", id, p, want)
+		}
 	}
 }

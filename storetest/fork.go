@@ -46,11 +46,7 @@ func (e *env) toolSession(id string, spec []string) []int64 {
 
 // contents returns the contents of ms.
 func contents(ms []sessiondb.Message) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = deref(m.Content)
-	}
-	return out
+	return pluck(ms, func(m sessiondb.Message) string { return deref(m.Content) })
 }
 
 func numbered(from, to int) []string {

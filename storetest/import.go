@@ -280,8 +280,8 @@ func testImport(t *testing.T, h Harness) {
 				all, err := e.s.SearchSessions(e.ctx, "", 100, 0)
 				noErr(t, "SearchSessions", err)
 				want := append([]string{"old"}, tc.stored...)
-				if g := sortedStrings(ids(all)); !reflect.DeepEqual(g, sortedStrings(want)) {
-					t.Errorf("sessions stored = %v, want %v", g, sortedStrings(want))
+				if g := sorted(ids(all)); !reflect.DeepEqual(g, sorted(want)) {
+					t.Errorf("sessions stored = %v, want %v", g, sorted(want))
 				}
 				for _, id := range tc.stored {
 					if s := e.get(id); s.MessageCount != 2 || s.ToolCallCount != 2 {

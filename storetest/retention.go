@@ -43,7 +43,7 @@ func (e *env) left() []string {
 	e.t.Helper()
 	all, err := e.s.SearchSessions(e.ctx, "", 1000, 0)
 	noErr(e.t, "SearchSessions", err)
-	return sortedStrings(ids(all))
+	return sorted(ids(all))
 }
 
 // testRetention covers ApplyRetention: which sessions a policy prunes, the
@@ -89,8 +89,8 @@ func testRetention(t *testing.T, h Harness) {
 			if rep == nil || rep.Skipped || rep.Pruned != tc.pruned {
 				t.Fatalf("report = %+v, want %d pruned and not skipped", rep, tc.pruned)
 			}
-			if got := e.left(); !reflect.DeepEqual(got, sortedStrings(tc.left)) {
-				t.Errorf("sessions left %v, want %v", got, sortedStrings(tc.left))
+			if got := e.left(); !reflect.DeepEqual(got, sorted(tc.left)) {
+				t.Errorf("sessions left %v, want %v", got, sorted(tc.left))
 			}
 			if n, err := e.s.MessageCount(e.ctx, ""); err != nil || n != int64(len(tc.left)) {
 				t.Errorf("MessageCount = %d, %v; want %d (the pruned sessions' messages go too)", n, err, len(tc.left))

@@ -88,11 +88,7 @@ func listRich(t *testing.T, e *env, f sessiondb.RichFilter) []sessiondb.RichSess
 }
 
 func richIDs(rows []sessiondb.RichSession) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = r.ID
-	}
-	return out
+	return pluck(rows, func(r sessiondb.RichSession) string { return r.ID })
 }
 
 func testPreview(h Harness) func(t *testing.T) {

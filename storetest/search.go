@@ -3,7 +3,6 @@ package storetest
 import (
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -21,17 +20,7 @@ func (e *env) search(q string, f sessiondb.SearchFilter) []sessiondb.SearchHit {
 }
 
 func hitIDs(hits []sessiondb.SearchHit) []int64 {
-	out := make([]int64, len(hits))
-	for i, h := range hits {
-		out[i] = h.ID
-	}
-	return out
-}
-
-func sortedIDs(in []int64) []int64 {
-	out := append([]int64{}, in...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return pluck(hits, func(h sessiondb.SearchHit) int64 { return h.ID })
 }
 
 // testSearch covers section 6.1 and the query handling of section 7.
@@ -82,8 +71,8 @@ func testSearch(t *testing.T, h Harness) {
 					}
 					return
 				}
-				if got := sortedIDs(hitIDs(hits)); !reflect.DeepEqual(got, sortedIDs(tc.want)) {
-					t.Errorf("hits %v, want %v", got, sortedIDs(tc.want))
+				if got := sorted(hitIDs(hits)); !reflect.DeepEqual(got, sorted(tc.want)) {
+					t.Errorf("hits %v, want %v", got, sorted(tc.want))
 				}
 			})
 		}
@@ -96,7 +85,7 @@ func testSearch(t *testing.T, h Harness) {
 				}
 				seen = append(seen, hitIDs(page)...)
 			}
-			if got := sortedIDs(seen); !reflect.DeepEqual(got, sortedIDs(all)) {
+			if got := sorted(seen); !reflect.DeepEqual(got, sorted(all)) {
 				t.Errorf("pages together hold %v, want each of %v once", got, all)
 			}
 			if hits := e.search("docker", sessiondb.SearchFilter{Offset: 10}); len(hits) != 0 {
@@ -233,7 +222,7 @@ func testSearch(t *testing.T, h Harness) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.q, func(t *testing.T) {
-				if got := sortedIDs(hitIDs(e.search(tc.q, sessiondb.SearchFilter{}))); !reflect.DeepEqual(got, sortedIDs(tc.want)) {
+				if got := sorted(hitIDs(e.search(tc.q, sessiondb.SearchFilter{}))); !reflect.DeepEqual(got, sorted(tc.want)) {
 					t.Errorf("hits %v, want %v", got, tc.want)
 				}
 			})

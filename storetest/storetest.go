@@ -17,10 +17,11 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -245,25 +246,28 @@ func jsonText(t *testing.T, s string) any {
 	return out
 }
 
-func ids(ss []sessiondb.Session) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.ID
+// pluck returns f of each element of in, in order.
+func pluck[T, V any](in []T, f func(T) V) []V {
+	out := make([]V, len(in))
+	for i, x := range in {
+		out[i] = f(x)
 	}
 	return out
+}
+
+func ids(ss []sessiondb.Session) []string {
+	return pluck(ss, func(s sessiondb.Session) string { return s.ID })
 }
 
 func msgIDs(ms []sessiondb.Message) []int64 {
-	out := make([]int64, len(ms))
-	for i, m := range ms {
-		out[i] = m.ID
-	}
-	return out
+	return pluck(ms, func(m sessiondb.Message) int64 { return m.ID })
 }
 
-func sortedStrings(in []string) []string {
-	out := append([]string(nil), in...)
-	sort.Strings(out)
+// sorted returns a sorted copy of in, nil when in is empty, so an empty
+// result and an empty want compare equal whichever is nil.
+func sorted[T cmp.Ordered](in []T) []T {
+	out := append([]T(nil), in...)
+	slices.Sort(out)
 	return out
 }
 

@@ -56,6 +56,31 @@ func groupOf(t *testing.T, w *Writer, n int, write func(i int) func(*Tx) error) 
 	return errs
 }
 
+// refuseMarked is a table whose trigger raises ROLLBACK on a row marked 1:
+// SQLite abandons the whole transaction, not only the statement.
+const refuseMarked = `CREATE TABLE t(id INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
+CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(ROLLBACK, 'marked row refused'); END;`
+
+// faultWriter opens a writer on a fresh file named name, closed when the
+// test ends, and creates schema in it.
+func faultWriter(t *testing.T, name, schema string) *Writer {
+	t.Helper()
+	w, done := openWriter(t, filepath.Join(t.TempDir(), name))
+	t.Cleanup(done)
+	if err := w.Do(context.Background(), func(tx *Tx) error { return tx.ExecScript(schema) }); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// execAlone runs one statement as a write of its own.
+func execAlone(w *Writer, query string, args ...any) error {
+	return w.Do(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec(query, args...)
+		return err
+	})
+}
+
 // storedIDs returns the ids in table t.
 func storedIDs(t *testing.T, w *Writer) map[int]bool {
 	t.Helper()
@@ -100,15 +125,7 @@ func checkAcknowledged(t *testing.T, errs []error, ids map[int]bool) {
 // whole transaction: every write of the group must fail with the trigger's
 // error, and none may run outside the transaction afterwards.
 func TestWriterGroupCommitWholeRollbackFailsEveryCall(t *testing.T) {
-	w, done := openWriter(t, filepath.Join(t.TempDir(), "r.db"))
-	defer done()
-	ctx := context.Background()
-	if err := w.Do(ctx, func(tx *Tx) error {
-		return tx.ExecScript(`CREATE TABLE t(id INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
-CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(ROLLBACK, 'marked row refused'); END;`)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	w := faultWriter(t, "r.db", refuseMarked)
 	const n, marked = 40, 17
 	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
 		return func(tx *Tx) error {
@@ -134,10 +151,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(RO
 		}
 	}
 	// The writer is usable afterwards, in a transaction of its own.
-	if err := w.Do(ctx, func(tx *Tx) error {
-		_, err := tx.Exec("INSERT INTO t(id, mark) VALUES (?, 0)", n)
-		return err
-	}); err != nil {
+	if err := execAlone(w, "INSERT INTO t(id, mark) VALUES (?, 0)", n); err != nil {
 		t.Fatalf("write after the failed group: %v", err)
 	}
 	if ids := storedIDs(t, w); len(ids) != 1 || !ids[n] {
@@ -149,21 +163,14 @@ CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(RO
 // the middle of a group commit: SQLite rolls the whole transaction back,
 // and every call of the group must say so.
 func TestWriterGroupCommitDiskFull(t *testing.T) {
-	w, done := openWriter(t, filepath.Join(t.TempDir(), "f.db"))
-	defer done()
-	ctx := context.Background()
-	var pages int
-	if err := w.Do(ctx, func(tx *Tx) error {
-		if err := tx.ExecScript("CREATE TABLE t(id INTEGER PRIMARY KEY, body BLOB NOT NULL)"); err != nil {
-			return err
-		}
-		return tx.QueryRow("PRAGMA page_count").Scan(&pages)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	w := faultWriter(t, "f.db", "CREATE TABLE t(id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
 	// Room for the small rows, not for the big one. The limit belongs to
 	// the writer's connection and holds for its life.
-	if err := w.Do(ctx, func(tx *Tx) error {
+	if err := w.Do(context.Background(), func(tx *Tx) error {
+		var pages int
+		if err := tx.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+			return err
+		}
 		return tx.ExecScript(fmt.Sprintf("PRAGMA max_page_count = %d", pages+8))
 	}); err != nil {
 		t.Fatal(err)
@@ -202,17 +209,9 @@ func TestWriterGroupCommitDiskFull(t *testing.T) {
 // and goes on writing must not get its later statements committed on their
 // own: the Tx refuses them, and the call fails with the first error.
 func TestWriterRefusesWritesAfterTransactionLost(t *testing.T) {
-	w, done := openWriter(t, filepath.Join(t.TempDir(), "l.db"))
-	defer done()
-	ctx := context.Background()
-	if err := w.Do(ctx, func(tx *Tx) error {
-		return tx.ExecScript(`CREATE TABLE t(id INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
-CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(ROLLBACK, 'marked row refused'); END;`)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	w := faultWriter(t, "l.db", refuseMarked)
 	var later error
-	err := w.Do(ctx, func(tx *Tx) error {
+	err := w.Do(context.Background(), func(tx *Tx) error {
 		tx.Exec("INSERT INTO t(id, mark) VALUES (0, 0)")
 		tx.Exec("INSERT INTO t(id, mark) VALUES (1, 1)") // error ignored on purpose
 		_, later = tx.Exec("INSERT INTO t(id, mark) VALUES (2, 0)")
@@ -235,15 +234,8 @@ CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.mark = 1 BEGIN SELECT RAISE(RO
 // A COMMIT that fails (here a deferred foreign key, checked only at commit)
 // fails every write of the group, none of which may be stored.
 func TestWriterGroupCommitFailedCommit(t *testing.T) {
-	w, done := openWriter(t, filepath.Join(t.TempDir(), "c.db"))
-	defer done()
-	ctx := context.Background()
-	if err := w.Do(ctx, func(tx *Tx) error {
-		return tx.ExecScript(`CREATE TABLE parent(id INTEGER PRIMARY KEY);
+	w := faultWriter(t, "c.db", `CREATE TABLE parent(id INTEGER PRIMARY KEY);
 CREATE TABLE t(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);`)
-	}); err != nil {
-		t.Fatal(err)
-	}
 	const n, orphan = 20, 7
 	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
 		return func(tx *Tx) error {
@@ -261,10 +253,7 @@ CREATE TABLE t(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id) DEFE
 			t.Errorf("write %d: err = %v (code %q); want the commit's foreign key error, invalid", i, err, Code(err))
 		}
 	}
-	if err := w.Do(ctx, func(tx *Tx) error {
-		_, err := tx.Exec("INSERT INTO t(id, parent) VALUES (?, NULL)", n)
-		return err
-	}); err != nil {
+	if err := execAlone(w, "INSERT INTO t(id, parent) VALUES (?, NULL)", n); err != nil {
 		t.Fatalf("write after the failed commit: %v", err)
 	}
 }
