@@ -2,7 +2,6 @@ package mailbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -180,10 +179,9 @@ func (m *group) agentAckCmd(open openAgentFunc) *cobra.Command {
 
 func (m *group) agentSendCmd(open openAgentFunc) *cobra.Command {
 	var (
-		id, kind, text, content, to, replyTo string
-		channelType, platformID, threadID    string
-		after                                string
-		files                                []string
+		mf                 messageFlags
+		to, replyTo, after string
+		files              []string
 	)
 	c := &cobra.Command{
 		Use:   "send (--text T | --content JSON) [--reply-to ID | --to NAME]",
@@ -202,21 +200,12 @@ in the content's "files".`,
 			}
 			defer a.Close()
 			now := m.Now()
-			var raw json.RawMessage
-			switch {
-			case text != "" && content != "":
-				return sessiondb.Errorf(sessiondb.EINVALID, "give --text or --content, not both")
-			case text != "":
-				// Agent.Send lists the --file names in the content itself.
-				if raw, err = mailbox.MarshalContent(map[string]any{"text": text}); err != nil {
-					return err
-				}
-			case content != "":
-				raw = json.RawMessage(content)
-			default:
-				return sessiondb.Errorf(sessiondb.EINVALID, "nothing to send: give --text or --content")
+			// Agent.Send lists the --file names in the content itself.
+			raw, err := mf.body(map[string]any{"text": mf.text}, "--text or --content")
+			if err != nil {
+				return err
 			}
-			routing := mailbox.Routing{ChannelType: channelType, PlatformID: platformID, ThreadID: threadID}
+			routing := mf.routing()
 			switch {
 			case !routing.IsZero():
 			case to != "":
@@ -237,10 +226,8 @@ in the content's "files".`,
 					return err
 				}
 			}
-			if id == "" {
-				id = mailbox.NewID("msg", now)
-			}
-			msg := mailbox.OutboundMessage{ID: id, Kind: kind, Content: raw, Routing: routing, InReplyTo: replyTo, Files: files}
+			id := mf.newID(now)
+			msg := mailbox.OutboundMessage{ID: id, Kind: mf.kind, Content: raw, Routing: routing, InReplyTo: replyTo, Files: files}
 			if after != "" {
 				if msg.DeliverAfter, err = parseWhen("after", after, now); err != nil {
 					return err
@@ -260,16 +247,10 @@ in the content's "files".`,
 			return nil
 		},
 	}
+	mf.add(c, "message id (default msg-<ms>-<random>)", "message kind: chat, chat-sdk, system")
 	f := c.Flags()
-	f.StringVar(&id, "id", "", "message id (default msg-<ms>-<random>)")
-	f.StringVar(&kind, "kind", mailbox.KindChat, "message kind: chat, chat-sdk, system")
-	f.StringVar(&text, "text", "", "chat text")
-	f.StringVar(&content, "content", "", "content as a JSON object")
 	f.StringVar(&to, "to", "", "destination name")
 	f.StringVar(&replyTo, "reply-to", "", "inbound message id this answers (in_reply_to)")
-	f.StringVar(&channelType, "channel-type", "", "routing: channel type")
-	f.StringVar(&platformID, "platform-id", "", "routing: platform chat id")
-	f.StringVar(&threadID, "thread-id", "", "routing: thread id")
 	f.StringVar(&after, "after", "", "deliver after this time (RFC 3339) or duration from now (+10m)")
 	f.StringArrayVar(&files, "file", nil, "attach a file (repeatable)")
 	return c

@@ -56,6 +56,53 @@ func (f *sessionFlags) addTo(fs interface {
 	fs.StringVar(&f.dir, "dir", "", "the session folder itself (instead of --data/--group/--session)")
 }
 
+// messageFlags are the flags `send` and `agent send` share: the new
+// message's id, kind, body and routing.
+type messageFlags struct {
+	id, kind, text, content           string
+	channelType, platformID, threadID string
+}
+
+// add registers the flags, with the help of --id and --kind, which differ
+// between the sides.
+func (mf *messageFlags) add(c *cobra.Command, idHelp, kindHelp string) {
+	f := c.Flags()
+	f.StringVar(&mf.id, "id", "", idHelp)
+	f.StringVar(&mf.kind, "kind", mailbox.KindChat, kindHelp)
+	f.StringVar(&mf.text, "text", "", "chat text")
+	f.StringVar(&mf.content, "content", "", "content as a JSON object")
+	f.StringVar(&mf.channelType, "channel-type", "", "routing: channel type")
+	f.StringVar(&mf.platformID, "platform-id", "", "routing: platform chat id")
+	f.StringVar(&mf.threadID, "thread-id", "", "routing: thread id")
+}
+
+func (mf *messageFlags) routing() mailbox.Routing {
+	return mailbox.Routing{ChannelType: mf.channelType, PlatformID: mf.platformID, ThreadID: mf.threadID}
+}
+
+// body is the message's content: textContent (built around --text) when
+// --text is given, --content as it is, else an error that says to give
+// what is missing.
+func (mf *messageFlags) body(textContent any, missing string) (json.RawMessage, error) {
+	switch {
+	case mf.text != "" && mf.content != "":
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "give --text or --content, not both")
+	case mf.text != "":
+		return mailbox.MarshalContent(textContent)
+	case mf.content != "":
+		return json.RawMessage(mf.content), nil
+	}
+	return nil, sessiondb.Errorf(sessiondb.EINVALID, "nothing to send: give %s", missing)
+}
+
+// newID is --id, or a generated message id when it is empty.
+func (mf *messageFlags) newID(now time.Time) string {
+	if mf.id == "" {
+		return mailbox.NewID("msg", now)
+	}
+	return mf.id
+}
+
 // resolve returns the data root and session ref named by the flags, else
 // by $SESSIONDB_SESSION_DIR when envOK.
 func (f *sessionFlags) resolve(envOK bool) (string, mailbox.SessionRef, error) {

@@ -51,9 +51,8 @@ func (m *group) initCmd() *cobra.Command {
 func (m *group) sendCmd() *cobra.Command {
 	var (
 		sf                                sessionFlags
-		id, kind, text, content, sender   string
-		channelType, platformID, threadID string
-		at, prompt, script, every         string
+		mf                                messageFlags
+		sender, at, prompt, script, every string
 		contextOnly, task                 bool
 	)
 	c := &cobra.Command{
@@ -72,7 +71,7 @@ Re-sending an existing --id inserts nothing and prints the existing seq.`,
 				return err
 			}
 			now := m.Now()
-			routing := mailbox.Routing{ChannelType: channelType, PlatformID: platformID, ThreadID: threadID}
+			routing := mf.routing()
 			var when time.Time
 			if at != "" {
 				if when, err = parseWhen("at", at, now); err != nil {
@@ -80,13 +79,13 @@ Re-sending an existing --id inserts nothing and prints the existing seq.`,
 				}
 			}
 			if task {
-				if text != "" || content != "" {
+				if mf.text != "" || mf.content != "" {
 					return sessiondb.Errorf(sessiondb.EINVALID, "--task takes --prompt (and --script), not --text or --content")
 				}
 				if prompt == "" {
 					return sessiondb.Errorf(sessiondb.EINVALID, "--task needs --prompt")
 				}
-				t := mailbox.Task{ID: id, Prompt: prompt, ProcessAfter: when, Recurrence: every, Routing: routing}
+				t := mailbox.Task{ID: mf.id, Prompt: prompt, ProcessAfter: when, Recurrence: every, Routing: routing}
 				if c.Flags().Changed("script") {
 					t.Script = &script
 				}
@@ -99,24 +98,12 @@ Re-sending an existing --id inserts nothing and prints the existing seq.`,
 			if every != "" || prompt != "" || c.Flags().Changed("script") {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--prompt, --script and --every need --task")
 			}
-			var raw json.RawMessage
-			switch {
-			case text != "" && content != "":
-				return sessiondb.Errorf(sessiondb.EINVALID, "give --text or --content, not both")
-			case text != "":
-				raw, err = mailbox.MarshalContent(map[string]string{"sender": sender, "senderId": sender, "text": text})
-				if err != nil {
-					return err
-				}
-			case content != "":
-				raw = json.RawMessage(content)
-			default:
-				return sessiondb.Errorf(sessiondb.EINVALID, "nothing to send: give --text, --content or --task --prompt")
+			raw, err := mf.body(map[string]string{"sender": sender, "senderId": sender, "text": mf.text}, "--text, --content or --task --prompt")
+			if err != nil {
+				return err
 			}
-			if id == "" {
-				id = mailbox.NewID("msg", now)
-			}
-			seq, inserted, err := h.Enqueue(c.Context(), ref, mailbox.InboundMessage{ID: id, Kind: kind, Content: raw,
+			id := mf.newID(now)
+			seq, inserted, err := h.Enqueue(c.Context(), ref, mailbox.InboundMessage{ID: id, Kind: mf.kind, Content: raw,
 				Routing: routing, ProcessAfter: when, Recurrence: every, ContextOnly: contextOnly})
 			if err != nil {
 				return err
@@ -125,15 +112,9 @@ Re-sending an existing --id inserts nothing and prints the existing seq.`,
 		},
 	}
 	sf.add(c)
+	mf.add(c, "message id (default msg-<ms>-<random>); must be a safe name", "message kind: chat, chat-sdk, task, webhook, system")
 	f := c.Flags()
-	f.StringVar(&id, "id", "", "message id (default msg-<ms>-<random>); must be a safe name")
-	f.StringVar(&kind, "kind", mailbox.KindChat, "message kind: chat, chat-sdk, task, webhook, system")
-	f.StringVar(&text, "text", "", "chat text")
-	f.StringVar(&content, "content", "", "content as a JSON object")
 	f.StringVar(&sender, "sender", "cli", "sender name and id for --text")
-	f.StringVar(&channelType, "channel-type", "", "routing: channel type")
-	f.StringVar(&platformID, "platform-id", "", "routing: platform chat id")
-	f.StringVar(&threadID, "thread-id", "", "routing: thread id")
 	f.StringVar(&at, "at", "", "process after this time (RFC 3339) or duration from now (+10m)")
 	f.BoolVar(&contextOnly, "context-only", false, "store trigger=0: rides along as context, does not wake the agent")
 	f.BoolVar(&task, "task", false, "enqueue a scheduled task (kind task)")

@@ -33,6 +33,16 @@ func (m *group) checkDead(h *mailbox.Host, ref mailbox.SessionRef, force bool) e
 	return nil
 }
 
+// repairHost is sessionHost for a repair that writes outbound.db: it also
+// refuses while the agent looks alive, unless forced (checkDead).
+func (m *group) repairHost(sf *sessionFlags, force bool) (*mailbox.Host, mailbox.SessionRef, error) {
+	h, ref, err := m.sessionHost(sf)
+	if err == nil {
+		err = m.checkDead(h, ref, force)
+	}
+	return h, ref, err
+}
+
 // requeueCmd is `mailbox requeue`: failed rows back to pending.
 func (m *group) requeueCmd() *cobra.Command {
 	var sf sessionFlags
@@ -47,11 +57,8 @@ every failed row of the session; with ids, only those (inbound or outbound).
 It writes outbound.db, so it refuses while the agent's heartbeat is fresh
 unless --force.`,
 		RunE: func(c *cobra.Command, ids []string) error {
-			h, ref, err := m.sessionHost(&sf)
+			h, ref, err := m.repairHost(&sf, force)
 			if err != nil {
-				return err
-			}
-			if err := m.checkDead(h, ref, force); err != nil {
 				return err
 			}
 			res, err := h.Requeue(c.Context(), ref, ids)
@@ -92,11 +99,8 @@ claimed, deleting its processing acks. Refused while the agent's heartbeat is
 fresh unless --force.`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			h, ref, err := m.sessionHost(&sf)
+			h, ref, err := m.repairHost(&sf, force)
 			if err != nil {
-				return err
-			}
-			if err := m.checkDead(h, ref, force); err != nil {
 				return err
 			}
 			ctx := c.Context()
