@@ -16,6 +16,25 @@ func testOutRow() mailbox.OutboundRow {
 		Routing: mailbox.Routing{ChannelType: "slack", PlatformID: "C1"}, Content: json.RawMessage(`{"text":"hi"}`)}
 }
 
+// checkDelivery checks a Deliver's outcome: with wantErr "" success with
+// the platform id wantPID, else an error containing wantErr that is
+// permanent (never retried) exactly when permanent is set.
+func checkDelivery(t *testing.T, pid string, err error, wantPID, wantErr string, permanent bool) {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil || pid != wantPID {
+			t.Fatalf("Deliver = %q, %v; want %q, nil", pid, err, wantPID)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("Deliver error = %v; want one containing %q", err, wantErr)
+	}
+	if mailbox.IsPermanent(err) != permanent {
+		t.Fatalf("IsPermanent(%v) = %v, want %v", err, mailbox.IsPermanent(err), permanent)
+	}
+}
+
 func TestExecDeliverer(t *testing.T) {
 	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
 	cases := []struct {
@@ -52,18 +71,7 @@ func TestExecDeliverer(t *testing.T) {
 				d.Timeout = 500 * time.Millisecond
 			}
 			pid, err := d.Deliver(ctxb, ref, testOutRow())
-			if tc.wantErr == "" {
-				if err != nil || pid != tc.wantPID {
-					t.Fatalf("Deliver = %q, %v; want %q, nil", pid, err, tc.wantPID)
-				}
-			} else {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Deliver error = %v; want one containing %q", err, tc.wantErr)
-				}
-				if mailbox.IsPermanent(err) != tc.permanent {
-					t.Fatalf("IsPermanent(%v) = %v, want %v", err, mailbox.IsPermanent(err), tc.permanent)
-				}
-			}
+			checkDelivery(t, pid, err, tc.wantPID, tc.wantErr, tc.permanent)
 			// The command got exactly one JSON line: the envelope.
 			b, err := os.ReadFile(out)
 			if err != nil {

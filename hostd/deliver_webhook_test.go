@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,18 +63,7 @@ func TestWebhookDeliverer(t *testing.T) {
 				d.Timeout = 300 * time.Millisecond
 			}
 			pid, err := d.Deliver(ctxb, ref, testOutRow())
-			if tc.wantErr == "" {
-				if err != nil || pid != tc.wantPID {
-					t.Fatalf("Deliver = %q, %v; want %q, nil", pid, err, tc.wantPID)
-				}
-			} else {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Deliver error = %v; want one containing %q", err, tc.wantErr)
-				}
-				if mailbox.IsPermanent(err) != tc.permanent {
-					t.Fatalf("IsPermanent(%v) = %v, want %v", err, mailbox.IsPermanent(err), tc.permanent)
-				}
-			}
+			checkDelivery(t, pid, err, tc.wantPID, tc.wantErr, tc.permanent)
 			mu.Lock()
 			defer mu.Unlock()
 			var env DeliveryEnvelope

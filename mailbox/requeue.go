@@ -39,28 +39,18 @@ func (h *Host) Requeue(ctx context.Context, ref SessionRef, ids []string) (Reque
 	var requeued []string
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
 		requeued, res.Inbound, res.Outbound = nil, 0, 0
-		failedIn, err := idSet(tx, "SELECT id FROM messages_in WHERE status = 'failed'")
-		if err != nil {
-			return err
-		}
-		for id := range failedIn {
-			if len(want) > 0 && !want[id] {
-				continue
-			}
+		err := eachWanted(tx, "SELECT id FROM messages_in WHERE status = 'failed'", want, func(id string) error {
 			if _, err := tx.Exec("UPDATE messages_in SET status = 'pending', tries = 0, process_after = NULL WHERE id = ? AND status = 'failed'", id); err != nil {
 				return err
 			}
 			requeued = append(requeued, id)
 			res.Inbound++
-		}
-		failedOut, err := idSet(tx, "SELECT message_out_id FROM delivered WHERE status = 'failed'")
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		for id := range failedOut {
-			if len(want) > 0 && !want[id] {
-				continue
-			}
+		return eachWanted(tx, "SELECT message_out_id FROM delivered WHERE status = 'failed'", want, func(id string) error {
 			if _, err := tx.Exec("DELETE FROM delivered WHERE message_out_id = ? AND status = 'failed'", id); err != nil {
 				return err
 			}
@@ -68,8 +58,8 @@ func (h *Host) Requeue(ctx context.Context, ref SessionRef, ids []string) (Reque
 				return err
 			}
 			res.Outbound++
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil || len(requeued) == 0 {
 		return res, err
@@ -98,4 +88,22 @@ func (h *Host) Requeue(ctx context.Context, ref SessionRef, ids []string) (Reque
 		err = cerr
 	}
 	return res, sqlitedb.Wrap(err, "session %s: requeue: delete failed acks", ref)
+}
+
+// eachWanted calls fn for each id query selects that want holds, or for
+// every one when want is empty.
+func eachWanted(tx *sqlitedb.Tx, query string, want map[string]bool, fn func(id string) error) error {
+	ids, err := idSet(tx, query)
+	if err != nil {
+		return err
+	}
+	for id := range ids {
+		if len(want) > 0 && !want[id] {
+			continue
+		}
+		if err := fn(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
