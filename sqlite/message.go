@@ -248,31 +248,34 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 	} else if hi == 0 && lo == 0 {
 		return page, nil
 	}
-	var one int
+	// An empty page after a cursor still has the cursor's row before it
+	// (and one before a cursor the row after it): the edge is inclusive.
+	strict := len(msgs) > 0
 	if lo > 0 {
-		// An empty page after a cursor still has the cursor's row before it.
-		cmp := "m.id < ?"
-		if len(msgs) == 0 {
-			cmp = "m.id <= ?"
-		}
-		err = s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND "+cmp+s.q.visible+" LIMIT 1", sessionID, lo).Scan(&one)
-		if err != nil && err != sql.ErrNoRows {
+		if page.HasBefore, err = s.anyVisible(ctx, sessionID, "<", strict, lo); err != nil {
 			return nil, s.readErr(err, "%s", what)
 		}
-		page.HasBefore = err == nil
 	}
 	if hi > 0 {
-		cmp := "m.id > ?"
-		if len(msgs) == 0 {
-			cmp = "m.id >= ?"
-		}
-		err = s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND "+cmp+s.q.visible+" LIMIT 1", sessionID, hi).Scan(&one)
-		if err != nil && err != sql.ErrNoRows {
+		if page.HasAfter, err = s.anyVisible(ctx, sessionID, ">", strict, hi); err != nil {
 			return nil, s.readErr(err, "%s", what)
 		}
-		page.HasAfter = err == nil
 	}
 	return page, nil
+}
+
+// anyVisible reports whether the session has a visible message whose id is
+// op ("<" or ">") id, or equal to it too when not strict.
+func (s *Store) anyVisible(ctx context.Context, sessionID, op string, strict bool, id int64) (bool, error) {
+	if !strict {
+		op += "="
+	}
+	var one int
+	err := s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND m.id "+op+" ?"+s.q.visible+" LIMIT 1", sessionID, id).Scan(&one)
+	if err == sql.ErrNoRows {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func reverse(m []sessiondb.Message) {

@@ -58,10 +58,7 @@ func Escape(q string) string {
 			rest = append(rest, s[i])
 			continue
 		}
-		j := i + 1
-		for j < len(s) && s[j] != '"' {
-			j++
-		}
+		j := closingQuote(s, i)
 		if j == len(s) {
 			rest = append(rest, ' ')
 			continue

@@ -52,10 +52,7 @@ func Sanitize(q string) string {
 			out = append(out, s[i])
 			continue
 		}
-		j := i + 1
-		for j < len(s) && s[j] != '"' {
-			j++
-		}
+		j := closingQuote(s, i)
 		if j == len(s) { // unmatched: step 2 turns it into a space
 			out = append(out, s[i:]...)
 			break
@@ -250,4 +247,14 @@ func pyStrip(s []rune) []rune {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// closingQuote returns the index of the '"' that closes the phrase opened
+// at s[i], or len(s) when no quote after i does.
+func closingQuote(s []rune, i int) int {
+	j := i + 1
+	for j < len(s) && s[j] != '"' {
+		j++
+	}
+	return j
 }

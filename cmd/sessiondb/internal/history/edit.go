@@ -60,14 +60,11 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, cli.WriteStore, func(st sessiondb.Store) error {
-				src, err := sessiondb.FindSession(ctx, st, args[0], true)
+				s, err := findSession(ctx, st, args[0], true)
 				if err != nil {
 					return err
 				}
-				s, err := st.GetSession(ctx, src)
-				if err != nil {
-					return err
-				}
+				src := s.ID
 				if clean != "" {
 					// Check before forking, so a taken title does not leave
 					// an untitled fork behind.
@@ -257,14 +254,11 @@ func (h *group) changeSession(c *cobra.Command, ref string, byTitle bool, change
 	}
 	ctx := c.Context()
 	return h.withStore(ctx, cli.WriteStore, func(st sessiondb.Store) error {
-		id, err := sessiondb.FindSession(ctx, st, ref, byTitle)
+		before, err := findSession(ctx, st, ref, byTitle)
 		if err != nil {
 			return err
 		}
-		before, err := st.GetSession(ctx, id)
-		if err != nil {
-			return err
-		}
+		id := before.ID
 		if err := change(st, id); err != nil {
 			return err
 		}
@@ -298,14 +292,11 @@ accepted, not a title.`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, cli.WriteStore, func(st sessiondb.Store) error {
-				id, err := sessiondb.FindSession(ctx, st, args[0], false)
+				s, err := findSession(ctx, st, args[0], false)
 				if err != nil {
 					return err
 				}
-				s, err := st.GetSession(ctx, id)
-				if err != nil {
-					return err
-				}
+				id := s.ID
 				if !yes && cli.IsTerminal(h.In) {
 					q := fmt.Sprintf("Delete session %s %q with its %d message(s)? This cannot be undone. [y/N] ", id, deref(s.Title), s.MessageCount)
 					if !confirm(h.In, h.Err, q) {

@@ -52,3 +52,12 @@ func (h *group) checkSynchronous() error {
 	h.synchronous = s
 	return err
 }
+
+// findSession is the session ref names (sessiondb.FindSession), read whole.
+func findSession(ctx context.Context, st sessiondb.SessionService, ref string, byTitle bool) (*sessiondb.Session, error) {
+	id, err := sessiondb.FindSession(ctx, st, ref, byTitle)
+	if err != nil {
+		return nil, err
+	}
+	return st.GetSession(ctx, id)
+}

@@ -99,14 +99,11 @@ Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, cli.ReadStore, func(st sessiondb.Store) error {
-				id, err := sessiondb.FindSession(ctx, st, args[0], true)
+				s, err := findSession(ctx, st, args[0], true)
 				if err != nil {
 					return err
 				}
-				s, err := st.GetSession(ctx, id)
-				if err != nil {
-					return err
-				}
+				id := s.ID
 				var msgs []sessiondb.Message
 				earlier := false
 				if last > 0 {
