@@ -252,16 +252,7 @@ func TestDaemonEndToEndCancelMidStream(t *testing.T) {
 // with no container starts the waker's command with the session folder,
 // and its exit triggers one more drain that delivers what it wrote.
 func TestDaemonWakesWithExecWaker(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "v2-sessions")
-	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
-	if err := h.InitSession(ctxb, ref); err != nil {
-		t.Fatal(err)
-	}
-	dir, _ := h.Layout().SessionDir(ref)
+	h, ref, dir := newHost(t, nil)
 	marker := filepath.Join(t.TempDir(), "woken")
 	// The "container": records its argument, then (as the agent) answers
 	// through outbound.db from Go once woken; here the script just exits.

@@ -33,7 +33,16 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clk := newClock()
-	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: clk.Now})
+	h, ref, dir := newHost(t, clk.Now)
+	return &fixture{t: t, clk: clk, host: h, ref: ref, dir: dir}
+}
+
+// newHost is a Host over a fresh data root, on now (nil: the wall clock,
+// for tests that run the daemon on its own timers), with the session
+// ag-1/sess-1 initialized; it returns the session and its folder.
+func newHost(t *testing.T, now func() time.Time) (*mailbox.Host, mailbox.SessionRef, string) {
+	t.Helper()
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	dir, _ := h.Layout().SessionDir(ref)
-	return &fixture{t: t, clk: clk, host: h, ref: ref, dir: dir}
+	return h, ref, dir
 }
 
 func (f *fixture) openAgent() *mailbox.Agent {

@@ -84,19 +84,18 @@ func execAlone(w *Writer, query string, args ...any) error {
 // storedIDs returns the ids in table t.
 func storedIDs(t *testing.T, w *Writer) map[int]bool {
 	t.Helper()
-	ids := map[int]bool{}
+	var list []int
 	err := w.Do(context.Background(), func(tx *Tx) error {
-		return Each(tx.Context(), tx, "SELECT id FROM t", nil, func(r Row) error {
-			var id int
-			if err := r.Scan(&id); err != nil {
-				return err
-			}
-			ids[id] = true
-			return nil
-		})
+		var err error
+		list, err = Append(tx.Context(), tx, "SELECT id FROM t", nil, nil, Value[int])
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	ids := map[int]bool{}
+	for _, id := range list {
+		ids[id] = true
 	}
 	return ids
 }
