@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,72 +9,27 @@ import (
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
-// encodeJSONField returns the JSON text stored for a JSON column, or nil
-// (NULL) when v is not truthy: nil, JSON null, or an empty list, object or
-// string. A json.RawMessage is stored as given once validated.
+// encodeJSONField returns the SQL value a JSON column stores for v
+// (sessiondb.MarshalJSONField, then sessiondb.StoredJSON): nil for NULL.
 func encodeJSONField(field string, v any) (any, error) {
-	b, err := marshalJSONField(field, v)
+	b, err := sessiondb.MarshalJSONField(field, v)
 	if err != nil {
 		return nil, err
 	}
 	return storedJSON(b), nil
 }
 
-// marshalJSONField returns v as JSON, nil for nil.
-func marshalJSONField(field string, v any) ([]byte, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "%s cannot be stored as JSON: %v", field, err)
-	}
-	return b, nil
-}
-
-// storedJSON is what a JSON column stores for the JSON text b: nil (NULL)
-// when b is nil, null, or an empty list, object or string.
+// storedJSON is sessiondb.StoredJSON as an SQL value, nil for NULL.
 func storedJSON(b []byte) any {
-	if b == nil {
-		return nil
+	if t, ok := sessiondb.StoredJSON(b); ok {
+		return t
 	}
-	switch string(bytes.TrimSpace(b)) {
-	case "null", "[]", "{}", `""`:
-		return nil
-	}
-	return string(b)
+	return nil
 }
 
-// toolCallCount is how much a message adds to tool_call_count, given its
-// tool_calls as valid JSON text (nil when absent): a list counts its
-// elements, any other non-null value 1, null 0. It depends only on the
-// value, never on the role.
-func toolCallCount(b []byte) int64 {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || string(b) == "null" {
-		return 0
-	}
-	if b[0] == '[' {
-		var list []json.RawMessage
-		if json.Unmarshal(b, &list) == nil {
-			return int64(len(list))
-		}
-	}
-	return 1
-}
-
-// storedToolCallCount is toolCallCount for a stored tool_calls text; text
-// that does not decode as JSON counts 1.
+// storedToolCallCount is sessiondb.StoredToolCallCount of a column.
 func storedToolCallCount(text sql.NullString) int64 {
-	if !text.Valid || text.String == "" {
-		return 0
-	}
-	b := []byte(text.String)
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return 1
-	}
-	return toolCallCount(b)
+	return sessiondb.StoredToolCallCount(text.String, text.Valid)
 }
 
 const insertMessageSQL = `INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp,
@@ -91,11 +45,11 @@ func (s *Store) AppendMessage(ctx context.Context, m sessiondb.NewMessage) (int6
 		return 0, inputErr(err, "append message to", m.SessionID)
 	}
 	// tool_calls is marshalled once, for the stored text and the count.
-	tcJSON, err := marshalJSONField("tool_calls", m.ToolCalls)
+	tcJSON, err := sessiondb.MarshalJSONField("tool_calls", m.ToolCalls)
 	if err != nil {
 		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
 	}
-	tc, n := storedJSON(tcJSON), toolCallCount(tcJSON)
+	tc, n := storedJSON(tcJSON), sessiondb.ToolCallCount(tcJSON)
 	rd, err := encodeJSONField("reasoning_details", m.ReasoningDetails)
 	if err != nil {
 		return 0, sessiondb.Wrap("", err, "append message to %s", m.SessionID)
@@ -337,8 +291,8 @@ func (s *Store) precedingGroup(ctx context.Context, what, sel, sessionID string,
 // entries, widened backwards so a tool result never loses the assistant
 // row that called it.
 func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string, lastN int) ([]sessiondb.ConversationItem, error) {
-	if lastN < 0 {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "conversation of %s: last %d is negative", sessionID, lastN)
+	if err := sessiondb.CheckLastN(sessionID, lastN); err != nil {
+		return nil, err
 	}
 	ms := newMessageScanner()
 	raws, err := sqlitedb.Append(ctx, readers{s}, s.sessionMessagesSQL(), []any{sessionID}, nil, func(row sqlitedb.Row) (*rawMessage, error) {
@@ -347,55 +301,18 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	if err != nil {
 		return nil, s.readErr(err, "conversation of %s", sessionID)
 	}
-	start := 0
-	if lastN > 0 && lastN < len(raws) {
-		start = len(raws) - lastN
-		for start > 0 && raws[start].Role == "tool" {
-			start--
-		}
+	roles := make([]string, len(raws))
+	for i, r := range raws {
+		roles[i] = r.Role
 	}
+	start := sessiondb.ConversationStart(roles, lastN)
 	out := make([]sessiondb.ConversationItem, 0, len(raws)-start)
 	for _, r := range raws[start:] {
-		out = append(out, s.conversationItem(r))
+		it, bad := sessiondb.NewConversationItem(&r.Message, r.toolCalls.String, r.toolCalls.Valid)
+		if bad {
+			s.log.Warn("message has invalid tool_calls JSON; replaying it as []", "message_id", r.ID, "session_id", r.SessionID)
+		}
+		out = append(out, it)
 	}
 	return out, nil
-}
-
-func (s *Store) conversationItem(r *rawMessage) sessiondb.ConversationItem {
-	it := sessiondb.ConversationItem{"role": r.Role}
-	if r.Content != nil {
-		it["content"] = *r.Content
-	} else {
-		it["content"] = nil
-	}
-	if r.ToolCallID != nil && *r.ToolCallID != "" {
-		it["tool_call_id"] = *r.ToolCallID
-	}
-	if r.ToolName != nil && *r.ToolName != "" {
-		it["tool_name"] = *r.ToolName
-	}
-	if r.toolCalls.Valid && r.toolCalls.String != "" {
-		var v any
-		if err := json.Unmarshal([]byte(r.toolCalls.String), &v); err != nil {
-			s.log.Warn("message has invalid tool_calls JSON; replaying it as []", "message_id", r.ID, "session_id", r.SessionID)
-			v = []any{}
-		}
-		it["tool_calls"] = v
-	}
-	if r.Role == "assistant" {
-		if r.Reasoning != nil && *r.Reasoning != "" {
-			it["reasoning"] = *r.Reasoning
-		}
-		for key, p := range map[string]*string{"reasoning_details": r.ReasoningDetails, "codex_reasoning_items": r.CodexReasoningItems} {
-			if p == nil || *p == "" {
-				continue
-			}
-			var v any
-			if json.Unmarshal([]byte(*p), &v) != nil {
-				v = nil
-			}
-			it[key] = v
-		}
-	}
-	return it
 }

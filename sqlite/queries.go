@@ -149,12 +149,6 @@ func (ms *messageScanner) scan(sc scanner) (*rawMessage, error) {
 	return r, nil
 }
 
-// likeEscape escapes \ % _ for a LIKE pattern with ESCAPE '\'.
-func likeEscape(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
-}
-
 // placeholders returns "?, ?, ?" for n values.
 func placeholders(n int) string {
 	if n <= 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
@@ -22,19 +21,6 @@ func (s *Store) richExtra() string {
     COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at)`
 }
 
-// preview shapes the first 63 code points of a first user message as
-// Hermes v6 shows it: line breaks become spaces, the text is trimmed, and
-// more than 60 code points are cut to 60 plus "...".
-func preview(raw string) string {
-	t := strings.NewReplacer("\n", " ", "\r", " ").Replace(raw)
-	t = strings.TrimSpace(t)
-	if utf8.RuneCountInString(t) > 60 {
-		r := []rune(t)
-		return string(r[:60]) + "..."
-	}
-	return t
-}
-
 func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 	var raw string
 	var last sql.NullFloat64
@@ -42,7 +28,7 @@ func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sessiondb.RichSession{Session: *x, Preview: preview(raw), LastActive: last.Float64}, nil
+	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64}, nil
 }
 
 // ListSessionsRich lists sessions newest first with their preview and last

@@ -195,27 +195,12 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 	return out, nil
 }
 
-// likeTerms splits the CJK fallback's query: surrounding quotes then white
-// space trimmed, split on white space, quotes and operator words dropped.
-func likeTerms(q string) []string {
-	r := strings.TrimSpace(strings.Trim(q, `"`))
-	var out []string
-	for _, t := range strings.Fields(r) {
-		t = strings.Trim(t, `"`)
-		if t == "" || isOperator(t) {
-			continue
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
 // likeSearch is the substring fallback: every term must occur (escaped
 // LIKE, IMP-6), newest first; the snippet is 120 code points around the
 // first term's first exact occurrence (the start when the match was only
 // case-insensitive).
 func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
-	terms := likeTerms(q)
+	terms := fts.LikeTerms(q)
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -226,7 +211,7 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 		" FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.content IS NOT NULL")
 	for _, t := range terms {
 		b.WriteString(` AND m.content LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+likeEscape(t)+"%")
+		args = append(args, "%"+fts.EscapeLike(t)+"%")
 	}
 	b.WriteString(filters)
 	args = append(args, fargs...)

@@ -3,11 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"math"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -31,19 +30,6 @@ func inputErr(err error, op, id string) error {
 	return sessiondb.Wrap("", err, "%s %s", op, id)
 }
 
-// encodeModelConfig returns the JSON text stored for a model config: NULL
-// for nil or an empty map.
-func encodeModelConfig(mc map[string]any) (any, error) {
-	if len(mc) == 0 {
-		return nil, nil
-	}
-	b, err := json.Marshal(mc)
-	if err != nil {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "model_config cannot be stored as JSON: %v", err)
-	}
-	return string(b), nil
-}
-
 // CreateSession inserts a session started now, or fills the NULL columns of
 // an existing row with the new values (IMP-3): a late, rich create enriches
 // a row EnsureSession made and never overwrites. Source and ID are
@@ -52,9 +38,13 @@ func (s *Store) CreateSession(ctx context.Context, n sessiondb.NewSession) (stri
 	if err := n.Validate(); err != nil {
 		return "", inputErr(err, "create session", n.ID)
 	}
-	mc, err := encodeModelConfig(n.ModelConfig)
+	mcText, hasMC, err := sessiondb.ModelConfigJSON(n.ModelConfig)
 	if err != nil {
 		return "", sessiondb.Wrap("", err, "create session %s", n.ID)
+	}
+	var mc any
+	if hasMC {
+		mc = mcText
 	}
 	now := s.epochNow()
 	err = s.write(ctx, "create session "+n.ID, func(tx *sqlitedb.Tx) error {
@@ -205,7 +195,7 @@ func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string
 	if err != sql.ErrNoRows {
 		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
 	}
-	ids, err := s.queryStrings(ctx, `SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 2`, likeEscape(idOrPrefix)+"%")
+	ids, err := s.queryStrings(ctx, `SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 2`, fts.EscapeLike(idOrPrefix)+"%")
 	if err != nil {
 		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
 	}
@@ -372,8 +362,8 @@ func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
 // unless "") that started more than olderThanDays days ago, orphaning their
 // children first. It returns how many sessions it deleted.
 func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error) {
-	if math.IsNaN(olderThanDays) || math.IsInf(olderThanDays, 0) || olderThanDays < 0 {
-		return 0, sessiondb.Errorf(sessiondb.EINVALID, "prune sessions: older-than days must be a number >= 0, not %v", olderThanDays)
+	if err := sessiondb.CheckPruneDays(olderThanDays); err != nil {
+		return 0, err
 	}
 	cutoff := s.epochNow() - olderThanDays*86400
 	cond := "started_at < ? AND ended_at IS NOT NULL"

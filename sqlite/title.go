@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -111,7 +112,7 @@ func (s *Store) GetSessionByTitle(ctx context.Context, title string) (*sessiondb
 // one titled exactly title, else not_found.
 func (s *Store) ResolveSessionByTitle(ctx context.Context, title string) (string, error) {
 	var id string
-	err := s.queryRow(ctx, `SELECT id FROM sessions WHERE title LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 1`, likeEscape(title)+" #%").Scan(&id)
+	err := s.queryRow(ctx, `SELECT id FROM sessions WHERE title LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 1`, fts.EscapeLike(title)+" #%").Scan(&id)
 	if err == nil {
 		return id, nil
 	}
@@ -133,7 +134,7 @@ func (s *Store) ResolveSessionByTitle(ctx context.Context, title string) (string
 // exists, else "<base> #<max+1>".
 func (s *Store) NextTitleInLineage(ctx context.Context, title string) (string, error) {
 	base, _ := sessiondb.LineageBase(title)
-	titles, err := s.queryStrings(ctx, `SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\'`, base, likeEscape(base)+" #%")
+	titles, err := s.queryStrings(ctx, `SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\'`, base, fts.EscapeLike(base)+" #%")
 	if err != nil {
 		return "", s.readErr(err, "next title after %q", title)
 	}
