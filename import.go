@@ -3,6 +3,7 @@ package sessiondb
 import (
 	"context"
 	"encoding/json"
+	"math"
 )
 
 // SessionRecord is one session as ExportSession writes it and
@@ -89,4 +90,100 @@ type ImportService interface {
 	// imported, imported holds one entry for each of them, and the error
 	// names the failing one.
 	ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error)
+}
+
+// ColumnKind is what an imported value must be to fit a column.
+type ColumnKind int
+
+const (
+	// KindText takes a string.
+	KindText ColumnKind = iota
+	// KindJSON takes a string (kept as it is) or a list or object (stored
+	// as JSON text when truthy, see StoredJSON).
+	KindJSON
+	// KindInteger takes a whole number (or a bool, as 0/1).
+	KindInteger
+	// KindReal takes a finite number.
+	KindReal
+	// KindAny takes any scalar: a column without a declared type.
+	KindAny
+)
+
+// ImportValue converts one JSON-decoded value of a SessionRecord for a
+// column of kind k: numbers as int64 or float64, JSON lists and objects as
+// their text, nil for JSON null. A value of the wrong type is invalid,
+// naming field ("messages[2].token_count"). Every backend's import calls
+// it, so one record is accepted or refused alike everywhere.
+func ImportValue(field string, k ColumnKind, v any) (any, error) {
+	bad := func(want string) error {
+		return Errorf(EINVALID, "import: %s must be %s, not %T", field, want, v)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			v = i
+		} else if f, err := n.Float64(); err == nil {
+			v = f
+		} else {
+			return nil, bad("a number")
+		}
+	}
+	switch k {
+	case KindInteger:
+		switch x := v.(type) {
+		case float64:
+			if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > 1<<53 {
+				return nil, bad("an integer")
+			}
+			return int64(x), nil
+		case int64:
+			return x, nil
+		case int:
+			return int64(x), nil
+		case bool:
+			if x {
+				return int64(1), nil
+			}
+			return int64(0), nil
+		}
+		return nil, bad("an integer")
+	case KindReal:
+		switch x := v.(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, bad("a finite number")
+			}
+			return x, nil
+		case int64:
+			return float64(x), nil
+		case int:
+			return float64(x), nil
+		}
+		return nil, bad("a number")
+	}
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case map[string]any, []any:
+		if k != KindJSON {
+			return nil, bad("a string")
+		}
+		b, err := MarshalJSONField(field, x)
+		if err != nil {
+			return nil, err
+		}
+		if t, ok := StoredJSON(b); ok {
+			return t, nil
+		}
+		return nil, nil
+	}
+	if k == KindAny {
+		switch v.(type) {
+		case float64, int64, int, bool:
+			return v, nil
+		}
+	}
+	return nil, bad("a string")
 }

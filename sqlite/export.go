@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -94,71 +93,20 @@ func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[str
 var jsonColumns = map[string]bool{"model_config": true, "tool_calls": true, "reasoning_details": true, "codex_reasoning_items": true}
 
 // importValue converts one JSON-decoded value for a column of declared
-// type typ, or fails invalid naming field.
+// type typ with sessiondb.ImportValue, or fails invalid naming field.
 func importValue(field, column, typ string, v any) (any, error) {
-	bad := func(want string) error {
-		return sessiondb.Errorf(sessiondb.EINVALID, "import: %s must be %s, not %T", field, want, v)
-	}
-	if v == nil {
-		return nil, nil
-	}
-	if n, ok := v.(json.Number); ok {
-		if i, err := n.Int64(); err == nil {
-			v = i
-		} else if f, err := n.Float64(); err == nil {
-			v = f
-		} else {
-			return nil, bad("a number")
-		}
-	}
+	k := sessiondb.KindText
 	switch {
 	case strings.Contains(typ, "INT"):
-		switch x := v.(type) {
-		case float64:
-			if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > 1<<53 {
-				return nil, bad("an integer")
-			}
-			return int64(x), nil
-		case int64, int:
-			return x, nil
-		case bool:
-			if x {
-				return int64(1), nil
-			}
-			return int64(0), nil
-		}
-		return nil, bad("an integer")
+		k = sessiondb.KindInteger
 	case strings.Contains(typ, "REAL"), strings.Contains(typ, "FLOA"), strings.Contains(typ, "DOUB"):
-		switch x := v.(type) {
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, bad("a finite number")
-			}
-			return x, nil
-		case int64:
-			return float64(x), nil
-		case int:
-			return float64(x), nil
-		}
-		return nil, bad("a number")
-	default:
-		switch x := v.(type) {
-		case string:
-			return x, nil
-		case map[string]any, []any:
-			if !jsonColumns[column] {
-				return nil, bad("a string")
-			}
-			return encodeJSONField(field, x)
-		}
-		if typ == "" { // no declared type: any scalar
-			switch v.(type) {
-			case float64, int64, int, bool:
-				return v, nil
-			}
-		}
-		return nil, bad("a string")
+		k = sessiondb.KindReal
+	case jsonColumns[column]:
+		k = sessiondb.KindJSON
+	case typ == "":
+		k = sessiondb.KindAny
 	}
+	return sessiondb.ImportValue(field, k, v)
 }
 
 // importRow is one row to insert: columns and values in step.

@@ -1,0 +1,165 @@
+// Package pgtest gives tests a PostgreSQL server: the one CI names in
+// SESSIONDB_TEST_POSTGRES, or else a throwaway cluster this test binary
+// starts with .ci/postgres (when initdb is installed) and stops in Main.
+// Each test works in a schema of its own, dropped when it ends, so tests
+// share one server without seeing each other's rows. It is imported by
+// tests only.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names the server the tests use; EnvRequire, when "1" (CI sets
+// it), makes a test that finds no server fail instead of skip.
+const (
+	EnvURL     = "SESSIONDB_TEST_POSTGRES"
+	EnvRequire = "SESSIONDB_REQUIRE_POSTGRES"
+)
+
+// local is the cluster this test binary started, if any.
+var local struct {
+	once sync.Once
+	dir  string
+	url  string
+	err  error
+}
+
+// URL returns the server's URL. Without SESSIONDB_TEST_POSTGRES it starts
+// a cluster once per test binary (call Main from TestMain to stop it); if
+// that is impossible the test fails under SESSIONDB_REQUIRE_POSTGRES=1 and
+// is skipped, saying why, otherwise.
+func URL(t testing.TB) string {
+	t.Helper()
+	if u := os.Getenv(EnvURL); u != "" {
+		return u
+	}
+	local.once.Do(startLocal)
+	if local.err != nil {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("PostgreSQL is required (%s=1) but %s is unset and no cluster could be started: %v", EnvRequire, EnvURL, local.err)
+		}
+		t.Skipf("no PostgreSQL: set %s or install initdb (%v)", EnvURL, local.err)
+	}
+	return local.url
+}
+
+// Main runs the tests of a package and then stops the cluster URL may
+// have started. Use it as the package's TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if local.dir != "" {
+		script, err := findScript()
+		if err == nil {
+			exec.Command("bash", script, "stop", local.dir).Run()
+		}
+	}
+	os.Exit(code)
+}
+
+func startLocal() {
+	script, err := findScript()
+	if err != nil {
+		local.err = err
+		return
+	}
+	dir, err := os.MkdirTemp("", "sessiondb-pgtest-")
+	if err != nil {
+		local.err = err
+		return
+	}
+	out, err := exec.Command("bash", script, "start", dir).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		os.RemoveAll(dir)
+		local.err = fmt.Errorf("%s start: %v %s", script, err, strings.TrimSpace(stderr))
+		return
+	}
+	local.dir, local.url = dir, strings.TrimSpace(string(out))
+}
+
+// findScript finds .ci/postgres in the working folder or above it (go test
+// runs in the package's folder inside the repository).
+func findScript() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, ".ci", "postgres")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf(".ci/postgres not found above the working folder")
+		}
+		dir = parent
+	}
+}
+
+// Schema creates an empty schema for one test on the server at url and
+// drops it (with everything in it) when the test ends. The name is
+// unique, lower case and safe to use unquoted.
+func Schema(t testing.TB, url string) string {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "t_" + hex.EncodeToString(b)
+	Exec(t, url, "CREATE SCHEMA "+name)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("pgtest: drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
+			t.Errorf("pgtest: drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// Exec runs sql (one or more statements, no arguments) on its own
+// connection to url, failing the test on error.
+func Exec(t testing.TB, url, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("pgtest: %s: %v", sql, err)
+	}
+}
+
+// WithSearchPath returns url with the connection parameter search_path
+// set to schema, for code that opens its own connections.
+func WithSearchPath(url, schema string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}

@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// maxBatch caps the appends one transaction carries.
+const maxBatch = 256
+
+// appendReq is one AppendMessage waiting for its commit.
+type appendReq struct {
+	sessionID string
+	args      []any // the INSERT's arguments after session_id
+	toolCalls int64 // what the row adds to tool_call_count
+
+	// state: 0 queued, 1 taken by a batch, 2 withdrawn by its caller.
+	state atomic.Int32
+	id    int64
+	err   error
+	done  chan struct{}
+}
+
+// appender is the group commit of appends: one goroutine takes every
+// append queued at the moment and writes them in one transaction, so
+// appends arriving together share a commit (and its WAL flush). A lone
+// append goes straight through. Each caller returns after the commit that
+// holds its row, or with the error that kept it out; an append to an
+// unknown session fails alone, never its batch-mates.
+type appender struct {
+	s    *Store
+	reqs chan *appendReq
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newAppender(s *Store) *appender {
+	a := &appender{s: s, reqs: make(chan *appendReq, 4*maxBatch), stop: make(chan struct{})}
+	a.wg.Add(1)
+	go a.loop()
+	return a
+}
+
+func (a *appender) close() {
+	close(a.stop)
+	a.wg.Wait()
+}
+
+// append queues r and waits for its outcome. A caller whose ctx ends
+// while r is still queued withdraws it; once a batch has taken r, the
+// caller waits for that batch's commit, bounded by the write budget, so an
+// append is never reported failed after it committed.
+func (a *appender) append(ctx context.Context, r *appendReq) (int64, error) {
+	r.done = make(chan struct{})
+	select {
+	case a.reqs <- r:
+	case <-ctx.Done():
+		return 0, a.s.classify(ctx.Err(), "append message to %s", r.sessionID)
+	case <-a.stop:
+		return 0, sessiondb.Errorf(sessiondb.EINVALID, "append message to %s: store closed", r.sessionID)
+	}
+	select {
+	case <-r.done:
+		return r.id, r.err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(0, 2) {
+			return 0, a.s.classify(ctx.Err(), "append message to %s", r.sessionID)
+		}
+		<-r.done
+		return r.id, r.err
+	}
+}
+
+func (a *appender) loop() {
+	defer a.wg.Done()
+	for {
+		var first *appendReq
+		select {
+		case first = <-a.reqs:
+		case <-a.stop:
+			a.drain()
+			return
+		}
+		batch := []*appendReq{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-a.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		a.run(batch)
+	}
+}
+
+// drain fails what is still queued when the store closes.
+func (a *appender) drain() {
+	for {
+		select {
+		case r := <-a.reqs:
+			if r.state.CompareAndSwap(0, 1) {
+				r.err = sessiondb.Errorf(sessiondb.EINVALID, "append message to %s: store closed", r.sessionID)
+				close(r.done)
+			}
+		default:
+			return
+		}
+	}
+}
+
+const insertMessageSQL = `INSERT INTO messages (session_id, role, content, content_bytes, tool_call_id, tool_calls, tool_name, "timestamp",
+    token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`
+
+// run writes one batch in one transaction: it locks the sessions the
+// batch names (in id order, so batches of different processes never
+// deadlock), inserts the rows of those that exist, bumps each session's
+// counters once, and notifies listeners of the new messages at commit.
+func (a *appender) run(batch []*appendReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(0, 1) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.s.budget+10*time.Second)
+	defer cancel()
+	var sids []string
+	seen := map[string]bool{}
+	for _, r := range live {
+		if !seen[r.sessionID] {
+			seen[r.sessionID] = true
+			sids = append(sids, r.sessionID)
+		}
+	}
+	sort.Strings(sids)
+	err := a.s.write(ctx, "append messages", func(tx pgx.Tx) error {
+		for _, r := range live {
+			r.id, r.err = 0, nil
+		}
+		exists, err := queryStrings(ctx, tx, "SELECT id FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE", sids)
+		if err != nil {
+			return err
+		}
+		have := map[string]bool{}
+		for _, id := range exists {
+			have[id] = true
+		}
+		b := &pgx.Batch{}
+		var rows []*appendReq
+		counts := map[string][2]int64{}
+		for _, r := range live {
+			if !have[r.sessionID] {
+				r.err = sessiondb.Errorf(sessiondb.EINVALID, "append message: session %q does not exist", r.sessionID)
+				continue
+			}
+			rows = append(rows, r)
+			b.Queue(insertMessageSQL, append([]any{r.sessionID}, r.args...)...)
+			c := counts[r.sessionID]
+			counts[r.sessionID] = [2]int64{c[0] + 1, c[1] + r.toolCalls}
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		var ids []string
+		var ns, ts []int64
+		for _, id := range exists {
+			if c, ok := counts[id]; ok {
+				ids, ns, ts = append(ids, id), append(ns, c[0]), append(ts, c[1])
+			}
+		}
+		b.Queue(`UPDATE sessions s SET message_count = COALESCE(s.message_count, 0) + v.n, tool_call_count = COALESCE(s.tool_call_count, 0) + v.t
+FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, n, t) WHERE s.id = v.id`, ids, ns, ts)
+		b.Queue("SELECT pg_notify($1, x) FROM unnest($2::text[]) AS x", a.s.channel(), ids)
+		br := tx.SendBatch(ctx, b)
+		for _, r := range rows {
+			if err := br.QueryRow().Scan(&r.id); err != nil {
+				br.Close()
+				return err
+			}
+		}
+		return br.Close()
+	})
+	for _, r := range live {
+		if err != nil {
+			r.id, r.err = 0, err
+		}
+		close(r.done)
+	}
+}

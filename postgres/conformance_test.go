@@ -1,0 +1,54 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/pgtest"
+	"github.com/sessiondb/sessiondb/postgres"
+	"github.com/sessiondb/sessiondb/storetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// openStore opens a store in a fresh schema of the test server.
+func openStore(t *testing.T, o postgres.Options) (*postgres.Store, string) {
+	t.Helper()
+	url := pgtest.URL(t)
+	o.Schema = pgtest.Schema(t, url)
+	if o.MaxConns == 0 {
+		o.MaxConns = 4
+	}
+	s, err := postgres.Open(context.Background(), url, o)
+	if err != nil {
+		t.Fatalf("postgres.Open: %v", err)
+	}
+	return s, url
+}
+
+// TestConformance runs the backend-neutral suite against a fresh schema
+// per case.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.Store {
+			t.Helper()
+			s, _ := openStore(t, postgres.Options{Now: now})
+			return s
+		},
+		SetMessageColumn: setMessageColumn,
+	})
+}
+
+// setMessageColumn writes raw text into one column of one message through
+// a connection of its own, as another program sharing the database would.
+func setMessageColumn(t *testing.T, s sessiondb.Store, id int64, column, value string) {
+	t.Helper()
+	switch column {
+	case "tool_calls", "reasoning_details", "codex_reasoning_items", "content":
+	default:
+		t.Fatalf("setMessageColumn: column %q not allowed", column)
+	}
+	url := pgtest.URL(t)
+	pgtest.Exec(t, pgtest.WithSearchPath(url, s.(*postgres.Store).Schema()), "UPDATE messages SET "+column+" = $1 WHERE id = $2", value, id)
+}

@@ -1,0 +1,426 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// sessionRecord is the export form of a session row: every v6 column
+// under its snake_case name, integers as int64, NULL as nil.
+func sessionRecord(x *sessiondb.Session) map[string]any {
+	str := func(p *string) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	num := func(p *float64) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	return map[string]any{
+		"id": x.ID, "source": x.Source, "user_id": str(x.UserID), "model": str(x.Model), "model_config": str(x.ModelConfig),
+		"system_prompt": str(x.SystemPrompt), "parent_session_id": str(x.ParentSessionID), "started_at": x.StartedAt,
+		"ended_at": num(x.EndedAt), "end_reason": str(x.EndReason), "message_count": x.MessageCount, "tool_call_count": x.ToolCallCount,
+		"input_tokens": x.InputTokens, "output_tokens": x.OutputTokens, "cache_read_tokens": x.CacheReadTokens,
+		"cache_write_tokens": x.CacheWriteTokens, "reasoning_tokens": x.ReasoningTokens, "billing_provider": str(x.BillingProvider),
+		"billing_base_url": str(x.BillingBaseURL), "billing_mode": str(x.BillingMode), "estimated_cost_usd": num(x.EstimatedCostUSD),
+		"actual_cost_usd": num(x.ActualCostUSD), "cost_status": str(x.CostStatus), "cost_source": str(x.CostSource),
+		"pricing_version": str(x.PricingVersion), "title": str(x.Title),
+	}
+}
+
+// ExportSession returns the session row with every column under its
+// snake_case name, plus "messages" = GetMessages; missing is not_found.
+func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, error) {
+	x, err := s.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := s.GetMessages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rec := sessionRecord(x)
+	rec["messages"] = msgs
+	return rec, nil
+}
+
+// ExportAll streams every session (of source, unless "") newest first, in
+// ExportSession's form, to yield; an error from yield stops the export and
+// is returned. One session is in memory at a time.
+func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error {
+	q := "SELECT id FROM sessions"
+	var args []any
+	if source != "" {
+		q += " WHERE source = $1"
+		args = append(args, source)
+	}
+	ids, err := queryStrings(ctx, s.pool, q+" ORDER BY started_at DESC, seq", args...)
+	if err != nil {
+		return s.readErr(err, "export sessions")
+	}
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return s.classify(err, "export sessions")
+		}
+		rec, err := s.ExportSession(ctx, id)
+		if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return err
+		}
+		if err := yield(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionKinds and messageKinds are the importable columns and what each
+// takes. message_count and tool_call_count are recomputed, never taken.
+var sessionKinds = map[string]sessiondb.ColumnKind{
+	"id": sessiondb.KindText, "source": sessiondb.KindText, "user_id": sessiondb.KindText, "model": sessiondb.KindText,
+	"model_config": sessiondb.KindJSON, "system_prompt": sessiondb.KindText, "parent_session_id": sessiondb.KindText,
+	"started_at": sessiondb.KindReal, "ended_at": sessiondb.KindReal, "end_reason": sessiondb.KindText,
+	"input_tokens": sessiondb.KindInteger, "output_tokens": sessiondb.KindInteger, "cache_read_tokens": sessiondb.KindInteger,
+	"cache_write_tokens": sessiondb.KindInteger, "reasoning_tokens": sessiondb.KindInteger,
+	"billing_provider": sessiondb.KindText, "billing_base_url": sessiondb.KindText, "billing_mode": sessiondb.KindText,
+	"estimated_cost_usd": sessiondb.KindReal, "actual_cost_usd": sessiondb.KindReal, "cost_status": sessiondb.KindText,
+	"cost_source": sessiondb.KindText, "pricing_version": sessiondb.KindText, "title": sessiondb.KindText,
+}
+
+var messageKinds = map[string]sessiondb.ColumnKind{
+	"id": sessiondb.KindInteger, "role": sessiondb.KindText, "content": sessiondb.KindText, "tool_call_id": sessiondb.KindText,
+	"tool_calls": sessiondb.KindJSON, "tool_name": sessiondb.KindText, "timestamp": sessiondb.KindReal,
+	"token_count": sessiondb.KindInteger, "finish_reason": sessiondb.KindText, "reasoning": sessiondb.KindText,
+	"reasoning_details": sessiondb.KindJSON, "codex_reasoning_items": sessiondb.KindJSON,
+}
+
+// importRow is one row to insert: columns and values in step.
+type importRow struct {
+	cols []string
+	vals []any
+	id   any // original message id, nil when none
+	tc   int64
+}
+
+type preparedImport struct {
+	id     string
+	parent string
+	sess   importRow
+	msgs   []importRow
+}
+
+// checkImportText refuses text PostgreSQL cannot hold, naming the field;
+// message content is exempt (it is stored as bytes when needed).
+func checkImportText(field string, v any) error {
+	if t, ok := v.(string); ok {
+		return checkText(field, &t)
+	}
+	return nil
+}
+
+// prepareImport validates and converts one exported session without
+// touching the database.
+func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
+	id, _ := rec["id"].(string)
+	if err := sessiondb.SessionRecord(rec).Validate(); err != nil {
+		if id == "" {
+			return nil, sessiondb.Wrap("", err, "import")
+		}
+		return nil, sessiondb.Wrap("", err, "import session %s", id)
+	}
+	p := &preparedImport{id: id}
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
+		kind, ok := sessionKinds[k]
+		if !ok {
+			continue
+		}
+		val, err := sessiondb.ImportValue(k, kind, rec[k])
+		if err == nil {
+			err = checkImportText(k, val)
+		}
+		if err != nil {
+			return nil, sessiondb.Wrap("", err, "import session %s", id)
+		}
+		if k == "parent_session_id" {
+			p.parent, _ = val.(string)
+			continue
+		}
+		p.sess.cols = append(p.sess.cols, k)
+		p.sess.vals = append(p.sess.vals, val)
+	}
+	var rawMsgs []any
+	switch m := rec["messages"].(type) {
+	case []any:
+		rawMsgs = m
+	case []sessiondb.Message:
+		b, err := json.Marshal(m)
+		if err == nil {
+			err = json.Unmarshal(b, &rawMsgs)
+		}
+		if err != nil {
+			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
+		}
+	}
+	p.msgs = make([]importRow, 0, len(rawMsgs))
+	var toolCalls int64
+	for i, raw := range rawMsgs {
+		m, _ := raw.(map[string]any)
+		row, err := importMessage(id, i, m)
+		if err != nil {
+			return nil, err
+		}
+		toolCalls += row.tc
+		p.msgs = append(p.msgs, row)
+	}
+	p.sess.cols = append(p.sess.cols, "message_count", "tool_call_count")
+	p.sess.vals = append(p.sess.vals, int64(len(p.msgs)), toolCalls)
+	return p, nil
+}
+
+// importMessage converts one exported message.
+func importMessage(sessionID string, i int, m map[string]any) (importRow, error) {
+	field := func(k string) string { return fmt.Sprintf("messages[%d].%s", i, k) }
+	row := importRow{}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kind, ok := messageKinds[k]
+		if !ok {
+			continue
+		}
+		val, err := sessiondb.ImportValue(field(k), kind, m[k])
+		if err == nil && k != "content" {
+			err = checkImportText(field(k), val)
+		}
+		if err != nil {
+			return row, sessiondb.Wrap("", err, "import session %s", sessionID)
+		}
+		switch k {
+		case "id":
+			row.id = val
+			continue
+		case "tool_calls":
+			t, ok := val.(string)
+			if ok && t == "" {
+				val, ok = nil, false
+			}
+			row.tc = sessiondb.StoredToolCallCount(t, ok)
+		case "content":
+			if t, ok := val.(string); ok {
+				text, raw := storableContent(&t)
+				row.cols = append(row.cols, "content_bytes")
+				row.vals = append(row.vals, raw)
+				val = *text
+			}
+		}
+		row.cols = append(row.cols, quoteIdent(k))
+		row.vals = append(row.vals, val)
+	}
+	return row, nil
+}
+
+type parentLinks struct {
+	done    []string
+	waiting [][2]string
+}
+
+// placeholders returns "$from, $from+1, ..." for n values.
+func placeholders(from, n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = "$" + itoa(from+i)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// insertImport inserts one prepared session inside tx; false when the
+// session already exists. pendingMu must be held.
+func (s *Store) insertImport(ctx context.Context, tx pgx.Tx, p *preparedImport, links *parentLinks, batchWaiting map[string][]string) (bool, error) {
+	cols, vals := p.sess.cols, p.sess.vals
+	parentMissing := false
+	if p.parent != "" {
+		var one int
+		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR KEY SHARE", p.parent).Scan(&one)
+		switch {
+		case err == nil:
+			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.parent)
+		case noRows(err):
+			parentMissing = true
+		default:
+			return false, err
+		}
+	}
+	tag, err := tx.Exec(ctx, "INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(1, len(cols))+") ON CONFLICT (id) DO NOTHING", vals...)
+	if sqlState(err) == pgUniqueViolation {
+		return false, sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
+	}
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil // already there: skipped, nothing changed
+	}
+	// Kept ids may lie ahead of the id sequence: it is moved past them
+	// before the next row that takes its id from it, and at the end, so
+	// no later append picks one of them.
+	var ahead int64
+	for i, m := range p.msgs {
+		id, err := insertImported(ctx, tx, p.id, m, func() error {
+			if ahead == 0 {
+				return nil
+			}
+			err := s.advanceSequence(ctx, tx, ahead)
+			ahead = 0
+			return err
+		})
+		if err != nil {
+			return false, sessiondb.Wrap("", s.classify(err, "insert"), "import session %s: messages[%d]", p.id, i)
+		}
+		ahead = max(ahead, id)
+	}
+	if ahead > 0 {
+		if err := s.advanceSequence(ctx, tx, ahead); err != nil {
+			return false, err
+		}
+	}
+	children := append(append([]string(nil), s.pendingParents[p.id]...), batchWaiting[p.id]...)
+	for _, c := range children {
+		if _, err := tx.Exec(ctx, "UPDATE sessions SET parent_session_id = $1 WHERE id = $2 AND parent_session_id IS NULL", p.id, c); err != nil {
+			return false, err
+		}
+	}
+	links.done = append(links.done, p.id)
+	if parentMissing {
+		links.waiting = append(links.waiting, [2]string{p.parent, p.id})
+		batchWaiting[p.parent] = append(batchWaiting[p.parent], p.id)
+	}
+	return true, nil
+}
+
+// advanceSequence moves the message id sequence to at least id.
+func (s *Store) advanceSequence(ctx context.Context, tx pgx.Tx, id int64) error {
+	var seq string
+	if err := tx.QueryRow(ctx, "SELECT pg_get_serial_sequence('messages', 'id')").Scan(&seq); err != nil {
+		return err
+	}
+	// seq comes back quoted as needed: it is an identifier, not a value.
+	_, err := tx.Exec(ctx, "SELECT setval($1::regclass, $2) FROM "+seq+" WHERE last_value < $2", seq, id)
+	return err
+}
+
+// insertImported inserts one message, with its original id when that id
+// is free, and returns the id it kept (0 when it took a new one, after
+// calling beforeNew).
+func insertImported(ctx context.Context, tx pgx.Tx, sessionID string, m importRow, beforeNew func() error) (int64, error) {
+	cols := "session_id, " + strings.Join(m.cols, ", ")
+	args := append([]any{sessionID}, m.vals...)
+	var id int64
+	if m.id != nil {
+		err := tx.QueryRow(ctx, "INSERT INTO messages (id, "+cols+") VALUES ($1, "+placeholders(2, len(args))+") ON CONFLICT (id) DO NOTHING RETURNING id",
+			append([]any{m.id}, args...)...).Scan(&id)
+		if err == nil || !noRows(err) {
+			return id, err
+		}
+	}
+	if err := beforeNew(); err != nil {
+		return 0, err
+	}
+	_, err := tx.Exec(ctx, "INSERT INTO messages ("+cols+") VALUES ("+placeholders(1, len(args))+")", args...)
+	return 0, err
+}
+
+func (s *Store) applyLinks(l *parentLinks) {
+	for _, id := range l.done {
+		delete(s.pendingParents, id)
+	}
+	for _, w := range l.waiting {
+		s.pendingParents[w[0]] = append(s.pendingParents[w[0]], w[1])
+	}
+}
+
+// ImportSession inserts one session of an export in one transaction (see
+// sessiondb.ImportService); an existing id is skipped.
+func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
+	p, err := s.prepareImport(rec)
+	if err != nil {
+		return false, err
+	}
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	var links parentLinks
+	imported := false
+	err = s.write(ctx, "import session "+p.id, func(tx pgx.Tx) error {
+		links = parentLinks{}
+		var err error
+		imported, err = s.insertImport(ctx, tx, p, &links, map[string][]string{})
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	s.applyLinks(&links)
+	return imported, nil
+}
+
+// ImportSessions imports several sessions in one transaction, each in a
+// savepoint of its own, stopping at the first that fails: those before it
+// are committed.
+func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error) {
+	prepared := make([]*preparedImport, 0, len(recs))
+	var prepErr error
+	for _, rec := range recs {
+		p, err := s.prepareImport(rec)
+		if err != nil {
+			prepErr = err
+			break
+		}
+		prepared = append(prepared, p)
+	}
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	var links parentLinks
+	var insertErr error
+	if len(prepared) > 0 {
+		err = s.write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx pgx.Tx) error {
+			links, imported, insertErr = parentLinks{}, imported[:0], nil
+			batchWaiting := map[string][]string{}
+			for _, p := range prepared {
+				var ok bool
+				err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+					var err error
+					ok, err = s.insertImport(ctx, sp, p, &links, batchWaiting)
+					return err
+				})
+				if err != nil {
+					if retryable(err) {
+						return err
+					}
+					insertErr = s.classify(err, "import session %s", p.id)
+					return nil // keep the sessions before it
+				}
+				imported = append(imported, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.applyLinks(&links)
+	}
+	if insertErr != nil {
+		return imported, insertErr
+	}
+	return imported, prepErr
+}

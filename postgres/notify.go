@@ -1,0 +1,161 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+var _ sessiondb.MessageWaiter = (*Store)(nil)
+
+// channel is the NOTIFY channel on which appends to this store's schema
+// are announced, with the session id as payload. Channel names are
+// identifiers (at most 63 bytes), so a long schema name is hashed.
+func (s *Store) channel() string {
+	c := "sessiondb." + s.schema
+	if len(c) > 63 {
+		h := fnv.New64a()
+		h.Write([]byte(s.schema))
+		c = fmt.Sprintf("sessiondb.%x", h.Sum64())
+	}
+	return c
+}
+
+// notifier holds one listening connection per Store, opened on the first
+// wait, and wakes the waiters of a session when its notification comes.
+type notifier struct {
+	s *Store
+
+	mu      sync.Mutex
+	started bool
+	waiters map[string]map[chan struct{}]struct{}
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func newNotifier(s *Store) *notifier {
+	return &notifier{s: s, waiters: map[string]map[chan struct{}]struct{}{}}
+}
+
+func (n *notifier) close() {
+	n.mu.Lock()
+	stop := n.stop
+	n.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	n.wg.Wait()
+}
+
+// register returns a channel signalled when sessionID may have new
+// messages, starting the listener if needed; unregister with the returned
+// function.
+func (n *notifier) register(sessionID string) (chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started {
+		n.started = true
+		ctx, cancel := context.WithCancel(context.Background())
+		n.stop = cancel
+		ready := make(chan struct{})
+		n.wg.Add(1)
+		go n.listen(ctx, ready)
+		n.mu.Unlock()
+		<-ready // LISTEN is in place (or failed and will retry) before the first check
+		n.mu.Lock()
+	}
+	if n.waiters[sessionID] == nil {
+		n.waiters[sessionID] = map[chan struct{}]struct{}{}
+	}
+	n.waiters[sessionID][ch] = struct{}{}
+	return ch, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.waiters[sessionID], ch)
+		if len(n.waiters[sessionID]) == 0 {
+			delete(n.waiters, sessionID)
+		}
+	}
+}
+
+// wake signals the waiters of sessionID, or of every session when all.
+func (n *notifier) wake(sessionID string, all bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for sid, set := range n.waiters {
+		if !all && sid != sessionID {
+			continue
+		}
+		for ch := range set {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// listen keeps a connection LISTENing on the store's channel, and
+// reconnects when it is lost; after a reconnect every waiter is woken to
+// look again, since notifications sent meanwhile are gone.
+func (n *notifier) listen(ctx context.Context, ready chan struct{}) {
+	defer n.wg.Done()
+	once := sync.OnceFunc(func() { close(ready) })
+	defer once()
+	for pause := 50 * time.Millisecond; ctx.Err() == nil; pause = min(2*pause, 5*time.Second) {
+		conn, err := pgx.ConnectConfig(ctx, n.s.pool.Config().ConnConfig.Copy())
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+quoteIdent(n.s.channel())); err == nil {
+				once()
+				n.wake("", true)
+				pause = 50 * time.Millisecond
+				for {
+					note, err := conn.WaitForNotification(ctx)
+					if err != nil {
+						break
+					}
+					n.wake(note.Payload, false)
+				}
+			}
+			conn.Close(context.Background())
+		}
+		if ctx.Err() == nil {
+			n.s.log.Warn("message notifications: reconnecting", "err", err)
+		}
+		once()
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+	}
+}
+
+// WaitForMessages returns as soon as the session holds a message with an
+// id above afterID, with the newest id; at once when it already does. It
+// learns of appends from any process through LISTEN/NOTIFY (the appender
+// notifies in the transaction that commits the rows), so it never polls.
+func (s *Store) WaitForMessages(ctx context.Context, sessionID string, afterID int64) (int64, error) {
+	ch, done := s.notify.register(sessionID)
+	defer done()
+	for {
+		var newest *int64
+		if err := s.pool.QueryRow(ctx, "SELECT max(id) FROM messages WHERE session_id = $1", sessionID).Scan(&newest); err != nil {
+			return 0, s.readErr(err, "wait for messages of %s", sessionID)
+		}
+		if newest != nil && *newest > afterID {
+			return *newest, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, s.classify(ctx.Err(), "wait for messages of %s", sessionID)
+		case <-ch:
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
+)
+
+// SearchMessages finds messages matching query (spec 6.1) with the
+// word index: the query is sanitized as Hermes v6 does and translated to a
+// tsquery with the same meaning (fts.TSQuery); an expression FTS5 would
+// reject is retried escaped (IMP-5), and one that still cannot be read is
+// invalid. Hits are ranked by ts_rank (length-normalised), ties by id.
+// When the word index finds nothing for a query with CJK text, a substring
+// search (every term, ASCII case ignored, newest first) takes over,
+// served by the trigram index.
+func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
+	if err := f.Validate(); err != nil {
+		return nil, sessiondb.Wrap("", err, "search messages")
+	}
+	limit, offset := pageSize(f.Limit), f.Offset
+	if strings.TrimSpace(query) == "" || (f.Sources != nil && len(f.Sources) == 0) {
+		return []sessiondb.SearchHit{}, nil
+	}
+	q := fts.Sanitize(query)
+	if q == "" {
+		return []sessiondb.SearchHit{}, nil
+	}
+	cjk := sessiondb.ContainsCJK(q)
+	tq, err := fts.TSQuery(q)
+	if errors.Is(err, fts.ErrSyntax) {
+		tq, err = fts.Query{}, nil
+		if esc := fts.Escape(query); esc != "" {
+			tq, err = fts.TSQuery(esc)
+		}
+		if err != nil {
+			if !cjk {
+				return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "search: cannot read the query %q", query)
+			}
+			tq, err = fts.Query{}, nil
+		}
+	}
+	var hits []sessiondb.SearchHit
+	if tq.Text != "" {
+		if hits, err = s.wordSearch(ctx, tq, f, limit, offset); err != nil {
+			return nil, s.readErr(err, "search %q", query)
+		}
+	}
+	if len(hits) == 0 && cjk {
+		if hits, err = s.likeSearch(ctx, q, f, limit, offset); err != nil {
+			return nil, s.readErr(err, "search %q", query)
+		}
+	}
+	if hits == nil {
+		return []sessiondb.SearchHit{}, nil
+	}
+	s.addContext(ctx, hits)
+	return hits, nil
+}
+
+// searchFilters returns the WHERE additions for f over aliases m and s,
+// numbering parameters after the args already taken.
+func searchFilters(f sessiondb.SearchFilter, args []any) (string, []any) {
+	var b strings.Builder
+	next := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.Sources != nil {
+		b.WriteString(" AND s.source = ANY(" + next(f.Sources) + ")")
+	}
+	if len(f.ExcludeSources) > 0 {
+		b.WriteString(" AND s.source <> ALL(" + next(f.ExcludeSources) + ")")
+	}
+	if len(f.Roles) > 0 {
+		b.WriteString(" AND m.role = ANY(" + next(f.Roles) + ")")
+	}
+	return b.String(), args
+}
+
+const hitColumns = `m.id, m.session_id, m.role, m."timestamp", m.tool_name, s.source, s.model, s.started_at`
+
+// scanHit reads hitColumns followed by the snippet.
+func scanHit(r pgx.Row, h *sessiondb.SearchHit) error {
+	var snippet *string
+	if err := r.Scan(&h.ID, &h.SessionID, &h.Role, &h.Timestamp, &h.ToolName, &h.Source, &h.Model, &h.SessionStarted, &snippet); err != nil {
+		return err
+	}
+	if snippet != nil {
+		h.Snippet = *snippet
+	}
+	h.Context = []sessiondb.ContextRow{}
+	return nil
+}
+
+func (s *Store) queryHits(ctx context.Context, sql string, args []any) ([]sessiondb.SearchHit, error) {
+	var hits []sessiondb.SearchHit
+	err := each(ctx, s.pool, sql, args, func(r pgx.Rows) error {
+		var h sessiondb.SearchHit
+		if err := scanHit(r, &h); err != nil {
+			return err
+		}
+		hits = append(hits, h)
+		return nil
+	})
+	return hits, err
+}
+
+// headlineOptions make ts_headline mark matches as FTS5's snippet() does
+// here, in a window of at most 40 words.
+const headlineOptions = "StartSel=>>>, StopSel=<<<, MaxWords=40, MinWords=20, ShortWord=0, HighlightAll=false, MaxFragments=0"
+
+// wordSearch ranks with the word index and cuts snippets for the page's
+// hits only (ts_headline re-reads the text, so it runs after LIMIT).
+func (s *Store) wordSearch(ctx context.Context, tq fts.Query, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	filters, args := searchFilters(f, []any{tq.Text, limit, offset})
+	sql := `WITH q AS (SELECT to_tsquery('sessiondb_fts', $1) AS q),
+hits AS (
+    SELECT m.id, ts_rank(m.fts, q.q, 1) AS rank
+    FROM q, messages m JOIN sessions s ON s.id = m.session_id
+    WHERE m.fts @@ q.q` + filters + `
+    ORDER BY rank DESC, m.id
+    LIMIT $2 OFFSET $3)
+SELECT ` + hitColumns + `, ts_headline('sessiondb_fts', m.content, q.q, '` + headlineOptions + `')
+FROM q, hits h JOIN messages m ON m.id = h.id JOIN sessions s ON s.id = m.session_id
+ORDER BY h.rank DESC, h.id`
+	hits, err := s.queryHits(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	// ts_headline does not mark where it cut the text; FTS5's snippet()
+	// does, with "...". The window is a piece of the content, so a cut is
+	// wherever the window does not reach the content's end.
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	content := map[int64]string{}
+	err = each(ctx, s.pool, "SELECT id, content FROM messages WHERE id = ANY($1)", []any{ids}, func(r pgx.Rows) error {
+		var id int64
+		var c *string
+		if err := r.Scan(&id, &c); err != nil {
+			return err
+		}
+		if c != nil {
+			content[id] = *c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range hits {
+		hits[i].Snippet = markCuts(hits[i].Snippet, content[hits[i].ID])
+	}
+	return hits, nil
+}
+
+// markCuts adds "..." to a headline at each end where it does not reach
+// the end of the content it was cut from.
+func markCuts(headline, content string) string {
+	plain := strings.NewReplacer(">>>", "", "<<<", "").Replace(headline)
+	plain = strings.TrimSpace(plain)
+	if plain == "" {
+		return headline
+	}
+	trimmed := strings.TrimSpace(content)
+	if !strings.HasPrefix(trimmed, plain) {
+		headline = "..." + headline
+	}
+	if !strings.HasSuffix(trimmed, plain) {
+		headline += "..."
+	}
+	return headline
+}
+
+// likeSearch is the substring fallback: every term must occur, ignoring
+// ASCII case as SQLite's LIKE does (ILIKE, served by the trigram index);
+// newest first; the snippet is 120 code points around the first term's
+// first exact occurrence (the start when the match was only by case).
+func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	terms := fts.LikeTerms(q)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	args := []any{terms[0], limit, offset}
+	var b strings.Builder
+	b.WriteString("SELECT " + hitColumns + ", substr(m.content, greatest(1, strpos(m.content, $1) - 40), 120)" +
+		" FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.content IS NOT NULL")
+	for _, t := range terms {
+		args = append(args, "%"+fts.EscapeLike(t)+"%")
+		b.WriteString(" AND m.content ILIKE $" + strconv.Itoa(len(args)) + ` ESCAPE '\'`)
+	}
+	filters, args := searchFilters(f, args)
+	b.WriteString(filters)
+	b.WriteString(` ORDER BY m."timestamp" DESC, m.id DESC LIMIT $2 OFFSET $3`)
+	return s.queryHits(ctx, b.String(), args)
+}
+
+// addContext fills each hit's context: the previous message, the hit and
+// the next one of the same session in id order, each cut to 200 code
+// points, with one query for all hits. If it fails the hits keep an empty
+// context, as in Hermes.
+func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	byHit := map[int64][]sessiondb.ContextRow{}
+	err := each(ctx, s.pool, `SELECT hm.id, c.role, COALESCE(left(c.content, 200), '')
+FROM unnest($1::bigint[]) AS h(id)
+JOIN messages hm ON hm.id = h.id
+CROSS JOIN LATERAL (
+    (SELECT p.id, p.role, p.content FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id ORDER BY p.id DESC LIMIT 1)
+    UNION ALL SELECT hm.id, hm.role, hm.content
+    UNION ALL (SELECT n.id, n.role, n.content FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id ORDER BY n.id LIMIT 1)
+) c
+ORDER BY hm.id, c.id`, []any{ids}, func(r pgx.Rows) error {
+		var hit int64
+		var row sessiondb.ContextRow
+		if err := r.Scan(&hit, &row.Role, &row.Content); err != nil {
+			return err
+		}
+		byHit[hit] = append(byHit[hit], row)
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("search context query failed", "err", err)
+		return
+	}
+	for i := range hits {
+		if c := byHit[hits[i].ID]; c != nil {
+			hits[i].Context = c
+		}
+	}
+}

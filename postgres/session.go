@@ -1,0 +1,365 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
+)
+
+// defaultLimit is the page size when a caller passes 0.
+const defaultLimit = 20
+
+func pageSize(limit int) int {
+	if limit == 0 {
+		return defaultLimit
+	}
+	return limit
+}
+
+// CreateSession inserts a session started now, or fills the NULL columns
+// of an existing row (IMP-3). An unknown parent is invalid.
+func (s *Store) CreateSession(ctx context.Context, n sessiondb.NewSession) (string, error) {
+	if err := n.Validate(); err != nil {
+		return "", sessiondb.Wrap("", err, "create session %s", n.ID)
+	}
+	mcText, hasMC, err := sessiondb.ModelConfigJSON(n.ModelConfig)
+	if err != nil {
+		return "", sessiondb.Wrap("", err, "create session %s", n.ID)
+	}
+	var mc *string
+	if hasMC {
+		mc = &mcText
+	}
+	now := s.epochNow()
+	err = s.write(ctx, "create session "+n.ID, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt, parent_session_id, started_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (id) DO UPDATE SET
+    user_id = COALESCE(sessions.user_id, excluded.user_id),
+    model = COALESCE(sessions.model, excluded.model),
+    model_config = COALESCE(sessions.model_config, excluded.model_config),
+    system_prompt = COALESCE(sessions.system_prompt, excluded.system_prompt),
+    parent_session_id = COALESCE(sessions.parent_session_id, excluded.parent_session_id)`,
+			n.ID, n.Source, nullStr(n.UserID), nullStr(n.Model), mc, nullStr(n.SystemPrompt), nullStr(n.ParentSessionID), now)
+		if sqlState(err) == pgForeignKeyViolation {
+			return sessiondb.Errorf(sessiondb.EINVALID, "create session %s: parent session %q does not exist", n.ID, n.ParentSessionID)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return n.ID, nil
+}
+
+// EnsureSession inserts (id, source, model, now) when the session is
+// absent and does nothing otherwise. An empty source is "unknown".
+func (s *Store) EnsureSession(ctx context.Context, id, source, model string) error {
+	if id == "" {
+		return sessiondb.Errorf(sessiondb.EINVALID, "ensure session: session id is empty")
+	}
+	if source == "" {
+		source = "unknown"
+	}
+	now := s.epochNow()
+	return s.write(ctx, "ensure session "+id, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO sessions (id, source, model, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
+			id, source, nullStr(model), now)
+		return err
+	})
+}
+
+// exec runs one statement in its own write transaction.
+func (s *Store) exec(ctx context.Context, what, sql string, args ...any) error {
+	return s.write(ctx, what, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, sql, args...)
+		return err
+	})
+}
+
+// EndSession sets ended_at = now and end_reason unless the session already
+// ended: the first reason wins. Unknown ids are a no-op.
+func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+	return s.exec(ctx, "end session "+id, "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL", s.epochNow(), reason, id)
+}
+
+// ReopenSession clears ended_at and end_reason. Unknown ids are a no-op.
+func (s *Store) ReopenSession(ctx context.Context, id string) error {
+	return s.exec(ctx, "reopen session "+id, "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = $1", id)
+}
+
+// UpdateSystemPrompt replaces the session's system prompt. Unknown ids are
+// a no-op.
+func (s *Store) UpdateSystemPrompt(ctx context.Context, id, prompt string) error {
+	return s.exec(ctx, "update system prompt of "+id, "UPDATE sessions SET system_prompt = $1 WHERE id = $2", prompt, id)
+}
+
+// UpdateTokenCounts applies u to the session (see sessiondb.TokenUpdate)
+// in one statement, so concurrent updates from many processes all count.
+// Unknown ids are a silent no-op.
+func (s *Store) UpdateTokenCounts(ctx context.Context, id string, u sessiondb.TokenUpdate) error {
+	if err := u.Validate(); err != nil {
+		return sessiondb.Wrap("", err, "update token counts of %s", id)
+	}
+	var q string
+	if u.Absolute {
+		q = `UPDATE sessions SET
+    input_tokens = $1, output_tokens = $2, cache_read_tokens = $3, cache_write_tokens = $4, reasoning_tokens = $5,
+    estimated_cost_usd = COALESCE($6::double precision, 0),
+    actual_cost_usd = COALESCE($7::double precision, actual_cost_usd),`
+	} else {
+		q = `UPDATE sessions SET
+    input_tokens = COALESCE(input_tokens, 0) + $1,
+    output_tokens = COALESCE(output_tokens, 0) + $2,
+    cache_read_tokens = COALESCE(cache_read_tokens, 0) + $3,
+    cache_write_tokens = COALESCE(cache_write_tokens, 0) + $4,
+    reasoning_tokens = COALESCE(reasoning_tokens, 0) + $5,
+    estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + COALESCE($6::double precision, 0),
+    actual_cost_usd = CASE WHEN $7::double precision IS NULL THEN actual_cost_usd ELSE COALESCE(actual_cost_usd, 0) + $7 END,`
+	}
+	q += `
+    cost_status = COALESCE($8, cost_status),
+    cost_source = COALESCE($9, cost_source),
+    pricing_version = COALESCE($10, pricing_version),
+    billing_provider = COALESCE(billing_provider, $11),
+    billing_base_url = COALESCE(billing_base_url, $12),
+    billing_mode = COALESCE(billing_mode, $13),
+    model = COALESCE(model, $14)
+WHERE id = $15`
+	return s.exec(ctx, "update token counts of "+id, q, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning,
+		u.EstimatedCostUSD, u.ActualCostUSD, u.CostStatus, u.CostSource, u.PricingVersion,
+		u.BillingProvider, u.BillingBaseURL, u.BillingMode, u.Model, id)
+}
+
+// GetSession returns every v6 column of the session; missing is not_found.
+func (s *Store) GetSession(ctx context.Context, id string) (*sessiondb.Session, error) {
+	x, err := scanSession(s.pool.QueryRow(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id))
+	if noRows(err) {
+		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %q not found", id)
+	}
+	if err != nil {
+		return nil, s.readErr(err, "get session %s", id)
+	}
+	return x, nil
+}
+
+// prefixRange is the condition "col starts with $n" written so a btree
+// index with text_pattern_ops serves it even in a generic plan: a byte-wise
+// range from the prefix to the prefix followed by the largest code point,
+// and the exact LIKE for the edge that range cannot tell.
+func prefixRange(col string, n int) string {
+	p := "$" + itoa(n)
+	return col + " ~>=~ " + p + " AND " + col + " ~<=~ (" + p + " || chr(1114111)) AND " + col + " LIKE " + likeArg(n) + ` ESCAPE '\'`
+}
+
+// likeArg is the LIKE pattern "<escaped $n>%" built in SQL.
+func likeArg(n int) string {
+	return "(replace(replace(replace($" + itoa(n) + `, '\', '\\'), '%', '\%'), '_', '\_') || '%')`
+}
+
+// ResolveSessionID returns the session whose id is idOrPrefix, else the
+// one session whose id starts with it. None is not_found, two or more
+// conflict, "" invalid (IMP-14).
+func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string, error) {
+	if idOrPrefix == "" {
+		return "", sessiondb.Errorf(sessiondb.EINVALID, "resolve session id: id or prefix is empty")
+	}
+	var id string
+	err := s.pool.QueryRow(ctx, "SELECT id FROM sessions WHERE id = $1", idOrPrefix).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !noRows(err) {
+		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
+	}
+	ids, err := queryStrings(ctx, s.pool, "SELECT id FROM sessions WHERE "+prefixRange("id", 1)+" ORDER BY started_at DESC, seq LIMIT 2", idOrPrefix)
+	if err != nil {
+		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
+	}
+	switch len(ids) {
+	case 0:
+		return "", sessiondb.Errorf(sessiondb.ENOTFOUND, "no session id starts with %q", idOrPrefix)
+	case 1:
+		return ids[0], nil
+	}
+	return "", sessiondb.Errorf(sessiondb.ECONFLICT, "session id prefix %q is ambiguous: it matches %s and more", idOrPrefix, strings.Join(ids, ", "))
+}
+
+// SearchSessions lists sessions newest first; "" source means all.
+func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset int) ([]sessiondb.Session, error) {
+	if err := sessiondb.CheckWindow(limit, offset); err != nil {
+		return nil, sessiondb.Wrap("", err, "search sessions")
+	}
+	q := "SELECT " + sessionColumns + " FROM sessions"
+	args := []any{}
+	if source != "" {
+		q += " WHERE source = $3"
+		args = append(args, source)
+	}
+	q += " ORDER BY started_at DESC, seq LIMIT $1 OFFSET $2"
+	args = append([]any{pageSize(limit), offset}, args...)
+	out := []sessiondb.Session{}
+	err := each(ctx, s.pool, q, args, func(r pgx.Rows) error {
+		x, err := scanSession(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, *x)
+		return nil
+	})
+	if err != nil {
+		return nil, s.readErr(err, "search sessions")
+	}
+	return out, nil
+}
+
+// SessionCount counts sessions of source ("" means all).
+func (s *Store) SessionCount(ctx context.Context, source string) (int64, error) {
+	var n int64
+	var err error
+	if source == "" {
+		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM sessions").Scan(&n)
+	} else {
+		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM sessions WHERE source = $1", source).Scan(&n)
+	}
+	if err != nil {
+		return 0, s.readErr(err, "count sessions")
+	}
+	return n, nil
+}
+
+// MessageCount counts the messages of a session ("" means all sessions).
+func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, error) {
+	var n int64
+	var err error
+	if sessionID == "" {
+		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM messages").Scan(&n)
+	} else {
+		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM messages WHERE session_id = $1", sessionID).Scan(&n)
+	}
+	if err != nil {
+		return 0, s.readErr(err, "count messages")
+	}
+	return n, nil
+}
+
+// maxCompressionHops bounds the walk along compression continuations.
+const maxCompressionHops = 100
+
+const nextContinuationSQL = `SELECT c.id FROM sessions c
+WHERE c.parent_session_id = $1
+  AND c.started_at >= (SELECT p.ended_at FROM sessions p WHERE p.id = $1 AND p.end_reason = 'compression')
+ORDER BY c.started_at DESC, c.seq LIMIT 1`
+
+// CompressionTip follows compression continuations from id at most 100
+// hops and returns the last; id itself when there is none.
+func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
+	cur := id
+	for i := 0; i < maxCompressionHops; i++ {
+		var next string
+		err := s.pool.QueryRow(ctx, nextContinuationSQL, cur).Scan(&next)
+		if noRows(err) {
+			break
+		}
+		if err != nil {
+			return "", s.readErr(err, "compression tip of %s", id)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// ClearMessages deletes the session's messages and zeroes its message and
+// tool call counters. Unknown ids are a no-op.
+func (s *Store) ClearMessages(ctx context.Context, id string) error {
+	return s.write(ctx, "clear messages of "+id, func(tx pgx.Tx) error {
+		// The row lock first, so an append racing the clear lands wholly
+		// before it (and is cleared) or wholly after it (and is counted).
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE", id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE session_id = $1", id); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = $1", id)
+		return err
+	})
+}
+
+// DeleteSession orphans the session's children, deletes its messages and
+// the row, in one transaction; false when there was no such session.
+func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
+	found := false
+	err := s.write(ctx, "delete session "+id, func(tx pgx.Tx) error {
+		found = false
+		var one int
+		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", id).Scan(&one)
+		if noRows(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		if _, err := tx.Exec(ctx, "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = $1", id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE session_id = $1", id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "DELETE FROM sessions WHERE id = $1", id)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return found, nil
+}
+
+// PruneSessions deletes, in one transaction, the ended sessions (of
+// source, unless "") that started more than olderThanDays days ago,
+// orphaning their children first, and returns how many it deleted.
+func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error) {
+	if err := sessiondb.CheckPruneDays(olderThanDays); err != nil {
+		return 0, err
+	}
+	cutoff := s.epochNow() - olderThanDays*86400
+	cond := "started_at < $1 AND ended_at IS NOT NULL"
+	args := []any{cutoff}
+	if source != "" {
+		cond += " AND source = $2"
+		args = append(args, source)
+	}
+	var n int64
+	err := s.write(ctx, "prune sessions", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, "DELETE FROM sessions WHERE "+cond, args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// likeTitleVariants is the pattern of a title's numbered variants,
+// "<title> #%", for sessiondb_ascii_lower(title) LIKE.
+func likeTitleVariants(title string) string { return fts.EscapeLike(title) + " #%" }
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n < 10 {
+		return digits[n : n+1]
+	}
+	return itoa(n/10) + digits[n%10:n%10+1]
+}

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+const usageSums = `count(*), COALESCE(SUM(message_count), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+    COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0),
+    COALESCE(SUM(estimated_cost_usd), 0), COALESCE(SUM(actual_cost_usd), 0)`
+
+// Usage sums tokens and costs of the sessions f selects, by model and by
+// source, plus the f.Top sessions that cost most (see sessiondb.UsageService).
+func (s *Store) Usage(ctx context.Context, f sessiondb.UsageFilter) (*sessiondb.UsageReport, error) {
+	var where []string
+	var args []any
+	if f.Source != "" {
+		args = append(args, f.Source)
+		where = append(where, "source = $"+strconv.Itoa(len(args)))
+	}
+	if f.Since != 0 {
+		args = append(args, f.Since)
+		where = append(where, "started_at >= $"+strconv.Itoa(len(args)))
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	top := f.Top
+	if top == 0 {
+		top = 10
+	}
+	rep := &sessiondb.UsageReport{}
+	var err error
+	// Text keys sort byte-wise (COLLATE "C"), as SQLite's BINARY collation.
+	if rep.ByModel, err = s.usageRows(ctx, `SELECT COALESCE(model, '') COLLATE "C", `+usageSums+" FROM sessions"+cond+
+		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
+		return nil, err
+	}
+	if rep.BySource, err = s.usageRows(ctx, `SELECT source COLLATE "C", `+usageSums+" FROM sessions"+cond+
+		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
+		return nil, err
+	}
+	rep.Top = []sessiondb.UsageRow{}
+	if top > 0 {
+		args = append(args, top)
+		if rep.Top, err = s.usageRows(ctx, `SELECT id, 1, COALESCE(message_count, 0), COALESCE(input_tokens, 0), COALESCE(output_tokens, 0),
+    COALESCE(cache_read_tokens, 0), COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0),
+    COALESCE(estimated_cost_usd, 0), COALESCE(actual_cost_usd, 0) FROM sessions`+cond+`
+ORDER BY COALESCE(actual_cost_usd, estimated_cost_usd, 0) DESC,
+    COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) + COALESCE(cache_read_tokens, 0) + COALESCE(cache_write_tokens, 0) + COALESCE(reasoning_tokens, 0) DESC,
+    started_at DESC, seq LIMIT $`+strconv.Itoa(len(args)), args...); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func (s *Store) usageRows(ctx context.Context, q string, args ...any) ([]sessiondb.UsageRow, error) {
+	out := []sessiondb.UsageRow{}
+	err := each(ctx, s.pool, q, args, func(row pgx.Rows) error {
+		var r sessiondb.UsageRow
+		if err := row.Scan(&r.Key, &r.Sessions, &r.Messages, &r.InputTokens, &r.OutputTokens, &r.CacheReadTokens,
+			&r.CacheWriteTokens, &r.ReasoningTokens, &r.EstimatedCostUSD, &r.ActualCostUSD); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, s.readErr(err, "usage report")
+	}
+	return out, nil
+}
