@@ -1,4 +1,4 @@
-// Package sqlitetest reads SQLite files in tests: it keeps the driver out of
+// Package sqlitetest reads and writes SQLite files in tests: it keeps the driver out of
 // internal/testkit, so the conformance suite (storetest) can share testkit's
 // clock without linking SQLite into every backend's tests.
 package sqlitetest
@@ -24,4 +24,20 @@ func QueryFile(t testing.TB, path, q string, args ...any) [][]any {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return out
+}
+
+// ExecFile runs statement q with args on the SQLite file at path through a
+// fresh read-write connection, as another program writing the file would
+// (Hermes, or an attacker with write access): tests use it to plant rows
+// that no API of ours would store.
+func ExecFile(t testing.TB, path, q string, args ...any) {
+	t.Helper()
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, Pragmas: []string{"PRAGMA busy_timeout=5000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
 }

@@ -22,3 +22,12 @@ func TestQueryFile(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 }
+
+func TestExecFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	ExecFile(t, path, "CREATE TABLE t (a TEXT)")
+	ExecFile(t, path, "INSERT INTO t VALUES (?)", "\x1b[2J")
+	if rows := QueryFile(t, path, "SELECT a FROM t"); len(rows) != 1 || rows[0][0] != "\x1b[2J" {
+		t.Fatalf("rows %q", rows)
+	}
+}

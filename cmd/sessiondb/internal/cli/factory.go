@@ -95,7 +95,9 @@ func Run(ctx context.Context, f *Factory, args []string, groups ...Group) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(f.Err, "sessiondb: %v\n", err)
+	// An error may quote stored text (a title, an id, a file's own
+	// complaint), so it reaches the terminal escaped like any other.
+	fmt.Fprintf(f.Err, "sessiondb: %s\n", Printable(err.Error()))
 	return ExitCode(err)
 }
 

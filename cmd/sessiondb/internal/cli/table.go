@@ -11,10 +11,20 @@ import (
 // is not padded. Cells are measured in terminal columns, where CJK and
 // other wide characters take two: a title like 大别山徒步计划 would push
 // text/tabwriter's columns (which counts runes) out of line.
+//
+// Cells hold plain text, often stored text: each is passed through
+// PrintableLine, so no cell can break the table's lines or reach the
+// terminal as a control sequence.
 type Table struct{ rows [][]string }
 
 // Row adds one row.
-func (t *Table) Row(cells ...string) { t.rows = append(t.rows, cells) }
+func (t *Table) Row(cells ...string) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = PrintableLine(c)
+	}
+	t.rows = append(t.rows, row)
+}
 
 // Write writes the table to w.
 func (t *Table) Write(w io.Writer) error {

@@ -133,13 +133,13 @@ search a little faster on a store that has taken many writes.`,
 }
 
 func (h *group) printDoctor(r *doctorReport) {
-	h.Printf("store           %s\n", r.Path)
+	h.Printf("store           %s\n", cli.PrintableLine(r.Path))
 	h.Printf("file            %s bytes (+ %s WAL), mode %s\n", fmtCount(r.FileBytes), fmtCount(r.WALBytes), cli.OrDash(r.FileMode))
 	h.Printf("schema version  %d\n", r.SchemaVersion)
 	h.Printf("sessions        %d\n", r.Sessions)
 	h.Printf("sqlite          %s (driver %s, %s)\n", r.SQLiteVersion, r.Driver, r.GoVersion)
-	h.Printf("integrity       %s\n", strings.Join(r.Integrity, "; "))
-	h.Printf("search index    %s\n", r.FTS)
+	h.Printf("integrity       %s\n", cli.PrintableLine(strings.Join(r.Integrity, "; ")))
+	h.Printf("search index    %s\n", cli.PrintableLine(r.FTS))
 	if r.RebuiltFTS {
 		h.Printf("                rebuilt\n")
 	}
@@ -147,6 +147,6 @@ func (h *group) printDoctor(r *doctorReport) {
 		h.Printf("                optimized\n")
 	}
 	for _, p := range r.Problems {
-		h.Printf("problem: %s\n", p)
+		h.Printf("problem: %s\n", cli.PrintableLine(p))
 	}
 }

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -106,7 +105,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 				if h.JSON {
 					return h.PrintJSON(child)
 				}
-				h.Printf("forked %s into %s (%d messages copied)\n", src, id, child.MessageCount)
+				h.Printf("%s\n", cli.PrintableLine(fmt.Sprintf("forked %s into %s (%d messages copied)", src, id, child.MessageCount)))
 				return nil
 			})
 		},
@@ -188,7 +187,7 @@ ending an ended session changes nothing (reopen it first to end it again).`,
 			if strings.TrimSpace(reason) == "" {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--reason is empty: say why the session ended (user_exit, compression, ...)")
 			}
-			return h.changeSession(c, args[0], true, func(st sessiondb.SessionService, id string) error {
+			return h.changeSession(c, args[0], true, nil, func(st sessiondb.SessionService, id string) error {
 				return st.EndSession(c.Context(), id, reason)
 			}, func(before, after *sessiondb.Session) string {
 				if before.EndedAt != nil {
@@ -211,7 +210,7 @@ func (h *group) reopenCmd() *cobra.Command {
 		Example: `  sessiondb reopen 20260315_092437_c9a6ff`,
 		Args:    cli.ExactArgs(1, "one session id, id prefix or title"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return h.changeSession(c, args[0], true, func(st sessiondb.SessionService, id string) error {
+			return h.changeSession(c, args[0], true, nil, func(st sessiondb.SessionService, id string) error {
 				return st.ReopenSession(c.Context(), id)
 			}, func(before, after *sessiondb.Session) string {
 				if before.EndedAt == nil {
@@ -226,29 +225,39 @@ func (h *group) reopenCmd() *cobra.Command {
 }
 
 func (h *group) clearCmd() *cobra.Command {
+	var yes bool
 	c := &cobra.Command{
 		Use:   "clear <id|prefix>",
 		Short: "Delete a session's messages, keep the session",
 		Long: `Delete every message of a session and reset its message and tool-call
 counts; the session row, its title and its token and cost totals stay.
-Only an exact id or a unique id prefix is accepted, not a title.`,
-		Example: `  sessiondb clear 20260701_020000_e1d442`,
-		Args:    cli.ExactArgs(1, "one session id or id prefix"),
+On a terminal you are shown the session and asked to confirm; --yes skips
+the question. Only an exact id or a unique id prefix is accepted, not a
+title.`,
+		Example: `  sessiondb clear 20260701_020000_e1d442
+  sessiondb clear 20260701_020000 --yes`,
+		Args: cli.ExactArgs(1, "one session id or id prefix"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return h.changeSession(c, args[0], false, func(st sessiondb.SessionService, id string) error {
+			ask := func(s *sessiondb.Session) error {
+				return h.Confirm(yes, nil, fmt.Sprintf("Delete the %d message(s) of session %s %q? The session and its title stay; the messages cannot be brought back.",
+					s.MessageCount, s.ID, deref(s.Title)))
+			}
+			return h.changeSession(c, args[0], false, ask, func(st sessiondb.SessionService, id string) error {
 				return st.ClearMessages(c.Context(), id)
 			}, func(before, after *sessiondb.Session) string {
 				return fmt.Sprintf("cleared %d message(s) from %s", before.MessageCount, after.ID)
 			})
 		},
 	}
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	h.addSynchronousFlag(c)
 	return c
 }
 
 // changeSession runs one change on a resolved session and reports it with
-// the rows before and after (as JSON: the row after).
-func (h *group) changeSession(c *cobra.Command, ref string, byTitle bool, change func(sessiondb.SessionService, string) error, say func(before, after *sessiondb.Session) string) error {
+// the rows before and after (as JSON: the row after). ask, when set, may
+// refuse the change once the session is found (a question on a terminal).
+func (h *group) changeSession(c *cobra.Command, ref string, byTitle bool, ask func(*sessiondb.Session) error, change func(sessiondb.SessionService, string) error, say func(before, after *sessiondb.Session) string) error {
 	if err := h.checkSynchronous(); err != nil {
 		return err
 	}
@@ -259,6 +268,11 @@ func (h *group) changeSession(c *cobra.Command, ref string, byTitle bool, change
 			return err
 		}
 		id := before.ID
+		if ask != nil {
+			if err := ask(before); err != nil {
+				return err
+			}
+		}
 		if err := change(st, id); err != nil {
 			return err
 		}
@@ -269,7 +283,7 @@ func (h *group) changeSession(c *cobra.Command, ref string, byTitle bool, change
 		if h.JSON {
 			return h.PrintJSON(after)
 		}
-		h.Printf("%s\n", say(before, after))
+		h.Printf("%s\n", cli.PrintableLine(say(before, after)))
 		return nil
 	})
 }
@@ -280,9 +294,9 @@ func (h *group) deleteCmd() *cobra.Command {
 		Use:   "delete <id|prefix>",
 		Short: "Delete a session and its messages",
 		Long: `Delete a session and all of its messages. Sessions that continued or forked
-from it stay, without a parent. On a terminal you are asked to confirm;
---yes skips the question. Only an exact id or a unique id prefix is
-accepted, not a title.`,
+from it stay, without a parent. On a terminal you are shown the session and
+asked to confirm; --yes skips the question. Only an exact id or a unique id
+prefix is accepted, not a title.`,
 		Example: `  sessiondb delete 20260509_081244_a3f9e0
   sessiondb delete 20260509_081244 --yes`,
 		Args: cli.ExactArgs(1, "one session id or id prefix"),
@@ -297,11 +311,9 @@ accepted, not a title.`,
 					return err
 				}
 				id := s.ID
-				if !yes && cli.IsTerminal(h.In) {
-					q := fmt.Sprintf("Delete session %s %q with its %d message(s)? This cannot be undone. [y/N] ", id, deref(s.Title), s.MessageCount)
-					if !confirm(h.In, h.Err, q) {
-						return sessiondb.Errorf(sessiondb.EINVALID, "not confirmed: nothing was deleted (pass --yes to skip the question)")
-					}
+				q := fmt.Sprintf("Delete session %s %q with its %d message(s)? This cannot be undone.", id, deref(s.Title), s.MessageCount)
+				if err := h.Confirm(yes, nil, q); err != nil {
+					return err
 				}
 				deleted, err := st.DeleteSession(ctx, id)
 				if err != nil {
@@ -313,7 +325,7 @@ accepted, not a title.`,
 				if !deleted {
 					return sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s was already gone", id)
 				}
-				h.Printf("deleted %s (%d messages)\n", id, s.MessageCount)
+				h.Printf("deleted %s (%d messages)\n", cli.PrintableLine(id), s.MessageCount)
 				return nil
 			})
 		},
@@ -323,32 +335,25 @@ accepted, not a title.`,
 	return c
 }
 
-// confirm asks q on w and reports whether the answer read from r is yes.
-func confirm(r io.Reader, w io.Writer, q string) bool {
-	fmt.Fprint(w, q)
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
-	}
-	return false
-}
-
 func (h *group) pruneCmd() *cobra.Command {
 	var olderThan, source string
-	var dryRun bool
+	var dryRun, yes bool
 	c := &cobra.Command{
-		Use:   "prune",
+		Use:   "prune --older-than AGE",
 		Short: "Delete ended sessions started longer ago than an age",
 		Long: `Delete every ended session that started before the given age, with its
 messages; open sessions are never pruned. Sessions continuing from a pruned
-one stay, without a parent. --dry-run lists what would go and changes
-nothing.`,
+one stay, without a parent. --older-than is required: there is no default
+age. --dry-run lists what would go and changes nothing. On a terminal the
+sessions are listed and you are asked to confirm; --yes skips the question.`,
 		Example: `  sessiondb prune --older-than 90d --dry-run
   sessiondb prune --older-than 2w --source cron
-  sessiondb prune --older-than 180      # plain number: days`,
+  sessiondb prune --older-than 180 --yes      # plain number: days; no question`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if olderThan == "" {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--older-than is required: say how long ago an ended session must have started to be pruned, e.g. --older-than 90d (add --dry-run to list them first)")
+			}
 			days, err := parseAge("--older-than", olderThan)
 			if err != nil {
 				return err
@@ -359,39 +364,36 @@ nothing.`,
 			ctx := c.Context()
 			if dryRun {
 				return h.withStore(ctx, cli.ReadStore, func(st sessiondb.Store) error {
-					cutoff := sessiondb.EpochSeconds(h.Now()) - days*86400
-					var doomed []sessiondb.Session
-					err := sessiondb.EachSession(ctx, st, source, func(s *sessiondb.Session) bool {
-						if s.EndedAt != nil && s.StartedAt < cutoff {
-							doomed = append(doomed, *s)
-						}
-						return true
-					})
+					doomed, err := h.prunable(ctx, st, days, source)
 					if err != nil {
 						return err
 					}
 					if h.JSON {
-						if doomed == nil {
-							doomed = []sessiondb.Session{}
-						}
 						return h.PrintJSON(map[string]any{"dry_run": true, "would_prune": len(doomed), "sessions": doomed})
 					}
-					if len(doomed) > 0 {
-						var t cli.Table
-						t.Row("ID", "TITLE", "SOURCE", "STARTED", "ENDED", "MSGS")
-						for i := range doomed {
-							d := &doomed[i]
-							t.Row(d.ID, cli.OrDash(cli.Cut(deref(d.Title), 32)), d.Source, fmtTime(d.StartedAt), fmtTime(*d.EndedAt), strconv.FormatInt(d.MessageCount, 10))
-						}
-						if err := t.Write(h.Out); err != nil {
-							return err
-						}
+					if err := pruneTable(doomed).Write(h.Out); err != nil {
+						return err
 					}
 					h.Printf("would prune %d session(s) (dry run: nothing was deleted)\n", len(doomed))
 					return nil
 				})
 			}
 			return h.withStore(ctx, cli.WriteStore, func(st sessiondb.Store) error {
+				var doomed []sessiondb.Session
+				show := func(w io.Writer) error {
+					return pruneTable(doomed).Write(w)
+				}
+				if !yes && cli.IsTerminal(h.In) {
+					if doomed, err = h.prunable(ctx, st, days, source); err != nil {
+						return err
+					}
+					if len(doomed) == 0 {
+						yes = true // nothing to ask about
+					}
+				}
+				if err := h.Confirm(yes, show, fmt.Sprintf("Delete these %d session(s) and their messages? This cannot be undone.", len(doomed))); err != nil {
+					return err
+				}
 				var n int
 				err := h.Spin("pruning", func() (err error) {
 					n, err = st.PruneSessions(ctx, days, source)
@@ -408,9 +410,38 @@ nothing.`,
 			})
 		},
 	}
-	c.Flags().StringVar(&olderThan, "older-than", "90d", "age: 90d, 12h, 2w or a plain number of days")
+	c.Flags().StringVar(&olderThan, "older-than", "", "required: prune ended sessions started longer ago than this age: 90d, 12h, 2w or a plain number of days")
 	c.Flags().StringVar(&source, "source", "", "prune only sessions of this source")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be pruned, change nothing")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	h.addSynchronousFlag(c)
 	return c
+}
+
+// prunable lists the sessions prune would delete: ended, of source (if
+// given), started more than days ago by the command's clock.
+func (h *group) prunable(ctx context.Context, st sessiondb.Store, days float64, source string) ([]sessiondb.Session, error) {
+	cutoff := sessiondb.EpochSeconds(h.Now()) - days*86400
+	doomed := []sessiondb.Session{}
+	err := sessiondb.EachSession(ctx, st, source, func(s *sessiondb.Session) bool {
+		if s.EndedAt != nil && s.StartedAt < cutoff {
+			doomed = append(doomed, *s)
+		}
+		return true
+	})
+	return doomed, err
+}
+
+// pruneTable lists sessions prune would delete (no rows: an empty table).
+func pruneTable(doomed []sessiondb.Session) *cli.Table {
+	t := &cli.Table{}
+	if len(doomed) == 0 {
+		return t
+	}
+	t.Row("ID", "TITLE", "SOURCE", "STARTED", "ENDED", "MSGS")
+	for i := range doomed {
+		d := &doomed[i]
+		t.Row(d.ID, cli.OrDash(cli.Cut(deref(d.Title), 32)), d.Source, fmtTime(d.StartedAt), fmtTime(*d.EndedAt), strconv.FormatInt(d.MessageCount, 10))
+	}
+	return t
 }

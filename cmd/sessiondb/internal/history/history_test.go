@@ -803,26 +803,6 @@ func withoutMessageIDs(t *testing.T, line string) string {
 	return string(b)
 }
 
-func TestConfirm(t *testing.T) {
-	tests := []struct {
-		answer string
-		want   bool
-	}{
-		{"y\n", true}, {"YES\n", true}, {" yes ", true}, {"n\n", false}, {"\n", false}, {"", false}, {"yep\n", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.answer, func(t *testing.T) {
-			var asked bytes.Buffer
-			if got := confirm(strings.NewReader(tc.answer), &asked, "Delete? "); got != tc.want {
-				t.Errorf("confirm(%q) = %v, want %v", tc.answer, got, tc.want)
-			}
-			if asked.String() != "Delete? " {
-				t.Errorf("question written: %q", asked.String())
-			}
-		})
-	}
-}
-
 func TestHitIndex(t *testing.T) {
 	row := func(role, content string) sessiondb.ContextRow {
 		return sessiondb.ContextRow{Role: role, Content: content}

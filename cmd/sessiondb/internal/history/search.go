@@ -88,26 +88,30 @@ func (h *group) printHits(ctx context.Context, st sessiondb.SessionService, hits
 		if i > 0 {
 			h.Printf("\n")
 		}
+		// Stored values are escaped (cli.PrintableLine) before styles and
+		// highlights are added, which are the only escapes printed.
+		line := cli.PrintableLine
 		head := hit.SessionID
 		if title != "" {
 			head += " " + title
 		}
-		h.Printf("%s  %s · %s · %s · #%d %s\n", cli.Style(tty, cli.Bold, head), hit.Source,
-			cli.OrDash(deref(hit.Model)), fmtTime(hit.Timestamp), hit.ID, hit.Role)
+		h.Printf("%s  %s · %s · %s · #%d %s\n", cli.Style(tty, cli.Bold, line(head)), line(hit.Source),
+			line(cli.OrDash(deref(hit.Model))), fmtTime(hit.Timestamp), hit.ID, line(hit.Role))
 		at := hitIndex(hit)
+		snippet := highlight(line(cli.Cut(hit.Snippet, 240)), tty)
 		for j, row := range hit.Context {
 			if j == at {
-				h.Printf("  > %s: %s\n", row.Role, highlight(cli.Cut(hit.Snippet, 240), tty))
+				h.Printf("  > %s: %s\n", line(row.Role), snippet)
 				continue
 			}
-			text := cli.Cut(row.Content, 160)
+			text := cli.Cut(sessiondb.ContentText(row.Content), 160)
 			if text == "" {
 				text = "(no text)"
 			}
-			h.Printf("%s\n", cli.Style(tty, cli.Dim, "    "+row.Role+": "+text))
+			h.Printf("%s\n", cli.Style(tty, cli.Dim, "    "+line(row.Role+": "+text)))
 		}
 		if at < 0 {
-			h.Printf("  > %s: %s\n", hit.Role, highlight(cli.Cut(hit.Snippet, 240), tty))
+			h.Printf("  > %s: %s\n", line(hit.Role), snippet)
 		}
 	}
 	return nil

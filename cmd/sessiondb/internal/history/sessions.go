@@ -137,19 +137,22 @@ const maxToolResult = 1000
 
 func (h *group) printTranscript(s *sessiondb.Session, msgs []sessiondb.Message, earlier, full bool) {
 	tty := h.Styled()
+	// Every stored value is escaped before it is styled (cli.Printable):
+	// a title or message must not reach the terminal as a control sequence.
+	line := cli.PrintableLine
 	title := deref(s.Title)
 	if title == "" {
 		title = "(untitled)"
 	}
-	h.Printf("%s  %s\n", cli.Style(tty, cli.Bold, title), s.ID)
-	h.Printf("  source %s · model %s · started %s", s.Source, cli.OrDash(deref(s.Model)), fmtTime(s.StartedAt))
+	h.Printf("%s  %s\n", cli.Style(tty, cli.Bold, line(title)), line(s.ID))
+	h.Printf("  source %s · model %s · started %s", line(s.Source), line(cli.OrDash(deref(s.Model))), fmtTime(s.StartedAt))
 	if s.EndedAt != nil {
-		h.Printf(" · ended %s (%s)", fmtTime(*s.EndedAt), cli.OrDash(deref(s.EndReason)))
+		h.Printf(" · ended %s (%s)", fmtTime(*s.EndedAt), line(cli.OrDash(deref(s.EndReason))))
 	}
 	h.Printf("\n  %d messages · %d tool calls · %s in / %s out tokens · %s\n",
 		s.MessageCount, s.ToolCallCount, fmtCount(s.InputTokens), fmtCount(s.OutputTokens), fmtCost(sessionCost(s)))
 	if p := deref(s.ParentSessionID); p != "" {
-		h.Printf("  continues %s\n", p)
+		h.Printf("  continues %s\n", line(p))
 	}
 	if earlier {
 		h.Printf("\n  … earlier messages not shown (drop --last to see them all)\n")
@@ -157,28 +160,27 @@ func (h *group) printTranscript(s *sessiondb.Session, msgs []sessiondb.Message, 
 	day := ""
 	for i := range msgs {
 		m := &msgs[i]
-		head := fmt.Sprintf("#%d %s", m.ID, m.Role)
+		head := fmt.Sprintf("#%d %s", m.ID, line(m.Role))
 		if m.Role == "tool" {
-			head += fmt.Sprintf(" %s ← %s", cli.OrDash(deref(m.ToolName)), cli.OrDash(deref(m.ToolCallID)))
+			head += fmt.Sprintf(" %s ← %s", line(cli.OrDash(deref(m.ToolName))), line(cli.OrDash(deref(m.ToolCallID))))
 		}
 		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, fmtClock(m.Timestamp, day)))
 		day = sessiondb.FromEpochSeconds(m.Timestamp).Local().Format("2006-01-02")
 		if r := deref(m.Reasoning); r != "" {
-			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent("reasoning: "+r, "  │ ")))
+			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent(cli.Printable("reasoning: "+r), "  │ ")))
 		}
-		text := deref(m.Content)
-		if raw, ok := m.StructuredContent(); ok {
-			text = string(raw)
-		}
+		// Multimodal content of a newer Hermes shows its text and names
+		// its other parts; --json keeps the stored form.
+		text := m.Text()
 		if m.Role == "tool" && !full && utf8.RuneCountInString(text) > maxToolResult {
 			r := []rune(text)
 			text = string(r[:maxToolResult]) + fmt.Sprintf("\n… %d more characters (--full shows them)", len(r)-maxToolResult)
 		}
 		if strings.TrimSpace(text) != "" {
-			h.Printf("%s\n", indent(text, "  "))
+			h.Printf("%s\n", indent(cli.Printable(text), "  "))
 		}
 		for _, tc := range toolCalls(m.ToolCalls) {
-			h.Printf("  → %s %s  %s\n", cli.Style(tty, cli.Bold, tc.name), tc.args, cli.Style(tty, cli.Dim, "("+tc.id+")"))
+			h.Printf("  → %s %s  %s\n", cli.Style(tty, cli.Bold, line(tc.name)), line(tc.args), cli.Style(tty, cli.Dim, "("+line(tc.id)+")"))
 		}
 	}
 }

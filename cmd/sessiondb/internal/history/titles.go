@@ -42,7 +42,7 @@ that a compression ancestor's title moves to its continuation.
 					if h.JSON {
 						return h.PrintJSON(map[string]string{"title": t, "next": n})
 					}
-					h.Printf("%s\n", n)
+					h.Printf("%s\n", cli.PrintableLine(n))
 					return nil
 				})
 			}
@@ -90,13 +90,13 @@ that a compression ancestor's title moves to its continuation.
 				}
 				switch {
 				case set && !ok:
-					h.Printf("cleared the title of %s\n", id)
+					h.Printf("cleared the title of %s\n", cli.PrintableLine(id))
 				case set:
-					h.Printf("%s is now titled %q\n", id, t)
+					h.Printf("%s is now titled %q\n", cli.PrintableLine(id), t)
 				case !ok:
-					fmt.Fprintf(h.Err, "session %s has no title; set one with `sessiondb title %s \"a title\"`\n", id, id)
+					fmt.Fprintf(h.Err, "session %s has no title; set one with `sessiondb title %s \"a title\"`\n", cli.PrintableLine(id), cli.PrintableLine(id))
 				default:
-					h.Printf("%s\n", t)
+					h.Printf("%s\n", cli.PrintableLine(t))
 				}
 				return nil
 			})
@@ -241,8 +241,8 @@ func (h *group) printLineage(n *lineageNode, prefix string, last, root bool) {
 	if n.EndedAt != nil {
 		ended = "ended " + fmtTime(*n.EndedAt) + ": " + cli.OrDash(deref(n.EndReason))
 	}
-	line := fmt.Sprintf("%s%s%s  %s · %s · started %s · %d msgs · %s", prefix, branch, mark+n.ID,
-		title, n.Source, fmtTime(n.StartedAt), n.Messages, ended)
+	line := cli.PrintableLine(fmt.Sprintf("%s%s%s  %s · %s · started %s · %d msgs · %s", prefix, branch, mark+n.ID,
+		title, n.Source, fmtTime(n.StartedAt), n.Messages, ended))
 	if n.Selected {
 		line = cli.Style(tty, cli.Bold, line)
 	}

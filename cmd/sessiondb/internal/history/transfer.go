@@ -133,7 +133,7 @@ func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out 
 	if h.JSON {
 		return h.PrintJSON(map[string]any{"exported": n, "file": out})
 	}
-	fmt.Fprintf(h.Err, "exported %d session(s) to %s\n", n, out)
+	fmt.Fprintf(h.Err, "exported %d session(s) to %s\n", n, cli.PrintableLine(out))
 	return nil
 }
 
@@ -409,7 +409,7 @@ func (h *group) reportImport(res *importReport, name string) error {
 			if e.Session != "" {
 				sess = " (session " + e.Session + ")"
 			}
-			fmt.Fprintf(h.Err, "%s line %d%s: %s\n", name, e.Line, sess, e.Error)
+			fmt.Fprintf(h.Err, "%s\n", cli.PrintableLine(fmt.Sprintf("%s line %d%s: %s", name, e.Line, sess, e.Error)))
 		}
 		h.Printf("imported %d session(s), skipped %d already present", res.Imported, res.Skipped)
 		if res.Detached > 0 {

@@ -125,7 +125,7 @@ touches .heartbeat, so the host sees the agent working.`,
 				return m.PrintJSON(batch)
 			}
 			for _, r := range batch {
-				fmt.Fprintf(m.Out, "%s\t%d\t%s\t%s\n", r.ID, r.Seq, r.Kind, summarize(r.Content, 0))
+				fmt.Fprintf(m.Out, "%s\t%d\t%s\t%s\n", cli.PrintableLine(r.ID), r.Seq, cli.PrintableLine(r.Kind), summarize(r.Content, 0))
 			}
 			return nil
 		},
@@ -288,7 +288,7 @@ func (m *group) agentStateCmd(open openAgentFunc) *cobra.Command {
 				if m.JSON {
 					return m.PrintJSON(map[string]string{"key": args[1], "value": v})
 				}
-				fmt.Fprintln(m.Out, v)
+				fmt.Fprintln(m.Out, cli.Printable(v)) // --json gives the exact value
 			case "set":
 				return a.StateSet(ctx, args[1], args[2])
 			case "delete":
@@ -307,7 +307,7 @@ func (m *group) agentStateCmd(open openAgentFunc) *cobra.Command {
 				}
 				sort.Strings(keys)
 				for _, k := range keys {
-					fmt.Fprintf(m.Out, "%s\t%s\n", k, kv[k])
+					fmt.Fprintf(m.Out, "%s\t%s\n", cli.PrintableLine(k), cli.PrintableLine(kv[k]))
 				}
 			}
 			return nil

@@ -178,7 +178,8 @@ func parseWhen(flag, s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// summarize is a one-line view of a content object for tables.
+// summarize is a one-line view of a content object for human output,
+// escaped for the terminal (cli.PrintableLine).
 func summarize(raw json.RawMessage, max int) string {
 	c, err := mailbox.DecodeContent(raw)
 	s := ""
@@ -204,9 +205,9 @@ func summarize(raw json.RawMessage, max int) string {
 		}
 	}
 	if max <= 0 {
-		return strings.Join(strings.Fields(s), " ")
+		return cli.PrintableLine(strings.Join(strings.Fields(s), " "))
 	}
-	return cli.Cut(s, max)
+	return cli.PrintableLine(cli.Cut(s, max))
 }
 
 // ago renders how long ago t was ("-" for zero).

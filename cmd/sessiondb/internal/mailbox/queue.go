@@ -39,7 +39,7 @@ func (m *group) initCmd() *cobra.Command {
 			if m.JSON {
 				return m.PrintJSON(map[string]any{"session": ref, "dir": dir})
 			}
-			fmt.Fprintln(m.Out, dir)
+			fmt.Fprintln(m.Out, cli.PrintableLine(dir))
 			return nil
 		},
 	}
@@ -129,10 +129,10 @@ func (m *group) printSent(id string, seq int64, inserted bool) error {
 		return m.PrintJSON(map[string]any{"id": id, "seq": seq, "inserted": inserted})
 	}
 	if !inserted {
-		fmt.Fprintf(m.Out, "%s already queued as seq %d\n", id, seq)
+		fmt.Fprintf(m.Out, "%s already queued as seq %d\n", cli.PrintableLine(id), seq)
 		return nil
 	}
-	fmt.Fprintf(m.Out, "queued %s as seq %d\n", id, seq)
+	fmt.Fprintf(m.Out, "queued %s as seq %d\n", cli.PrintableLine(id), seq)
 	return nil
 }
 
@@ -334,7 +334,7 @@ cannot be read shows its error instead.`,
 				fmt.Fprintln(m.Out, "host: not running")
 			}
 			if len(all) == 0 {
-				fmt.Fprintf(m.Out, "no sessions under %s\n", filepath.Clean(data))
+				fmt.Fprintf(m.Out, "no sessions under %s\n", cli.PrintableLine(filepath.Clean(data)))
 				return nil
 			}
 			var tb cli.Table
@@ -402,7 +402,7 @@ happens. With --json each event is one JSON object per line.`,
 					}
 					// A busy or half-written file is transient: say so and
 					// look again at the next change.
-					fmt.Fprintf(m.Err, "watch: %v\n", err)
+					fmt.Fprintf(m.Err, "watch: %s\n", cli.Printable(err.Error()))
 				}
 				for i := len(ins) - 1; i >= 0; i-- {
 					r := ins[i]
@@ -413,7 +413,7 @@ happens. With --json each event is one JSON object per line.`,
 					if m.JSON {
 						enc.Encode(map[string]any{"dir": "in", "seq": r.Seq, "id": r.ID, "kind": r.Kind, "state": r.State, "content": r.Content})
 					} else {
-						fmt.Fprintf(m.Out, "in   %4d %-10s %s %s: %s\n", r.Seq, r.State, r.Kind, r.ID, summarize(r.Content, 100))
+						fmt.Fprintf(m.Out, "in   %4d %-10s %s %s: %s\n", r.Seq, cli.PrintableLine(r.State), cli.PrintableLine(r.Kind), cli.PrintableLine(r.ID), summarize(r.Content, 100))
 					}
 				}
 				for i := len(outs) - 1; i >= 0; i-- {
@@ -425,7 +425,7 @@ happens. With --json each event is one JSON object per line.`,
 					if m.JSON {
 						enc.Encode(map[string]any{"dir": "out", "seq": r.Seq, "id": r.ID, "kind": r.Kind, "state": r.Delivery.Status, "content": r.Content})
 					} else {
-						fmt.Fprintf(m.Out, "out  %4d %-10s %s %s: %s\n", r.Seq, r.Delivery.Status, r.Kind, r.ID, summarize(r.Content, 100))
+						fmt.Fprintf(m.Out, "out  %4d %-10s %s %s: %s\n", r.Seq, cli.PrintableLine(r.Delivery.Status), cli.PrintableLine(r.Kind), cli.PrintableLine(r.ID), summarize(r.Content, 100))
 					}
 				}
 				if _, err := w.Wait(c.Context(), poll); err != nil {
