@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/safefile"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -20,6 +21,10 @@ import (
 // removed when Run ends. Being a file, not a folder, it is never mistaken
 // for an agent group.
 const StatusFile = ".sessiondb-host.json"
+
+// maxStatusBytes bounds what ReadStatus reads: one line per troubled
+// session, far below this.
+const maxStatusBytes = 16 << 20
 
 // Status is the content of StatusFile.
 type Status struct {
@@ -70,12 +75,14 @@ type SessionReport struct {
 // ReadStatus reads root's StatusFile; found is false when there is none
 // (no daemon runs, or it stopped cleanly).
 func ReadStatus(root string) (st Status, found bool, err error) {
-	b, err := os.ReadFile(filepath.Join(root, StatusFile))
+	// The file is read without following a link or waiting on a FIFO
+	// planted in its place, and only up to a size no real status reaches.
+	b, err := safefile.ReadFile("host status", filepath.Join(root, StatusFile), maxStatusBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, false, nil
 	}
 	if err != nil {
-		return st, false, sessiondb.Wrap(sessiondb.EINTERNAL, err, "read host status")
+		return st, false, err
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, false, sessiondb.Errorf(sessiondb.EINTERNAL, "host status %s is not valid JSON: %v", filepath.Join(root, StatusFile), err)
@@ -109,7 +116,7 @@ func (w *statusWriter) write(sessions map[mailbox.SessionRef]SessionHealth, now 
 	st := Status{PID: os.Getpid(), StartedAt: w.started, UpdatedAt: now, FullSweep: w.fullSweep, Sessions: byName}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(w.root, StatusFile), append(b, '\n'))
+		err = safefile.WriteFile("host status", filepath.Join(w.root, StatusFile), append(b, '\n'), 0o600)
 	}
 	if err != nil {
 		w.log.Warn("mailbox: cannot write the host status file", "err", err)
@@ -123,25 +130,4 @@ func (w *statusWriter) remove() {
 	if err := os.Remove(filepath.Join(w.root, StatusFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		w.log.Warn("mailbox: cannot remove the host status file", "err", err)
 	}
-}
-
-// writeFileAtomic writes path through a temporary file and a rename, so a
-// reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-	}
-	return werr
 }

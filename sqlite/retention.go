@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/safefile"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -127,17 +129,40 @@ func (s *Store) IncrementalVacuum(ctx context.Context, pages int64) (int64, erro
 // exist or be empty), 0600 in a 0700 folder, without blocking writers for
 // long: the copy reads one snapshot. The operator swaps it in while no
 // process has the store open.
+//
+// The copy is made in a new file beside path and renamed over it once
+// synced, so a failed or killed copy leaves no half-made file at path; a
+// symbolic link or anything but a regular file at path is refused, never
+// followed.
 func (s *Store) VacuumInto(ctx context.Context, path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+	if err := safefile.CheckTarget("vacuum into", path); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Size() > 0 {
 		return sessiondb.Errorf(sessiondb.ECONFLICT, "vacuum into %s: the file exists and is not empty", path)
 	}
-	if _, _, err := sqlitedb.CreateFile(path, 0o700, 0o600); err != nil {
-		return sessiondb.Wrap(sessiondb.EINVALID, err, "vacuum into %s", path)
+	if dir := filepath.Dir(path); !exists(dir) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return sessiondb.Wrap(sessiondb.EINVALID, err, "vacuum into %s", path)
+		}
+		// MkdirAll's mode passes through the umask; say exactly what we mean.
+		_ = os.Chmod(dir, 0o700)
 	}
-	if _, err := s.db.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
+	f, err := safefile.Create("vacuum into", path, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	// VACUUM INTO takes an absent or empty file: the new temporary one.
+	if _, err := s.db.ExecContext(ctx, "VACUUM INTO ?", f.Name()); err != nil {
 		return s.readErr(err, "vacuum into %s", path)
 	}
-	return nil
+	return f.Commit()
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // lastRetention reads the last run's time: from state_meta when the file

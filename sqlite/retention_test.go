@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,5 +93,24 @@ func TestRetentionOnFileWithoutIncrementalVacuum(t *testing.T) {
 	}
 	if err := s.VacuumInto(ctx, copyPath); sessiondb.ErrorCode(err) != sessiondb.ECONFLICT {
 		t.Errorf("vacuum into an existing file = %v; want conflict", err)
+	}
+	// A link planted at the target, even to an empty file, is refused:
+	// the copy must not land in whatever it points to.
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(filepath.Dir(copyPath), "link.db")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.VacuumInto(ctx, link); sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("vacuum into a link = %v; want invalid naming the link", err)
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Size() != 0 {
+		t.Errorf("the link's target was written: %v, %v", fi.Size(), err)
+	}
+	if des, _ := os.ReadDir(filepath.Dir(copyPath)); len(des) != 2 {
+		t.Errorf("the copy folder holds %d entries, want the copy and the link", len(des))
 	}
 }

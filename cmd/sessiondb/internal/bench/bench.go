@@ -16,6 +16,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+	"github.com/sessiondb/sessiondb/internal/safefile"
 )
 
 // Commands returns the `bench` command (the shared workload replay) and its
@@ -61,18 +62,25 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
 			}
 			cfg.synchronous = s
 			cfg.now = f.Now
+			var profile *safefile.File
 			if cfg.cpuProfile != "" {
-				pf, err := os.Create(cfg.cpuProfile)
-				if err != nil {
-					return sessiondb.Wrap(sessiondb.EINVALID, err, "--cpuprofile")
+				// Written beside the name and renamed over it when the run
+				// ends: a link planted there is refused, never followed.
+				if profile, err = safefile.Create("--cpuprofile", cfg.cpuProfile, 0o600); err != nil {
+					return err
 				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
+				defer profile.Abort()
+				if err := pprof.StartCPUProfile(profile); err != nil {
 					return sessiondb.Wrap(sessiondb.EINTERNAL, err, "start the CPU profile")
 				}
-				defer pprof.StopCPUProfile()
 			}
 			res, err := runBench(cmd.Context(), f.Err, cfg)
+			if profile != nil {
+				pprof.StopCPUProfile()
+				if err == nil {
+					err = profile.Commit()
+				}
+			}
 			if err != nil {
 				return err
 			}

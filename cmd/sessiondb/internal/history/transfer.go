@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/internal/safefile"
 )
 
 func (h *group) exportCmd() *cobra.Command {
@@ -26,8 +27,10 @@ as JSON Lines: one object per session holding all its columns and a
 "messages" list. This is the format ` + "`sessiondb import`" + ` reads back, and the
 shape of Hermes' own export.
 
-Output goes to stdout, or with -o to a new file readable only by you (0600):
-conversations are private.`,
+Output goes to stdout, or with -o to a file readable only by you (0600):
+conversations are private. The file is written beside the target and
+renamed over it once complete, so an interrupted export leaves the old file
+as it was; a symbolic link or a folder at the target is refused.`,
 		Example: `  sessiondb export > backup.jsonl
   sessiondb export -o backup.jsonl --source telegram
   sessiondb export "Fix Docker build" | jq '.messages | length'`,
@@ -49,36 +52,23 @@ conversations are private.`,
 			})
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "write to this file (created or replaced, mode 0600) instead of stdout")
+	c.Flags().StringVarP(&out, "output", "o", "", "write to this file (created or replaced whole once complete, mode 0600; a symbolic link there is refused) instead of stdout")
 	c.Flags().StringVar(&source, "source", "", "export only sessions of this source")
 	return c
 }
 
 // export writes session id, or all sessions of source when id is "", as
-// JSONL to stdout or to the file out.
+// JSONL to stdout or to the file out. The file is written beside out and
+// renamed over it once complete (safefile): a failed or killed export
+// leaves out as it was, and a link planted at out is refused.
 func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out string) (err error) {
 	w := h.Out
-	var f *os.File
+	var f *safefile.File
 	if out != "" {
-		f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return sessiondb.Errorf(sessiondb.EINVALID, "cannot write %s: %v", out, err)
+		if f, err = safefile.Create("--output", out, 0o600); err != nil {
+			return err
 		}
-		// An existing file keeps its mode through O_TRUNC; an export holds
-		// whole conversations, so make it private either way.
-		if err := os.Chmod(out, 0o600); err != nil {
-			f.Close()
-			return sessiondb.Errorf(sessiondb.EINTERNAL, "cannot make %s private (chmod 0600): %v", out, err)
-		}
-		defer func() {
-			if cerr := f.Close(); cerr != nil && err == nil {
-				err = sessiondb.Errorf(sessiondb.EINTERNAL, "write %s: %v", out, cerr)
-			}
-			if err != nil {
-				// A half-written export looks like a whole one; do not leave it.
-				os.Remove(out)
-			}
-		}()
+		defer f.Abort()
 		w = f
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
@@ -127,8 +117,8 @@ func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out 
 	if f == nil {
 		return nil
 	}
-	if err := f.Sync(); err != nil {
-		return sessiondb.Errorf(sessiondb.EINTERNAL, "write %s: %v", out, err)
+	if err := f.Commit(); err != nil {
+		return err
 	}
 	if h.JSON {
 		return h.PrintJSON(map[string]any{"exported": n, "file": out})
