@@ -12,10 +12,14 @@ import (
 )
 
 // TouchHeartbeat sets .heartbeat's mtime to the agent clock's now, creating
-// the file (0600) if missing. It is not a database write.
+// the file (0600) if missing. It is not a database write. Anything but a
+// regular file in its place (a planted link) is refused, never followed.
 func (a *Agent) TouchHeartbeat() error {
 	p := filepath.Join(a.dir, HeartbeatFile)
 	now := a.now()
+	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s is not a regular file (%s): refused", p, fi.Mode().Type())
+	}
 	if err := os.Chtimes(p, now, now); err == nil {
 		return nil
 	} else if !errors.Is(err, fs.ErrNotExist) {

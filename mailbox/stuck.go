@@ -76,13 +76,15 @@ func readContainerState(q queryer) (ContainerState, error) {
 	return st, err
 }
 
-// Heartbeat returns the .heartbeat mtime, zero when absent.
+// Heartbeat returns the .heartbeat mtime, zero when absent. A link in its
+// place is not followed: its own time counts, so a link to a file that
+// something else keeps fresh cannot keep a dead container looking alive.
 func (h *Host) Heartbeat(ref SessionRef) (time.Time, error) {
 	path, err := h.layout.HeartbeatPath(ref)
 	if err != nil {
 		return time.Time{}, err
 	}
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return time.Time{}, nil
