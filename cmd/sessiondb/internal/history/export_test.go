@@ -8,7 +8,7 @@ import (
 
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
-	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
 
 // TestExportTargetIsReplacedWholeOrNotAtAll: export -o never writes
@@ -41,7 +41,7 @@ func TestExportTargetIsReplacedWholeOrNotAtAll(t *testing.T) {
 	// last, holds an infinite cost, which JSON cannot encode) leaves the
 	// old file as it was.
 	bad := exampleDB(t)
-	testkit.ExecFile(t, bad, "UPDATE sessions SET estimated_cost_usd = 9e999 WHERE id = ?", dockerID)
+	sqlitetest.ExecFile(t, bad, "UPDATE sessions SET estimated_cost_usd = 9e999 WHERE id = ?", dockerID)
 	out := filepath.Join(t.TempDir(), "backup.jsonl")
 	old := "old export\n"
 	if err := os.WriteFile(out, []byte(old), 0o600); err != nil {
