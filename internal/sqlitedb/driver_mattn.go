@@ -16,6 +16,12 @@ const DriverName = "mattn"
 
 func newDriver() driver.Driver { return &sqlite3.SQLiteDriver{} }
 
+// openBusyParam turns off the wait mattn sets up while it opens a
+// connection: its open runs pragmas that read the schema, under SQLite's own
+// busy handler (1 ms and longer steps). With it a contended open fails at
+// once and the connector waits with our steps instead (Config.BusyTimeout).
+const openBusyParam = "_busy_timeout=0"
+
 // errorCode returns SQLite's extended result code carried by err. The
 // driver returns sqlite3.Error by value, never a pointer.
 func errorCode(err error) (int, bool) {

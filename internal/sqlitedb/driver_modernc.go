@@ -16,6 +16,10 @@ const DriverName = "modernc"
 
 func newDriver() driver.Driver { return &sqlite.Driver{} }
 
+// openBusyParam is empty: modernc's open reads nothing from the file unless
+// the DSN asks for pragmas, and it sets no busy handler of its own.
+const openBusyParam = ""
+
 // errorCode returns SQLite's extended result code carried by err.
 func errorCode(err error) (int, bool) {
 	var e *sqlite.Error

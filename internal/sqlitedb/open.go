@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Config says how to open one SQLite file.
@@ -31,6 +32,15 @@ type Config struct {
 	Pragmas []string
 	// MaxConns caps the pool; 0 leaves it unlimited. A writer uses 1.
 	MaxConns int
+	// BusyTimeout, when positive, is how long a statement waits for a lock
+	// another connection holds before it fails with SQLITE_BUSY, polled by
+	// our busy handler in sub-millisecond steps (see busy.go) instead of
+	// SQLite's 1-to-100 ms ones. It is installed before Pragmas run, so
+	// they wait too; a "PRAGMA busy_timeout" among them would put SQLite's
+	// own handler back. Negative means never wait: SQLITE_BUSY at once, for
+	// reads that have a fallback. Zero leaves the driver's default (mattn
+	// waits 5 s with SQLite's handler, modernc does not wait).
+	BusyTimeout time.Duration
 }
 
 // URI returns the SQLite URI for path, percent-escaping every character that
@@ -55,7 +65,15 @@ func Open(c Config) (*sql.DB, error) {
 	if err := CheckPath(c.Path); err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(&connector{drv: newDriver(), dsn: URI(c.Path, c.ReadOnly), pragmas: c.Pragmas})
+	dsn := URI(c.Path, c.ReadOnly)
+	if c.BusyTimeout != 0 && openBusyParam != "" {
+		sep := "?"
+		if c.ReadOnly {
+			sep = "&"
+		}
+		dsn += sep + openBusyParam
+	}
+	db := sql.OpenDB(&connector{drv: newDriver(), dsn: dsn, pragmas: c.Pragmas, busy: c.BusyTimeout})
 	if c.MaxConns > 0 {
 		db.SetMaxOpenConns(c.MaxConns)
 		db.SetMaxIdleConns(c.MaxConns)
@@ -141,10 +159,28 @@ type connector struct {
 	drv     driver.Driver
 	dsn     string
 	pragmas []string
+	busy    time.Duration
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.drv.Open(c.dsn)
+	// A driver that reads the file while opening (mattn sets pragmas that
+	// load the schema) fails at once when another connection is committing
+	// (openBusyParam): wait as the busy handler would, then open again.
+	for n := 0; err != nil && c.busy > 0 && IsBusy(err); n++ {
+		pause, ok := busyPause(n, c.busy)
+		if !ok {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		conn, err = c.drv.Open(c.dsn)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +188,12 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if !ok {
 		conn.Close()
 		return nil, fmt.Errorf("sqlite driver connection cannot execute statements directly")
+	}
+	if c.busy > 0 {
+		if err := installBusyHandler(conn, c.busy); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	for _, p := range c.pragmas {
 		if _, err := ex.ExecContext(ctx, p, nil); err != nil {

@@ -18,8 +18,8 @@ import (
 // it fails with code busy.
 const DefaultWriteBudget = 20 * time.Second
 
-// maxBusyWait caps SQLite's own busy wait inside one BEGIN IMMEDIATE, so that
-// our retry loop, not SQLite, owns the deadline and the jitter.
+// maxBusyWait caps the busy handler's wait inside one BEGIN IMMEDIATE, so
+// that our retry loop, not SQLite, owns the deadline and the jitter.
 const maxBusyWait = 250 * time.Millisecond
 
 // Writer owns the one connection through which a process writes a file.
@@ -244,8 +244,8 @@ func (w *Writer) take() []*call {
 	return batch
 }
 
-// begin sets SQLite's busy wait to what is left of the budget (at most
-// maxBusyWait) and starts the transaction. The first call also registers
+// begin sets the busy handler's wait (busy.go) to what is left of the
+// budget (at most maxBusyWait) and starts the transaction. The first call also registers
 // the rollback hook that tells run whether the transaction is still open.
 func (w *Writer) begin(deadline time.Time) error {
 	wait := deadline.Sub(w.now())
@@ -265,7 +265,8 @@ func (w *Writer) begin(deadline time.Time) error {
 		w.hooked = true
 	}
 	if ms != w.busyMS {
-		if _, err := w.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", ms)); err != nil {
+		err := w.conn.Raw(func(dc any) error { return installBusyHandler(dc, time.Duration(ms)*time.Millisecond) })
+		if err != nil {
 			return err
 		}
 		w.busyMS = ms

@@ -1,0 +1,75 @@
+package sqlitedb
+
+import "time"
+
+// Our busy handler. SQLite calls a connection's busy handler when a lock it
+// needs is held by another connection (a reader meeting a writer's commit, a
+// COMMIT waiting for readers to leave, BEGIN IMMEDIATE meeting another
+// writer). SQLite's own handler (what PRAGMA busy_timeout installs) sleeps
+// 1, 2, 5, 10, 15, 20, 25 ... 100 ms between tries; a mailbox commit holds
+// its lock for well under a millisecond plus its fsyncs, so a reader that
+// met it slept 1 to 5 ms after the lock was free, on every hop of a round
+// trip. Ours polls in steps that start at 20 µs and double every second try
+// up to 1 ms, then stay there: a short wait ends soon after the lock is
+// released, a long one costs at most a thousand wake-ups a second.
+//
+// Neither driver exposes sqlite3_busy_handler; installBusyHandler (per
+// driver) reaches the connection's sqlite3 handle and calls it directly.
+
+const (
+	busyFirstStep = 20 * time.Microsecond
+	busyMaxStep   = time.Millisecond
+)
+
+// busyRamp is the sum of the steps before they reach busyMaxStep, and
+// busyRampTries how many tries that takes.
+var busyRamp, busyRampTries = func() (time.Duration, int) {
+	var sum time.Duration
+	n := 0
+	for ; busyStepAt(n) < busyMaxStep; n++ {
+		sum += busyStepAt(n)
+	}
+	return sum, n
+}()
+
+// busyStepAt is the pause before try n+1 (n counts from 0).
+func busyStepAt(n int) time.Duration {
+	if n/2 >= 16 {
+		return busyMaxStep
+	}
+	return min(busyFirstStep<<(n/2), busyMaxStep)
+}
+
+// busySlept is the total of the pauses before try n.
+func busySlept(n int) time.Duration {
+	if n >= busyRampTries {
+		return busyRamp + time.Duration(n-busyRampTries)*busyMaxStep
+	}
+	var sum time.Duration
+	for i := 0; i < n; i++ {
+		sum += busyStepAt(i)
+	}
+	return sum
+}
+
+// busyPause is what the handler does on its n-th call for a connection
+// whose wait is bounded by timeout: the pause before trying again, or false
+// to give up (SQLite then returns SQLITE_BUSY). Like SQLite's own handler it
+// counts the pauses it asked for, not the clock: the bound is on waiting,
+// and the last pause is cut to end at it.
+func busyPause(n int, timeout time.Duration) (time.Duration, bool) {
+	slept := busySlept(n)
+	if slept >= timeout {
+		return 0, false
+	}
+	return min(busyStepAt(n), timeout-slept), true
+}
+
+// busyMS is timeout in whole milliseconds for the handler's argument, at
+// least 1 for any positive timeout.
+func busyMS(timeout time.Duration) uintptr {
+	if timeout <= 0 {
+		return 0
+	}
+	return uintptr(max(1, timeout/time.Millisecond))
+}

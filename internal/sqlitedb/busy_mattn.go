@@ -1,0 +1,68 @@
+//go:build sqlite_fts5
+
+package sqlitedb
+
+/*
+#include <stdint.h>
+#include <time.h>
+
+// The SQLite library mattn/go-sqlite3 compiles into this binary; its header
+// is not reachable from here, so the one function we call is declared.
+typedef struct sqlite3 sqlite3;
+extern int sqlite3_busy_handler(sqlite3*, int(*)(void*, int), void*);
+
+extern long long sqlitedbBusyPause(uintptr_t timeoutMS, int n);
+
+// The pause is chosen in Go (busyPause) and slept here, without holding a
+// Go thread in a callback.
+static int sqlitedb_busy(void *arg, int n) {
+	long long ns = sqlitedbBusyPause((uintptr_t)arg, n);
+	if (ns < 0) return 0;
+	struct timespec ts = { (time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL) };
+	nanosleep(&ts, 0);
+	return 1;
+}
+
+static int sqlitedb_set_busy(void *db, uintptr_t timeoutMS) {
+	if (timeoutMS == 0) return sqlite3_busy_handler((sqlite3*)db, 0, 0);
+	return sqlite3_busy_handler((sqlite3*)db, sqlitedb_busy, (void*)timeoutMS);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+	"unsafe"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+//export sqlitedbBusyPause
+func sqlitedbBusyPause(timeoutMS C.uintptr_t, n C.int) C.longlong {
+	d, ok := busyPause(int(n), time.Duration(timeoutMS)*time.Millisecond)
+	if !ok {
+		return -1
+	}
+	return C.longlong(d)
+}
+
+// installBusyHandler makes our busy handler wait up to timeout on the
+// driver connection dc (0: fail at once). mattn keeps the sqlite3 handle in
+// an unexported field; a driver upgrade that renames it fails here, loudly,
+// and the tests with it.
+func installBusyHandler(dc any, timeout time.Duration) error {
+	c, ok := dc.(*sqlite3.SQLiteConn)
+	if !ok {
+		return fmt.Errorf("driver connection %T is not mattn's", dc)
+	}
+	f := reflect.ValueOf(c).Elem().FieldByName("db")
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
+		return fmt.Errorf("mattn/go-sqlite3 connection has no sqlite3 handle where expected")
+	}
+	if rc := C.sqlitedb_set_busy(unsafe.Pointer(f.Pointer()), C.uintptr_t(busyMS(timeout))); rc != 0 {
+		return fmt.Errorf("sqlite3_busy_handler: result code %d", int(rc))
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+func TestBusyPauseSchedule(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	var slept time.Duration
+	var steps []time.Duration
+	n := 0
+	for ; ; n++ {
+		d, ok := busyPause(n, timeout)
+		if !ok {
+			break
+		}
+		if d <= 0 || d > busyMaxStep {
+			t.Fatalf("pause %d = %v, want within (0, %v]", n, d, busyMaxStep)
+		}
+		steps = append(steps, d)
+		slept += d
+		if n > 10000 {
+			t.Fatal("the handler never gives up")
+		}
+	}
+	// It starts at 20 µs and doubles every second try.
+	want := []time.Duration{20, 20, 40, 40, 80, 80, 160, 160, 320, 320, 640, 640, 1000, 1000}
+	for i, w := range want {
+		if steps[i] != w*time.Microsecond {
+			t.Fatalf("steps = %v, want %v µs first", steps[:len(want)], want)
+		}
+	}
+	// Waits add up to the timeout exactly, then it gives up.
+	if slept != timeout {
+		t.Fatalf("slept %v in %d pauses, want %v", slept, n, timeout)
+	}
+	if busySlept(n) < timeout {
+		t.Fatalf("busySlept(%d) = %v, want ≥ %v", n, busySlept(n), timeout)
+	}
+	if _, ok := busyPause(0, 0); ok {
+		t.Fatal("a zero timeout must not wait")
+	}
+}
+
+// lockFile makes path a rollback-journal database with one row in t, then
+// holds its exclusive lock, with a second row written, until the returned
+// release is called.
+func lockFile(t *testing.T, path string) (release func()) {
+	t.Helper()
+	db, err := Open(Config{Path: path, MaxConns: 1, Pragmas: []string{"PRAGMA journal_mode=DELETE"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"CREATE TABLE IF NOT EXISTS t(x)", "BEGIN EXCLUSIVE", "INSERT INTO t VALUES (2)"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return func() {
+		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+			t.Errorf("commit: %v", err)
+		}
+		conn.Close()
+		db.Close()
+	}
+}
+
+// count reads COUNT(*) of t through a fresh pool on path.
+func count(path string, c Config) (int, error) {
+	c.Path = path
+	db, err := Open(c)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM t").Scan(&n)
+	return n, err
+}
+
+// TestBusyHandlerWaitsOurWay checks, under the linked driver, that
+// Config.BusyTimeout installs our handler: a read blocked by another
+// connection's lock waits at least the timeout (SQLite's own handler is not
+// in place: PRAGMA busy_timeout reads 0) and then fails busy, a negative
+// timeout fails at once, and a read whose blocker lets go succeeds.
+func TestBusyHandlerWaitsOurWay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b.db")
+	if _, _, err := CreateFile(path, 0o700, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setup, err := Open(Config{Path: path, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Exec("CREATE TABLE t(x); INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	setup.Close()
+
+	// Connected before the lock is taken: opening reads the file too.
+	const wait = 40 * time.Millisecond
+	db, err := Open(Config{Path: path, ReadOnly: true, MaxConns: 1, BusyTimeout: wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var builtin int
+	if err := db.QueryRowContext(context.Background(), "PRAGMA busy_timeout").Scan(&builtin); err != nil {
+		t.Fatal(err)
+	}
+	if builtin != 0 {
+		t.Fatalf("PRAGMA busy_timeout = %d: SQLite's own handler is installed, want ours", builtin)
+	}
+	release := lockFile(t, path)
+	start := time.Now()
+	var n int
+	err = db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM t").Scan(&n)
+	if !IsBusy(err) || Code(err) != sessiondb.EBUSY {
+		t.Fatalf("read under an exclusive lock: %v, want busy", err)
+	}
+	// The handler's pauses add up to the timeout before it gives up; the
+	// sleeps can only make the wait longer.
+	if waited := time.Since(start); waited < wait {
+		t.Fatalf("gave up after %v, before the %v timeout", waited, wait)
+	}
+
+	if _, err := count(path, Config{ReadOnly: true, MaxConns: 1, BusyTimeout: -1}); !IsBusy(err) {
+		t.Fatalf("read with a negative timeout: %v, want busy at once", err)
+	}
+	// A fresh connection waits the same way, also where the driver reads
+	// the file while opening (mattn).
+	start = time.Now()
+	if _, err := count(path, Config{ReadOnly: true, MaxConns: 1, BusyTimeout: wait}); !IsBusy(err) {
+		t.Fatalf("fresh read under an exclusive lock: %v, want busy", err)
+	}
+	if waited := time.Since(start); waited < wait {
+		t.Fatalf("fresh read gave up after %v, before the %v timeout", waited, wait)
+	}
+
+	// A reader waiting with a long timeout gets the row once the lock goes.
+	got := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		close(started)
+		n, err := count(path, Config{ReadOnly: true, MaxConns: 1, BusyTimeout: 5 * time.Second})
+		if err == nil && n != 2 {
+			err = sql.ErrNoRows
+		}
+		got <- err
+	}()
+	<-started
+	release()
+	if err := <-got; err != nil {
+		t.Fatalf("read after the lock went: %v, want 2 rows", err)
+	}
+}
+
+// TestBusyHandlerOnWriter checks that the writer's busy wait is our
+// handler too (it replaces what the pool installed at each BEGIN).
+func TestBusyHandlerOnWriter(t *testing.T) {
+	w, done := openWriter(t, filepath.Join(t.TempDir(), "w.db"))
+	defer done()
+	if err := w.Do(context.Background(), func(tx *Tx) error { return tx.ExecScript("CREATE TABLE t(x)") }); err != nil {
+		t.Fatal(err)
+	}
+	var builtin int
+	if err := w.conn.QueryRowContext(context.Background(), "PRAGMA busy_timeout").Scan(&builtin); err != nil {
+		t.Fatal(err)
+	}
+	if builtin != 0 {
+		t.Fatalf("writer's PRAGMA busy_timeout = %d: SQLite's own handler is installed, want ours", builtin)
+	}
+}
