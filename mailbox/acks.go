@@ -49,11 +49,20 @@ func (h *Host) SyncAcks(ctx context.Context, ref SessionRef) (AckSync, error) {
 	}
 	var res AckSync
 	err := h.withOutboundRO(ctx, ref, func(out queryer) error {
-		return h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-			var err error
-			res, err = syncAcksTx(tx, out)
-			return err
-		})
+		var err error
+		res, err = h.syncAcks(ctx, ref, out)
+		return err
+	})
+	return res, err
+}
+
+// syncAcks is SyncAcks with outbound.db already open as out.
+func (h *Host) syncAcks(ctx context.Context, ref SessionRef, out queryer) (AckSync, error) {
+	var res AckSync
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		var err error
+		res, err = syncAcksTx(tx, out)
+		return err
 	})
 	return res, err
 }

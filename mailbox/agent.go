@@ -114,7 +114,7 @@ func OpenAgent(ctx context.Context, dir string, opts AgentOptions) (*Agent, erro
 	if _, _, err := sqlitedb.CreateFile(a.outboundPath, a.modes.dir, a.modes.file); err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "agent: create %s", a.outboundPath)
 	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: a.outboundPath, Pragmas: pragmasAgentRW, MaxConns: 2})
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: a.outboundPath, Pragmas: pragmasAgentRW, MaxConns: 2, BusyTimeout: lockWait})
 	if err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "agent: open %s", a.outboundPath)
 	}
@@ -188,7 +188,7 @@ func (a *Agent) Dir() string { return a.dir }
 // withInbound runs fn on a fresh read-only connection to inbound.db
 // (mmap off): a cached handle can keep stale pages across a container mount.
 func (a *Agent) withInbound(ctx context.Context, fn func(q queryer) error) error {
-	return readRO(ctx, a.inboundPath, pragmasAgentIn, fn, "agent: read inbound")
+	return readRO(ctx, a.inboundPath, pragmasAgentIn, lockWait, fn, "agent: read inbound")
 }
 
 func (a *Agent) outQ(ctx context.Context) queryer { return dbQueryer{ctx, a.out} }

@@ -45,6 +45,7 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 	if err := a.countMalformed(err); err != nil {
 		return nil, err
 	}
+	a.sawInboundSeq(cands)
 	if len(cands) == 0 {
 		return nil, nil
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // inboundMax returns MAX(seq) of messages_in, re-reading only when the file
-// changed; unreadable → the last value seen.
+// changed; unreadable, or being committed to by the host (noWait) → the
+// last value seen.
 func (a *Agent) inboundMax(ctx context.Context) int64 {
 	sig := filesig.Of(a.inboundPath)
 	a.mu.Lock()
@@ -24,11 +25,11 @@ func (a *Agent) inboundMax(ctx context.Context) int64 {
 		return last
 	}
 	var m int64
-	err := a.withInbound(ctx, func(q queryer) error {
+	err := readRO(ctx, a.inboundPath, pragmasAgentIn, noWait, func(q queryer) error {
 		var err error
 		m, err = maxSeq(q, "messages_in")
 		return err
-	})
+	}, "agent: read inbound")
 	if err != nil {
 		a.log.Debug("mailbox agent: inbound unreadable for seq, using last seen", "err", err)
 		return last
@@ -148,4 +149,15 @@ func (a *Agent) copyFiles(id string, files []string, content []byte) ([]byte, er
 		o.set("files", marshalCompact(names))
 	}
 	return o.marshal(), nil
+}
+
+// sawInboundSeq raises the MAX(seq) inboundMax falls back on to the highest
+// seq among rows read from inbound.db: a reply numbered while the host
+// commits still comes after the message it answers.
+func (a *Agent) sawInboundSeq(rows []InboundRow) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range rows {
+		a.lastInSeq = max(a.lastInSeq, r.Seq)
+	}
 }

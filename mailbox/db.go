@@ -13,16 +13,32 @@ import (
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
-// Pragmas per open mode (contract section 3). busy_timeout is SQLite's own
-// wait for a read lock; write locks are waited for by sqlitedb.Writer. It
-// comes first: setting journal_mode reads the file header and must wait out
-// another process's commit rather than fail.
+// Pragmas per open mode (contract section 3). The contract's busy_timeout
+// of 5 s is lockWait, waited by sqlitedb's busy handler in sub-millisecond
+// steps rather than SQLite's 1-to-100 ms ones: every hop of a round trip
+// may meet the other side's commit, and SQLite's first step alone is 1 ms.
+// It is installed before the pragmas run: setting journal_mode reads the
+// file header and must wait out another process's commit rather than fail.
+// Write locks are waited for by sqlitedb.Writer, with the same handler.
 var (
-	pragmasRW      = []string{"PRAGMA busy_timeout=5000", "PRAGMA journal_mode=DELETE"}
-	pragmasRO      = []string{"PRAGMA busy_timeout=5000"}
-	pragmasAgentIn = []string{"PRAGMA busy_timeout=5000", "PRAGMA mmap_size=0"}
-	pragmasAgentRW = []string{"PRAGMA busy_timeout=5000", "PRAGMA journal_mode=DELETE", "PRAGMA foreign_keys=ON"}
+	pragmasRW      = []string{"PRAGMA journal_mode=DELETE"}
+	pragmasRO      = []string(nil)
+	pragmasAgentIn = []string{"PRAGMA mmap_size=0"}
+	pragmasAgentRW = []string{"PRAGMA journal_mode=DELETE", "PRAGMA foreign_keys=ON"}
 )
+
+// lockWait is how long a mailbox statement waits for a lock the other side
+// holds (the contract's busy_timeout).
+const lockWait = 5 * time.Second
+
+// noWait makes a read fail with busy at once while the other side commits,
+// for reads that have a fallback: the MAX(seq) a writer reads from the
+// other side's file before numbering its row (contract section 4: an
+// unreadable file gives the last value seen; parity keeps seqs unique). A
+// commit under way there is a row that is not yet the other side's latest,
+// so numbering before it is as right as after, and waiting for it would
+// put the other side's fsyncs into every send.
+const noWait = -1
 
 // rwFile is one read-write open of a mailbox file for the length of one
 // operation: a single connection owned by a Writer.
@@ -37,7 +53,7 @@ func openRW(ctx context.Context, path string, pragmas []string, budget time.Dura
 	if err := mustExist(path); err != nil {
 		return nil, err
 	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, Pragmas: pragmas, MaxConns: 1})
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, Pragmas: pragmas, MaxConns: 1, BusyTimeout: lockWait})
 	if err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
 	}
@@ -64,23 +80,24 @@ func (f *rwFile) do(ctx context.Context, fn func(tx *sqlitedb.Tx) error) error {
 	return f.w.Do(ctx, fn)
 }
 
-// openRO opens path with mode=ro on one connection.
-func openRO(path string, pragmas []string) (*sql.DB, error) {
+// openRO opens path with mode=ro on one connection whose statements wait up
+// to wait for a lock (lockWait or noWait).
+func openRO(path string, pragmas []string, wait time.Duration) (*sql.DB, error) {
 	if err := mustExist(path); err != nil {
 		return nil, err
 	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: true, Pragmas: pragmas, MaxConns: 1})
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: true, Pragmas: pragmas, MaxConns: 1, BusyTimeout: wait})
 	if err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
 	}
 	return db, nil
 }
 
-// readRO runs fn on a read-only open of path, closed after it. A driver
-// error from fn is classified with the context format and args; an error
-// that already carries a code is returned as it is.
-func readRO(ctx context.Context, path string, pragmas []string, fn func(q queryer) error, format string, args ...any) error {
-	db, err := openRO(path, pragmas)
+// readRO runs fn on a read-only open of path (see openRO), closed after it.
+// A driver error from fn is classified with the context format and args; an
+// error that already carries a code is returned as it is.
+func readRO(ctx context.Context, path string, pragmas []string, wait time.Duration, fn func(q queryer) error, format string, args ...any) error {
+	db, err := openRO(path, pragmas, wait)
 	if err != nil {
 		return err
 	}

@@ -42,11 +42,13 @@ type attemptRow struct {
 // Drain delivers the session's due outbound rows, in seq order, through d:
 // rows not yet in delivered, past deliver_after and not waiting for a retry.
 // Each result is recorded in inbound.db at once (delivered, failed, or an
-// attempt with back-off), the outbox folder of a delivered row is removed,
-// and the agent is told about a row that failed for good. Edits and
-// reactions are retargeted (contract section 11) before d sees them.
-// Afterwards acks are synced. Only one drain per session runs at a time: an
-// overlapping call returns at once with Skipped set.
+// attempt with back-off), in one transaction with the agent's acks synced
+// (SyncAcks), so a delivery costs one inbound commit; the outbox folder of a
+// delivered row is removed, and the agent is told about a row that failed
+// for good. Edits and reactions are retargeted (contract section 11) before
+// d sees them. A drain that records nothing still syncs the acks. Only one
+// drain per session runs at a time: an overlapping call returns at once
+// with Skipped set.
 //
 // d receives kind='system' rows too (the host action registry): it should
 // return "", nil for an unknown action so the row is marked delivered.
@@ -66,108 +68,35 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	}
 	defer s.draining.Unlock()
 
+	// One read-only open of outbound.db serves the whole drain: the
+	// candidates now, the acks with each record. Idle, it holds no lock.
+	outPath, err := h.layout.OutboundPath(ref)
+	if err != nil {
+		return res, err
+	}
+	outDB, err := openRO(outPath, pragmasRO, lockWait)
+	if err != nil {
+		return res, err
+	}
+	defer outDB.Close()
+	out := dbQueryer{ctx, outDB}
+
 	now := h.now()
 	h.mu.Lock()
 	mark := s.drainMark
 	h.mu.Unlock()
-	// Rows at or below the watermark are all resolved (delivered or
-	// failed): reading only the rows above it keeps a drain's cost
-	// independent of the session's history. NULL-seq rows (legacy) are
-	// always read.
-	var all []OutboundRow
-	var cands []OutboundRow
-	outIDs := map[string]bool{}
-	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
-		err := each(q, "SELECT "+outboundCols+`, (deliver_after IS NULL OR datetime(deliver_after) <= datetime(?))
- FROM messages_out WHERE seq IS NULL OR seq > ? ORDER BY seq IS NULL, seq, timestamp`, []any{FormatTime(now), mark}, func(row sqlitedb.Row) error {
-			var isDue sql.NullString
-			r, err := scanOutbound(row, &isDue)
-			if err != nil {
-				return err
-			}
-			all = append(all, r)
-			if isDue.String == "1" {
-				cands = append(cands, r)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		// Edit targets may be any out row, older or not yet due.
-		var targets []any
-		for _, c := range cands {
-			if t := editTarget(c); t != "" {
-				targets = append(targets, t)
-			}
-		}
-		return inChunks(targets, func(part []any, ph string) error {
-			ids, err := idSet(q, "SELECT id FROM messages_out WHERE id IN ("+ph+")", part...)
-			for id := range ids {
-				outIDs[id] = true
-			}
-			return err
-		})
-	})
-	if err != nil || len(all) == 0 {
-		if err == nil {
-			_, err = h.SyncAcks(ctx, ref)
-		}
+	all, cands, outIDs, err := readDrainRows(out, now, mark)
+	if err != nil {
+		return res, sqlitedb.Wrap(err, "session %s: read outbound", ref)
+	}
+	h.sawOutboundSeq(s, all)
+	if len(all) == 0 {
+		_, err = h.syncAcks(ctx, ref, out)
 		return res, err
 	}
 
 	st := drainState{delivered: map[string]deliveredRow{}, attempts: map[string]attemptRow{}, inbound: map[string]bool{}}
-	err = h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		var ids []any
-		for _, r := range all {
-			ids = append(ids, r.ID)
-		}
-		for id := range outIDs {
-			ids = append(ids, id)
-		}
-		err := inChunks(ids, func(part []any, ph string) error {
-			return each(tx, "SELECT message_out_id, platform_message_id, status FROM delivered WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
-				var id string
-				var pid, status sql.NullString
-				if err := row.Scan(&id, &pid, &status); err != nil {
-					return err
-				}
-				st.delivered[id] = deliveredRow{pid.String, status.String}
-				return nil
-			})
-		})
-		if err != nil {
-			return err
-		}
-		err = inChunks(ids[:len(all)], func(part []any, ph string) error {
-			return each(tx, "SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
-				var id string
-				var a attemptRow
-				var next sql.NullString
-				if err := row.Scan(&id, &a.attempts, &next); err != nil {
-					return err
-				}
-				a.next = next.String
-				st.attempts[id] = a
-				return nil
-			})
-		})
-		if err != nil {
-			return err
-		}
-		for _, c := range cands {
-			if t := editTarget(c); t != "" && !outIDs[t] {
-				var one int
-				err := tx.QueryRow("SELECT 1 FROM messages_in WHERE id = ?", t).Scan(&one)
-				if err == nil {
-					st.inbound[t] = true
-				} else if !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	err = h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error { return st.read(tx, all, cands, outIDs) })
 	if err != nil {
 		return res, err
 	}
@@ -191,6 +120,7 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	}()
 
 	var errs []error
+	recorded := false
 	for _, row := range cands {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
@@ -204,20 +134,119 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 				continue
 			}
 		}
-		if err := h.deliverOne(ctx, ref, dir, d, row, outIDs, &st, &res); err != nil {
+		wrote, err := h.deliverOne(ctx, ref, dir, d, row, out, outIDs, &st, &res)
+		recorded = recorded || wrote
+		if err != nil {
 			errs = append(errs, err)
 			// A failure to record is a failure of the session's inbound
 			// file: stop here rather than deliver rows we cannot record.
 			break
 		}
 	}
-	if _, err := h.SyncAcks(ctx, ref); err != nil {
-		errs = append(errs, err)
+	if !recorded && len(errs) == 0 {
+		if _, err := h.syncAcks(ctx, ref, out); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return res, sessiondb.Wrap(sqlitedb.Code(errs[0]), errors.Join(errs...), "drain %s", ref)
 	}
 	return res, nil
+}
+
+// readDrainRows reads the outbound rows above the watermark mark (all, in
+// seq order), those due at now (cands), and which edit and reaction
+// targets of cands are outbound ids.
+func readDrainRows(out queryer, now time.Time, mark int64) (all, cands []OutboundRow, outIDs map[string]bool, err error) {
+	// Rows at or below the watermark are all resolved (delivered or
+	// failed): reading only the rows above it keeps a drain's cost
+	// independent of the session's history. NULL-seq rows (legacy) are
+	// always read.
+	outIDs = map[string]bool{}
+	err = each(out, "SELECT "+outboundCols+`, (deliver_after IS NULL OR datetime(deliver_after) <= datetime(?))
+ FROM messages_out WHERE seq IS NULL OR seq > ? ORDER BY seq IS NULL, seq, timestamp`, []any{FormatTime(now), mark}, func(row sqlitedb.Row) error {
+		var isDue sql.NullString
+		r, err := scanOutbound(row, &isDue)
+		if err != nil {
+			return err
+		}
+		all = append(all, r)
+		if isDue.String == "1" {
+			cands = append(cands, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Edit targets may be any out row, older or not yet due.
+	var targets []any
+	for _, c := range cands {
+		if t := editTarget(c); t != "" {
+			targets = append(targets, t)
+		}
+	}
+	err = inChunks(targets, func(part []any, ph string) error {
+		ids, err := idSet(out, "SELECT id FROM messages_out WHERE id IN ("+ph+")", part...)
+		for id := range ids {
+			outIDs[id] = true
+		}
+		return err
+	})
+	return all, cands, outIDs, err
+}
+
+// read fills st from inbound.db for the rows of one drain.
+func (st *drainState) read(tx *sqlitedb.Tx, all, cands []OutboundRow, outIDs map[string]bool) error {
+	var ids []any
+	for _, r := range all {
+		ids = append(ids, r.ID)
+	}
+	for id := range outIDs {
+		ids = append(ids, id)
+	}
+	err := inChunks(ids, func(part []any, ph string) error {
+		return each(tx, "SELECT message_out_id, platform_message_id, status FROM delivered WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
+			var id string
+			var pid, status sql.NullString
+			if err := row.Scan(&id, &pid, &status); err != nil {
+				return err
+			}
+			st.delivered[id] = deliveredRow{pid.String, status.String}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	err = inChunks(ids[:len(all)], func(part []any, ph string) error {
+		return each(tx, "SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
+			var id string
+			var a attemptRow
+			var next sql.NullString
+			if err := row.Scan(&id, &a.attempts, &next); err != nil {
+				return err
+			}
+			a.next = next.String
+			st.attempts[id] = a
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range cands {
+		if t := editTarget(c); t != "" && !outIDs[t] {
+			var one int
+			err := tx.QueryRow("SELECT 1 FROM messages_in WHERE id = ?", t).Scan(&one)
+			if err == nil {
+				st.inbound[t] = true
+			} else if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func editTarget(r OutboundRow) string {
@@ -231,10 +260,12 @@ func editTarget(r OutboundRow) string {
 	return c.MessageID
 }
 
-// deliverOne prepares, delivers and records one row. Its error is only a
-// failure to record; delivery failures are recorded, not returned.
+// deliverOne prepares, delivers and records one row, syncing the agent's
+// acks (read through out) in the same inbound transaction. It reports
+// whether it recorded anything; its error is only a failure to record:
+// delivery failures are recorded, not returned.
 func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Deliverer, row OutboundRow,
-	outIDs map[string]bool, st *drainState, res *DrainResult) error {
+	out queryer, outIDs map[string]bool, st *drainState, res *DrainResult) (bool, error) {
 	isEdit := false
 	prep := func() error {
 		c, err := DecodeContent(row.Content)
@@ -283,7 +314,7 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 	now := h.now()
 	if errors.Is(err, ErrNotReady) {
 		res.Deferred++
-		return nil
+		return false, nil
 	}
 	if err == nil {
 		if isEdit || row.Kind == KindSystem {
@@ -294,16 +325,19 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 				row.ID, nullStr(pid), FormatTime(now)); err != nil {
 				return err
 			}
-			_, err := tx.Exec("DELETE FROM delivery_attempts WHERE message_out_id = ?", row.ID)
+			if _, err := tx.Exec("DELETE FROM delivery_attempts WHERE message_out_id = ?", row.ID); err != nil {
+				return err
+			}
+			_, err := syncAcksTx(tx, out)
 			return err
 		})
 		if werr != nil {
-			return werr
+			return false, werr
 		}
 		st.delivered[row.ID] = deliveredRow{pid, DeliveredOK}
 		res.Delivered++
 		h.removeOutbox(dir, row.ID)
-		return nil
+		return true, nil
 	}
 	reason := errtext.Clip(strings.ReplaceAll(err.Error(), "\n", " "), 300)
 	attempts := st.attempts[row.ID].attempts + 1
@@ -320,6 +354,9 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 			row.ID, attempts, reason, FormatTime(now), next); err != nil {
 			return err
 		}
+		if _, err := syncAcksTx(tx, out); err != nil {
+			return err
+		}
 		if !final {
 			return nil
 		}
@@ -334,7 +371,7 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 		return err
 	})
 	if werr != nil {
-		return werr
+		return false, werr
 	}
 	st.attempts[row.ID] = attemptRow{attempts: attempts}
 	if final {
@@ -343,7 +380,7 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 	} else {
 		res.Retrying++
 	}
-	return nil
+	return true, nil
 }
 
 // setKey returns content with key set to the string v (content already

@@ -3,6 +3,7 @@ package mailbox
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/filesig"
@@ -72,16 +73,21 @@ func errCode(err error) string {
 
 // withOutboundRO runs fn on a read-only open of the session's outbound.db.
 func (h *Host) withOutboundRO(ctx context.Context, ref SessionRef, fn func(q queryer) error) error {
+	return h.readOutbound(ctx, ref, lockWait, fn)
+}
+
+func (h *Host) readOutbound(ctx context.Context, ref SessionRef, wait time.Duration, fn func(q queryer) error) error {
 	path, err := h.layout.OutboundPath(ref)
 	if err != nil {
 		return err
 	}
-	return readRO(ctx, path, pragmasRO, fn, "session %s: read outbound", ref)
+	return readRO(ctx, path, pragmasRO, wait, fn, "session %s: read outbound", ref)
 }
 
 // outboundMax returns MAX(seq) of messages_out, re-reading the file only
-// when its size or mtime changed since the last read. An unreadable file
-// gives the last value seen: parity alone keeps seqs unique.
+// when its size or mtime changed since the last read. An unreadable file,
+// or one the agent is committing to (noWait), gives the last value seen:
+// parity alone keeps seqs unique.
 func (h *Host) outboundMax(ctx context.Context, ref SessionRef) int64 {
 	path, err := h.layout.OutboundPath(ref)
 	if err != nil {
@@ -96,7 +102,7 @@ func (h *Host) outboundMax(ctx context.Context, ref SessionRef) int64 {
 		return last
 	}
 	var m int64
-	err = h.withOutboundRO(ctx, ref, func(q queryer) error {
+	err = h.readOutbound(ctx, ref, noWait, func(q queryer) error {
 		var err error
 		m, err = maxSeq(q, "messages_out")
 		return err
@@ -109,4 +115,15 @@ func (h *Host) outboundMax(ctx context.Context, ref SessionRef) int64 {
 	s.lastSeq, s.outSeqSig = m, sig
 	h.mu.Unlock()
 	return m
+}
+
+// sawOutboundSeq raises the MAX(seq) outboundMax falls back on to the
+// highest seq among rows read from outbound.db: a row numbered while the
+// agent commits then still comes after every agent row the host has seen.
+func (h *Host) sawOutboundSeq(s *hostSession, rows []OutboundRow) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range rows {
+		s.lastSeq = max(s.lastSeq, r.Seq)
+	}
 }
