@@ -68,8 +68,7 @@ type Store struct {
 	si *schemaInfo
 	q  queries // SQL text built from the columns the file has
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt // prepared reader statements
+	rp *readerPool // s.db with its prepared statements
 
 	writes    atomic.Int64 // committed writes, for checkpoint pacing
 	ckptRuns  atomic.Int64 // background checkpoints that succeeded
@@ -113,7 +112,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	default:
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
 	}
-	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, stmts: map[string]*sql.Stmt{}, pendingParents: map[string][]string{}}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, pendingParents: map[string][]string{}}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -153,6 +152,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
 	}
 	s.db = db
+	s.rp = newReaderPool(db)
 	fail := func(err error) (*Store, error) {
 		s.closeAll()
 		return nil, err
@@ -191,7 +191,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 				return fail(openErr(err, path, "set auto_vacuum"))
 			}
 		}
-		if err := s.enableWAL(ctx, conn, budget); err != nil {
+		if err := enableWAL(ctx, conn, s.path, budget, s.now, s.log); err != nil {
 			conn.Close()
 			return fail(err)
 		}
@@ -267,55 +267,6 @@ func (s *Store) inspectUsable(ctx context.Context, readOnly bool) (*schemaInfo, 
 	return si, nil
 }
 
-// enableWAL switches a writable file to WAL unless it already is. A file
-// system without the shared memory or locks WAL needs (NFS, SMB, FUSE)
-// leaves the file in its rollback-journal mode with a warning (IMP-9). A
-// file already in WAL is never moved off it. Changing the mode needs a
-// lock, so a busy answer is retried within the write budget.
-func (s *Store) enableWAL(ctx context.Context, conn *sql.Conn, budget time.Duration) error {
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return openErr(err, s.path, "read journal mode")
-	}
-	if strings.EqualFold(mode, "wal") {
-		return nil
-	}
-	deadline := s.now().Add(budget)
-	for {
-		err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
-		switch {
-		case err == nil:
-			if !strings.EqualFold(mode, "wal") {
-				s.log.Warn("WAL mode not available; staying in rollback-journal mode", "path", s.path, "mode", mode)
-			}
-			return nil
-		case sqlitedb.IsBusy(err) && s.now().Before(deadline):
-			select {
-			case <-ctx.Done():
-				return sqlitedb.Wrap(ctx.Err(), "enable WAL on %s", s.path)
-			case <-time.After(50 * time.Millisecond):
-			}
-		case sqlitedb.IsBusy(err):
-			return sqlitedb.Wrap(err, "enable WAL on %s", s.path)
-		case sqlitedb.IsWALUnsupported(err):
-			s.log.Warn("WAL mode not supported by this file system; staying in rollback-journal mode", "path", s.path, "err", err)
-			return nil
-		default:
-			return openErr(err, s.path, "enable WAL")
-		}
-	}
-}
-
-// openErr classifies an error met while opening. A damaged file is invalid
-// here, where the path is the caller's input, unlike damage met later
-// (sqlitedb.Code calls that internal).
-func openErr(err error, path, what string) error {
-	if sqlitedb.IsCorrupt(err) {
-		return sessiondb.Wrap(sessiondb.EINVALID, err, "open %s: %s", path, what)
-	}
-	return sqlitedb.Wrap(err, "open %s: %s", path, what)
-}
-
 // onCommit paces PASSIVE checkpoints: every checkpointEvery writes one runs
 // on a reader connection in its own goroutine, at most one at a time, so
 // the writer never waits for it. Errors are only logged.
@@ -366,12 +317,9 @@ func (s *Store) Close() error {
 
 func (s *Store) closeAll() error {
 	var errs []error
-	s.stmtMu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
+	if s.rp != nil {
+		s.rp.closeStmts()
 	}
-	s.stmts = map[string]*sql.Stmt{}
-	s.stmtMu.Unlock()
 	if s.w != nil {
 		errs = append(errs, s.w.Close())
 	}
@@ -462,44 +410,12 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx)
 	return s.writeErr(err, what)
 }
 
-// writeErr classifies a write failure with sqlitedb.Code; an error that
-// already carries a code is returned as it is.
-func (s *Store) writeErr(err error, what string) error {
-	var coded *sessiondb.Error
-	if errors.As(err, &coded) {
-		return err
-	}
-	return sqlitedb.Wrap(err, "%s", what)
-}
+// writeErr classifies a write failure (the package's writeErr).
+func (s *Store) writeErr(err error, what string) error { return writeErr(err, what) }
 
 // readErr classifies a read failure with sqlitedb.Code.
 func (s *Store) readErr(err error, format string, args ...any) error {
 	return sqlitedb.Wrap(err, format, args...)
-}
-
-// maxReaderStmts caps the prepared statement cache. Queries built with IN
-// lists of many sizes could otherwise grow it without bound; past the cap
-// new queries run unprepared. Cached statements are never closed before
-// the Store is, since another goroutine may be reading through one.
-const maxReaderStmts = 512
-
-// stmt returns a prepared reader statement for query, preparing it once;
-// nil (and no error) when the cache is full.
-func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if st, ok := s.stmts[query]; ok {
-		return st, nil
-	}
-	if len(s.stmts) >= maxReaderStmts {
-		return nil, nil
-	}
-	st, err := s.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	s.stmts[query] = st
-	return st, nil
 }
 
 // readers is the reader pool behind the prepared statement cache, as a
@@ -507,27 +423,15 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 type readers struct{ s *Store }
 
 func (r readers) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return r.s.query(ctx, query, args...)
+	return r.s.rp.QueryContext(ctx, query, args...)
 }
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := s.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if st == nil {
-		return s.db.QueryContext(ctx, query, args...)
-	}
-	return st.QueryContext(ctx, args...)
+	return s.rp.QueryContext(ctx, query, args...)
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := s.stmt(ctx, query)
-	if err != nil || st == nil {
-		// A prepare error surfaces through Scan, as database/sql does.
-		return s.db.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
+	return s.rp.QueryRowContext(ctx, query, args...)
 }
 
 func (s *Store) epochNow() float64 { return sessiondb.EpochSeconds(s.now()) }
