@@ -53,6 +53,15 @@ func NormalizeOptions(raw json.RawMessage) ([]QuestionOption, error) {
 	return out, nil
 }
 
+// CheckCard refuses a card without a title or options, or with text that
+// is not plain; the error is invalid and names the field.
+func CheckCard(title string, opts []QuestionOption) error {
+	if err := checkText("title", title, true, MaxCardText); err != nil {
+		return err
+	}
+	return checkOptions(opts)
+}
+
 // checkOptions refuses options a card cannot carry: none, or text that is
 // not plain.
 func checkOptions(opts []QuestionOption) error {

@@ -59,8 +59,9 @@ func (s Subagent) JobID() string {
 }
 
 // Validate checks s as the input of UpsertSubagent: every required field
-// set, the status a stored word, the key and id derived from the channel
-// and thread as janebot derives them, turns not negative. The error is
+// set, the status a stored word, the key "<channelId>:<threadTs>", turns
+// not negative, a running record naming its job. The id is not held to
+// SubagentID: rows written by other versions keep theirs. The error is
 // invalid and names the field.
 func (s Subagent) Validate() error {
 	for _, f := range []struct{ name, v string }{
@@ -81,9 +82,6 @@ func (s Subagent) Validate() error {
 	}
 	if want := SubagentThreadKey(s.ChannelID, s.ThreadTS); s.Key != want {
 		return Errorf(EINVALID, "key %q is not <channelId>:<threadTs> (%q)", clip(s.Key), clip(want))
-	}
-	if want := SubagentID(s.Key); s.ID != want {
-		return Errorf(EINVALID, "id %q is not the one derived from key %q (%s)", clip(s.ID), clip(s.Key), want)
 	}
 	if s.Turns < 0 {
 		return Errorf(EINVALID, "turns %d is negative", s.Turns)

@@ -77,7 +77,7 @@ func TestSubagentValidate(t *testing.T) {
 	}{
 		{"valid", func(*Subagent) {}, ""},
 		{"wrong key", func(s *Subagent) { s.Key = "C1:9" }, "key"},
-		{"wrong id", func(s *Subagent) { s.ID = "sa_0000000000000000" }, "id"},
+		{"no id", func(s *Subagent) { s.ID = "" }, "id"},
 		{"stored API word", func(s *Subagent) { s.Status = "completed" }, "status"},
 		{"running without a job", func(s *Subagent) { s.Status = SubagentRunning }, "runningJobId"},
 		{"negative turns", func(s *Subagent) { s.Turns = -1 }, "turns"},

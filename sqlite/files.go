@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -141,4 +142,147 @@ func writeErr(err error, what string) error {
 		return err
 	}
 	return sqlitedb.Wrap(err, "%s", what)
+}
+
+// fileConns is one SQLite file opened the way every store of this package
+// but the history store (which has steps of its own between them) opens
+// one: a reader pool that waits up to 5 s for locks, and, unless
+// read-only, one writer connection (BEGIN IMMEDIATE within a time budget,
+// group commit) on a file in WAL mode, foreign keys on everywhere.
+type fileConns struct {
+	path     string
+	readOnly bool
+	now      func() time.Time
+	log      *slog.Logger
+
+	db  *sql.DB
+	rp  *readerPool
+	wdb *sql.DB
+	w   *sqlitedb.Writer
+}
+
+// connConfig says how to open a fileConns.
+type connConfig struct {
+	path        string
+	readOnly    bool
+	synchronous string // "NORMAL" or "FULL"
+	budget      time.Duration
+	now         func() time.Time
+	log         *slog.Logger
+}
+
+// openConns opens cfg.path: a read-write open creates a missing file
+// (folder 0700, file 0600) and tightens a looser one; a read-only open of
+// a missing file is not_found.
+func openConns(ctx context.Context, cfg connConfig) (*fileConns, error) {
+	if err := sqlitedb.CheckPath(cfg.path); err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open")
+	}
+	f := &fileConns{path: cfg.path, readOnly: cfg.readOnly, now: cfg.now, log: cfg.log}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.readOnly {
+		if _, err := os.Stat(cfg.path); err != nil {
+			return nil, sessiondb.Wrap(sessiondb.ENOTFOUND, err, "open %s read-only", cfg.path)
+		}
+	} else {
+		_, warn, err := sqlitedb.CreateFile(cfg.path, 0o700, 0o600)
+		if err != nil {
+			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", cfg.path)
+		}
+		if warn != nil {
+			f.log.Warn("database file permissions", "path", cfg.path, "err", warn)
+		}
+	}
+	common := []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864"}
+	readerPragmas := append([]string{"PRAGMA busy_timeout=5000"}, common...)
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: cfg.path, ReadOnly: cfg.readOnly, Pragmas: readerPragmas})
+	if err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", cfg.path)
+	}
+	f.db, f.rp = db, newReaderPool(db)
+	if cfg.readOnly {
+		return f, nil
+	}
+	sync := cfg.synchronous
+	if sync == "" {
+		sync = "NORMAL"
+	}
+	wdb, err := sqlitedb.Open(sqlitedb.Config{Path: cfg.path, MaxConns: 1, Pragmas: append(common, "PRAGMA synchronous="+sync)})
+	if err != nil {
+		f.close()
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "open writer on %s", cfg.path)
+	}
+	f.wdb = wdb
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		f.close()
+		return nil, openErr(err, cfg.path, "open writer connection")
+	}
+	budget := cfg.budget
+	if budget <= 0 {
+		budget = sqlitedb.DefaultWriteBudget
+	}
+	if err := enableWAL(ctx, conn, cfg.path, budget, f.now, f.log); err != nil {
+		conn.Close()
+		f.close()
+		return nil, err
+	}
+	f.w = sqlitedb.NewWriter(conn)
+	f.w.Budget = budget
+	f.w.Now = f.now
+	return f, nil
+}
+
+// write runs fn as one write transaction through the writer. A read-only
+// open refuses with invalid; driver errors fn returns unwrapped are
+// classified here, naming what.
+func (f *fileConns) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx) error) error {
+	if f.w == nil {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s: %s was opened read-only", what, f.path)
+	}
+	if err := f.w.Do(ctx, fn); err != nil {
+		return writeErr(err, what)
+	}
+	return nil
+}
+
+// read runs fn in one read transaction: every query it makes sees the
+// same snapshot of the file.
+func (f *fileConns) read(ctx context.Context, what string, fn func(q sqlitedb.Querier) error) error {
+	tx, err := f.db.BeginTx(ctx, nil)
+	if err != nil {
+		return sqlitedb.Wrap(err, "%s", what)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return writeErr(err, what)
+	}
+	return nil
+}
+
+// close runs a PASSIVE checkpoint (never TRUNCATE: other processes may be
+// reading) when writable and closes every connection.
+func (f *fileConns) close() error {
+	var errs []error
+	if f.rp != nil {
+		f.rp.closeStmts()
+	}
+	if f.w != nil {
+		if _, err := f.db.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+			f.log.Warn("passive checkpoint at close", "path", f.path, "err", err)
+		}
+		errs = append(errs, f.w.Close())
+	}
+	if f.wdb != nil {
+		errs = append(errs, f.wdb.Close())
+	}
+	if f.db != nil {
+		errs = append(errs, f.db.Close())
+	}
+	return errors.Join(errs...)
 }
