@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +29,16 @@ const DefaultWebhookTimeout = 10 * time.Second
 // 408 and 429 is a permanent failure (the row fails at once and the agent is
 // told); 408, 429, 5xx, timeouts and connection errors are retried with
 // back-off.
+//
+// Redirects are not followed: a 3xx is a failure, retried like a 5xx and
+// finally reported to the agent like any other. Following one would re-post
+// the message (307, 308) to a host nobody configured, with the original URL
+// in Referer, or turn the POST into a GET without the message (301, 302,
+// 303) that a 2xx then records as delivered.
+//
+// URL may carry credentials (user info, a token in the query or the path):
+// errors, and so the logs, status file and failure reports built from them,
+// name it by scheme and host only (errtext.RedactURL).
 type WebhookDeliverer struct {
 	URL string
 	// Client sends the requests; nil means a client with Timeout.
@@ -43,10 +54,16 @@ type WebhookDeliverer struct {
 func NewWebhookDeliverer(rawURL string) (*WebhookDeliverer, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q: %v", errtext.Clip(rawURL, 100), err)
+		// url.Parse's own message quotes the whole URL; say only what kind
+		// of mistake it is.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: the URL does not parse: %v", err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: URL %q must be absolute http:// or https://", errtext.Clip(rawURL, 100))
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: the URL must be absolute http:// or https://, got %s", errtext.RedactURL(rawURL))
 	}
 	return &WebhookDeliverer{URL: rawURL}, nil
 }
@@ -74,13 +91,21 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", ref.String()+"/"+row.ID)
-	client := d.Client
-	if client == nil {
-		client = &http.Client{Timeout: timeout}
+	client := &http.Client{Timeout: timeout}
+	if d.Client != nil {
+		client = new(http.Client)
+		*client = *d.Client // a copy: the caller's client keeps its own policy
 	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	target := errtext.RedactURL(d.URL)
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", sessiondb.Wrap(sessiondb.EINTERNAL, err, "webhook deliverer: POST")
+		// The client's error quotes the whole URL; keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook deliverer: POST %s: %v", target, err)
 	}
 	defer resp.Body.Close()
 	rb, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -96,6 +121,12 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 			return "", replyError(reply, "webhook")
 		}
 		return reply.PlatformMessageID, nil
+	case code >= 300 && code < 400:
+		to := ""
+		if loc := resp.Header.Get("Location"); loc != "" {
+			to = " to " + errtext.RedactURL(resp.Request.URL.ResolveReference(parseOrEmpty(loc)).String())
+		}
+		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook %s answered %s, a redirect%s: redirects are not followed (point the deliverer at the final URL)", target, resp.Status, to)
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s%s", resp.Status, bodyHint(rb))
 	case code >= 400:
@@ -103,6 +134,16 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 	default:
 		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s", resp.Status)
 	}
+}
+
+// parseOrEmpty parses a Location header; an unparsable one resolves to the
+// request's own URL.
+func parseOrEmpty(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		return &url.URL{}
+	}
+	return u
 }
 
 func bodyHint(b []byte) string {

@@ -1,5 +1,6 @@
 // Package errtext shapes text that came from outside (ids, URLs, a
-// command's stderr, a receiver's answer) for use inside an error message.
+// command line, its stderr, a receiver's answer) for use inside an error
+// message or a log line, keeping what may be secret out of both.
 package errtext
 
 // Clip returns s cut to at most n bytes, marked with "…" when cut, so one

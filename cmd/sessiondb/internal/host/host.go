@@ -12,6 +12,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/hostd"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -47,7 +48,10 @@ the message as one JSON line on stdin; it answers with a last stdout line
 {"ok":true,"platform_message_id":"..."} or {"ok":false,"error":"...",
 "permanent":true}, or just exits 0 (delivered) / non-zero (retried).
 --deliver webhook:URL POSTs the message JSON; 2xx is delivered, 4xx (not 408
-or 429) fails it for good, anything else is retried.
+or 429) fails it for good, anything else is retried, redirects included
+(they are not followed). The log and the status name the webhook by scheme
+and host only and an exec command by its program only, as either may hold a
+secret.
 Without --deliver, messages stay undelivered (nothing is lost).
 
 --wake exec:CMD starts CMD with the session folder as its last argument and
@@ -103,7 +107,7 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 			if err != nil {
 				return err
 			}
-			log.Info("mailbox host running", "data", data, "deliver", cli.OrDash(deliver), "wake", cli.OrDash(wake), "poll", poll, "tz", loc.String())
+			log.Info("mailbox host running", "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
 			return d.Run(c.Context())
 		},
 	}
@@ -118,6 +122,19 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 	f.IntVar(&workers, "workers", hostd.DefaultDrainWorkers, "sessions delivered at once")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return c
+}
+
+// redactSpec names a --deliver or --wake value for the log without what
+// may be secret in it: a webhook by scheme and host, a command by its
+// program (errtext.RedactURL, RedactCommand). "-" when unset.
+func redactSpec(spec string) string {
+	if u, ok := strings.CutPrefix(spec, "webhook:"); ok {
+		return "webhook:" + errtext.RedactURL(u)
+	}
+	if c, ok := strings.CutPrefix(spec, "exec:"); ok {
+		return "exec:" + errtext.RedactCommand(c)
+	}
+	return cli.OrDash(errtext.RedactCommand(spec))
 }
 
 // deliverer parses --deliver.

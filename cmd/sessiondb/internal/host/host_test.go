@@ -94,3 +94,26 @@ func TestHostDeliversAndStops(t *testing.T) {
 		t.Fatalf("log lacks the clean stop:\n%s", logs.String())
 	}
 }
+
+// TestHostLogHidesCredentials: the start line names the deliverer and the
+// waker without the webhook's password, token or key, or the command's
+// arguments.
+func TestHostLogHidesCredentials(t *testing.T) {
+	data := t.TempDir()
+	_, logs, stop := clitest.Start(clitest.Options{}, []string{"host", "--data", data, "--poll", "20ms",
+		"--deliver", "webhook:https://hook:pa55word@hooks.example.com/k3y-in-path?token=t0ken",
+		"--wake", "exec:TOKEN=s3cret ./wake.sh --key k3y2"}, Commands)
+	testkit.WaitFor(t, "the start line", func() bool { return strings.Contains(logs.String(), "mailbox host running") })
+	if code := stop(); code != 0 {
+		t.Fatalf("host exit %d; log:\n%s", code, logs.String())
+	}
+	log := logs.String()
+	for _, secret := range []string{"pa55word", "t0ken", "k3y-in-path", "s3cret", "k3y2"} {
+		if strings.Contains(log, secret) {
+			t.Errorf("the log holds %q:\n%s", secret, log)
+		}
+	}
+	if !strings.Contains(log, "webhook:https://hooks.example.com/…") {
+		t.Errorf("the log does not name the webhook's host:\n%s", log)
+	}
+}
