@@ -54,13 +54,7 @@ type WebhookDeliverer struct {
 func NewWebhookDeliverer(rawURL string) (*WebhookDeliverer, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		// url.Parse's own message quotes the whole URL; say only what kind
-		// of mistake it is.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: the URL does not parse: %v", err)
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: the URL does not parse: %v", urlCause(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: the URL must be absolute http:// or https://, got %s", errtext.RedactURL(rawURL))
@@ -82,7 +76,7 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
-		return "", mailbox.Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "webhook deliverer: build request"))
+		return "", mailbox.Permanent(sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: build the request to %s: %v", errtext.RedactURL(d.URL), urlCause(err)))
 	}
 	for k, vs := range d.Header {
 		for _, v := range vs {
@@ -100,12 +94,7 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 	target := errtext.RedactURL(d.URL)
 	resp, err := client.Do(req)
 	if err != nil {
-		// The client's error quotes the whole URL; keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook deliverer: POST %s: %v", target, err)
+		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook deliverer: POST %s: %v", target, urlCause(err))
 	}
 	defer resp.Body.Close()
 	rb, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -134,6 +123,16 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 	default:
 		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s", resp.Status)
 	}
+}
+
+// urlCause drops the *url.Error around err: its message quotes the whole
+// URL, credentials included, where only the cause is wanted.
+func urlCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // parseOrEmpty parses a Location header; an unparsable one resolves to the
