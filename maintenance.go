@@ -26,6 +26,10 @@ type SQLiteMaintainer interface {
 	// OptimizeFTS merges the full-text index's segments; it refuses as
 	// RebuildFTS does.
 	OptimizeFTS(ctx context.Context) error
+	// CanRebuildFTS reports whether RebuildFTS and OptimizeFTS would run:
+	// nil, or the invalid error they would return, whose message says what
+	// works instead (a face advises only what will work).
+	CanRebuildFTS() error
 	// BackfillTrigram indexes the rows that predate the trigram index until
 	// done or ctx ends, and reports whether the index is complete (false,
 	// nil without a trigram index).

@@ -116,7 +116,8 @@ func (u TokenUpdate) Validate() error {
 
 // RichFilter selects sessions for ListSessionsRich. The zero value lists the
 // 20 newest top-level sessions of every source with compression tips
-// projected (set NoProjection to see raw rows).
+// projected (set NoProjection to see raw rows), leaving out sessions a
+// newer Hermes archived.
 type RichFilter struct {
 	Source          string
 	ExcludeSources  []string
@@ -124,6 +125,10 @@ type RichFilter struct {
 	Offset          int
 	IncludeChildren bool
 	NoProjection    bool // turns off ProjectCompressionTips (on by default)
+	// IncludeArchived also lists the sessions a newer Hermes archived
+	// (sessions.archived = 1, schema 21 and later), which Hermes' own
+	// listing hides too. A store without that column has none to hide.
+	IncludeArchived bool
 }
 
 // Validate checks f's Limit and Offset with CheckWindow.
@@ -151,6 +156,9 @@ type RichSession struct {
 	Preview       string  `json:"preview"`
 	LastActive    float64 `json:"last_active"`
 	LineageRootID string  `json:"_lineage_root_id,omitempty"`
+	// Archived is set on a session a newer Hermes archived; only listed
+	// with RichFilter.IncludeArchived.
+	Archived bool `json:"archived,omitempty"`
 }
 
 // SessionService is the session half of the history store contract

@@ -17,6 +17,9 @@ type queries struct {
 	// visible is "" or an AND clause hiding rows a newer Hermes rewound
 	// (active=0 AND compacted=0), alias m.
 	visible string
+	// archived is the expression of a session's archived flag (a newer
+	// Hermes' column), alias s; "" when the file has no such column.
+	archived string
 }
 
 func selectList(alias string, cols []column, have map[string]bool, override map[string]string) string {
@@ -44,6 +47,9 @@ func buildQueries(si *schemaInfo) queries {
 	}
 	q.sessSel = selectList("s", sessionColumns, si.sessCols, override)
 	q.msgSel = selectList("m", messageColumns, si.msgCols, nil)
+	if si.sessCols["archived"] {
+		q.archived = "COALESCE(s.archived, 0) <> 0"
+	}
 	if si.msgCols["active"] {
 		if si.msgCols["compacted"] {
 			q.visible = " AND NOT (COALESCE(m.active, 1) = 0 AND COALESCE(m.compacted, 0) = 0)"

@@ -13,22 +13,28 @@ import (
 // message with content, in insertion order, IMP-1) and the last activity
 // appended to the session columns. The session's ids come from the index
 // and are walked in id order, so the walk stops at the first user message
-// instead of sorting the session's rows.
+// instead of sorting the session's rows. Last comes the archived flag of a
+// newer Hermes (0 on a file without it).
 func (s *Store) richExtra() string {
+	archived := "0"
+	if s.q.archived != "" {
+		archived = s.q.archived
+	}
 	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
         WHERE m.id IN (SELECT id FROM messages WHERE session_id = s.id) AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
         ORDER BY m.id LIMIT 1), ''),
-    COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at)`
+    COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at), ` + archived
 }
 
 func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 	var raw string
 	var last sql.NullFloat64
-	x, err := scanSession(sc, &raw, &last)
+	var archived bool
+	x, err := scanSession(sc, &raw, &last, &archived)
 	if err != nil {
 		return nil, err
 	}
-	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64}, nil
+	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived}, nil
 }
 
 // ListSessionsRich lists sessions newest first with their preview and last
@@ -44,6 +50,10 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	var args []any
 	if !f.IncludeChildren {
 		where = append(where, "s.parent_session_id IS NULL")
+	}
+	if s.q.archived != "" && !f.IncludeArchived {
+		// Hidden as Hermes' own listing hides them (_session_filter_where).
+		where = append(where, "NOT "+s.q.archived)
 	}
 	if f.Source != "" {
 		where = append(where, "s.source = ?")

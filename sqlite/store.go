@@ -358,7 +358,7 @@ func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
 // table; a mismatch is an internal error.
 func (s *Store) FTSIntegrityCheck(ctx context.Context) error {
 	if !s.si.hasFTS() {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts)", s.path)
+		return s.noFTS()
 	}
 	const q = "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"
 	if s.readOnly {
@@ -383,12 +383,38 @@ func (s *Store) RebuildFTS(ctx context.Context) error { return s.ftsCommand(ctx,
 // faster after many appends. It refuses a file of a newer Hermes.
 func (s *Store) OptimizeFTS(ctx context.Context) error { return s.ftsCommand(ctx, "optimize") }
 
-func (s *Store) ftsCommand(ctx context.Context, cmd string) error {
-	if s.si.newer() {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s full-text index: schema version %d belongs to a newer Hermes, which owns its full-text tables", cmd, s.si.version)
+// CanRebuildFTS reports whether RebuildFTS and OptimizeFTS would run: nil,
+// or the invalid error they would return, which says what works instead.
+func (s *Store) CanRebuildFTS() error {
+	switch {
+	case s.si.newer() && !s.si.hasFTS():
+		// Hermes creates a missing messages_fts (and fills it) when it
+		// opens the file; we must not create one in a layout it owns.
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts), and its schema version %d belongs to a newer Hermes, which owns its full-text tables and builds a missing index the next time it opens the file: run Hermes once; until then search here scans the messages (slower)", s.path, s.si.version)
+	case s.si.newer():
+		return sessiondb.Errorf(sessiondb.EINVALID, "the full-text index of %s belongs to a newer Hermes (schema version %d), which sessiondb does not rewrite: let Hermes repair its index, or restore the file from a backup", s.path, s.si.version)
+	case !s.si.hasFTS():
+		// Only a read-only open leaves a v6 or older file without the
+		// index: a writable one migrates the file and builds it.
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts) yet: open it writable (without --read-only) once and sessiondb builds it", s.path)
+	case s.readOnly:
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s is open read-only: rebuilding the full-text index needs a writable open", s.path)
 	}
-	if !s.si.hasFTS() {
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts)", s.path)
+	return nil
+}
+
+// noFTS is the error of a check on a file without messages_fts: what
+// CanRebuildFTS says about it.
+func (s *Store) noFTS() error {
+	if err := s.CanRebuildFTS(); err != nil {
+		return err
+	}
+	return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts)", s.path)
+}
+
+func (s *Store) ftsCommand(ctx context.Context, cmd string) error {
+	if err := s.CanRebuildFTS(); err != nil {
+		return sessiondb.Wrap("", err, "%s full-text index", cmd)
 	}
 	return s.write(ctx, cmd+" full-text index", func(tx *sqlitedb.Tx) error {
 		_, err := tx.Exec(fmt.Sprintf("INSERT INTO messages_fts(messages_fts) VALUES('%s')", cmd))

@@ -110,7 +110,16 @@ search a little faster on a store that has taken many writes.`,
 						return err
 					}
 					r.FTS = err.Error()
-					r.Problems = append(r.Problems, "the search index does not match the messages: run `sessiondb doctor --rebuild-fts`")
+					if sessiondb.ErrorCode(err) == sessiondb.EINVALID {
+						r.FTS = "missing (no messages_fts table)"
+					}
+					// Advise --rebuild-fts only where it would run; else the
+					// store says what works (a newer Hermes owns its index).
+					if cerr := st.CanRebuildFTS(); cerr != nil {
+						r.Problems = append(r.Problems, cerr.Error())
+					} else {
+						r.Problems = append(r.Problems, "the search index does not match the messages: run `sessiondb doctor --rebuild-fts`")
+					}
 				}
 				if h.JSON {
 					if err := h.PrintJSON(r); err != nil {

@@ -24,11 +24,15 @@ first words of the first user message.
 
 A compression chain (a session ended with end_reason=compression and its
 continuations) shows as one row: the newest continuation's id and counters
-with the root's start time. --children lists every session as stored.`,
+with the root's start time. --children lists every session as stored.
+
+Sessions a newer Hermes archived are left out, as Hermes' own listing does;
+--archived lists them too, marked [archived].`,
 		Example: `  sessiondb sessions
   sessiondb sessions --source telegram --limit 50
   sessiondb sessions --exclude-source cron --exclude-source slack
-  sessiondb sessions --children --json | jq '.[].id'`,
+  sessiondb sessions --children --json | jq '.[].id'
+  sessiondb --db ~/.hermes/state.db sessions --archived`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cli.CheckPaging(f.Limit, f.Offset); err != nil {
@@ -58,6 +62,7 @@ with the root's start time. --children lists every session as stored.`,
 	c.Flags().IntVar(&f.Limit, "limit", 20, "how many sessions to list")
 	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many sessions first (for paging)")
 	c.Flags().BoolVar(&f.IncludeChildren, "children", false, "also list child sessions (continuations, forks) as rows of their own")
+	c.Flags().BoolVar(&f.IncludeArchived, "archived", false, "also list sessions a newer Hermes archived (hidden by default), marked [archived]")
 	return c
 }
 
@@ -67,7 +72,11 @@ func (h *group) printSessions(rows []sessiondb.RichSession) error {
 	t.Row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS", "COST", "PREVIEW")
 	for i := range rows {
 		r := &rows[i]
-		t.Row(r.ID, cli.OrDash(cli.Cut(deref(r.Title), 32)), r.Source, cli.OrDash(deref(r.Model)),
+		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
+		if r.Archived {
+			title = "[archived] " + title
+		}
+		t.Row(r.ID, title, r.Source, cli.OrDash(deref(r.Model)),
 			fmtTime(r.StartedAt), fmtTime(r.LastActive), strconv.FormatInt(r.MessageCount, 10), strconv.FormatInt(r.ToolCallCount, 10),
 			fmtCount(r.InputTokens+r.OutputTokens), fmtCost(sessionCost(&r.Session)), r.Preview)
 	}

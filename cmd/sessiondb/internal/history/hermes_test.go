@@ -1,0 +1,116 @@
+package history
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+)
+
+// newerHermesDB is the example store turned into what a newer Hermes
+// (schema 21) leaves: an archived flag on sessions with the Lisbon chat
+// archived, and a multimodal message ("\x00json:" + a list of parts) in the
+// Docker session.
+func newerHermesDB(t *testing.T) string {
+	t.Helper()
+	db := exampleDB(t)
+	for _, q := range []string{
+		"UPDATE schema_version SET version = 21",
+		"ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
+		"UPDATE sessions SET archived = 1 WHERE id = '20260509_081244_a3f9e0'",
+	} {
+		sqlitetest.ExecFile(t, db, q)
+	}
+	sqlitetest.ExecFile(t, db, "UPDATE messages SET content = ? WHERE id = (SELECT MIN(id) FROM messages WHERE session_id = ?)",
+		"\x00json:"+`[{"type": "text", "text": "what is wrong with this build?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]`, dockerID)
+	return db
+}
+
+// TestNewerHermesFiles: sessions hides what Hermes archived unless
+// --archived (then marked), show renders multimodal content as text and
+// names its other parts while --json keeps it exact.
+func TestNewerHermesFiles(t *testing.T) {
+	db := newerHermesDB(t)
+	const lisbon = "20260509_081244_a3f9e0"
+	var rows []struct {
+		ID       string
+		Archived bool
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100"), &rows)
+	for _, r := range rows {
+		if r.ID == lisbon {
+			t.Errorf("sessions lists the archived session %s", lisbon)
+		}
+	}
+	if len(rows) != 6 { // 8 sessions, one archived, one a continuation
+		t.Errorf("sessions lists %d rows, want 6", len(rows))
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100", "--archived"), &rows)
+	found := false
+	for _, r := range rows {
+		found = found || (r.ID == lisbon && r.Archived)
+	}
+	if !found || len(rows) != 7 {
+		t.Errorf("sessions --archived: %+v; want %s among 7, marked archived", rows, lisbon)
+	}
+	text := mustCLI(t, "--db", db, "sessions", "--archived").Stdout
+	if !strings.Contains(text, "[archived] Lisbon weekend") {
+		t.Errorf("the table does not mark the archived session:\n%s", text)
+	}
+
+	show := mustCLI(t, "--db", db, "show", dockerID).Stdout
+	if !strings.Contains(show, "  what is wrong with this build?\n  [image: image/png]\n") || strings.Contains(show, "json:") || strings.Contains(show, "iVBOR") {
+		t.Errorf("show does not render the multimodal message:\n%s", show)
+	}
+	var exact struct {
+		Messages []struct{ Content string }
+	}
+	decode(t, mustCLI(t, "--db", db, "--json", "show", dockerID), &exact)
+	if c := exact.Messages[0].Content; !strings.HasPrefix(c, "\x00json:[{") || !strings.Contains(c, "iVBORw0KGgo=") {
+		t.Errorf("show --json changed the stored content: %q", c)
+	}
+}
+
+// TestDoctorAdvisesOnlyWhatWorks: on a newer Hermes file doctor never
+// advises --rebuild-fts, which refuses there; it says what works instead.
+// On our own file it does advise it, and the rebuild then works.
+func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
+	drop := func(db string) {
+		for _, q := range []string{"DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_fts_delete", "DROP TRIGGER messages_fts_update", "DROP TABLE messages_fts"} {
+			sqlitetest.ExecFile(t, db, q)
+		}
+	}
+	// Index pages lost: the index's own check fails.
+	damage := func(db string) {
+		sqlitetest.ExecFile(t, db, "DELETE FROM messages_fts_data WHERE id > 10")
+	}
+	for _, tc := range []struct {
+		name    string
+		db      func() string
+		advice  string // in the problem doctor reports
+		rebuild int    // exit status of doctor --rebuild-fts
+	}{
+		{"newer file without messages_fts", func() string { db := newerHermesDB(t); drop(db); return db }, "run Hermes once", cli.ExitInvalid},
+		{"newer file with a damaged index", func() string { db := newerHermesDB(t); damage(db); return db }, "let Hermes repair its index", cli.ExitInvalid},
+		{"our file with a damaged index", func() string { db := exampleDB(t); damage(db); return db }, "sessiondb doctor --rebuild-fts", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := tc.db()
+			r := runCLI(t, "", "--db", db, "doctor")
+			if r.Code != cli.ExitInternal || !strings.Contains(r.Stdout, "problem: ") || !strings.Contains(r.Stdout, tc.advice) {
+				t.Fatalf("doctor: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if tc.rebuild != 0 && strings.Contains(r.Stdout, "--rebuild-fts") {
+				t.Errorf("doctor advises --rebuild-fts, which refuses here:\n%s", r.Stdout)
+			}
+			rb := runCLI(t, "", "--db", db, "doctor", "--rebuild-fts")
+			if rb.Code != tc.rebuild {
+				t.Fatalf("doctor --rebuild-fts: exit %d, want %d\n%s%s", rb.Code, tc.rebuild, rb.Stdout, rb.Stderr)
+			}
+			if tc.rebuild != 0 && !strings.Contains(rb.Stderr, tc.advice) {
+				t.Errorf("the refusal does not say what works: %s", rb.Stderr)
+			}
+		})
+	}
+}
