@@ -141,7 +141,7 @@ func (s *Store) VacuumInto(ctx context.Context, path string) error {
 	if fi, err := os.Lstat(path); err == nil && fi.Size() > 0 {
 		return sessiondb.Errorf(sessiondb.ECONFLICT, "vacuum into %s: the file exists and is not empty", path)
 	}
-	if dir := filepath.Dir(path); !exists(dir) {
+	if dir := filepath.Dir(path); !pathExists(dir) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return sessiondb.Wrap(sessiondb.EINVALID, err, "vacuum into %s", path)
 		}
@@ -160,7 +160,8 @@ func (s *Store) VacuumInto(ctx context.Context, path string) error {
 	return f.Commit()
 }
 
-func exists(path string) bool {
+// pathExists reports whether anything (a link included) is at path.
+func pathExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
