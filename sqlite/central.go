@@ -148,8 +148,8 @@ func readTime(s sql.NullString) time.Time {
 	return t
 }
 
-// exists reports whether query finds a row.
-func exists(ctx context.Context, q sqlitedb.Querier, query string, args ...any) (bool, error) {
+// hasRow reports whether query finds a row.
+func hasRow(ctx context.Context, q sqlitedb.Querier, query string, args ...any) (bool, error) {
 	found := false
 	err := sqlitedb.Each(ctx, q, query, args, func(sqlitedb.Row) error { found = true; return nil })
 	return found, err
@@ -157,7 +157,7 @@ func exists(ctx context.Context, q sqlitedb.Querier, query string, args ...any) 
 
 // mustExist returns not_found naming what when query finds no row.
 func mustExist(ctx context.Context, q sqlitedb.Querier, what, id, query string, args ...any) error {
-	ok, err := exists(ctx, q, query, args...)
+	ok, err := hasRow(ctx, q, query, args...)
 	if err != nil {
 		return err
 	}

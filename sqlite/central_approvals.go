@@ -201,7 +201,7 @@ func (c *Central) AddApproval(ctx context.Context, n sessiondb.NewApproval) (ses
 				return err
 			}
 		}
-		if taken, err := exists(ctx, tx, "SELECT 1 FROM pending_approvals WHERE approval_id = ?", n.ApprovalID); err != nil || taken {
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM pending_approvals WHERE approval_id = ?", n.ApprovalID); err != nil || taken {
 			return orConflict(err, "approval id %q is taken", n.ApprovalID)
 		}
 		if _, err := tx.Exec("INSERT INTO pending_approvals ("+approvalCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
@@ -382,7 +382,7 @@ func (c *Central) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderAp
 		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
 			return err
 		}
-		if taken, err := exists(ctx, tx, "SELECT 1 FROM pending_sender_approvals WHERE id = ?", n.ID); err != nil || taken {
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM pending_sender_approvals WHERE id = ?", n.ID); err != nil || taken {
 			return orConflict(err, "sender approval id %q is taken", n.ID)
 		}
 		if _, err := tx.Exec("INSERT INTO pending_sender_approvals ("+senderApprovalCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

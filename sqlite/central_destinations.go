@@ -40,7 +40,7 @@ func (c *Central) AddDestination(ctx context.Context, n sessiondb.NewDestination
 		if err := mustExist(ctx, tx, what, n.TargetID, target, n.TargetID); err != nil {
 			return err
 		}
-		if taken, err := exists(ctx, tx, "SELECT 1 FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", n.AgentGroupID, n.LocalName); err != nil || taken {
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", n.AgentGroupID, n.LocalName); err != nil || taken {
 			return orConflict(err, "agent group %q already has a destination named %q", n.AgentGroupID, n.LocalName)
 		}
 		if _, err := tx.Exec("INSERT INTO agent_destinations ("+destinationCols+") VALUES (?, ?, ?, ?, ?)",

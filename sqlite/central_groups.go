@@ -46,10 +46,10 @@ func (c *Central) CreateAgentGroup(ctx context.Context, n sessiondb.NewAgentGrou
 		g.ID = sessiondb.NewID("ag", now)
 	}
 	err := c.f.write(ctx, "create agent group", func(tx *sqlitedb.Tx) error {
-		if taken, err := exists(tx.Context(), tx, "SELECT 1 FROM agent_groups WHERE id = ?", g.ID); err != nil || taken {
+		if taken, err := hasRow(tx.Context(), tx, "SELECT 1 FROM agent_groups WHERE id = ?", g.ID); err != nil || taken {
 			return orConflict(err, "agent group id %q is taken", g.ID)
 		}
-		if taken, err := exists(tx.Context(), tx, "SELECT 1 FROM agent_groups WHERE folder = ?", g.Folder); err != nil || taken {
+		if taken, err := hasRow(tx.Context(), tx, "SELECT 1 FROM agent_groups WHERE folder = ?", g.Folder); err != nil || taken {
 			return orConflict(err, "folder %q belongs to another agent group", g.Folder)
 		}
 		_, err := tx.Exec("INSERT INTO agent_groups ("+agentGroupCols+") VALUES (?, ?, ?, ?, ?)",
@@ -117,7 +117,7 @@ func (c *Central) DeleteAgentGroup(ctx context.Context, id string) error {
 		if err := mustExist(ctx, tx, "agent group", id, "SELECT 1 FROM agent_groups WHERE id = ?", id); err != nil {
 			return err
 		}
-		if has, err := exists(ctx, tx, "SELECT 1 FROM sessions WHERE agent_group_id = ?", id); err != nil || has {
+		if has, err := hasRow(ctx, tx, "SELECT 1 FROM sessions WHERE agent_group_id = ?", id); err != nil || has {
 			return orConflict(err, "agent group %q still has sessions; sessions are never deleted, so the group stays", id)
 		}
 		for _, q := range []string{
@@ -162,7 +162,7 @@ func insertMessagingGroup(tx *sqlitedb.Tx, n sessiondb.NewMessagingGroup, now st
 		t, _ := sessiondb.ParseTimestamp(now)
 		n.ID = sessiondb.NewID("mg", t)
 	}
-	if taken, err := exists(tx.Context(), tx, "SELECT 1 FROM messaging_groups WHERE id = ?", n.ID); err != nil || taken {
+	if taken, err := hasRow(tx.Context(), tx, "SELECT 1 FROM messaging_groups WHERE id = ?", n.ID); err != nil || taken {
 		return sessiondb.MessagingGroup{}, orConflict(err, "messaging group id %q is taken", n.ID)
 	}
 	isGroup := 0
@@ -316,7 +316,7 @@ func (c *Central) DeleteMessagingGroup(ctx context.Context, id string) error {
 		if err := mustExist(ctx, tx, "messaging group", id, "SELECT 1 FROM messaging_groups WHERE id = ?", id); err != nil {
 			return err
 		}
-		if has, err := exists(ctx, tx, "SELECT 1 FROM sessions WHERE messaging_group_id = ?", id); err != nil || has {
+		if has, err := hasRow(ctx, tx, "SELECT 1 FROM sessions WHERE messaging_group_id = ?", id); err != nil || has {
 			return orConflict(err, "messaging group %q still has sessions; sessions are never deleted, so the chat stays", id)
 		}
 		for _, q := range []string{
@@ -368,10 +368,10 @@ func (c *Central) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sess
 		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
 			return err
 		}
-		if taken, err := exists(ctx, tx, "SELECT 1 FROM messaging_group_agents WHERE messaging_group_id = ? AND agent_group_id = ?", n.MessagingGroupID, n.AgentGroupID); err != nil || taken {
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM messaging_group_agents WHERE messaging_group_id = ? AND agent_group_id = ?", n.MessagingGroupID, n.AgentGroupID); err != nil || taken {
 			return orConflict(err, "agent group %q is already wired to messaging group %q", n.AgentGroupID, n.MessagingGroupID)
 		}
-		if taken, err := exists(ctx, tx, "SELECT 1 FROM messaging_group_agents WHERE id = ?", n.ID); err != nil || taken {
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM messaging_group_agents WHERE id = ?", n.ID); err != nil || taken {
 			return orConflict(err, "wiring id %q is taken", n.ID)
 		}
 		stamp := sessiondb.FormatTimestamp(now)
@@ -384,7 +384,7 @@ func (c *Central) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sess
 			return err
 		}
 		out.Destination = nil
-		has, err := exists(ctx, tx, "SELECT 1 FROM agent_destinations WHERE agent_group_id = ? AND target_type = 'channel' AND target_id = ?", n.AgentGroupID, n.MessagingGroupID)
+		has, err := hasRow(ctx, tx, "SELECT 1 FROM agent_destinations WHERE agent_group_id = ? AND target_type = 'channel' AND target_id = ?", n.AgentGroupID, n.MessagingGroupID)
 		if err != nil || has {
 			return err
 		}

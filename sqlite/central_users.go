@@ -102,7 +102,7 @@ func (c *Central) GrantRole(ctx context.Context, g sessiondb.NewRoleGrant) (bool
 				return err
 			}
 		}
-		has, err := exists(ctx, tx, "SELECT 1 FROM user_roles WHERE user_id = ? AND role = ? AND agent_group_id IS ?", g.UserID, string(g.Role), nullStr(g.AgentGroupID))
+		has, err := hasRow(ctx, tx, "SELECT 1 FROM user_roles WHERE user_id = ? AND role = ? AND agent_group_id IS ?", g.UserID, string(g.Role), nullStr(g.AgentGroupID))
 		if err != nil || has {
 			return err
 		}
