@@ -212,7 +212,11 @@ func openConns(ctx context.Context, cfg connConfig) (*fileConns, error) {
 	if sync == "" {
 		sync = "NORMAL"
 	}
-	wdb, err := sqlitedb.Open(sqlitedb.Config{Path: cfg.path, MaxConns: 1, Pragmas: append(common, "PRAGMA synchronous="+sync)})
+	// The writer's connection waits for locks too until the Writer sets
+	// its own bounded wait: on a file another process is creating, even
+	// these pragmas can meet a lock.
+	wdb, err := sqlitedb.Open(sqlitedb.Config{Path: cfg.path, MaxConns: 1,
+		Pragmas: append([]string{"PRAGMA busy_timeout=5000"}, append(common, "PRAGMA synchronous="+sync)...)})
 	if err != nil {
 		f.close()
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "open writer on %s", cfg.path)

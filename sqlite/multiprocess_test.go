@@ -52,6 +52,14 @@ func TestHelperProcess(t *testing.T) {
 		err = helperCrash(args)
 	case "openpath":
 		err = helperOpenPath(args)
+	case "central-open":
+		err = helperCentralOpen(args)
+	case "subagents-open":
+		err = helperSubagentsOpen(args)
+	case "central-resolve":
+		err = helperCentralResolve(args)
+	case "subagents-complete":
+		err = helperSubagentsComplete(args)
 	default:
 		err = fmt.Errorf("unknown helper role %q", role)
 	}
@@ -83,15 +91,8 @@ func helperAppend(args []string) error {
 		return fmt.Errorf("create: %w", err)
 	}
 	fmt.Println("ready")
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := os.Stat(startFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("start file never appeared")
-		}
-		time.Sleep(2 * time.Millisecond)
+	if err := awaitStart(startFile); err != nil {
+		return err
 	}
 	for i := 0; i < n; i++ {
 		c := fmt.Sprintf("%s-%d", sid, i)
@@ -100,6 +101,21 @@ func helperAppend(args []string) error {
 		}
 	}
 	return s.Close()
+}
+
+// awaitStart returns once the file at path exists: the parent's signal that
+// every child is ready.
+func awaitStart(path string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("start file never appeared")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // TestMultiProcessAppend runs four OS processes appending to one file at

@@ -1,0 +1,305 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+// runChildren starts one child per argument list in role, waits until each
+// has printed "ready", releases them together by creating startFile, and
+// returns what each printed after "ready". A child that fails fails the
+// test.
+func runChildren(t *testing.T, role, startFile string, argsets [][]string) []string {
+	t.Helper()
+	type child struct {
+		cmd    *exec.Cmd
+		out    *bufio.Reader
+		stderr bytes.Buffer
+		rest   bytes.Buffer
+	}
+	children := make([]*child, len(argsets))
+	for i, args := range argsets {
+		c := &child{cmd: helperCmd(t, role, append([]string{startFile}, args...)...)}
+		c.cmd.Stderr = &c.stderr
+		pipe, err := c.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.out = bufio.NewReader(pipe)
+		if err := c.cmd.Start(); err != nil {
+			t.Fatalf("start child %d: %v", i, err)
+		}
+		children[i] = c
+		t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
+	}
+	for i, c := range children {
+		if line, err := c.out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+			_ = c.cmd.Wait()
+			t.Fatalf("child %d: %q, %v; stderr: %s", i, line, err, c.stderr.String())
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range children {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = io.Copy(&c.rest, c.out) }()
+	}
+	if err := os.WriteFile(startFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	outs := make([]string, len(children))
+	for i, c := range children {
+		if err := c.cmd.Wait(); err != nil || c.stderr.Len() > 0 {
+			t.Errorf("child %d: exit %v; stderr: %s", i, err, c.stderr.String())
+		}
+		outs[i] = c.rest.String()
+	}
+	return outs
+}
+
+// helperCentralOpen: args start file, path. Opens (and so migrates) the
+// central file once released.
+func helperCentralOpen(args []string) error {
+	fmt.Println("ready")
+	if err := awaitStart(args[0]); err != nil {
+		return err
+	}
+	c, err := sqlite.OpenCentral(context.Background(), args[1], sqlite.CentralOptions{})
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// helperSubagentsOpen: args start file, path.
+func helperSubagentsOpen(args []string) error {
+	fmt.Println("ready")
+	if err := awaitStart(args[0]); err != nil {
+		return err
+	}
+	s, err := sqlite.OpenSubagents(context.Background(), args[1], sqlite.SubagentOptions{})
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// TestMigrationsRaceAcrossProcesses: processes opening a fresh file at the
+// same moment never apply a migration twice, for the central ledger (by
+// name) and janebot's (by version).
+func TestMigrationsRaceAcrossProcesses(t *testing.T) {
+	const rounds, procs = 3, 3
+	for round := 0; round < rounds; round++ {
+		dir := t.TempDir()
+		central, janebot := filepath.Join(dir, "v2.db"), filepath.Join(dir, ".janebot", "state.sqlite")
+		argsets := make([][]string, procs)
+		for i := range argsets {
+			argsets[i] = []string{central}
+		}
+		runChildren(t, "central-open", filepath.Join(dir, "go-central"), argsets)
+		for i := range argsets {
+			argsets[i] = []string{janebot}
+		}
+		runChildren(t, "subagents-open", filepath.Join(dir, "go-janebot"), argsets)
+
+		rows := sqlitetest.QueryFile(t, central, "SELECT version, name FROM schema_version ORDER BY version")
+		var names []string
+		for i, r := range rows {
+			if r[0] != int64(i+1) {
+				t.Errorf("round %d: ledger version %v at row %d", round, r[0], i)
+			}
+			names = append(names, r[1].(string))
+		}
+		if !reflect.DeepEqual(names, sqlite.CentralMigrationNames()) {
+			t.Errorf("round %d: central ledger %q", round, names)
+		}
+		if got := sqlitetest.QueryFile(t, janebot, "SELECT version, description FROM schema_migrations"); len(got) != 1 || got[0][0] != int64(1) {
+			t.Errorf("round %d: janebot ledger %v", round, got)
+		}
+	}
+}
+
+// helperCentralResolve: args start file, path, keys ("ag|mg|thread").
+// Eight goroutines resolve every key (each from its own offset) and the
+// child prints "key=session id" per resolution.
+func helperCentralResolve(args []string) error {
+	c, err := sqlite.OpenCentral(context.Background(), args[1], sqlite.CentralOptions{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	keys := args[2:]
+	fmt.Println("ready")
+	if err := awaitStart(args[0]); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var out []string
+	var firstErr error
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := range keys {
+				k := keys[(i+g)%len(keys)]
+				parts := strings.Split(k, "|")
+				mode := sessiondb.ModeShared
+				if parts[2] != "" {
+					mode = sessiondb.ModePerThread
+				}
+				s, _, err := c.ResolveSession(context.Background(), sessiondb.SessionLookup{AgentGroupID: parts[0], MessagingGroupID: parts[1], ThreadID: parts[2], Mode: mode})
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				out = append(out, k+"="+s.ID)
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	fmt.Println(strings.Join(out, "\n"))
+	return nil
+}
+
+// TestResolveAcrossProcesses: 8 goroutines in each of 2 processes resolving
+// sessions for the same chats at once create exactly one session per
+// (agent, chat, thread).
+func TestResolveAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "v2.db")
+	c := openCentral(t, path, nil)
+	ctx := context.Background()
+	var keys []string
+	for _, ag := range []string{"ag-a", "ag-b"} {
+		_, err := c.CreateAgentGroup(ctx, sessiondb.NewAgentGroup{ID: ag, Name: ag, Folder: ag})
+		noErrT(t, "group", err)
+	}
+	for i := 0; i < 6; i++ {
+		m, err := c.CreateMessagingGroup(ctx, sessiondb.NewMessagingGroup{ChannelType: "slack", PlatformID: "C" + strconv.Itoa(i), IsGroup: true})
+		noErrT(t, "chat", err)
+		for _, ag := range []string{"ag-a", "ag-b"} {
+			keys = append(keys, ag+"|"+m.ID+"|", ag+"|"+m.ID+"|thread-1", ag+"|"+m.ID+"|thread-2")
+		}
+	}
+	c.Close()
+	outs := runChildren(t, "central-resolve", filepath.Join(dir, "go"), [][]string{append([]string{path}, keys...), append([]string{path}, keys...)})
+	got := map[string]map[string]bool{}
+	n := 0
+	for _, out := range outs {
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			k, id, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("child printed %q", line)
+			}
+			if got[k] == nil {
+				got[k] = map[string]bool{}
+			}
+			got[k][id] = true
+			n++
+		}
+	}
+	if n != 2*8*len(keys) {
+		t.Errorf("%d resolutions reported, want %d", n, 2*8*len(keys))
+	}
+	for _, k := range keys {
+		if len(got[k]) != 1 {
+			t.Errorf("%s resolved to %d sessions: %v", k, len(got[k]), got[k])
+		}
+	}
+	if rows := sqlitetest.QueryFile(t, path, "SELECT COUNT(*) FROM sessions"); rows[0][0] != int64(len(keys)) {
+		t.Errorf("%v sessions stored, want %d", rows[0][0], len(keys))
+	}
+}
+
+// helperSubagentsComplete: args start file, path, id, jobs. Each job's
+// completion is attempted from its own goroutine; the child prints
+// "<job> ok" or "<job> <code>".
+func helperSubagentsComplete(args []string) error {
+	s, err := sqlite.OpenSubagents(context.Background(), args[1], sqlite.SubagentOptions{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	id, jobs := args[2], args[3:]
+	fmt.Println("ready")
+	if err := awaitStart(args[0]); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var lines []string
+	for _, job := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.CompleteJob(context.Background(), id, job)
+			code := sessiondb.ErrorCode(err)
+			if code == "" {
+				code = "ok"
+			}
+			mu.Lock()
+			lines = append(lines, job+" "+code)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fmt.Println(strings.Join(lines, "\n"))
+	return nil
+}
+
+// TestCompletionsAcrossProcesses: stale and current completions racing from
+// two processes; only the running job's lands, once.
+func TestCompletionsAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.sqlite")
+	s := openSubagents(t, path, nil)
+	ctx := context.Background()
+	a, _, err := s.EnsureSubagent(ctx, "C1", "1.0", "/s")
+	noErrT(t, "ensure", err)
+	// job_old ran, died, and was reconciled; job_new runs now.
+	_, err = s.DispatchJob(ctx, a.ID, "job_old", nil)
+	noErrT(t, "dispatch old", err)
+	_, err = s.DispatchJob(ctx, a.ID, "job_new", func(sessiondb.Subagent) bool { return false })
+	noErrT(t, "dispatch new", err)
+	s.Close()
+	jobs := []string{path, a.ID, "job_old", "job_new", "job_old", "job_x", "job_new", "job_old", "job_new", "job_y"}
+	outs := runChildren(t, "subagents-complete", filepath.Join(dir, "go"), [][]string{jobs, jobs})
+	wins := 0
+	for _, out := range outs {
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			job, code, _ := strings.Cut(line, " ")
+			switch {
+			case code == "ok" && job == "job_new":
+				wins++
+			case code == "ok":
+				t.Errorf("stale %s completed", job)
+			case code != sessiondb.ECONFLICT:
+				t.Errorf("%s: code %s", job, code)
+			}
+		}
+	}
+	rows := sqlitetest.QueryFile(t, path, "SELECT status, last_job_id, turns, running_job_id FROM subagent_sessions")
+	if wins != 1 || len(rows) != 1 || rows[0][0] != "idle" || rows[0][1] != "job_new" || rows[0][2] != int64(1) || rows[0][3] != nil {
+		t.Errorf("%d completions landed; row %v; want exactly job_new's", wins, rows)
+	}
+}
