@@ -155,6 +155,18 @@ func (s *Store) checkMigrated(ctx context.Context) error {
 	return nil
 }
 
+// checkExists fails (not_found) when the schema holds no store at all.
+func (s *Store) checkExists(ctx context.Context) error {
+	have, err := appliedVersion(ctx, s.pool)
+	if err != nil {
+		return s.classify(err, "open %s", s.schema)
+	}
+	if have == 0 {
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no history store in schema %s", s.schema)
+	}
+	return nil
+}
+
 // extensions are the contrib extensions the schema needs: pg_trgm for the
 // substring index, unaccent for folding diacritics in the word index.
 var extensions = []string{"pg_trgm", "unaccent"}

@@ -51,6 +51,9 @@ type Options struct {
 	// ReadOnly refuses every write with invalid and never migrates; the
 	// schema must already hold a store.
 	ReadOnly bool
+	// MustExist refuses (not_found) a schema that holds no store yet
+	// instead of creating one; an older store is still migrated.
+	MustExist bool
 	// WriteBudget bounds the retries of a write; 0 means DefaultWriteBudget.
 	WriteBudget time.Duration
 	// MaxConns is the pool size; 0 means DefaultMaxConns.
@@ -126,7 +129,7 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open PostgreSQL store: %s", redact(err.Error(), url))
 	}
 	s.pool = pool
-	if o.Schema != "" && !o.ReadOnly {
+	if o.Schema != "" && !o.ReadOnly && !o.MustExist {
 		// CREATE SCHEMA IF NOT EXISTS can still fail when two processes
 		// run it at once; the advisory lock of migrate would not cover it,
 		// so it takes the same lock.
@@ -139,17 +142,27 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 			return nil, s.classify(err, "open PostgreSQL store: create schema %s", o.Schema)
 		}
 	}
-	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&s.schema); err != nil {
+	var schema *string
+	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
 		pool.Close()
 		return nil, s.classify(err, "open PostgreSQL store")
 	}
-	if s.schema == "" {
+	if schema == nil {
 		pool.Close()
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open PostgreSQL store: no schema: the search_path names none that exists")
+		if o.ReadOnly || o.MustExist {
+			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "open PostgreSQL store: no history store: the search_path names no schema that exists")
+		}
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open PostgreSQL store: the search_path names no schema that exists")
 	}
-	if o.ReadOnly {
+	s.schema = *schema
+	switch {
+	case o.ReadOnly:
 		err = s.checkMigrated(ctx)
-	} else {
+	case o.MustExist:
+		if err = s.checkExists(ctx); err == nil {
+			err = s.migrate(ctx)
+		}
+	default:
 		err = s.migrate(ctx)
 	}
 	if err != nil {

@@ -10,9 +10,13 @@ import (
 	"github.com/sessiondb/sessiondb"
 )
 
+// usageSums adds costs as numeric, exactly, then rounds once: a float sum
+// would depend on the order the rows come in, and the figures would differ
+// in the last digit from the SQLite backend's, whose SUM compensates its
+// rounding errors.
 const usageSums = `count(*), COALESCE(SUM(message_count), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
     COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(reasoning_tokens), 0),
-    COALESCE(SUM(estimated_cost_usd), 0), COALESCE(SUM(actual_cost_usd), 0)`
+    COALESCE(SUM(estimated_cost_usd::numeric)::double precision, 0), COALESCE(SUM(actual_cost_usd::numeric)::double precision, 0)`
 
 // Usage sums tokens and costs of the sessions f selects, by model and by
 // source, plus the f.Top sessions that cost most (see sessiondb.UsageService).

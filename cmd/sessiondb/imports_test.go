@@ -13,15 +13,16 @@ import (
 const module = "github.com/sessiondb/sessiondb"
 
 // TestImportRules keeps the command line's layout honest, file by file:
-//   - a backend (sqlite/, later postgres/) is imported only by
-//     internal/store, the one opener, so every command holds interfaces;
+//   - a backend (sqlite/, postgres/) and the library's opener (open/) are
+//     imported only by internal/store, the command line's one opener, so
+//     every command holds interfaces;
 //   - internal/sqlitedb only by internal/store and by bench, whose raw
 //     phase times bare SQLite on purpose;
 //   - a command group imports no other group (only internal/cli and
 //     internal/store), and internal/cli imports no group; a group's tests
 //     may run another group beside it.
 func TestImportRules(t *testing.T) {
-	backends := []string{module + "/sqlite", module + "/postgres"}
+	backends := []string{module + "/sqlite", module + "/postgres", module + "/open"}
 	internal := module + "/cmd/sessiondb/internal/"
 	checked := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

@@ -68,7 +68,7 @@ The store defaults to $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store file (default $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
+	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store: a state.db file or a postgres:// URL (default $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "print data as JSON for scripts")
 	root.PersistentFlags().BoolVar(&f.ReadOnly, "read-only", false, "open the store read-only (no schema changes, no writes)")
 	// Flag mistakes are the caller's: give them a code (exit 2) and a
@@ -102,10 +102,14 @@ func Run(ctx context.Context, f *Factory, args []string, groups ...Group) int {
 }
 
 // HistoryPath is where the history store is: --db, else
-// $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.
+// $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db, else
+// ~/.sessiondb/state.db. It is a file path or a postgres:// URL.
 func (f *Factory) HistoryPath() (string, error) {
 	if f.DB != "" {
 		return f.DB, nil
+	}
+	if u := os.Getenv("SESSIONDB_DATABASE_URL"); u != "" {
+		return u, nil
 	}
 	if h := os.Getenv("SESSIONDB_HOME"); h != "" {
 		return filepath.Join(h, "state.db"), nil

@@ -36,18 +36,23 @@ func (f *Factory) OpenHistory(ctx context.Context, what Access, synchronous stri
 	if what != ReadStore && f.ReadOnly {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "this command changes the store, and --read-only was given: drop --read-only to run it")
 	}
-	if what != CreateStore {
+	if what != CreateStore && !store.IsURL(path) {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND,
 				"no history store at %s: create one with `sessiondb import examples/conversations.jsonl` or `sessiondb quickstart`, or point --db at an existing state.db", path)
 		}
 	}
-	return store.Open(ctx, path, store.Options{
+	st, err := store.Open(ctx, path, store.Options{
 		ReadOnly:    what == ReadStore && f.ReadOnly,
+		MustExist:   what != CreateStore,
 		Synchronous: synchronous,
 		Now:         f.Now,
 		Logger:      slog.New(slog.NewTextHandler(f.Err, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND && store.IsURL(path) {
+		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "%w: create one with `sessiondb import FILE --db URL`", err)
+	}
+	return st, err
 }
 
 // WithHistory opens the store as OpenHistory does, runs fn and closes the

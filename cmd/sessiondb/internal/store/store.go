@@ -1,8 +1,8 @@
 // Package store is the command line's one way to a history store: Open
-// picks the backend for a target (a state.db path today; a postgres:// URL
-// once that backend exists) and hands back the domain's sessiondb.Store.
-// It is the only package under cmd/sessiondb that imports a backend, so a
-// new backend changes this package and no command.
+// hands the target (a state.db path or a postgres:// URL) to the library's
+// opener, open.History, which picks the backend. It is the only package
+// under cmd/sessiondb that reaches a backend, so a new backend changes
+// this package and no command.
 package store
 
 import (
@@ -11,15 +11,17 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
-	"github.com/sessiondb/sessiondb/sqlite"
+	"github.com/sessiondb/sessiondb/open"
 )
 
 // Options are how a store is opened.
 type Options struct {
 	// ReadOnly opens without writing anything, not even a migration.
 	ReadOnly bool
-	// Synchronous is the durability of each commit, NORMAL or FULL; ""
-	// is the store's default.
+	// MustExist refuses (not_found) a target that holds no store yet.
+	MustExist bool
+	// Synchronous is the durability of each SQLite commit, NORMAL or FULL;
+	// "" is the store's default.
 	Synchronous string
 	// Now is the store's clock; nil means time.Now.
 	Now sessiondb.Clock
@@ -27,23 +29,26 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Open opens the history store at target, a state.db file (created when
-// missing, unless ReadOnly). The store it returns is also a
-// sessiondb.SQLiteMaintainer, which doctor and bench ask for with a type
-// assertion, as they would of any backend.
+// Open opens the history store at target: a state.db file (created when
+// missing, unless ReadOnly or MustExist) or a postgres:// URL. A SQLite
+// store is also a sessiondb.SQLiteMaintainer, which doctor and bench ask
+// for with a type assertion, as they would of any backend.
 func Open(ctx context.Context, target string, o Options) (sessiondb.Store, error) {
-	st, err := sqlite.Open(ctx, target, sqlite.Options{
+	return open.History(ctx, target, open.Options{
 		ReadOnly:    o.ReadOnly,
+		MustExist:   o.MustExist,
 		Synchronous: o.Synchronous,
 		Now:         o.Now,
 		Logger:      o.Logger,
 	})
-	if err != nil {
-		return nil, err // the store's errors already name the path
-	}
-	return st, nil
 }
 
-// Driver names the database driver linked into this binary, for reports
+// IsURL reports whether target names a PostgreSQL server, not a file.
+func IsURL(target string) bool { return open.IsURL(target) }
+
+// Backend names the backend Open picks for target: "sqlite" or "postgres".
+func Backend(target string) string { return open.Backend(target) }
+
+// Driver names the SQLite driver linked into this binary, for reports
 // (doctor, bench).
 const Driver = sqlitedb.DriverName

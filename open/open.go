@@ -1,0 +1,93 @@
+// Package open is the library's one way to a history store: History picks
+// the backend from the location, a state.db path (the sqlite backend) or a
+// postgres:// URL (the postgres backend), so a program moves from the
+// embedded default to a server by changing one string.
+//
+//	st, err := open.History(ctx, os.Getenv("SESSIONDB_DATABASE_URL"), open.Options{})
+//
+// It lives apart from the root package, which imports only the standard
+// library, and apart from the backends, which know nothing of each other.
+package open
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/postgres"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+// Options are how a store is opened. The zero value opens read-write,
+// creating the store when missing.
+type Options struct {
+	// ReadOnly opens without writing anything, not even a migration.
+	ReadOnly bool
+	// MustExist refuses (not_found) a location that holds no store yet
+	// instead of creating one: no file is made, no schema is created.
+	MustExist bool
+	// Synchronous is the durability of each SQLite commit, NORMAL or FULL;
+	// "" is the default. PostgreSQL commits durably as the server is set.
+	Synchronous string
+	// Now is the store's clock; nil means time.Now.
+	Now sessiondb.Clock
+	// Logger receives the store's warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// IsURL reports whether location names a PostgreSQL server rather than a
+// file: it starts with postgres:// or postgresql://.
+func IsURL(location string) bool {
+	l := strings.ToLower(location)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// Backend names the backend History picks for location: "postgres" or
+// "sqlite".
+func Backend(location string) string {
+	if IsURL(location) {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// History opens the history store at location: a PostgreSQL URL (its
+// search_path parameter, if any, names the schema) or a state.db path.
+// The SQLite store is also a sessiondb.SQLiteMaintainer; the PostgreSQL
+// store is a sessiondb.MessageWaiter.
+func History(ctx context.Context, location string, o Options) (sessiondb.Store, error) {
+	if location == "" {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open history store: no location (a state.db path or a postgres:// URL)")
+	}
+	if IsURL(location) {
+		st, err := postgres.Open(ctx, location, postgres.Options{
+			ReadOnly:  o.ReadOnly,
+			MustExist: o.MustExist,
+			Now:       o.Now,
+			Logger:    o.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	if o.MustExist {
+		if _, err := os.Stat(location); errors.Is(err, fs.ErrNotExist) {
+			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no history store at %s", location)
+		}
+	}
+	st, err := sqlite.Open(ctx, location, sqlite.Options{
+		ReadOnly:    o.ReadOnly,
+		Synchronous: o.Synchronous,
+		Now:         o.Now,
+		Logger:      o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
