@@ -62,6 +62,10 @@ type Options struct {
 	Now sessiondb.Clock
 	// Logger receives warnings (bad stored JSON); nil discards them.
 	Logger *slog.Logger
+	// Tracer, when set, sees every statement the store sends (logging,
+	// metrics; the index tests EXPLAIN what it records). A tracer that is
+	// also a pgx.BatchTracer sees the statements of batched appends.
+	Tracer pgx.QueryTracer
 }
 
 // Store is the history store in one PostgreSQL schema. It is safe for
@@ -106,6 +110,9 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	}
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
 	}
 	cfg.MaxConns = o.MaxConns
 	if cfg.MaxConns <= 0 {

@@ -49,7 +49,7 @@ type Term struct {
 // without lexemes.
 func TSQuery(expr string) (Query, error) {
 	toks, err := lexFTS5(expr)
-	if err != nil {
+	if err != nil || len(toks) == 0 {
 		return Query{}, err
 	}
 	p := &parser{toks: toks}

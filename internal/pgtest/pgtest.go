@@ -163,3 +163,20 @@ func WithSearchPath(url, schema string) string {
 	}
 	return url + sep + "search_path=" + schema
 }
+
+// Count runs a query returning one integer on its own connection to url.
+func Count(t testing.TB, url, sql string, args ...any) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("pgtest: %s: %v", sql, err)
+	}
+	return n
+}

@@ -1,0 +1,200 @@
+package postgres_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
+	"github.com/sessiondb/sessiondb/internal/pgtest"
+	"github.com/sessiondb/sessiondb/postgres"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+// searchCorpus is text of the kinds agents write: prose, commands, paths,
+// hosts, identifiers, accents, CJK. Generated from a fixed seed.
+func searchCorpus() []string {
+	words := strings.Fields("deploy docker container kubernetes socket release golang profile lock permission request timeout " +
+		"retry backoff build test flaky cache token session title search index rollout probe readyz healthz alpha beta gamma")
+	extras := []string{"api.example.com", "x-request-id", "chat-send", "my_var_name", "user@example.com", "P2.2", "my-app.config.ts",
+		"C++", "C#", "what's", "it's", "100%", "$HOME", "a/b", "TODO:", "foo.bar!", "naïve café", "üser", "Über", "大别山项目", "长江大桥",
+		"deployment", "deploys", "DOCKER", "Compose", "kube-proxy", "v1.2.3", "e2e", "3e5", "_private", "__init__"}
+	r := rand.New(rand.NewPCG(1234, 5678))
+	var out []string
+	for i := 0; i < 400; i++ {
+		n := 3 + r.IntN(25)
+		parts := make([]string, n)
+		for j := range parts {
+			if r.IntN(4) == 0 {
+				parts[j] = extras[r.IntN(len(extras))]
+			} else {
+				parts[j] = words[r.IntN(len(words))]
+			}
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}
+
+// compareQueries are queries whose answer is a set of messages both
+// backends must agree on.
+var compareQueries = []string{
+	"deploy", "docker container", "DOCKER", "docker OR kubernetes", "docker NOT kubernetes", "deploy*", "dep*", "roll*",
+	`"docker container"`, `"release golang"*`, "alpha OR beta NOT gamma", "alpha beta OR gamma", "alpha AND beta",
+	"api.example.com", "x-request-id", "chat-send", "chat-send*", "my_var_name", "user@example.com", "P2.2",
+	"my-app.config.ts", "C++", "C#", "what's", "it's", "100%", "$HOME", "a/b", "TODO: fix", "foo.bar!", "naive", "cafe",
+	"café", "user", "uber", "Über", "kube-proxy", "v1.2.3", "e2e", "3e5", "_private", "__init__", "hello AND", "OR token",
+	"a AND OR b", "token -", "not session", "(unbalanced", `say "hi`, "caret^", "{x}", "大别山项目", "大别山", "长江",
+	"deploy 长江大桥", "",
+}
+
+// TestSearchMatchesSQLite stores the same messages in both backends and
+// runs the same queries: the hits (which messages, of which sessions) are
+// the same. Rank order may differ (bm25 against ts_rank) and snippets are
+// cut differently, so hits are compared as sets.
+func TestSearchMatchesSQLite(t *testing.T) {
+	ctx := context.Background()
+	pg, _ := openStore(t, postgres.Options{})
+	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	for _, st := range []sessiondb.Store{pg, lite} {
+		for i, src := range []string{"cli", "telegram", "cron"} {
+			if _, err := st.CreateSession(ctx, sessiondb.NewSession{ID: fmt.Sprintf("s%d", i), Source: src}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, c := range searchCorpus() {
+			c := c
+			if _, err := st.AppendMessage(ctx, sessiondb.NewMessage{SessionID: fmt.Sprintf("s%d", i%3), Role: []string{"user", "assistant", "tool"}[i%3], Content: &c}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	filters := []sessiondb.SearchFilter{{Limit: 1000}, {Limit: 1000, Sources: []string{"cli"}, Roles: []string{"user", "tool"}}}
+	agreed := 0
+	for _, q := range compareQueries {
+		for _, f := range filters {
+			a, errA := lite.SearchMessages(ctx, q, f)
+			b, errB := pg.SearchMessages(ctx, q, f)
+			if sessiondb.ErrorCode(errA) != sessiondb.ErrorCode(errB) {
+				t.Errorf("%q: sqlite error %v, postgres error %v", q, errA, errB)
+				continue
+			}
+			if got, want := hitSet(b), hitSet(a); !reflect.DeepEqual(got, want) {
+				t.Errorf("%q %+v: postgres found %d hits, sqlite %d\npostgres only: %v\nsqlite only:   %v", q, f, len(got), len(want), minus(got, want), minus(want, got))
+				continue
+			}
+			if len(a) > 0 {
+				agreed++
+			}
+		}
+	}
+	if agreed < len(compareQueries) {
+		t.Errorf("only %d query/filter pairs had hits on which to agree: the corpus no longer exercises the queries", agreed)
+	}
+}
+
+// hitSet is the hits' "session/id" keys, sorted.
+func hitSet(hits []sessiondb.SearchHit) []string {
+	out := []string{}
+	for _, h := range hits {
+		out = append(out, fmt.Sprintf("%s/%d/%s", h.SessionID, h.ID, h.Role))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func minus(a, b []string) []string {
+	in := map[string]bool{}
+	for _, x := range b {
+		in[x] = true
+	}
+	var out []string
+	for _, x := range a {
+		if !in[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestSanitizerCorpusNeverRejected translates every query of the
+// sanitizer's reference vectors (and long and odd ones) the way
+// SearchMessages does and hands each to PostgreSQL's to_tsquery: none may
+// be rejected, so no query a user types ends in a tsquery syntax error.
+func TestSanitizerCorpusNeverRejected(t *testing.T) {
+	s, url := openStore(t, postgres.Options{})
+	queries := []string{strings.Repeat("a NOT ", 400) + "b", strings.Repeat(`"x y" OR `, 300) + "z", strings.Repeat("word* ", 3000),
+		"\x00json:", "\xff\xfe", `'quoted' \back\slash`, "'", `\`, "a:*", "!x", "a & b | c", "<->", "a <2> b"}
+	f, err := os.Open("../internal/fts/testdata/sanitize_vectors.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var v struct{ In string }
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		queries = append(queries, v.In)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, s.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	b := &pgx.Batch{}
+	var texts []string
+	for _, q := range queries {
+		tq, err := fts.TSQuery(fts.Sanitize(q))
+		if errors.Is(err, fts.ErrSyntax) {
+			tq, err = fts.TSQuery(fts.Escape(q))
+		}
+		if err != nil {
+			t.Fatalf("query %q cannot be translated even escaped: %v", q, err)
+		}
+		if tq.Text == "" {
+			continue
+		}
+		texts = append(texts, tq.Text)
+		b.Queue("SELECT to_tsquery('sessiondb_fts', $1)::text", tq.Text)
+	}
+	if len(texts) < 2000 {
+		t.Fatalf("only %d queries reached PostgreSQL", len(texts))
+	}
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	for _, text := range texts {
+		var out string
+		if err := br.QueryRow().Scan(&out); err != nil {
+			t.Fatalf("to_tsquery(%q): %v", text, err)
+		}
+	}
+	// And through the store, end to end, for a sample.
+	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "a", Source: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(queries); i += 17 {
+		if _, err := s.SearchMessages(ctx, queries[i], sessiondb.SearchFilter{}); err != nil {
+			t.Errorf("SearchMessages(%q): %v", queries[i], err)
+		}
+	}
+}
