@@ -50,7 +50,24 @@ type Config struct {
 	// BackoffMin and BackoffMax bound the per-session back-off after a
 	// failed sweep or drain; defaults 1 s and 5 min.
 	BackoffMin, BackoffMax time.Duration
+	// Router connects the daemon to the control plane (a central
+	// registry). With it, every wake first writes the session's
+	// session_routing and destinations from the registry and records the
+	// spawn (container_status, last_active); every outbound row is checked
+	// against the registry's destinations before delivery, ask_question
+	// cards are recorded for their clicks, and agent-to-agent rows reach
+	// the session the registry picks; the registry's container_status
+	// follows the Runtime; the card expiry sweeps run every ExpiryEvery;
+	// and the router wakes the sessions it writes to through the daemon's
+	// waker. Nil: a plain mailbox host.
+	Router *Router
+	// ExpiryEvery is the interval of the card expiry sweeps (Router
+	// only); default DefaultExpiryEvery.
+	ExpiryEvery time.Duration
 }
+
+// DefaultExpiryEvery is how often a daemon with a Router expires cards.
+const DefaultExpiryEvery = 10 * time.Second
 
 // Daemon runs a Host over every session folder under its data root: the
 // sweep (acks, wake, stuck check, reset of dead containers' claims,
@@ -76,9 +93,13 @@ type Daemon struct {
 	// stopping refuses new wakes once Run is ending.
 	stopping atomic.Bool
 
-	mu       sync.Mutex
-	running  bool
-	lastFull time.Time // used by the tick loop only
+	// containers is the registry's view of the containers (Router only).
+	containers containerTracker
+
+	mu         sync.Mutex
+	running    bool
+	lastFull   time.Time // used by the tick loop only
+	lastExpiry time.Time // used by the tick loop only
 }
 
 // New returns a daemon for h. It starts nothing until Run.
@@ -98,6 +119,9 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopGrace + time.Second
 	}
+	if cfg.ExpiryEvery <= 0 {
+		cfg.ExpiryEvery = DefaultExpiryEvery
+	}
 	d := &Daemon{h: h, cfg: cfg, log: cfg.Logger}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -110,9 +134,19 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 			d.rt = &HeartbeatRuntime{Host: h, Logger: d.log}
 		}
 	}
+	d.containers.known = map[mailbox.SessionRef]sessiondb.ContainerStatus{}
 	var waker Waker
 	if cfg.Waker != nil {
 		waker = gatedWaker{d}
+		if cfg.Router != nil {
+			waker = &spawnWaker{d: d, r: cfg.Router, next: waker, locks: map[mailbox.SessionRef]*sync.Mutex{}}
+		}
+	}
+	if cfg.Router != nil {
+		if cfg.Router.h != h {
+			return nil, sessiondb.Errorf(sessiondb.EINVALID, "daemon: the router writes another host's mailboxes")
+		}
+		cfg.Router.setWaker(waker)
 	}
 	// The sweep never drains itself (no Deliverer): delivery runs on the
 	// drainer's workers, detached from ctx, so cancelling a sweep never
@@ -123,7 +157,11 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	// Drains back off like sweeps, within the bounds the sweeper settled.
-	d.drainer = newDrainer(drainerConfig{host: h, deliverer: &HostDeliverer{Host: h, Next: cfg.Deliverer, Logger: d.log},
+	var deliverer mailbox.Deliverer = &HostDeliverer{Host: h, Next: cfg.Deliverer, Logger: d.log}
+	if cfg.Router != nil {
+		deliverer = &centralDeliverer{r: cfg.Router, host: deliverer.(*HostDeliverer), next: cfg.Deliverer}
+	}
+	d.drainer = newDrainer(drainerConfig{host: h, deliverer: deliverer,
 		workers: cfg.DrainWorkers, backoffMin: d.sweeper.cfg.BackoffMin, backoffMax: d.sweeper.cfg.BackoffMax, log: d.log})
 	d.watchers = newWatchSet(h.Layout(), cfg.Poll, d.RequestDrain)
 	d.status = &statusWriter{root: h.Layout().Root, fullSweep: cfg.FullSweep, log: d.log}
@@ -157,6 +195,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 
 	d.status.started = d.h.Now()
+	if r := d.cfg.Router; r != nil {
+		// This host owns no container yet; the first tick marks those the
+		// Runtime sees running.
+		if n, err := r.reg.StopAllContainers(ctx); err != nil {
+			d.log.Warn("router: could not reset the registry's container statuses", "err", err)
+		} else if n > 0 {
+			d.log.Info("router: marked containers of a previous host stopped", "sessions", n)
+		}
+	}
 	d.recoverAll(ctx)
 	d.drainer.start(ctx)
 
@@ -251,6 +298,9 @@ func (d *Daemon) tick(ctx context.Context) {
 			running[ref] = true
 		}
 	}
+	if d.cfg.Router != nil {
+		d.centralTick(ctx, refs, running, now)
+	}
 	drain, live := d.drainer.plan(refs, running, full, now)
 	d.watchers.sync(live)
 	for _, ref := range drain {
@@ -275,4 +325,27 @@ func (g gatedWaker) Wake(ctx context.Context, ref mailbox.SessionRef) error {
 		return sessiondb.Errorf(sessiondb.EBUSY, "wake %s: the host is stopping", ref)
 	}
 	return g.d.cfg.Waker.Wake(ctx, ref)
+}
+
+// centralTick keeps the registry's container_status in step with the
+// Runtime and runs the card expiry sweeps every ExpiryEvery.
+func (d *Daemon) centralTick(ctx context.Context, refs []mailbox.SessionRef, running map[mailbox.SessionRef]bool, now time.Time) {
+	for _, ref := range refs {
+		st := sessiondb.ContainerStopped
+		if running[ref] {
+			st = sessiondb.ContainerRunning
+		}
+		d.containerStatus(ctx, ref, st)
+	}
+	if !d.lastExpiry.IsZero() && now.Sub(d.lastExpiry) < d.cfg.ExpiryEvery && !now.Before(d.lastExpiry) {
+		return
+	}
+	d.lastExpiry = now
+	res, err := d.cfg.Router.Expire(ctx)
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("router: expiry sweep failed", "err", err)
+	}
+	if res.Questions+res.Approvals > 0 {
+		d.log.Info("router: cards expired", "questions", res.Questions, "approvals", res.Approvals)
+	}
 }

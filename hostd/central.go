@@ -1,0 +1,381 @@
+package hostd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// This file connects the daemon to the control plane: the deliverer that
+// checks every send against the registry, the waker that writes a
+// session's projections before its container starts, the expiry sweep and
+// the registry's view of containers.
+
+// centralDeliverer is the daemon's deliverer when it has a Router: every
+// row a session's agent writes is checked against the registry (spec A8)
+// before it goes anywhere, so an agent can only reach its own chat and the
+// destinations its group holds now, whatever its projection says. A
+// refusal fails the row at once (Permanent), and the drain tells the agent
+// ("Delivery failed (seq N): ...").
+//
+// kind='system' rows needing an admin's approval (install_packages,
+// add_mcp_server) start one; other system rows go to the HostDeliverer
+// (the task actions). Agent-to-agent rows are forwarded to a session the
+// registry picks. An ask_question card is recorded in pending_questions
+// before it is sent, so its click finds it.
+type centralDeliverer struct {
+	r    *Router
+	host *HostDeliverer
+	next mailbox.Deliverer
+}
+
+func (d *centralDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
+	if row.Kind == mailbox.KindSystem {
+		if handled, err := d.r.systemAction(ctx, ref, row); handled {
+			return "", err
+		}
+		return d.host.Deliver(ctx, ref, row)
+	}
+	s, err := d.r.registered(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	var chat *sessiondb.MessagingGroup
+	if s.MessagingGroupID != "" {
+		mg, err := d.r.reg.GetMessagingGroup(ctx, s.MessagingGroupID)
+		switch {
+		case err == nil:
+			chat = &mg
+		case sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND:
+			return "", err
+		}
+	}
+	dests, err := d.r.reg.ResolveDestinations(ctx, s.AgentGroupID)
+	if err != nil {
+		return "", err
+	}
+	dec := sessiondb.CheckDelivery(sessiondb.DeliveryRequest{AgentGroupID: s.AgentGroupID, SessionChat: chat,
+		ChannelType: row.Routing.ChannelType, PlatformID: row.Routing.PlatformID, Destinations: dests})
+	if !dec.Allowed {
+		return "", mailbox.Permanent(refusal(row.Routing, dec))
+	}
+	if row.Routing.ChannelType == mailbox.ChannelAgent {
+		return "", d.r.toAgent(ctx, s, row)
+	}
+	if err := d.r.recordQuestion(ctx, s, row); err != nil {
+		return "", err
+	}
+	if d.next == nil {
+		return "", mailbox.ErrNotReady
+	}
+	return d.next.Deliver(ctx, ref, row)
+}
+
+// refusal words a refused send for the agent's failure notification.
+func refusal(to mailbox.Routing, dec sessiondb.DeliveryDecision) error {
+	target := to.ChannelType + "/" + errtext.Clip(to.PlatformID, 64)
+	if to.ChannelType == mailbox.ChannelAgent {
+		target = "agent group " + errtext.Clip(to.PlatformID, 64)
+	}
+	switch dec.Reason {
+	case sessiondb.DeliverNoRouting:
+		return sessiondb.Errorf(sessiondb.EINVALID, "the message has no channel_type or platform_id")
+	case sessiondb.DeliverDangling:
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "destination %q points at %s, which no longer exists", dec.Name, target)
+	}
+	return sessiondb.Errorf(sessiondb.EINVALID, "not allowed to send to %s: it is not this agent's chat nor among its destinations", target)
+}
+
+// registered returns the registry's row of the session ref, or a permanent
+// error when the registry does not know it (a folder made by hand has no
+// permissions to check).
+func (r *Router) registered(ctx context.Context, ref mailbox.SessionRef) (sessiondb.AgentSession, error) {
+	s, err := r.reg.GetAgentSession(ctx, ref.SessionID)
+	switch {
+	case sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND:
+		return s, mailbox.Permanent(sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s is not in the central registry", ref))
+	case err != nil:
+		return s, err
+	case s.AgentGroupID != ref.AgentGroupID:
+		return s, mailbox.Permanent(sessiondb.Errorf(sessiondb.EINVALID, "session %s belongs to agent group %s in the registry", ref, s.AgentGroupID))
+	}
+	return s, nil
+}
+
+// recordQuestion inserts the pending question of an ask_question card
+// (spec A7.1): keyed by the card's questionId (the outbound row's id when
+// it has none), with the row's routing and normalized options. A card
+// without a title or options is sent unrecorded, as NanoClaw does.
+func (r *Router) recordQuestion(ctx context.Context, s sessiondb.AgentSession, row mailbox.OutboundRow) error {
+	if !strings.Contains(string(row.Content), `"ask_question"`) {
+		return nil
+	}
+	c, err := mailbox.DecodeContent(row.Content)
+	if err != nil || c.Type != "ask_question" {
+		return nil
+	}
+	var title string
+	_ = json.Unmarshal(c.Raw["title"], &title)
+	opts, oerr := sessiondb.NormalizeOptions(c.Raw["options"])
+	qid := c.QuestionID
+	if qid == "" {
+		qid = row.ID
+	}
+	q := sessiondb.NewQuestion{QuestionID: qid, SessionID: s.ID, MessageOutID: row.ID, ChannelType: row.Routing.ChannelType,
+		PlatformID: row.Routing.PlatformID, ThreadID: row.Routing.ThreadID, Title: title, Options: opts}
+	if oerr == nil {
+		oerr = q.Validate()
+	}
+	if oerr != nil {
+		r.log.Warn("router: ask_question card not recorded; its clicks will not reach the agent", "session", s.Ref().String(), "id", row.ID, "err", oerr)
+		return nil
+	}
+	_, err = r.reg.AddQuestion(ctx, q)
+	return err
+}
+
+// toAgent forwards an agent-to-agent row (the send was allowed) into a
+// session of the target group: the session that wrote the inbound row the
+// reply answers (in_reply_to), when it is active in that group; else the
+// group's newest active session, made when there is none (mailbox
+// contract section 10).
+func (r *Router) toAgent(ctx context.Context, src sessiondb.AgentSession, row mailbox.OutboundRow) error {
+	target := row.Routing.PlatformID
+	if _, err := r.reg.GetAgentGroup(ctx, target); err != nil {
+		if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
+			return mailbox.Permanent(err)
+		}
+		return err
+	}
+	var dst sessiondb.AgentSession
+	found := false
+	if row.InReplyTo != "" {
+		in, err := r.h.InboundRow(ctx, src.Ref(), row.InReplyTo)
+		switch {
+		case err == nil && in.SourceSessionID != "" && in.Routing.PlatformID == target:
+			s, err := r.reg.GetAgentSession(ctx, in.SourceSessionID)
+			if err == nil && s.AgentGroupID == target && s.Status == sessiondb.SessionActive {
+				dst, found = s, true
+			} else if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+				return err
+			}
+		case err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND:
+			return err
+		}
+	}
+	created := false
+	if !found {
+		var err error
+		dst, created, err = r.reg.ResolveSession(ctx, sessiondb.SessionLookup{AgentGroupID: target, Mode: sessiondb.ModeAgentShared})
+		if err != nil {
+			return err
+		}
+	}
+	if err := r.ensureFolder(ctx, dst, created); err != nil {
+		return err
+	}
+	if _, _, err := r.h.Forward(ctx, src.Ref(), row, dst.Ref()); err != nil {
+		return err
+	}
+	if err := r.reg.TouchSession(ctx, dst.ID); err != nil {
+		return err
+	}
+	r.wakeSession(ctx, dst.Ref())
+	return nil
+}
+
+// approvalActions are the system actions an admin must approve, with the
+// card each gets.
+var approvalActions = map[string]func(map[string]json.RawMessage) (title, question string){
+	"install_packages": func(c map[string]json.RawMessage) (string, string) {
+		var apt, npm []string
+		var reason string
+		_ = json.Unmarshal(c["apt"], &apt)
+		_ = json.Unmarshal(c["npm"], &npm)
+		_ = json.Unmarshal(c["reason"], &reason)
+		q := "The agent asks to install packages"
+		if len(apt) > 0 {
+			q += "; apt: " + strings.Join(apt, ", ")
+		}
+		if len(npm) > 0 {
+			q += "; npm: " + strings.Join(npm, ", ")
+		}
+		if reason != "" {
+			q += ". Reason: " + reason
+		}
+		return "📦 Install packages", errtext.Clip(q, 2000)
+	},
+	"add_mcp_server": func(c map[string]json.RawMessage) (string, string) {
+		var name, command string
+		_ = json.Unmarshal(c["name"], &name)
+		_ = json.Unmarshal(c["command"], &command)
+		return "🔌 Add MCP server", errtext.Clip(fmt.Sprintf("The agent asks to add the MCP server %q (%s).", name, command), 2000)
+	},
+}
+
+// systemAction starts an approval for the system actions that need one;
+// handled is false for the others.
+func (r *Router) systemAction(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (handled bool, err error) {
+	c, err := mailbox.DecodeContent(row.Content)
+	if err != nil {
+		return false, nil // the HostDeliverer reports malformed content
+	}
+	card, ok := approvalActions[c.Action]
+	if !ok {
+		return false, nil
+	}
+	s, err := r.registered(ctx, ref)
+	if err != nil {
+		return true, err
+	}
+	title, question := card(c.Raw)
+	_, err = r.RequestApproval(ctx, s, c.Action, row.Content, title, question)
+	return true, err
+}
+
+// ExpiryResult counts one expiry sweep.
+type ExpiryResult struct {
+	Questions int `json:"questions"` // pending questions deleted (their agents stopped waiting)
+	Approvals int `json:"approvals"` // action approvals marked expired
+}
+
+// Expire runs the card expiry sweeps (spec A7 [IMP]): questions older
+// than QuestionTTL are deleted (a late click then gets "expired" and writes
+// nothing); pending action approvals past their expires_at (or older than
+// ApprovalTTL) are marked expired, their agents told, and their cards
+// edited when the platform message is known. Telling one agent failing
+// does not stop the others; the first failure is returned.
+func (r *Router) Expire(ctx context.Context) (ExpiryResult, error) {
+	var res ExpiryResult
+	now := r.h.Now()
+	qs, err := r.reg.ExpireQuestions(ctx, now.Add(-r.cfg.QuestionTTL))
+	if err != nil {
+		return res, err
+	}
+	res.Questions = len(qs)
+	as, err := r.reg.ExpireApprovals(ctx, now, r.cfg.ApprovalTTL)
+	if err != nil {
+		return res, err
+	}
+	res.Approvals = len(as)
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, a := range as {
+		if a.SessionID != "" {
+			s, err := r.reg.GetAgentSession(ctx, a.SessionID)
+			if err == nil {
+				keep(r.notify(ctx, s, "Your "+a.Action+" request expired without an answer from an admin."))
+			} else if sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+				keep(err)
+			}
+		}
+		if a.PlatformMessageID != "" && a.ChannelType != "" && a.PlatformID != "" && r.cfg.Deliverer != nil {
+			content, err := mailbox.MarshalContent(map[string]string{"operation": "edit", "messageId": a.PlatformMessageID, "text": "Expired (no response)"})
+			if err == nil {
+				_, err = r.send(ctx, mailbox.SessionRef{AgentGroupID: a.AgentGroupID, SessionID: a.SessionID},
+					mailbox.OutboundRow{ID: a.ApprovalID + "-expired", Kind: mailbox.KindChat,
+						Routing: mailbox.Routing{ChannelType: a.ChannelType, PlatformID: a.PlatformID}, Content: content})
+			}
+			if err != nil {
+				r.log.Warn("router: could not edit an expired approval's card", "id", a.ApprovalID, "err", err)
+			}
+		}
+	}
+	return res, firstErr
+}
+
+// spawnWaker is the daemon's waker when it has a Router: before the
+// container of a session starts it writes the session's projections
+// (session_routing and destinations, from the registry, with .heartbeat
+// deleted: mailbox PrepareSpawn), and after it started it records the
+// spawn in the registry (container_status running, last_active now). A
+// session whose container already runs is left alone.
+type spawnWaker struct {
+	d    *Daemon
+	r    *Router
+	next Waker
+
+	mu    sync.Mutex
+	locks map[mailbox.SessionRef]*sync.Mutex
+}
+
+func (w *spawnWaker) lock(ref mailbox.SessionRef) func() {
+	w.mu.Lock()
+	l := w.locks[ref]
+	if l == nil {
+		l = &sync.Mutex{}
+		w.locks[ref] = l
+	}
+	w.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+func (w *spawnWaker) Wake(ctx context.Context, ref mailbox.SessionRef) error {
+	defer w.lock(ref)()
+	if w.d.rt.Running(ref) {
+		return nil
+	}
+	s, err := w.r.registered(ctx, ref)
+	switch {
+	case err == nil:
+		sp, err := w.r.Projection(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := w.r.h.PrepareSpawn(ctx, ref, sp); err != nil {
+			return err
+		}
+	case sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND:
+		w.r.log.Warn("router: waking a session the registry does not know; it gets no projections", "session", ref.String())
+	default:
+		return err
+	}
+	if err := w.next.Wake(ctx, ref); err != nil {
+		return err
+	}
+	w.d.containerStatus(ctx, ref, sessiondb.ContainerRunning)
+	return nil
+}
+
+// containerTracker remembers the container status the daemon last wrote
+// for each session, so the registry is written on changes only.
+type containerTracker struct {
+	mu    sync.Mutex
+	known map[mailbox.SessionRef]sessiondb.ContainerStatus
+}
+
+// containerStatus records st for ref in the registry unless it is what
+// was last recorded. A session the registry does not know is remembered
+// as such and not asked about again.
+func (d *Daemon) containerStatus(ctx context.Context, ref mailbox.SessionRef, st sessiondb.ContainerStatus) {
+	r := d.cfg.Router
+	if r == nil {
+		return
+	}
+	t := &d.containers
+	t.mu.Lock()
+	prev, seen := t.known[ref]
+	t.mu.Unlock()
+	if prev == st || (!seen && st == sessiondb.ContainerStopped) {
+		return
+	}
+	err := r.reg.SetContainerStatus(ctx, ref.SessionID, st)
+	if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+		d.log.Warn("router: could not record the container status", "session", ref.String(), "status", st, "err", err)
+		return
+	}
+	t.mu.Lock()
+	t.known[ref] = st
+	t.mu.Unlock()
+}

@@ -1,0 +1,401 @@
+package hostd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// RouterConfig configures a Router. Registry and Host are required.
+type RouterConfig struct {
+	// Registry is the central registry (NanoClaw's data/v2.db).
+	Registry sessiondb.Registry
+	// Host writes the session mailboxes under the data root.
+	Host *mailbox.Host
+	// Deliverer sends the host's own cards (approval requests) and card
+	// edits, straight to a chat: the same channel deliverer the daemon
+	// drains agents' messages through. Nil: no card can be sent, so no
+	// approval is asked for (and the agent is told, for action approvals).
+	Deliverer mailbox.Deliverer
+	// DMs finds users' direct-message chats for approval cards; nil is
+	// DirectDMs (on every channel the DM chat's id is the user's handle).
+	DMs sessiondb.DMOpener
+	// Waker wakes a session after the router wrote it a triggering row.
+	// Nil: the router wakes nobody (a running daemon's sweep sees the new
+	// row and wakes the session itself). A Daemon sets its own.
+	Waker Waker
+	// Actions apply approved action requests, by action name
+	// (install_packages, add_mcp_server, ...). An approved action without a
+	// handler is reported to the agent as approved but not applied.
+	Actions map[string]ActionHandler
+	// QuestionTTL and ApprovalTTL bound how long cards wait (defaults
+	// sessiondb.QuestionTTL and sessiondb.ApprovalTTL).
+	QuestionTTL, ApprovalTTL time.Duration
+	// ReprojectWorkers is how many session folders a re-projection writes
+	// at once; default 4.
+	ReprojectWorkers int
+	// Logger receives the router's logs; nil is the Host's logger.
+	Logger *slog.Logger
+}
+
+// ActionHandler applies an approved action request of a session (spec
+// A7.2). What it returns is told to the agent; an error is told as the
+// failure to apply.
+type ActionHandler func(ctx context.Context, s sessiondb.AgentSession, payload json.RawMessage) (note string, err error)
+
+// Router is the control plane's entry point (spec A4-A9): it takes inbound
+// events and card clicks from the channel adapters, decides through the
+// registry who gets them, writes the session mailboxes and wakes the
+// sessions; it asks approvers about unknown senders and chats, and it keeps
+// the sessions' destinations and session_routing projections in step with
+// the registry. It is safe for concurrent use, in one process or several
+// over the same files (the registry's resolver and the mailbox writes hold
+// their own locks).
+type Router struct {
+	reg  sessiondb.Registry
+	h    *mailbox.Host
+	cfg  RouterConfig
+	dms  sessiondb.DMOpener
+	log  *slog.Logger
+	mu   sync.Mutex
+	wake Waker
+}
+
+// NewRouter checks cfg and returns a router.
+func NewRouter(cfg RouterConfig) (*Router, error) {
+	if cfg.Registry == nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "router: RouterConfig.Registry is required")
+	}
+	if cfg.Host == nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "router: RouterConfig.Host is required")
+	}
+	if cfg.QuestionTTL <= 0 {
+		cfg.QuestionTTL = sessiondb.QuestionTTL
+	}
+	if cfg.ApprovalTTL <= 0 {
+		cfg.ApprovalTTL = sessiondb.ApprovalTTL
+	}
+	if cfg.ReprojectWorkers <= 0 {
+		cfg.ReprojectWorkers = 4
+	}
+	r := &Router{reg: cfg.Registry, h: cfg.Host, cfg: cfg, dms: cfg.DMs, log: cfg.Logger, wake: cfg.Waker}
+	if r.dms == nil {
+		r.dms = DirectDMs{}
+	}
+	if r.log == nil {
+		r.log = cfg.Host.Options().Logger
+	}
+	return r, nil
+}
+
+// Registry returns the router's registry.
+func (r *Router) Registry() sessiondb.Registry { return r.reg }
+
+// Host returns the router's mailbox host.
+func (r *Router) Host() *mailbox.Host { return r.h }
+
+// setWaker replaces the waker (the daemon installs its own).
+func (r *Router) setWaker(w Waker) {
+	r.mu.Lock()
+	r.wake = w
+	r.mu.Unlock()
+}
+
+func (r *Router) waker() Waker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wake
+}
+
+// DirectDMs is the DMOpener for channels where a user's DM chat has the
+// user's own handle as its platform id (Telegram, WhatsApp, iMessage,
+// email, Matrix, and the command line's test channels): every channel
+// counts as running.
+type DirectDMs struct{}
+
+// HasChannel reports true: every channel is reachable.
+func (DirectDMs) HasChannel(string) bool { return true }
+
+// OpenDM returns the handle itself.
+func (DirectDMs) OpenDM(_ context.Context, _, handle string) (string, error) { return handle, nil }
+
+// The outcomes of RouteResult.
+const (
+	RouteRouted  = "routed"  // some wiring wrote the message into a session
+	RouteDropped = "dropped" // no wiring did; the drop is in the audit
+	RouteIgnored = "ignored" // nothing recorded (spec A4: silent cases)
+)
+
+// RouteResult is what the router did with one event.
+type RouteResult struct {
+	MessageID        string `json:"message_id"`
+	MessagingGroupID string `json:"messaging_group_id,omitempty"`
+	// ChatCreated says the router registered the chat (an unknown chat
+	// that mentioned the bot).
+	ChatCreated bool `json:"chat_created,omitempty"`
+	// Outcome is routed, dropped or ignored; Reason is the drop reason
+	// (the audit's) or why the event was ignored (not_mentioned, denied).
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	// Deliveries are the wirings' decisions, in evaluation order.
+	Deliveries []Delivery `json:"deliveries,omitempty"`
+	// ApprovalID is the sender or channel approval the event is waiting
+	// on (asked now, or already pending).
+	ApprovalID string `json:"approval_id,omitempty"`
+	// Warnings are problems that did not stop the event: a wiring's
+	// pattern Go cannot compile (it engaged, failing open), an approval
+	// card that could not be sent, a wake that failed.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Delivery is one wiring's part in routing an event.
+type Delivery struct {
+	WiringID     string            `json:"wiring_id"`
+	AgentGroupID string            `json:"agent_group_id"`
+	Outcome      sessiondb.Outcome `json:"outcome"`
+	// Reason says why the wiring dropped it: not_engaged, or the gate's
+	// refusal (not_member, unknown_user, sender_scope_..., ...).
+	Reason         string `json:"reason,omitempty"`
+	SessionID      string `json:"session_id,omitempty"`
+	SessionCreated bool   `json:"session_created,omitempty"`
+	InboundID      string `json:"inbound_id,omitempty"`
+	Seq            int64  `json:"seq,omitempty"`
+	// Duplicate says the row was already there (a redelivered event).
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Woken     bool   `json:"woken,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Route routes one chat message (spec A4): unknown-chat handling, the
+// sender's user row, each wiring by priority (engage decision, access and
+// sender-scope gates), the session resolver, the mailbox row (trigger 1
+// when engaged, 0 when kept as context; id "<message id>:<agent group>")
+// and the wake; then one audit record when no wiring took it, and an
+// approval request when the chat asks about unknown senders. Wirings are
+// handled independently: one failing does not stop the others, and the
+// first failure is returned with the full result. Invalid events are
+// refused before anything is written, naming the field.
+func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
+	res := RouteResult{MessageID: ev.MessageID}
+	if err := ev.Validate(); err != nil {
+		return res, sessiondb.Wrap(sessiondb.EINVALID, err, "event")
+	}
+	reg := r.reg
+	mention := ev.Mentioned()
+	mg, err := reg.FindMessagingGroup(ctx, ev.ChannelType, ev.PlatformID)
+	switch {
+	case sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND:
+		if !mention {
+			res.Outcome, res.Reason = RouteIgnored, "not_mentioned"
+			return res, nil
+		}
+		mg, res.ChatCreated, err = reg.EnsureMessagingGroup(ctx, sessiondb.NewMessagingGroup{ChannelType: ev.ChannelType,
+			PlatformID: ev.PlatformID, Name: ev.ChatName, IsGroup: ev.IsGroup, UnknownSenderPolicy: sessiondb.PolicyRequestApproval})
+		if err != nil {
+			return res, err
+		}
+	case err != nil:
+		return res, err
+	}
+	res.MessagingGroupID = mg.ID
+	wirings, err := reg.ListWirings(ctx, sessiondb.WiringFilter{MessagingGroupID: mg.ID})
+	if err != nil {
+		return res, err
+	}
+	if len(wirings) == 0 {
+		switch {
+		case !mention:
+			res.Outcome, res.Reason = RouteIgnored, "not_mentioned"
+		case mg.Denied():
+			res.Outcome, res.Reason = RouteIgnored, "denied"
+		default:
+			res.Outcome, res.Reason = RouteDropped, string(sessiondb.DropNoAgentWired)
+			if err := reg.RecordDroppedMessage(ctx, sessiondb.DroppedMessage{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID,
+				SenderName: ev.Sender.Name, Reason: sessiondb.DropNoAgentWired, MessagingGroupID: mg.ID}); err != nil {
+				return res, err
+			}
+			id, err := r.requestChannelApproval(ctx, mg, ev)
+			res.ApprovalID = id
+			if err != nil {
+				res.Warnings = append(res.Warnings, "channel approval: "+err.Error())
+			}
+		}
+		return res, nil
+	}
+
+	userID := ev.UserID()
+	access := sessiondb.UserAccess{}
+	if userID != "" {
+		if _, _, err := reg.EnsureUser(ctx, sessiondb.NewUser{ID: userID, Kind: ev.ChannelType, DisplayName: ev.Sender.Name}); err != nil {
+			return res, err
+		}
+		if access, err = reg.UserAccess(ctx, userID); err != nil {
+			return res, err
+		}
+	}
+	content, err := ev.content()
+	if err != nil {
+		return res, sessiondb.Wrap(sessiondb.EINVALID, err, "event")
+	}
+	var firstErr error
+	decisions := make([]sessiondb.EngageDecision, 0, len(wirings))
+	for _, w := range wirings {
+		in := sessiondb.EngageInput{Wiring: w, Chat: mg, Text: ev.Text, IsMention: mention, Sender: access}
+		if sessiondb.NeedsActiveSession(w, mg, mention) {
+			// NanoClaw's sticky test: the event's own thread, or the
+			// chat's shared session when there is none.
+			_, found, err := reg.FindActiveSession(ctx, sessiondb.SessionLookup{AgentGroupID: w.AgentGroupID,
+				MessagingGroupID: mg.ID, ThreadID: ev.ThreadID, Mode: sessiondb.ModePerThread})
+			if err != nil {
+				return res, err
+			}
+			in.ActiveSession = found
+		}
+		d := sessiondb.DecideEngage(in)
+		decisions = append(decisions, d)
+		if d.PatternErr != nil {
+			res.Warnings = append(res.Warnings, "wiring "+w.ID+": "+d.PatternErr.Error())
+			r.log.Warn("router: engage pattern does not compile; the wiring engages on every message", "wiring", w.ID, "err", d.PatternErr)
+		}
+		del := Delivery{WiringID: w.ID, AgentGroupID: w.AgentGroupID, Outcome: d.Outcome}
+		if d.Outcome == sessiondb.OutcomeDrop {
+			del.Reason = dropReason(d)
+			res.Deliveries = append(res.Deliveries, del)
+			continue
+		}
+		mode := sessiondb.EffectiveSessionMode(w, mg, ev.ThreadID != "")
+		if err := r.deliver(ctx, mg, ev, content, mode, &del); err != nil {
+			del.Error = err.Error()
+			if firstErr == nil {
+				firstErr = err
+			}
+			r.log.Warn("router: delivery to agent group failed", "message", ev.MessageID, "agent_group", w.AgentGroupID, "err", err)
+		}
+		res.Deliveries = append(res.Deliveries, del)
+	}
+	sum := sessiondb.SummarizeEvent(decisions)
+	res.Outcome = RouteRouted
+	if sum.Drop != "" {
+		res.Outcome, res.Reason = RouteDropped, string(sum.Drop)
+		if err := reg.RecordDroppedMessage(ctx, sessiondb.DroppedMessage{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID,
+			UserID: userID, SenderName: ev.Sender.Name, Reason: sum.Drop, MessagingGroupID: mg.ID, AgentGroupID: sum.DropAgentGroupID}); err != nil {
+			return res, err
+		}
+	}
+	if sum.ApprovalAgentGroupID != "" {
+		id, err := r.requestSenderApproval(ctx, mg, sum.ApprovalAgentGroupID, ev)
+		res.ApprovalID = id
+		if err != nil {
+			res.Warnings = append(res.Warnings, "sender approval: "+err.Error())
+		}
+	}
+	if firstErr != nil {
+		return res, sessiondb.Wrap("", firstErr, "route %s", ev.MessageID)
+	}
+	return res, nil
+}
+
+// dropReason words why a wiring dropped a message.
+func dropReason(d sessiondb.EngageDecision) string {
+	switch {
+	case !d.Engaged:
+		return "not_engaged"
+	case d.Gate != nil && !d.Gate.Allowed:
+		return d.Gate.Reason
+	case d.Scope != nil && !d.Scope.Allowed:
+		return d.Scope.Reason
+	}
+	return ""
+}
+
+// deliver resolves the wiring's session, makes sure its folder exists,
+// writes the row and, when engaged, wakes the session.
+func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, mode sessiondb.SessionMode, del *Delivery) error {
+	s, created, err := r.reg.ResolveSession(ctx, sessiondb.SessionLookup{AgentGroupID: del.AgentGroupID,
+		MessagingGroupID: mg.ID, ThreadID: ev.ThreadID, Mode: mode})
+	if err != nil {
+		return err
+	}
+	del.SessionID, del.SessionCreated = s.ID, created
+	if err := r.ensureFolder(ctx, s, created); err != nil {
+		return err
+	}
+	m := mailbox.InboundMessage{ID: ev.MessageID + ":" + del.AgentGroupID, Kind: mailbox.KindChat, Content: content,
+		Routing:   mailbox.Routing{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID, ThreadID: ev.ThreadID},
+		Timestamp: ev.time(r.h.Now()), ContextOnly: del.Outcome != sessiondb.OutcomeEngage}
+	del.InboundID = m.ID
+	seq, inserted, err := r.h.Enqueue(ctx, s.Ref(), m)
+	if err != nil {
+		return err
+	}
+	del.Seq, del.Duplicate = seq, !inserted
+	if inserted {
+		if err := r.reg.TouchSession(ctx, s.ID); err != nil {
+			return err
+		}
+	}
+	if del.Outcome == sessiondb.OutcomeEngage && inserted {
+		del.Woken = r.wakeSession(ctx, s.Ref())
+	}
+	return nil
+}
+
+// ensureFolder initialises the session's mailbox folder unless its
+// inbound.db is there, and writes the projections of a new session, so an
+// agent started by hand finds its routing and destinations from the first
+// message on. (A crash between the registry insert and the folder leaves a
+// session without a folder; the next event for it makes one.)
+func (r *Router) ensureFolder(ctx context.Context, s sessiondb.AgentSession, created bool) error {
+	p, err := r.h.Layout().InboundPath(s.Ref())
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Stat(p)
+	if statErr == nil && !created {
+		return nil
+	}
+	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, statErr, "session %s", s.Ref())
+	}
+	if statErr != nil {
+		if err := r.h.InitSession(ctx, s.Ref()); err != nil {
+			return err
+		}
+	}
+	return r.project(ctx, s)
+}
+
+// wakeSession wakes ref through the waker, if there is one, and reports
+// whether it did; a failed wake is logged (the sweep tries again).
+func (r *Router) wakeSession(ctx context.Context, ref mailbox.SessionRef) bool {
+	w := r.waker()
+	if w == nil {
+		return false
+	}
+	if err := w.Wake(ctx, ref); err != nil {
+		r.log.Warn("router: wake failed; the sweep will try again", "session", ref.String(), "err", err)
+		return false
+	}
+	return true
+}
+
+// notify writes a host notification (text from the system) into the
+// session and wakes it (spec A7: approval results).
+func (r *Router) notify(ctx context.Context, s sessiondb.AgentSession, text string) error {
+	m := mailbox.Notification(s.AgentGroupID, text, r.h.Now())
+	if _, inserted, err := r.h.Enqueue(ctx, s.Ref(), m); err != nil || !inserted {
+		return err
+	}
+	if err := r.reg.TouchSession(ctx, s.ID); err != nil {
+		return err
+	}
+	r.wakeSession(ctx, s.Ref())
+	return nil
+}
