@@ -1,0 +1,413 @@
+package hostd
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// A message in a wired chat from a member lands in one session, as
+// NanoClaw's row (id, trigger, content shape, routing), wakes it, and a
+// new session's folder carries its routing and destinations from the
+// start; a redelivered event is stored once.
+func TestRouteIntoSession(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	mg := c.chat("mg-1", "telegram", "chat-1", "Team Room", true, sessiondb.PolicyStrict)
+	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	c.member("telegram:42", "ag-1")
+
+	res := c.route(msg("m1", "hello <bot> & co"))
+	if res.Outcome != RouteRouted || len(res.Deliveries) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	d := res.Deliveries[0]
+	if d.Outcome != sessiondb.OutcomeEngage || !d.SessionCreated || d.InboundID != "m1:ag-1" || !d.Woken || d.Seq != 2 {
+		t.Fatalf("delivery %+v", d)
+	}
+	ss := c.sessions("ag-1")
+	if len(ss) != 1 || ss[0].ID != d.SessionID || ss[0].MessagingGroupID != "mg-1" || ss[0].ThreadID != "" || ss[0].LastActive.IsZero() {
+		t.Fatalf("sessions %+v", ss)
+	}
+	ref := ss[0].Ref()
+	rows := c.inbound(ref)
+	if len(rows) != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	r := rows[0]
+	want := `{"sender":"Ann","senderId":"telegram:42","text":"hello <bot> & co","isMention":false,"isGroup":true}`
+	if r.ID != "m1:ag-1" || !r.Trigger || r.Kind != "chat" || string(r.Content) != want ||
+		r.Routing != (mailbox.Routing{ChannelType: "telegram", PlatformID: "chat-1"}) {
+		t.Fatalf("row %+v\ncontent %s", r, r.Content)
+	}
+	if c.waker.count(ref) != 1 {
+		t.Fatalf("woken %d times", c.waker.count(ref))
+	}
+	// The new session's projections: its own chat, and the destination
+	// the wiring made.
+	dir, _ := c.host.Layout().SessionDir(ref)
+	got := sqlitetest.QueryFile(t, dir+"/inbound.db", "SELECT channel_type, platform_id, thread_id FROM session_routing")
+	if len(got) != 1 || got[0][0] != "telegram" || got[0][1] != "chat-1" || got[0][2] != nil {
+		t.Fatalf("session_routing %v", got)
+	}
+	dests, err := c.host.Destinations(ctxb, ref)
+	must(t, err)
+	if len(dests) != 1 || dests[0] != (mailbox.Destination{Name: "team-room", DisplayName: "Team Room", Type: "channel", ChannelType: "telegram", PlatformID: "chat-1"}) {
+		t.Fatalf("destinations %+v", dests)
+	}
+
+	// The same session again; the redelivered event is a duplicate.
+	res2 := c.route(msg("m2", "again"))
+	if res2.Deliveries[0].SessionID != d.SessionID || res2.Deliveries[0].SessionCreated || res2.Deliveries[0].Seq != 4 {
+		t.Fatalf("second %+v", res2.Deliveries[0])
+	}
+	res3 := c.route(msg("m2", "again"))
+	if !res3.Deliveries[0].Duplicate || res3.Deliveries[0].Woken || len(c.inbound(ref)) != 2 {
+		t.Fatalf("redelivery %+v, rows %d", res3.Deliveries[0], len(c.inbound(ref)))
+	}
+}
+
+// Unknown chats (spec A4): chatter without a mention leaves no trace; a
+// mention registers the chat (request_approval), records no_agent_wired
+// and asks the first agent group's approver by DM, once; a denied chat
+// drops silently.
+func TestRouteUnknownChat(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-b", "Beta")
+	c.group("ag-a", "Alpha") // first by name
+	c.user("telegram:owner", sessiondb.RoleOwner)
+
+	res := c.route(Event{ChannelType: "telegram", PlatformID: "new-chat", MessageID: "x1", Text: "hi all", IsGroup: true})
+	if res.Outcome != RouteIgnored || res.Reason != "not_mentioned" {
+		t.Fatalf("no mention: %+v", res)
+	}
+	if _, err := c.reg.FindMessagingGroup(ctxb, "telegram", "new-chat"); sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+		t.Fatalf("chat registered without a mention: %v", err)
+	}
+
+	ev := Event{ChannelType: "telegram", PlatformID: "new-chat", MessageID: "x2", Sender: Sender{ID: "7", Name: "Bob"}, Text: "@bot hi",
+		IsGroup: true, IsMention: true, ChatName: "Garden"}
+	res = c.route(ev)
+	if res.Outcome != RouteDropped || res.Reason != "no_agent_wired" || !res.ChatCreated || res.ApprovalID != res.MessagingGroupID {
+		t.Fatalf("mention: %+v", res)
+	}
+	mg, err := c.reg.GetMessagingGroup(ctxb, res.MessagingGroupID)
+	must(t, err)
+	if mg.UnknownSenderPolicy != sessiondb.PolicyRequestApproval || !mg.IsGroup || mg.Name != "Garden" {
+		t.Fatalf("chat %+v", mg)
+	}
+	cards := c.deliver.cards(t)
+	if len(cards) != 1 || cards[0].QuestionID != mg.ID || cards[0].Title != "📣 Bot mentioned in new channel" ||
+		len(cards[0].Options) != 2 || cards[0].Options[0].Value != "choose_existing" || cards[0].Options[1].Value != sessiondb.ApprovalReject ||
+		cards[0].Question != "Bob mentioned your bot in Garden. How would you like to handle this channel?" {
+		t.Fatalf("cards %+v", cards)
+	}
+	if s := c.deliver.sent()[0]; s.Row.Routing != (mailbox.Routing{ChannelType: "telegram", PlatformID: "owner"}) {
+		t.Fatalf("card went to %+v, want the owner's DM", s.Row.Routing)
+	}
+	// Asked once: a second mention is recorded but sends no card.
+	c.route(Event{ChannelType: "telegram", PlatformID: "new-chat", MessageID: "x3", Text: "@bot?", IsGroup: true, IsMention: true})
+	if n := len(c.deliver.cards(t)); n != 1 {
+		t.Fatalf("%d cards, want 1", n)
+	}
+	dropped, err := c.reg.ListDropped(ctxb, 0)
+	must(t, err)
+	if len(dropped) != 1 || dropped[0].MessageCount != 2 || dropped[0].Reason != sessiondb.DropNoAgentWired {
+		t.Fatalf("dropped %+v", dropped)
+	}
+
+	// The approver rejects the chat: it is denied and then silent.
+	cr := c.click(Click{Type: "click", ChannelType: "telegram", UserID: "owner", CardID: mg.ID, Value: sessiondb.ApprovalReject})
+	if cr.Outcome != ClickRejected || cr.Kind != sessiondb.CardChannelApproval {
+		t.Fatalf("reject %+v", cr)
+	}
+	res = c.route(Event{ChannelType: "telegram", PlatformID: "new-chat", MessageID: "x4", Text: "@bot!", IsGroup: true, IsMention: true})
+	if res.Outcome != RouteIgnored || res.Reason != "denied" {
+		t.Fatalf("denied chat: %+v", res)
+	}
+	dropped, _ = c.reg.ListDropped(ctxb, 0)
+	if dropped[0].MessageCount != 2 {
+		t.Fatalf("a denied chat's message was recorded: %+v", dropped)
+	}
+}
+
+// Connecting an unknown DM (spec A7.4): the approver's click wires the
+// chat (pattern '.', known senders, context kept), re-projects the group's
+// destinations into its running sessions at once, adds the sender as a
+// member and routes the first message.
+func TestRouteConnectUnknownChat(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	c.user("telegram:owner", sessiondb.RoleOwner)
+	// A running session of the group, whose destinations must grow.
+	team := c.chat("mg-team", "telegram", "team", "Team", true, sessiondb.PolicyPublic)
+	c.wire(sessiondb.NewWiring{MessagingGroupID: team.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	running := c.route(Event{ChannelType: "telegram", PlatformID: "team", MessageID: "t1", Text: "x", IsGroup: true}).Deliveries[0]
+
+	dm := Event{ChannelType: "telegram", PlatformID: "dm-9", MessageID: "d1", Sender: Sender{ID: "9", Name: "Cy"}, Text: "hello"}
+	res := c.route(dm)
+	if res.Outcome != RouteDropped || res.ApprovalID == "" {
+		t.Fatalf("dm %+v", res)
+	}
+	cards := c.deliver.cards(t)
+	if len(cards) != 1 || cards[0].Title != "💬 New direct message" || cards[0].Options[0].Value != "connect:ag-1" {
+		t.Fatalf("cards %+v", cards)
+	}
+	// Someone without privilege cannot decide.
+	c.user("telegram:stranger", "")
+	if cr := c.click(Click{Type: "click", ChannelType: "telegram", UserID: "stranger", CardID: res.ApprovalID, Option: intp(0)}); cr.Outcome != ClickUnauthorized {
+		t.Fatalf("stranger click %+v", cr)
+	}
+	cr := c.click(Click{Type: "click", ChannelType: "telegram", UserID: "owner", Action: "ncq:" + res.ApprovalID + ":0"})
+	if cr.Outcome != ClickConnected || cr.Replay == nil || cr.Replay.Outcome != RouteRouted {
+		t.Fatalf("connect %+v (replay %+v)", cr, cr.Replay)
+	}
+	ws, err := c.reg.ListWirings(ctxb, sessiondb.WiringFilter{MessagingGroupID: res.MessagingGroupID})
+	must(t, err)
+	if len(ws) != 1 || ws[0].EngageMode != sessiondb.EngagePattern || ws[0].EngagePattern != "." ||
+		ws[0].SenderScope != sessiondb.ScopeKnown || ws[0].IgnoredMessagePolicy != sessiondb.IgnoredAccumulate {
+		t.Fatalf("wiring %+v", ws)
+	}
+	access, err := c.reg.UserAccess(ctxb, "telegram:9")
+	must(t, err)
+	if !access.IsMemberRow("ag-1") {
+		t.Fatalf("sender not made a member: %+v", access)
+	}
+	dests, err := c.host.Destinations(ctxb, mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: running.SessionID})
+	must(t, err)
+	if len(dests) != 2 {
+		t.Fatalf("the running session's destinations were not re-projected: %+v", dests)
+	}
+	if _, err := c.reg.GetChannelApproval(ctxb, res.MessagingGroupID); sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+		t.Fatalf("approval row left: %v", err)
+	}
+}
+
+// The access gate (spec A5, A7.3, A9): a stranger in a strict chat is one
+// drop with the gate's reason; in a request_approval chat the approver
+// gets an Allow/Deny card, once; Allow adds the member and routes the
+// original message; Deny forgets the request.
+func TestRouteUnknownSender(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	c.user("telegram:admin", sessiondb.RoleAdmin)
+	strict := c.chat("mg-s", "telegram", "strict", "Strict", true, sessiondb.PolicyStrict)
+	c.wire(sessiondb.NewWiring{MessagingGroupID: strict.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	// A second wiring that does not engage must not change the reason.
+	c.group("ag-2", "Other")
+	c.wire(sessiondb.NewWiring{MessagingGroupID: strict.ID, AgentGroupID: "ag-2", EngageMode: sessiondb.EngageMention})
+
+	ev := Event{ChannelType: "telegram", PlatformID: "strict", MessageID: "s1", Sender: Sender{ID: "5", Name: "Eve"}, Text: "let me in", IsGroup: true}
+	res := c.route(ev)
+	if res.Outcome != RouteDropped || res.Reason != string(sessiondb.DropUnknownSenderStrict) {
+		t.Fatalf("strict %+v", res)
+	}
+	dropped, err := c.reg.ListDropped(ctxb, 0)
+	must(t, err)
+	if len(dropped) != 1 || dropped[0].MessageCount != 1 || dropped[0].UserID != "telegram:5" || dropped[0].AgentGroupID != "ag-1" {
+		t.Fatalf("one event, one drop: %+v", dropped)
+	}
+	if len(c.deliver.sent()) != 0 {
+		t.Fatal("a strict chat asked for approval")
+	}
+
+	ask := c.chat("mg-a", "telegram", "asking", "Asking", true, sessiondb.PolicyRequestApproval)
+	c.wire(sessiondb.NewWiring{MessagingGroupID: ask.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	ev.PlatformID, ev.MessageID = "asking", "a1"
+	res = c.route(ev)
+	if res.Outcome != RouteDropped || res.Reason != string(sessiondb.DropUnknownSenderRequestApprove) || !strings.HasPrefix(res.ApprovalID, "nsa-") {
+		t.Fatalf("request_approval %+v", res)
+	}
+	cards := c.deliver.cards(t)
+	if len(cards) != 1 || cards[0].QuestionID != res.ApprovalID || cards[0].Question != "Eve wants to talk to your agent in Asking. Allow?" {
+		t.Fatalf("cards %+v", cards)
+	}
+	// The second message waits on the same request.
+	ev.MessageID = "a2"
+	if again := c.route(ev); again.ApprovalID != res.ApprovalID || len(c.deliver.cards(t)) != 1 {
+		t.Fatalf("second message %+v, %d cards", again, len(c.deliver.cards(t)))
+	}
+	// Allow: Eve becomes a member and her first message is routed.
+	cr := c.click(Click{Type: "click", ChannelType: "telegram", UserID: "admin", Action: "ncq:" + res.ApprovalID + ":0"})
+	if cr.Outcome != ClickApproved || cr.Replay == nil || cr.Replay.Outcome != RouteRouted || cr.Replay.MessageID != "a1" {
+		t.Fatalf("allow %+v", cr)
+	}
+	ss := c.sessions("ag-1")
+	if len(ss) != 1 || len(c.inbound(ss[0].Ref())) != 1 {
+		t.Fatalf("after allow: sessions %+v", ss)
+	}
+	// Deny forgets: the next stranger message asks again.
+	ev.Sender, ev.MessageID = Sender{ID: "6", Name: "Mal"}, "a3"
+	res = c.route(ev)
+	cr = c.click(Click{Type: "click", ChannelType: "telegram", UserID: "admin", CardID: res.ApprovalID, Option: intp(1)})
+	if cr.Outcome != ClickRejected {
+		t.Fatalf("deny %+v", cr)
+	}
+	ev.MessageID = "a4"
+	if again := c.route(ev); again.ApprovalID == "" || again.ApprovalID == res.ApprovalID {
+		t.Fatalf("after deny the sender is asked about again: %+v", again)
+	}
+}
+
+// Engage modes, context and fan-out (spec A4): a mention-only wiring keeps
+// other chatter as context (trigger 0, no wake); mention-sticky sticks in a
+// group chat once a session exists; wirings are evaluated by priority and
+// each gets its own row; threads in a group chat get their own sessions.
+func TestRouteEngageModes(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-hi", "High")
+	c.group("ag-lo", "Low")
+	mg := c.chat("mg-1", "slack", "C1", "general", true, sessiondb.PolicyPublic)
+	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-lo", EngageMode: sessiondb.EngageMention,
+		IgnoredMessagePolicy: sessiondb.IgnoredAccumulate, Priority: 1})
+	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-hi", EngageMode: sessiondb.EngageMentionSticky, Priority: 5})
+
+	ev := Event{ChannelType: "slack", PlatformID: "C1", MessageID: "1", Sender: Sender{ID: "U1"}, Text: "chatter", IsGroup: true}
+	res := c.route(ev)
+	if len(res.Deliveries) != 2 || res.Deliveries[0].AgentGroupID != "ag-hi" || res.Deliveries[1].AgentGroupID != "ag-lo" {
+		t.Fatalf("order %+v", res.Deliveries)
+	}
+	if res.Deliveries[0].Outcome != sessiondb.OutcomeDrop || res.Deliveries[0].Reason != "not_engaged" ||
+		res.Deliveries[1].Outcome != sessiondb.OutcomeAccumulate || res.Deliveries[1].Woken {
+		t.Fatalf("chatter %+v", res.Deliveries)
+	}
+	lo := c.sessions("ag-lo")[0].Ref()
+	if rows := c.inbound(lo); len(rows) != 1 || rows[0].Trigger {
+		t.Fatalf("context row %+v", rows)
+	}
+	// A mention engages both.
+	ev.MessageID, ev.Text, ev.IsMention = "2", "@bot help", true
+	res = c.route(ev)
+	if res.Deliveries[0].Outcome != sessiondb.OutcomeEngage || res.Deliveries[1].Outcome != sessiondb.OutcomeEngage {
+		t.Fatalf("mention %+v", res.Deliveries)
+	}
+	if res.Deliveries[0].InboundID != "2:ag-hi" || res.Deliveries[1].InboundID != "2:ag-lo" {
+		t.Fatalf("fan-out ids %+v", res.Deliveries)
+	}
+	// Sticky: the high wiring now answers chatter in this chat.
+	ev.MessageID, ev.Text, ev.IsMention = "3", "and more", false
+	res = c.route(ev)
+	if res.Deliveries[0].Outcome != sessiondb.OutcomeEngage || res.Deliveries[1].Outcome != sessiondb.OutcomeAccumulate {
+		t.Fatalf("sticky %+v", res.Deliveries)
+	}
+	// A thread in the group chat is a session of its own.
+	ev.MessageID, ev.ThreadID, ev.IsMention = "4", "T1", true
+	res = c.route(ev)
+	if !res.Deliveries[0].SessionCreated || !res.Deliveries[1].SessionCreated {
+		t.Fatalf("thread %+v", res.Deliveries)
+	}
+	s, err := c.reg.GetAgentSession(ctxb, res.Deliveries[0].SessionID)
+	must(t, err)
+	if s.ThreadID != "T1" {
+		t.Fatalf("thread session %+v", s)
+	}
+}
+
+// A pattern Go's RE2 cannot compile (written by another tool: our own
+// writers refuse it) is reported with the event and fails open: the
+// wiring engages.
+func TestRouteInvalidPatternFailsOpen(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	mg := c.chat("mg-1", "telegram", "chat-1", "Room", true, sessiondb.PolicyPublic)
+	w := c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern, EngagePattern: "^help"})
+	if _, err := c.reg.UpdateWiring(ctxb, w.ID, sessiondb.WiringUpdate{EngagePattern: strp(`(?<=@)bot`)}); sessiondb.ErrorCode(err) != sessiondb.EINVALID {
+		t.Fatalf("a JavaScript-only pattern was accepted: %v", err)
+	}
+	sqlitetest.ExecFile(t, c.path, "UPDATE messaging_group_agents SET engage_pattern = ? WHERE id = ?", `(?<=@)bot`, w.ID)
+
+	res := c.route(msg("m1", "nothing to see"))
+	if res.Outcome != RouteRouted || res.Deliveries[0].Outcome != sessiondb.OutcomeEngage {
+		t.Fatalf("did not fail open: %+v", res)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "engage_pattern") || !strings.Contains(res.Warnings[0], w.ID) {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+}
+
+func strp(s string) *string { return &s }
+
+// Malformed input is refused before anything is written, naming the
+// field; clicks on unknown cards are not_found.
+func TestParseInputRefusesMalformed(t *testing.T) {
+	for _, tc := range []struct{ name, line, field string }{
+		{"not json", `{"channel_type":`, "not JSON"},
+		{"array", `[1,2]`, "want a JSON object"},
+		{"no channel", `{"platform_id":"p","message_id":"m"}`, "channel_type"},
+		{"bad channel", `{"channel_type":"Tele Gram","platform_id":"p","message_id":"m"}`, "channel_type"},
+		{"agent channel", `{"channel_type":"agent","platform_id":"p","message_id":"m"}`, "channel_type"},
+		{"no platform", `{"channel_type":"telegram","message_id":"m"}`, "platform_id"},
+		{"no message id", `{"channel_type":"telegram","platform_id":"p"}`, "message_id"},
+		{"slash in id", `{"channel_type":"telegram","platform_id":"p","message_id":"a/b"}`, "message_id"},
+		{"text type", `{"channel_type":"telegram","platform_id":"p","message_id":"m","text":5}`, "text"},
+		{"unknown field", `{"channel_type":"telegram","platform_id":"p","message_id":"m","txet":"hi"}`, `"txet"`},
+		{"nul in text", `{"channel_type":"telegram","platform_id":"p","message_id":"m","text":"a\u0000b"}`, "text"},
+		{"control in sender", `{"channel_type":"telegram","platform_id":"p","message_id":"m","sender":{"name":"a\u001b[2J"}}`, "sender.name"},
+		{"bad timestamp", `{"channel_type":"telegram","platform_id":"p","message_id":"m","timestamp":"yesterday"}`, "timestamp"},
+		{"bad attachment", `{"channel_type":"telegram","platform_id":"p","message_id":"m","attachments":[{"type":"image","data":"%%%"}]}`, "attachments[0].data"},
+		{"planted path", `{"channel_type":"telegram","platform_id":"p","message_id":"m","attachments":[{"localPath":"/etc/passwd"}]}`, "attachments[0].localPath"},
+		{"bad type", `{"type":"poke","channel_type":"telegram"}`, "type"},
+		{"click no user", `{"type":"click","channel_type":"telegram","action":"ncq:q1:0"}`, "user_id"},
+		{"click bad action", `{"type":"click","channel_type":"telegram","user_id":"1","action":"q1"}`, "action"},
+		{"click bad index", `{"type":"click","channel_type":"telegram","user_id":"1","action":"ncq:q1:x"}`, "action"},
+		{"click no option", `{"type":"click","channel_type":"telegram","user_id":"1","card_id":"q1"}`, "option"},
+		{"click bad card", `{"type":"click","channel_type":"telegram","user_id":"1","card_id":"../q","option":0}`, "card_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseInput([]byte(tc.line))
+			wantCode(t, err, sessiondb.EINVALID)
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("error %q does not name %s", err, tc.field)
+			}
+		})
+	}
+	in, err := ParseInput([]byte(`{"type":"click","channel_type":"telegram","user_id":"1","action":"ncq:nsa-1-abc:2"}`))
+	must(t, err)
+	if in.Click == nil || in.Click.CardID != "nsa-1-abc" || *in.Click.Option != 2 || in.Click.ClickerID() != "telegram:1" {
+		t.Fatalf("click %+v", in.Click)
+	}
+
+	c := newCentral(t)
+	_, err = c.router.Click(ctxb, Click{Type: "click", ChannelType: "telegram", UserID: "1", CardID: "nsa-nope", Option: intp(0)})
+	wantCode(t, err, sessiondb.ENOTFOUND)
+	if _, err := c.router.Route(ctxb, Event{ChannelType: "telegram", PlatformID: "p"}); sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(err.Error(), "message_id") {
+		t.Fatalf("route of a malformed event: %v", err)
+	}
+	var n int64
+	rows := c.centralQuery("SELECT COUNT(*) FROM messaging_groups")
+	n = rows[0][0].(int64)
+	if n != 0 {
+		t.Fatalf("a refused event wrote %d chats", n)
+	}
+}
+
+// The content keeps attachments (their data extracted to inbox/) and the
+// event's thread on the row even in a shared session.
+func TestRouteAttachmentsAndThread(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	mg := c.chat("mg-1", "telegram", "chat-1", "Room", false, sessiondb.PolicyPublic)
+	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	ev := Event{ChannelType: "telegram", PlatformID: "chat-1", MessageID: "p1", ThreadID: "th", Text: "see pic",
+		Attachments: []mailbox.Attachment{{Type: "image", Name: "cat.png", MimeType: "image/png", Data: "aGVsbG8="}}}
+	res := c.route(ev)
+	d := res.Deliveries[0]
+	s, err := c.reg.GetAgentSession(ctxb, d.SessionID)
+	must(t, err)
+	if s.ThreadID != "" {
+		t.Fatalf("a DM chat's shared session got thread %q", s.ThreadID)
+	}
+	rows := c.inbound(s.Ref())
+	var content struct {
+		Attachments []mailbox.Attachment `json:"attachments"`
+	}
+	must(t, json.Unmarshal(rows[0].Content, &content))
+	if rows[0].Routing.ThreadID != "th" || len(content.Attachments) != 1 || content.Attachments[0].Data != "" ||
+		content.Attachments[0].LocalPath != "inbox/p1:ag-1/cat.png" {
+		t.Fatalf("row %+v content %s", rows[0], rows[0].Content)
+	}
+}
