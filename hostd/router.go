@@ -355,23 +355,27 @@ func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Ev
 }
 
 // ensureFolder initialises the session's mailbox folder unless its
-// inbound.db is there, and writes the projections of a new session, so an
-// agent started by hand finds its routing and destinations from the first
-// message on. (A crash between the registry insert and the folder leaves a
-// session without a folder; the next event for it makes one.)
+// inbound.db is there with its schema, and writes the projections of a new
+// session, so an agent started by hand finds its routing and destinations
+// from the first message on. (A crash between the registry insert and the
+// folder leaves a session without a folder; the next event for it makes
+// one.) An empty inbound.db is one another process is initialising right
+// now: InitSession is idempotent and waits for that process's lock, so the
+// row written next finds the tables.
 func (r *Router) ensureFolder(ctx context.Context, s sessiondb.AgentSession, created bool) error {
 	p, err := r.h.Layout().InboundPath(s.Ref())
 	if err != nil {
 		return err
 	}
-	_, statErr := os.Stat(p)
-	if statErr == nil && !created {
+	fi, statErr := os.Stat(p)
+	ready := statErr == nil && fi.Size() > 0
+	if ready && !created {
 		return nil
 	}
 	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
 		return sessiondb.Wrap(sessiondb.EINTERNAL, statErr, "session %s", s.Ref())
 	}
-	if statErr != nil {
+	if !ready {
 		if err := r.h.InitSession(ctx, s.Ref()); err != nil {
 			return err
 		}
