@@ -86,7 +86,8 @@ func Open(c Config) (*sql.DB, error) {
 }
 
 // CheckPath rejects paths SQLite would misread: empty, NUL bytes, or an
-// existing directory.
+// existing directory; and a database whose -wal, -shm or -journal is a
+// link or not a regular file.
 func CheckPath(path string) error {
 	switch {
 	case path == "":
@@ -98,6 +99,29 @@ func CheckPath(path string) error {
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("database path %q is a directory", path)
+	}
+	return checkSidecars(path)
+}
+
+// sidecars are the files SQLite creates beside a database: the WAL, its
+// shared-memory index and the rollback journal.
+var sidecars = []string{"-wal", "-shm", "-journal"}
+
+// checkSidecars refuses a database whose -wal, -shm or -journal name holds
+// a link or anything but a regular file. SQLite opens them with O_NOFOLLOW
+// and would fail with a bare "unable to open database file"; a link planted
+// there (to make a write land in another file) is named instead.
+func checkSidecars(path string) error {
+	for _, suffix := range sidecars {
+		fi, err := os.Lstat(path + suffix)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link, which SQLite will not follow: refused (remove it if nothing else holds the database open)", path+suffix)
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file (%s): refused", path+suffix, fi.Mode().Type())
+		}
 	}
 	return nil
 }
