@@ -61,6 +61,16 @@ func (h *Host) Requeue(ctx context.Context, ref SessionRef, ids []string) (Reque
 			return nil
 		})
 	})
+	if err == nil && res.Outbound > 0 {
+		// The requeued deliveries lie below this Host's drain watermark,
+		// which passed them as resolved: start the next drain from the
+		// beginning so it sees them again. (Another process's Host, a
+		// running daemon's, keeps its own watermark.)
+		s := h.session(ref)
+		h.mu.Lock()
+		s.drainMark = 0
+		h.mu.Unlock()
+	}
 	if err != nil || len(requeued) == 0 {
 		return res, err
 	}

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sessiondb/sessiondb"
 )
 
 // Config says how to open one SQLite file.
@@ -118,9 +120,9 @@ func checkSidecars(path string) error {
 		case err != nil:
 			continue
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%s is a symbolic link, which SQLite will not follow: refused (remove it if nothing else holds the database open)", path+suffix)
+			return sessiondb.Errorf(sessiondb.EINVALID, "%s is a symbolic link, which SQLite will not follow: refused (remove it if nothing else holds the database open)", path+suffix)
 		case !fi.Mode().IsRegular():
-			return fmt.Errorf("%s is not a regular file (%s): refused", path+suffix, fi.Mode().Type())
+			return sessiondb.Errorf(sessiondb.EINVALID, "%s is not a regular file (%s): refused", path+suffix, fi.Mode().Type())
 		}
 	}
 	return nil
