@@ -148,7 +148,9 @@ func TestSymlinksPlantedWhereWeWrite(t *testing.T) {
 	// The mailbox: each case makes a fresh data root, plants one link and
 	// runs the commands that write there.
 	session := func(data string) []string { return []string{"--data", data, "--group", "g", "--session", "s"} }
-	mb := func(data string, args ...string) []string { return append(append([]string{"mailbox"}, args...), session(data)...) }
+	mb := func(data string, args ...string) []string {
+		return append(append([]string{"mailbox"}, args...), session(data)...)
+	}
 	for _, tc := range []struct {
 		name string
 		at   string // the planted link, relative to the data root
