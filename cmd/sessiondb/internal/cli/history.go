@@ -33,6 +33,13 @@ func (f *Factory) OpenHistory(ctx context.Context, what Access, synchronous stri
 	if err != nil {
 		return nil, err
 	}
+	return f.OpenHistoryAt(ctx, path, what, synchronous)
+}
+
+// OpenHistoryAt opens the history store at path (a file or a postgres://
+// URL) as OpenHistory opens the default one: for commands that work on
+// two stores (copy).
+func (f *Factory) OpenHistoryAt(ctx context.Context, path string, what Access, synchronous string) (sessiondb.Store, error) {
 	if what != ReadStore && f.ReadOnly {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "this command changes the store, and --read-only was given: drop --read-only to run it")
 	}

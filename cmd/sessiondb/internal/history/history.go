@@ -27,7 +27,7 @@ func Commands(f *cli.Factory) []*cobra.Command {
 		h.sessionsCmd(), h.showCmd(), h.searchCmd(), h.titleCmd(), h.lineageCmd(),
 		h.statsCmd(), h.exportCmd(), h.importCmd(), h.forkCmd(), h.endCmd(),
 		h.reopenCmd(), h.clearCmd(), h.deleteCmd(), h.pruneCmd(), h.doctorCmd(),
-		h.quickstartCmd(),
+		h.quickstartCmd(), h.copyCmd(),
 	}
 }
 

@@ -1,0 +1,86 @@
+package history
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+)
+
+func (h *group) copyCmd() *cobra.Command {
+	var from, to string
+	c := &cobra.Command{
+		Use:   "copy --from STORE --to STORE",
+		Short: "Copy every session from one store to another (a file to PostgreSQL, or back)",
+		Long: `Copy every session of one history store into another, with its messages,
+title, parent link, token counters and costs: from a state.db file to a
+PostgreSQL server to move to it, or back. Either side is a file path or a
+postgres:// URL; the target is created when missing.
+
+Parents are copied before their children, a batch of sessions per commit,
+each session whole or not at all. Sessions already in the target are
+skipped, so an interrupted copy is resumed by running it again, and a second
+run changes nothing. At the end both sides are read back and compared with a
+checksum over every copied session (all its columns but the recomputed
+counters, and its messages in order); a difference fails the command.`,
+		Example: `  sessiondb copy --from ~/.hermes/state.db --to postgres://agent@db.internal/sessions
+  sessiondb copy --from postgres://agent@db.internal/sessions --to backup.db`,
+		Args: cli.ExactArgs(0, "no arguments (the stores are --from and --to)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if from == "" || to == "" {
+				return sessiondb.Errorf(sessiondb.EINVALID, "copy needs both --from and --to")
+			}
+			if from == to {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--from and --to name the same store")
+			}
+			if err := h.checkSynchronous(); err != nil {
+				return err
+			}
+			return h.copy(c.Context(), from, to)
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "the store to copy from: a state.db file or a postgres:// URL (read only)")
+	c.Flags().StringVar(&to, "to", "", "the store to copy into: a state.db file or a postgres:// URL (created when missing)")
+	h.addSynchronousFlag(c)
+	return c
+}
+
+func (h *group) copy(ctx context.Context, from, to string) (err error) {
+	src, err := h.OpenHistoryAt(ctx, from, cli.ReadStore, "")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := h.OpenHistoryAt(ctx, to, cli.CreateStore, h.synchronous)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := dst.Close(); cerr != nil && err == nil {
+			err = sessiondb.Wrap("", cerr, "close %s", to)
+		}
+	}()
+	var bar *cli.ProgressLine
+	rep, err := sessiondb.Copy(ctx, src, dst, func(done, total int) {
+		if bar == nil {
+			bar = cli.NewProgressLine(h.Err, h.Now, "copying", int64(total), "sessions")
+		}
+		bar.Set(int64(done))
+	})
+	bar.Done()
+	if err != nil {
+		if rep != nil && rep.Copied > 0 {
+			return sessiondb.Wrap("", err, "%d sessions were copied before it stopped; run it again to resume", rep.Copied)
+		}
+		return err
+	}
+	if h.JSON {
+		return h.PrintJSON(rep)
+	}
+	fmt.Fprintf(h.Out, "copied %d sessions (%d were there already), %d messages in all; checksum %s matches on both sides\n",
+		rep.Copied, rep.Skipped, rep.Messages, rep.Checksum)
+	return nil
+}
