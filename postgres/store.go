@@ -44,7 +44,8 @@ const DefaultMaxConns = 8
 // schema with the wall clock, the default budget and pool, and no logging.
 type Options struct {
 	// Schema is the schema holding the store's tables, created when
-	// missing; "" means the first schema of the connection's search_path
+	// missing; "" means the schema the URL's search_path parameter names
+	// (also created when missing), else the connection's current schema
 	// (normally public). Several stores can share a database in different
 	// schemas.
 	Schema string
@@ -101,6 +102,11 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open PostgreSQL store: %s", redact(err.Error(), url))
+	}
+	if sp := cfg.ConnConfig.RuntimeParams["search_path"]; o.Schema == "" && sp != "" && !strings.Contains(sp, ",") {
+		// A URL naming one schema (?search_path=agents) is a store
+		// location like Options.Schema: created when missing.
+		o.Schema = strings.Trim(strings.TrimSpace(sp), `"`)
 	}
 	if o.Schema != "" {
 		if err := sessiondb.CheckSafeName("schema", o.Schema); err != nil {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +42,13 @@ every other implementation's (see ../shared/bench/README.md):
   group_commit  16 goroutines in one process against a serial run of the same messages
   raw           with --include-raw: the same SQL in a bare database/sql loop
 
-Every store in the run uses the --synchronous level; --db is not used. Before
+With --db postgres://... the whole run is made twice, on SQLite files and on
+PostgreSQL (a fresh schema per store, dropped at the end), and the output
+holds both results side by side under "sqlite" and "postgres", with the same
+keys. --scaling 1,4,8,16 adds concurrent_scaling: the concurrent workload's
+messages split over that many processes, each appending to its own session
+(the default with --db). Every SQLite store in the run uses the
+--synchronous level. Before
 each timed phase the OS is asked to write back dirty pages (sync), so one
 phase's write-back does not land in the next one's fsyncs. The output is JSON
 whether or not --json is given. Progress goes to stderr when it is a terminal
@@ -62,6 +70,18 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
 			}
 			cfg.synchronous = s
 			cfg.now = f.Now
+			if f.DB != "" && !store.IsURL(f.DB) {
+				return sessiondb.Errorf(sessiondb.EINVALID, "bench --db takes a postgres:// URL to compare with; SQLite stores are made in --dir")
+			}
+			cfg.db = f.DB
+			if cfg.db != "" && !cmd.Flags().Changed("scaling") {
+				cfg.scaling = []int{1, 4, 8, 16}
+			}
+			for _, n := range cfg.scaling {
+				if n < 1 || n > 64 {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--scaling %d: process counts run from 1 to 64", n)
+				}
+			}
 			var profile *safefile.File
 			if cfg.cpuProfile != "" {
 				// Written beside the name and renamed over it when the run
@@ -74,7 +94,7 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
 					return sessiondb.Wrap(sessiondb.EINTERNAL, err, "start the CPU profile")
 				}
 			}
-			res, err := runBench(cmd.Context(), f.Err, cfg)
+			res, err := runAll(cmd.Context(), f.Err, cfg)
 			if profile != nil {
 				pprof.StopCPUProfile()
 				if err == nil {
@@ -96,6 +116,7 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
 	fl.BoolVar(&cfg.quiet, "quiet", false, "no progress on stderr")
 	fl.IntVar(&cfg.groupCommitMessages, "group-commit-messages", defaultGroupCommitMessages, "messages in the group-commit phase (0 skips it)")
 	fl.MarkHidden("group-commit-messages")
+	fl.IntSliceVar(&cfg.scaling, "scaling", nil, "also run the concurrent appends split over each of these process counts (default 1,4,8,16 with --db)")
 	fl.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	fl.MarkHidden("cpuprofile")
 	return []*cobra.Command{cmd, benchWorkerCommand(f)}
@@ -117,12 +138,17 @@ type benchConfig struct {
 	// cpuProfile, when set, receives a pprof CPU profile of the run (the
 	// worker processes are not in it).
 	cpuProfile string
+	// db is a postgres:// URL to run against as well, "" for SQLite alone.
+	db string
+	// scaling lists the process counts of the scaling phase.
+	scaling []int
 }
 
 // The result keys follow ../shared/bench/README.md exactly, so figures from
 // different implementations line up; group_commit and raw are ours.
 type benchResult struct {
 	Impl          string            `json:"impl"`
+	Backend       string            `json:"backend"`
 	Driver        string            `json:"driver"`
 	SQLiteVersion string            `json:"sqlite_version"`
 	GoVersion     string            `json:"go_version"`
@@ -135,6 +161,16 @@ type benchResult struct {
 	Concurrent    concurrentResult  `json:"concurrent"`
 	GroupCommit   groupCommitResult `json:"group_commit"`
 	Raw           *rawResult        `json:"raw,omitempty"`
+	Scaling       []scalingResult   `json:"concurrent_scaling,omitempty"`
+}
+
+// scalingResult is one process count of the scaling phase.
+type scalingResult struct {
+	Procs             int     `json:"procs"`
+	AggregateMsgsPerS float64 `json:"aggregate_msgs_per_s"`
+	ErrorsTotal       int     `json:"errors_total"`
+	RowsStored        int64   `json:"rows_stored"`
+	RowsExpected      int     `json:"rows_expected"`
 }
 
 type appendResult struct {
@@ -206,7 +242,26 @@ type rawResult struct {
 // file, so no phase measures another's leftovers. Progress and warnings go
 // to stderr, which the worker processes write to as well (cli.Streams takes
 // concurrent writes).
-func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig) (*benchResult, error) {
+// runAll runs the benchmark on SQLite, and with --db on PostgreSQL too,
+// returning one result or both side by side.
+func runAll(ctx context.Context, stderr io.Writer, cfg benchConfig) (any, error) {
+	if cfg.db == "" {
+		return runBench(ctx, stderr, cfg, "")
+	}
+	lite, err := runBench(ctx, stderr, cfg, "")
+	if err != nil {
+		return nil, err
+	}
+	pg, err := runBench(ctx, stderr, cfg, cfg.db)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]*benchResult{"sqlite": lite, "postgres": pg}, nil
+}
+
+// runBench runs the benchmark on one backend: SQLite files in a run folder
+// when db is "", else fresh schemas on the PostgreSQL server at db.
+func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string) (*benchResult, error) {
 	p := newProgress(stderr, cfg.quiet, cfg.now)
 	p.phase("loading workload %s", cfg.workload)
 	wl, err := loadWorkload(cfg.workload)
@@ -233,11 +288,19 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig) (*benchRes
 
 	res := &benchResult{
 		Impl:        "sessiondb",
+		Backend:     "sqlite",
 		Driver:      store.Driver,
 		GoVersion:   runtime.Version(),
 		Synchronous: lowerSync(cfg.synchronous),
 	}
-	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr}
+	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr, db: db}
+	if db != "" {
+		res.Backend, res.Driver = "postgres", "pgx"
+		// One schema per store of the run, under a prefix of its own.
+		b.prefix = filepath.Base(dir)
+		b.prefix = "bench_" + strings.ReplaceAll(strings.TrimPrefix(b.prefix, "sessiondb-bench-"), "-", "_")
+		p.phase("PostgreSQL: schemas %s_*", b.prefix)
+	}
 
 	if err := b.mainStore(ctx, res); err != nil {
 		return nil, err
@@ -248,7 +311,7 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig) (*benchRes
 	if err := b.groupCommitPhase(ctx, res); err != nil {
 		return nil, err
 	}
-	if cfg.includeRaw {
+	if cfg.includeRaw && db == "" {
 		raw, err := b.rawPhase(ctx)
 		if err != nil {
 			return nil, err
@@ -260,6 +323,9 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig) (*benchRes
 		}
 	}
 	if err := b.concurrentPhase(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := b.scalingPhase(ctx, res); err != nil {
 		return nil, err
 	}
 	p.phase("done")
@@ -285,10 +351,36 @@ type bencher struct {
 	// importMsgs counts their messages.
 	importRecs []map[string]any
 	importMsgs int
+
+	// db is the PostgreSQL server of the run ("" for SQLite files), prefix
+	// the name its schemas start with.
+	db, prefix string
+}
+
+// location is where the run's store called name lives: a file in the run
+// folder, or a schema on the server.
+func (b *bencher) location(name string) (string, error) {
+	if b.db == "" {
+		return storePath(b.dir, name), nil
+	}
+	return store.Sub(b.db, b.prefix+"_"+name)
+}
+
+// remove deletes one of the run's stores, unless --keep.
+func (b *bencher) remove(path string) {
+	if b.cfg.keep && b.db != "" {
+		return
+	}
+	if err := store.Remove(context.Background(), path); err != nil {
+		fmt.Fprintf(b.stderr, "bench: remove a scratch store: %v\n", err)
+	}
 }
 
 func (b *bencher) open(ctx context.Context, name string) (sessiondb.Store, string, error) {
-	path := storePath(b.dir, name)
+	path, err := b.location(name)
+	if err != nil {
+		return nil, "", err
+	}
 	st, err := store.Open(ctx, path, store.Options{Synchronous: b.cfg.synchronous})
 	if err != nil {
 		return nil, path, sessiondb.Wrap("", err, "open the %s store", name)

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
+	"github.com/sessiondb/sessiondb/internal/pgtest"
 )
 
 // TestMain lets the test binary stand in for the sessiondb binary: the
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 	if slices.Contains(os.Args[1:], "bench-worker") {
 		os.Exit(cli.Run(context.Background(), cli.New(os.Stdin, os.Stdout, os.Stderr), os.Args[1:], Commands))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // tinyWorkload writes a small workload in the shape workload.py dumps:
@@ -339,5 +341,79 @@ func TestDecileTimer(t *testing.T) {
 				t.Errorf("total %v rates %v, want %v %v", total, rates, tc.wantTotal, tc.want)
 			}
 		})
+	}
+}
+
+// TestBenchOnPostgres runs the workload on SQLite and PostgreSQL in one
+// run: both results carry the same keys, every concurrent and scaling
+// append is stored on the server, the searches find the same messages on
+// both, and the run's schemas are gone afterwards.
+func TestBenchOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	wl := tinyWorkload(t)
+	code, out, errOut := benchRunCLI(t, "--db", url, "bench", "--workload", wl, "--quiet", "--scaling", "1,2", "--dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("bench --db URL: exit %d\n%s", code, errOut)
+	}
+	var res map[string]map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not {sqlite, postgres}: %v\n%s", err, out)
+	}
+	lite, pg := res["sqlite"], res["postgres"]
+	if lite == nil || pg == nil || pg["backend"] != "postgres" || lite["backend"] != "sqlite" {
+		t.Fatalf("want both results: %s", out)
+	}
+	for k := range lite {
+		if _, ok := pg[k]; !ok && k != "raw" {
+			t.Errorf("the postgres result lacks the key %q", k)
+		}
+	}
+	for _, r := range []map[string]any{lite, pg} {
+		for _, k := range []string{"append.msgs_per_s", "search.p50_ms", "concurrent.aggregate_msgs_per_s", "db_bytes"} {
+			if v, ok := jsonPath(r, k); !ok || v.(float64) <= 0 {
+				t.Errorf("%s %s = %v, want a positive figure", r["backend"], k, v)
+			}
+		}
+		stored, _ := jsonPath(r, "concurrent.rows_stored")
+		expected, _ := jsonPath(r, "concurrent.rows_expected")
+		if stored != expected {
+			t.Errorf("%s concurrent: %v rows stored, %v expected", r["backend"], stored, expected)
+		}
+		scaling, _ := r["concurrent_scaling"].([]any)
+		if len(scaling) != 2 {
+			t.Fatalf("%s concurrent_scaling = %v, want 2 runs", r["backend"], r["concurrent_scaling"])
+		}
+		for _, s := range scaling {
+			m := s.(map[string]any)
+			if m["rows_stored"] != m["rows_expected"] || m["errors_total"].(float64) != 0 {
+				t.Errorf("%s scaling run %v", r["backend"], m)
+			}
+		}
+	}
+	hitIDs := func(r map[string]any) map[string][]float64 {
+		out := map[string][]float64{}
+		qs, _ := jsonPath(r, "search.per_query")
+		for _, q := range qs.([]any) {
+			m := q.(map[string]any)
+			var ids []float64
+			for _, id := range m["ids"].([]any) {
+				ids = append(ids, id.(float64))
+			}
+			sort.Float64s(ids)
+			out[m["q"].(string)] = ids
+		}
+		return out
+	}
+	a, b := hitIDs(lite), hitIDs(pg)
+	if len(a) == 0 {
+		t.Fatal("no per-query results")
+	}
+	for q, ids := range a {
+		if fmt.Sprint(ids) != fmt.Sprint(b[q]) {
+			t.Errorf("query %q: sqlite found %v, postgres %v", q, ids, b[q])
+		}
+	}
+	if n := pgtest.Count(t, url, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench\\_%'"); n != 0 {
+		t.Errorf("%d bench schemas left on the server", n)
 	}
 }

@@ -185,6 +185,40 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 	return nil
 }
 
+// scalingPhase splits the concurrent workload's messages over each process
+// count of --scaling, every process appending one call at a time to its
+// own session of one fresh store, all released together: how the
+// aggregate rate grows with the writers (a SQLite file takes them in turn;
+// a server takes them at once).
+func (b *bencher) scalingPhase(ctx context.Context, res *benchResult) error {
+	var all []wlMessage
+	for _, w := range b.wl.workers {
+		all = append(all, w.Messages...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	for _, n := range b.cfg.scaling {
+		ws := make([]*wlWorker, n)
+		for i := range ws {
+			ws[i] = &wlWorker{Worker: i, SessionID: fmt.Sprintf("scale_%02d_of_%02d", i, n)}
+		}
+		for i, m := range all {
+			w := ws[i%n]
+			w.Messages = append(w.Messages, m)
+		}
+		b.p.phase("scaling: %d worker processes, %d messages", n, len(all))
+		run, err := b.runWorkers(ctx, fmt.Sprintf("scaling_%d", n), ws)
+		if err != nil {
+			return err
+		}
+		r := scalingResult{Procs: n, AggregateMsgsPerS: rate(run.appended, run.wall), ErrorsTotal: run.errors, RowsStored: run.stored, RowsExpected: len(all)}
+		b.p.phase("scaling: %d procs, %.0f msgs/s, %d errors, %d/%d rows", n, r.AggregateMsgsPerS, r.ErrorsTotal, r.RowsStored, r.RowsExpected)
+		res.Scaling = append(res.Scaling, r)
+	}
+	return nil
+}
+
 // workersRun is what one multi-process run gave.
 type workersRun struct {
 	wall     time.Duration // from the release to the last report
@@ -204,7 +238,7 @@ func (b *bencher) runWorkers(ctx context.Context, name string, ws []*wlWorker) (
 	if err != nil {
 		return nil, err
 	}
-	defer removeStore(path)
+	defer b.remove(path)
 	for _, w := range ws {
 		if _, err := st.CreateSession(ctx, sessiondb.NewSession{ID: w.SessionID, Source: "cli"}); err != nil {
 			st.Close()

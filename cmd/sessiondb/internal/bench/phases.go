@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 )
 
 const (
@@ -65,7 +66,12 @@ func (b *bencher) mainStore(ctx context.Context, res *benchResult) (err error) {
 	if err := st.Close(); err != nil {
 		return sessiondb.Wrap("", err, "close the main store")
 	}
-	res.DBBytes = storeBytes(path)
+	if res.DBBytes, err = store.Size(ctx, path); err != nil {
+		return sessiondb.Wrap("", err, "size of the main store")
+	}
+	if b.db != "" { // the run folder, with the files, goes as a whole
+		b.remove(path)
+	}
 	return nil
 }
 
@@ -239,7 +245,7 @@ func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	if err != nil {
 		return err
 	}
-	defer removeStore(path)
+	defer b.remove(path)
 	defer st.Close()
 	b.p.phase("import: %d sessions, %d messages", len(b.importRecs), b.importMsgs)
 	bar := b.p.counter("import", len(b.importRecs), "sessions")
@@ -290,7 +296,7 @@ func (b *bencher) groupCommitPhase(ctx context.Context, res *benchResult) error 
 		if err != nil {
 			return 0, err
 		}
-		defer removeStore(path)
+		defer b.remove(path)
 		defer st.Close()
 		for _, s := range sessions {
 			if _, err := st.CreateSession(ctx, sessiondb.NewSession{ID: s, Source: "cli"}); err != nil {

@@ -38,7 +38,7 @@ func (b *bencher) rawPhase(ctx context.Context) (*rawResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer removeStore(path)
+	defer b.remove(path)
 	err = b.createSessions(ctx, st)
 	if cerr := st.Close(); err == nil && cerr != nil {
 		err = sessiondb.Wrap("", cerr, "close the raw store")

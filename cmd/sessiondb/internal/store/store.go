@@ -8,10 +8,13 @@ package store
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 	"github.com/sessiondb/sessiondb/open"
+	"github.com/sessiondb/sessiondb/postgres"
 )
 
 // Options are how a store is opened.
@@ -52,3 +55,44 @@ func Backend(target string) string { return open.Backend(target) }
 // Driver names the SQLite driver linked into this binary, for reports
 // (doctor, bench).
 const Driver = sqlitedb.DriverName
+
+// Sub returns the location of a scratch store called name beside target:
+// for a folder target, the file name.db in it; for a postgres:// URL, the
+// same server with the schema name (bench makes one store per phase).
+func Sub(target, name string) (string, error) {
+	if IsURL(target) {
+		return postgres.WithSchema(target, name)
+	}
+	return filepath.Join(target, name+".db"), nil
+}
+
+// Size returns the bytes a store takes: a SQLite file with its -wal, -shm
+// and -journal companions (statted by path only, never opened, which could
+// drop another connection's locks), or the tables of a PostgreSQL schema.
+func Size(ctx context.Context, target string) (int64, error) {
+	if IsURL(target) {
+		return postgres.SchemaSize(ctx, target)
+	}
+	var n int64
+	for _, suffix := range sqliteFiles {
+		if fi, err := os.Stat(target + suffix); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n, nil
+}
+
+// Remove deletes a scratch store: a SQLite file and its companions, or
+// the schema a postgres:// URL names (never a URL without one).
+func Remove(ctx context.Context, target string) error {
+	if IsURL(target) {
+		return postgres.DropSchema(ctx, target)
+	}
+	for _, suffix := range sqliteFiles {
+		os.Remove(target + suffix)
+	}
+	return nil
+}
+
+// sqliteFiles are the suffixes of a SQLite store's files.
+var sqliteFiles = []string{"", "-wal", "-shm", "-journal"}
