@@ -4,6 +4,7 @@ package host
 import (
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ type group struct {
 func (g *group) hostCmd() *cobra.Command {
 	var (
 		data, deliver, wake, tz, logLevel string
-		poll, sweep                       time.Duration
+		poll, sweep, deliverTimeout       time.Duration
 		sharedGID, workers                int
 	)
 	c := &cobra.Command{
@@ -49,7 +50,8 @@ the message as one JSON line on stdin; it answers with a last stdout line
 "permanent":true}, or just exits 0 (delivered) / non-zero (retried).
 --deliver webhook:URL POSTs the message JSON; 2xx is delivered, 4xx (not 408
 or 429) fails it for good, anything else is retried, redirects included
-(they are not followed). The log and the status name the webhook by scheme
+(they are not followed). A delivery that takes longer than --deliver-timeout
+(a hanging receiver) is a failure and retried. The log and the status name the webhook by scheme
 and host only and an exec command by its program only, as either may hold a
 secret.
 Without --deliver, messages stay undelivered (nothing is lost).
@@ -87,15 +89,18 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 				return err
 			}
 			o := hostd.Config{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers}
+			if deliverTimeout < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--deliver-timeout must not be negative")
+			}
 			if deliver != "" {
-				if o.Deliverer, err = deliverer(deliver, layout); err != nil {
+				if o.Deliverer, err = deliverer(deliver, layout, deliverTimeout); err != nil {
 					return err
 				}
 			}
 			if wake != "" {
 				cmd, ok := strings.CutPrefix(wake, "exec:")
 				if !ok {
-					return sessiondb.Errorf(sessiondb.EINVALID, "--wake %q: want exec:CMD", wake)
+					return sessiondb.Errorf(sessiondb.EINVALID, "--wake %s: want exec:CMD", schemeOnly(wake))
 				}
 				w, err := hostd.NewExecWaker(cmd, layout, hostd.ExecWakerOptions{Output: g.Err, Logger: log})
 				if err != nil {
@@ -114,6 +119,7 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 	f := c.Flags()
 	f.StringVar(&data, "data", "", "data root holding <group>/<session> mailbox folders (created if missing)")
 	f.StringVar(&deliver, "deliver", "", "deliverer: exec:CMD or webhook:URL")
+	f.DurationVar(&deliverTimeout, "deliver-timeout", 0, "longest one delivery may take before it counts as failed and is retried (default 30s for exec, 10s for webhook)")
 	f.StringVar(&wake, "wake", "", "waker: exec:CMD, run with the session folder as its last argument")
 	f.DurationVar(&poll, "poll", hostd.DefaultPoll, "change-detection interval (and delivery poll while a container runs)")
 	f.DurationVar(&sweep, "sweep", hostd.DefaultFullSweep, "interval of the full sweep over every session")
@@ -137,13 +143,32 @@ func redactSpec(spec string) string {
 	return cli.OrDash(errtext.RedactCommand(spec))
 }
 
-// deliverer parses --deliver.
-func deliverer(spec string, layout mailbox.Layout) (mailbox.Deliverer, error) {
+// deliverer parses --deliver; timeout (0: the deliverer's default) bounds
+// one delivery.
+func deliverer(spec string, layout mailbox.Layout, timeout time.Duration) (mailbox.Deliverer, error) {
 	if cmd, ok := strings.CutPrefix(spec, "exec:"); ok {
-		return hostd.NewExecDeliverer(cmd, layout)
+		d, err := hostd.NewExecDeliverer(cmd, layout)
+		if d != nil {
+			d.Timeout = timeout
+		}
+		return d, err
 	}
 	if u, ok := strings.CutPrefix(spec, "webhook:"); ok {
-		return hostd.NewWebhookDeliverer(u)
+		d, err := hostd.NewWebhookDeliverer(u)
+		if d != nil {
+			d.Timeout = timeout
+		}
+		return d, err
 	}
-	return nil, sessiondb.Errorf(sessiondb.EINVALID, "--deliver %q: want exec:CMD or webhook:URL", spec)
+	return nil, sessiondb.Errorf(sessiondb.EINVALID, "--deliver %s: want exec:CMD or webhook:URL", schemeOnly(spec))
+}
+
+// schemeOnly shows a --deliver or --wake value the command does not know
+// by what comes before its first colon: the rest may be a secret.
+func schemeOnly(spec string) string {
+	scheme, _, found := strings.Cut(spec, ":")
+	if !found {
+		return "(no kind: prefix)"
+	}
+	return strconv.Quote(scheme + ":…")
 }

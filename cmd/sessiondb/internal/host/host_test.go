@@ -2,6 +2,8 @@ package host
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,5 +117,49 @@ func TestHostLogHidesCredentials(t *testing.T) {
 	}
 	if !strings.Contains(log, "webhook:https://hooks.example.com/…") {
 		t.Errorf("the log does not name the webhook's host:\n%s", log)
+	}
+}
+
+// TestHostDeliverTimeoutCutsAHang: with --deliver-timeout, a webhook that
+// never answers costs one short attempt, recorded as a retry with the
+// reason, and its URL's credentials stay out of the record.
+func TestHostDeliverTimeoutCutsAHang(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	data := filepath.Join(t.TempDir(), "mb")
+	s := []string{"--data", data, "--group", "g1", "--session", "s1"}
+	mustRun(t, with(s, "mailbox", "init")...)
+	hook := strings.Replace(srv.URL, "http://", "http://hook:pa55word@", 1) + "/k3y?token=t0ken"
+	_, logs, stop := clitest.Start(clitest.Options{}, []string{"host", "--data", data, "--poll", "20ms",
+		"--deliver", "webhook:" + hook, "--deliver-timeout", "100ms"}, Commands, mailboxcmd.Commands)
+	mustRun(t, with(s, "mailbox", "send", "--id", "m1", "--text", "hello", "--channel-type", "cli", "--platform-id", "me")...)
+	mustRun(t, with(s, "mailbox", "agent", "send", "--id", "o1", "--reply-to", "m1", "--text", "hi")...)
+	var ls struct {
+		Outbound []struct {
+			Delivery struct {
+				Status    string
+				LastError string `json:"last_error"`
+			}
+		}
+	}
+	testkit.WaitFor(t, "the timed-out attempt", func() bool {
+		if err := json.Unmarshal([]byte(mustRun(t, with(s, "--json", "mailbox", "ls")...)), &ls); err != nil {
+			t.Fatal(err)
+		}
+		return len(ls.Outbound) == 1 && ls.Outbound[0].Delivery.Status == "retrying"
+	})
+	if code := stop(); code != 0 {
+		t.Fatalf("host exit %d; log:\n%s", code, logs.String())
+	}
+	le := ls.Outbound[0].Delivery.LastError
+	if !strings.Contains(le, "deadline exceeded") {
+		t.Errorf("last error %q does not say the attempt timed out", le)
+	}
+	for _, secret := range []string{"pa55word", "k3y", "t0ken"} {
+		if strings.Contains(le, secret) || strings.Contains(logs.String(), secret) {
+			t.Errorf("%q reached the record or the log:\n%s\n%s", secret, le, logs.String())
+		}
 	}
 }
