@@ -84,14 +84,17 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 			}
 			log := slog.New(slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: level}))
 			layout := mailbox.Layout{Root: data}
-			h, err := mailbox.NewHost(mailbox.HostOptions{Layout: layout, Now: g.Now, Location: loc, Logger: log, SharedGID: sharedGID})
+			if deliverTimeout < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--deliver-timeout must not be negative")
+			}
+			// The host bounds each delivery too; a longer --deliver-timeout
+			// raises that bound rather than being cut by it.
+			h, err := mailbox.NewHost(mailbox.HostOptions{Layout: layout, Now: g.Now, Location: loc, Logger: log, SharedGID: sharedGID,
+				OpTimeout: max(deliverTimeout, mailbox.DefaultOpTimeout)})
 			if err != nil {
 				return err
 			}
 			o := hostd.Config{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers}
-			if deliverTimeout < 0 {
-				return sessiondb.Errorf(sessiondb.EINVALID, "--deliver-timeout must not be negative")
-			}
 			if deliver != "" {
 				if o.Deliverer, err = deliverer(deliver, layout, deliverTimeout); err != nil {
 					return err
@@ -119,7 +122,7 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 	f := c.Flags()
 	f.StringVar(&data, "data", "", "data root holding <group>/<session> mailbox folders (created if missing)")
 	f.StringVar(&deliver, "deliver", "", "deliverer: exec:CMD or webhook:URL")
-	f.DurationVar(&deliverTimeout, "deliver-timeout", 0, "longest one delivery may take before it counts as failed and is retried (default 30s for exec, 10s for webhook)")
+	f.DurationVar(&deliverTimeout, "deliver-timeout", 0, "longest one delivery may take before it counts as failed and is retried (default 10s)")
 	f.StringVar(&wake, "wake", "", "waker: exec:CMD, run with the session folder as its last argument")
 	f.DurationVar(&poll, "poll", hostd.DefaultPoll, "change-detection interval (and delivery poll while a container runs)")
 	f.DurationVar(&sweep, "sweep", hostd.DefaultFullSweep, "interval of the full sweep over every session")
