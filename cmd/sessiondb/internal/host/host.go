@@ -71,6 +71,9 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 			if poll <= 0 || sweep <= 0 {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--poll and --sweep must be positive durations")
 			}
+			if deliverTimeout < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--deliver-timeout must not be negative")
+			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--log-level %q: want debug, info, warn or error", logLevel)
@@ -84,9 +87,6 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 			}
 			log := slog.New(slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: level}))
 			layout := mailbox.Layout{Root: data}
-			if deliverTimeout < 0 {
-				return sessiondb.Errorf(sessiondb.EINVALID, "--deliver-timeout must not be negative")
-			}
 			// The host bounds each delivery too; a longer --deliver-timeout
 			// raises that bound rather than being cut by it.
 			h, err := mailbox.NewHost(mailbox.HostOptions{Layout: layout, Now: g.Now, Location: loc, Logger: log, SharedGID: sharedGID,
