@@ -14,6 +14,9 @@ import (
 // row's own fields (id, seq, kind, routing, content, files, ...) at the top
 // level. Files carry absolute paths inside the session's outbox/ folder,
 // readable by a target on the same machine until the row is delivered.
+// timestamp and deliver_after are in sessiondb.TimestampFormat whatever
+// form the row stores (NanoClaw's agent writes datetime('now') text, ours
+// writes deliver_after so), so a target reads one form.
 type DeliveryEnvelope struct {
 	AgentGroupID string `json:"agent_group_id"`
 	SessionID    string `json:"session_id"`
@@ -22,7 +25,17 @@ type DeliveryEnvelope struct {
 
 // NewDeliveryEnvelope builds the envelope of row from session ref.
 func NewDeliveryEnvelope(ref mailbox.SessionRef, row mailbox.OutboundRow) DeliveryEnvelope {
+	row.Timestamp, row.DeliverAfter = isoTime(row.Timestamp), isoTime(row.DeliverAfter)
 	return DeliveryEnvelope{AgentGroupID: ref.AgentGroupID, SessionID: ref.SessionID, OutboundRow: row}
+}
+
+// isoTime renders a stored timestamp in sessiondb.TimestampFormat; text it
+// cannot read is passed on as it is.
+func isoTime(s string) string {
+	if t, ok := sessiondb.ParseTimestamp(s); ok {
+		return sessiondb.FormatTimestamp(t)
+	}
+	return s
 }
 
 // deliveryReply is what an exec command prints or a webhook answers:

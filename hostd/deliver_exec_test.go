@@ -146,3 +146,21 @@ func FuzzDeliveryReply(f *testing.F) {
 		}
 	})
 }
+
+// TestEnvelopeTimes: the envelope gives timestamp and deliver_after in one
+// form, whichever the row stores.
+func TestEnvelopeTimes(t *testing.T) {
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	for _, tc := range []struct{ ts, da, wantTS, wantDA string }{
+		{"2026-03-01 12:00:00", "2026-03-01 12:05:00", "2026-03-01T12:00:00.000Z", "2026-03-01T12:05:00.000Z"},
+		{"2026-03-01T12:00:00.250Z", "", "2026-03-01T12:00:00.250Z", ""},
+		{"not a time", "", "not a time", ""},
+	} {
+		row := testOutRow()
+		row.Timestamp, row.DeliverAfter = tc.ts, tc.da
+		env := NewDeliveryEnvelope(ref, row)
+		if env.Timestamp != tc.wantTS || env.DeliverAfter != tc.wantDA {
+			t.Errorf("envelope of %q/%q: %q/%q, want %q/%q", tc.ts, tc.da, env.Timestamp, env.DeliverAfter, tc.wantTS, tc.wantDA)
+		}
+	}
+}

@@ -44,7 +44,8 @@ func (a *Agent) inboundMax(ctx context.Context) int64 {
 // tables, taken inside outbound's BEGIN IMMEDIATE so two writer processes
 // serialize — and returns the seq. Files are copied into outbox/<id>/ first
 // (a name listed twice or unsafe is invalid) and, when the content has no
-// "files" key, listed there.
+// "files" key, listed there. deliver_after is written in the form
+// NanoClaw's readers compare it in (DeliverAfterFormat).
 func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 	now := a.now()
 	if m.ID == "" {
@@ -79,6 +80,10 @@ func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 			return 0, err
 		}
 	}
+	var deliverAfter any
+	if !m.DeliverAfter.IsZero() {
+		deliverAfter = FormatDeliverAfter(m.DeliverAfter)
+	}
 	inMax := a.inboundMax(ctx)
 	var seq int64
 	err = a.w.Do(ctx, func(tx *sqlitedb.Tx) error {
@@ -97,7 +102,7 @@ func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 			seq = nextSeq(max(inMax, outMax), 1)
 			_, err = tx.Exec(`INSERT INTO messages_out (id, seq, in_reply_to, timestamp, deliver_after, recurrence, kind,
  platform_id, channel_type, thread_id, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				m.ID, seq, nullStr(m.InReplyTo), FormatTime(now), nullTime(m.DeliverAfter), nullStr(m.Recurrence), m.Kind,
+				m.ID, seq, nullStr(m.InReplyTo), FormatTime(now), deliverAfter, nullStr(m.Recurrence), m.Kind,
 				nullStr(m.Routing.PlatformID), nullStr(m.Routing.ChannelType), nullStr(m.Routing.ThreadID), string(content))
 			if err == nil {
 				return nil
