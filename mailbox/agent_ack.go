@@ -2,10 +2,52 @@ package mailbox
 
 import (
 	"context"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/sessiondb/sessiondb/internal/errtext"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
+
+// RequireInbound checks that every id names a messages_in row: an ack of
+// an id the host never wrote is a mistake, not a no-op. Unknown ids are a
+// not_found error naming them.
+func (a *Agent) RequireInbound(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		if err := checkText("message id", id); err != nil {
+			return err
+		}
+		args[i] = id
+	}
+	found := map[string]bool{}
+	err := a.withInbound(ctx, func(q queryer) error {
+		return inChunks(args, func(part []any, ph string) error {
+			set, err := idSet(q, "SELECT id FROM messages_in WHERE id IN ("+ph+")", part...)
+			maps.Copy(found, set)
+			return err
+		})
+	})
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, id := range ids {
+		if !found[id] {
+			missing = append(missing, strconv.Quote(errtext.Clip(id, 64)))
+		}
+	}
+	if len(missing) > 0 {
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no inbound message %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
 
 // Acks returns the agent's acks (any status), for tools.
 func (a *Agent) Acks(ctx context.Context) ([]Claim, error) {

@@ -37,78 +37,95 @@ func (a *Agent) InboundByID(ctx context.Context, id string) (InboundRow, error) 
 	return r, err
 }
 
-// MessageIDBySeq names the message with the given seq for edits and
-// reactions: even → the inbound id; odd → the delivered platform message id
-// if any, else the outbound id. A seq absent from its parity's table is
-// looked up in the other. Unknown → not_found.
-func (a *Agent) MessageIDBySeq(ctx context.Context, seq int64) (string, error) {
-	id, _, err := a.bySeq(ctx, seq)
-	return id, err
+// SeqTarget is the message a seq names, as LookupSeq finds it.
+type SeqTarget struct {
+	Seq int64 `json:"seq"`
+	// Outbound is true for a messages_out row (the agent's own), false for
+	// a messages_in row.
+	Outbound bool `json:"outbound"`
+	// ID is the row's id.
+	ID string `json:"id"`
+	// MessageID names the message for edits and reactions: the inbound id,
+	// or for an outbound row the platform's id once delivered, else its own.
+	MessageID string  `json:"message_id"`
+	Routing   Routing `json:"routing"`
 }
 
-// RoutingBySeq returns the routing of the message with the given seq.
-func (a *Agent) RoutingBySeq(ctx context.Context, seq int64) (Routing, error) {
-	_, r, err := a.bySeq(ctx, seq)
-	return r, err
-}
-
-func (a *Agent) bySeq(ctx context.Context, seq int64) (string, Routing, error) {
+// LookupSeq finds the message numbered seq: even seqs in messages_in,
+// odd in messages_out, and a seq absent from its parity's table in the
+// other (NanoClaw's getMessageIdBySeq and getRoutingBySeq in one read of
+// each file). Unknown → not_found.
+func (a *Agent) LookupSeq(ctx context.Context, seq int64) (SeqTarget, error) {
 	if seq <= 0 {
-		return "", Routing{}, sessiondb.Errorf(sessiondb.EINVALID, "seq %d: want a positive message number", seq)
+		return SeqTarget{}, sessiondb.Errorf(sessiondb.EINVALID, "seq %d: want a positive message number", seq)
 	}
-	lookIn := func() (string, Routing, bool, error) {
-		var id string
-		var r Routing
+	lookIn := func() (SeqTarget, bool, error) {
+		t := SeqTarget{Seq: seq}
 		found := false
 		err := a.withInbound(ctx, func(q queryer) error {
 			return each(q, routingBySeq("messages_in"), []any{seq}, func(row sqlitedb.Row) error {
 				var err error
-				id, r, err = scanIDRouting(row)
+				t.ID, t.Routing, err = scanIDRouting(row)
 				found = err == nil
 				return err
 			})
 		})
-		return id, r, found, err
+		t.MessageID = t.ID
+		return t, found, err
 	}
-	lookOut := func() (string, Routing, bool, error) {
-		var id string
-		var r Routing
+	lookOut := func() (SeqTarget, bool, error) {
+		t := SeqTarget{Seq: seq, Outbound: true}
 		found := false
 		err := each(a.outQ(ctx), routingBySeq("messages_out"), []any{seq}, func(row sqlitedb.Row) error {
 			var err error
-			id, r, err = scanIDRouting(row)
+			t.ID, t.Routing, err = scanIDRouting(row)
 			found = err == nil
 			return err
 		})
 		if err != nil || !found {
-			return "", Routing{}, false, sqlitedb.Wrap(err, "agent: read outbound")
+			return t, false, sqlitedb.Wrap(err, "agent: read outbound")
 		}
+		t.MessageID = t.ID
 		// A delivered row is named by the platform's id.
 		_ = a.withInbound(ctx, func(q queryer) error {
-			return each(q, "SELECT platform_message_id FROM delivered WHERE message_out_id = ? AND platform_message_id IS NOT NULL", []any{id}, func(row sqlitedb.Row) error {
+			return each(q, "SELECT platform_message_id FROM delivered WHERE message_out_id = ? AND platform_message_id IS NOT NULL", []any{t.ID}, func(row sqlitedb.Row) error {
 				var p string
 				if row.Scan(&p) == nil && p != "" {
-					id = p
+					t.MessageID = p
 				}
 				return nil
 			})
 		})
-		return id, r, true, nil
+		return t, true, nil
 	}
-	order := []func() (string, Routing, bool, error){lookIn, lookOut}
+	order := []func() (SeqTarget, bool, error){lookIn, lookOut}
 	if seq%2 == 1 {
 		order[0], order[1] = order[1], order[0]
 	}
 	for _, look := range order {
-		id, r, found, err := look()
+		t, found, err := look()
 		if err != nil {
-			return "", Routing{}, err
+			return SeqTarget{}, err
 		}
 		if found {
-			return id, r, nil
+			return t, nil
 		}
 	}
-	return "", Routing{}, sessiondb.Errorf(sessiondb.ENOTFOUND, "no message with seq %d", seq)
+	return SeqTarget{}, sessiondb.Errorf(sessiondb.ENOTFOUND, "no message with seq %d", seq)
+}
+
+// MessageIDBySeq names the message with the given seq for edits and
+// reactions: even → the inbound id; odd → the delivered platform message id
+// if any, else the outbound id (LookupSeq). Unknown → not_found.
+func (a *Agent) MessageIDBySeq(ctx context.Context, seq int64) (string, error) {
+	t, err := a.LookupSeq(ctx, seq)
+	return t.MessageID, err
+}
+
+// RoutingBySeq returns the routing of the message with the given seq.
+func (a *Agent) RoutingBySeq(ctx context.Context, seq int64) (Routing, error) {
+	t, err := a.LookupSeq(ctx, seq)
+	return t.Routing, err
 }
 
 // routingBySeq selects the id and routing of table's row with a given seq.

@@ -27,6 +27,55 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 	if limit <= 0 {
 		limit = DefaultPollLimit
 	}
+	rest, err := a.unacked(ctx, opts.FirstPoll, false)
+	if err != nil || len(rest) == 0 {
+		return nil, err
+	}
+	// rest is newest first.
+	end := -1
+	for i, r := range rest {
+		if r.Trigger {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return nil, nil
+	}
+	start := 0
+	if end >= limit {
+		start = end
+	}
+	return oldestFirst(rest[start:min(start+limit, len(rest))]), nil
+}
+
+// PendingOptions configure Agent.Pending. Limit ≤ 0 means every row.
+type PendingOptions struct {
+	FirstPoll bool
+	Limit     int
+}
+
+// Pending returns every due row the agent has not acked (any status),
+// whatever its trigger and kind, oldest first: what NanoClaw's
+// getPendingMessages gives its poll loop before the loop decides whether
+// to wake (a trigger=1 row) and which rows to process (not kind='system').
+// on_wake rows are included only on FirstPoll. With a Limit, the newest
+// Limit of them (acked rows are left out before the limit, as in Poll).
+// Reading claims nothing.
+func (a *Agent) Pending(ctx context.Context, opts PendingOptions) ([]InboundRow, error) {
+	rest, err := a.unacked(ctx, opts.FirstPoll, true)
+	if err != nil || len(rest) == 0 {
+		return nil, err
+	}
+	if opts.Limit > 0 && len(rest) > opts.Limit {
+		rest = rest[:opts.Limit]
+	}
+	return oldestFirst(rest), nil
+}
+
+// unacked returns the due rows without an ack, newest first, with or
+// without kind='system' rows, on_wake rows only on a first poll.
+func (a *Agent) unacked(ctx context.Context, firstPoll, withSystem bool) ([]InboundRow, error) {
 	var cands []InboundRow
 	err := a.withInbound(ctx, func(q queryer) error {
 		sel, hasOnWake, err := a.inboundSelect(q)
@@ -34,12 +83,15 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 			return err
 		}
 		where := ""
-		if hasOnWake && !opts.FirstPoll {
-			where = " AND on_wake = 0"
+		if hasOnWake && !firstPoll {
+			where += " AND on_wake = 0"
+		}
+		if !withSystem {
+			where += " AND kind != 'system'"
 		}
 		cands, err = collectInbound(q, "SELECT "+sel+` FROM messages_in
- WHERE status = 'pending' AND (process_after IS NULL OR datetime(process_after) <= datetime(?))
- AND kind != 'system'`+where+` ORDER BY seq DESC, timestamp DESC`, FormatTime(a.now()))
+ WHERE status = 'pending' AND (process_after IS NULL OR datetime(process_after) <= datetime(?))`+where+
+			` ORDER BY seq DESC, timestamp DESC`, FormatTime(a.now()))
 		return err
 	})
 	if err := a.countMalformed(err); err != nil {
@@ -59,27 +111,16 @@ func (a *Agent) Poll(ctx context.Context, opts PollOptions) ([]InboundRow, error
 			rest = append(rest, r)
 		}
 	}
-	// rest is newest first.
-	end := -1
-	for i, r := range rest {
-		if r.Trigger {
-			end = i
-			break
-		}
+	return rest, nil
+}
+
+// oldestFirst returns rows (newest first) in the opposite order.
+func oldestFirst(rows []InboundRow) []InboundRow {
+	out := make([]InboundRow, len(rows))
+	for i, r := range rows {
+		out[len(rows)-1-i] = r
 	}
-	if end < 0 {
-		return nil, nil
-	}
-	start := 0
-	if end >= limit {
-		start = end
-	}
-	window := rest[start:min(start+limit, len(rest))]
-	out := make([]InboundRow, len(window))
-	for i, r := range window {
-		out[len(window)-1-i] = r
-	}
-	return out, nil
+	return out
 }
 
 // countMalformed tracks consecutive polls that found inbound.db malformed

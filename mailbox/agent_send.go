@@ -166,3 +166,14 @@ func (a *Agent) sawInboundSeq(rows []InboundRow) {
 		a.lastInSeq = max(a.lastInSeq, r.Seq)
 	}
 }
+
+// OutboundRows lists the agent's own messages_out rows newest first (limit
+// ≤ 0: all); DeliveryStates says what became of them.
+func (a *Agent) OutboundRows(ctx context.Context, limit int) ([]OutboundRow, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	out, err := collect(a.outQ(ctx), "SELECT "+outboundCols+" FROM messages_out ORDER BY seq IS NULL, seq DESC, timestamp DESC LIMIT ?", []any{limit},
+		func(row sqlitedb.Row) (OutboundRow, error) { return scanOutbound(row) })
+	return out, sqlitedb.Wrap(err, "agent: read outbound")
+}

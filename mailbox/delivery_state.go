@@ -33,10 +33,38 @@ func (h *Host) DeliveryStates(ctx context.Context, ref SessionRef) (map[string]D
 	if err := ref.Validate(); err != nil {
 		return nil, err
 	}
-	out := map[string]DeliveryState{}
+	var out map[string]DeliveryState
 	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
-		clear(out)
-		err := each(tx, "SELECT message_out_id, attempts, last_error, last_attempt_at, next_attempt_at FROM delivery_attempts", nil, func(row sqlitedb.Row) error {
+		var err error
+		out, err = readDeliveryStates(tx)
+		return err
+	})
+	return out, err
+}
+
+// DeliveryStates is what the host has recorded about the delivery of the
+// agent's rows (Host.DeliveryStates), read from inbound.db read-only. A
+// file without the host's delivery_attempts table (NanoClaw's host) gives
+// the delivered rows alone.
+func (a *Agent) DeliveryStates(ctx context.Context) (map[string]DeliveryState, error) {
+	var out map[string]DeliveryState
+	err := a.withInbound(ctx, func(q queryer) error {
+		var err error
+		out, err = readDeliveryStates(q)
+		return err
+	})
+	return out, err
+}
+
+// readDeliveryStates reads delivery_attempts (when present) and delivered.
+func readDeliveryStates(q queryer) (map[string]DeliveryState, error) {
+	out := map[string]DeliveryState{}
+	cols, err := columns(q, "delivery_attempts")
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) > 0 {
+		err := each(q, "SELECT message_out_id, attempts, last_error, last_attempt_at, next_attempt_at FROM delivery_attempts", nil, func(row sqlitedb.Row) error {
 			var id string
 			var st DeliveryState
 			var le, la, na sql.NullString
@@ -48,20 +76,23 @@ func (h *Host) DeliveryStates(ctx context.Context, ref SessionRef) (map[string]D
 			return nil
 		})
 		if err != nil {
+			return nil, err
+		}
+	}
+	err = each(q, "SELECT message_out_id, platform_message_id, status, delivered_at FROM delivered", nil, func(row sqlitedb.Row) error {
+		var id string
+		var pid, status, at sql.NullString
+		if err := row.Scan(&id, &pid, &status, &at); err != nil {
 			return err
 		}
-		return each(tx, "SELECT message_out_id, platform_message_id, status, delivered_at FROM delivered", nil, func(row sqlitedb.Row) error {
-			var id string
-			var pid, status, at sql.NullString
-			if err := row.Scan(&id, &pid, &status, &at); err != nil {
-				return err
-			}
-			st := out[id]
-			st.Status, st.PlatformMessageID, st.DeliveredAt = status.String, pid.String, at.String
-			st.NextAttemptAt = ""
-			out[id] = st
-			return nil
-		})
+		st := out[id]
+		st.Status, st.PlatformMessageID, st.DeliveredAt = status.String, pid.String, at.String
+		st.NextAttemptAt = ""
+		out[id] = st
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
