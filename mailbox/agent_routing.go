@@ -43,18 +43,43 @@ func (a *Agent) RouteTo(ctx context.Context, name string) (Routing, error) {
 func (a *Agent) SessionRouting(ctx context.Context) (Routing, error) {
 	var r Routing
 	err := a.withInbound(ctx, func(q queryer) error {
-		cols, err := columns(q, "session_routing")
-		if err != nil || len(cols) == 0 {
+		var err error
+		r, err = readSessionRouting(q)
+		return err
+	})
+	return r, err
+}
+
+// SessionRouting reads the session_routing row the host projected (zero
+// when absent).
+func (h *Host) SessionRouting(ctx context.Context, ref SessionRef) (Routing, error) {
+	if err := ref.Validate(); err != nil {
+		return Routing{}, err
+	}
+	var r Routing
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		var err error
+		r, err = readSessionRouting(tx)
+		return err
+	})
+	return r, err
+}
+
+// readSessionRouting reads session_routing row 1; a file without the
+// table reads as no routing.
+func readSessionRouting(q queryer) (Routing, error) {
+	var r Routing
+	cols, err := columns(q, "session_routing")
+	if err != nil || len(cols) == 0 {
+		return r, err
+	}
+	err = each(q, "SELECT channel_type, platform_id, thread_id FROM session_routing WHERE id = 1", nil, func(row sqlitedb.Row) error {
+		var ct, pid, tid sql.NullString
+		if err := row.Scan(&ct, &pid, &tid); err != nil {
 			return err
 		}
-		return each(q, "SELECT channel_type, platform_id, thread_id FROM session_routing WHERE id = 1", nil, func(row sqlitedb.Row) error {
-			var ct, pid, tid sql.NullString
-			if err := row.Scan(&ct, &pid, &tid); err != nil {
-				return err
-			}
-			r = Routing{ct.String, pid.String, tid.String}
-			return nil
-		})
+		r = Routing{ct.String, pid.String, tid.String}
+		return nil
 	})
 	return r, err
 }

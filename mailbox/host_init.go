@@ -15,6 +15,12 @@ import (
 // files with the contract's DDL in journal_mode=DELETE. It is idempotent: an
 // existing session keeps its rows; an existing inbound.db gets the host's
 // lazy migrations, an existing outbound.db is left to its agent.
+//
+// A new file is built under a temporary name and linked into place only
+// once its tables exist, outbound.db before inbound.db: a host daemon
+// sweeping the data root takes a folder with an inbound.db for a session,
+// and must never find one half made (no outbound.db yet, or a file
+// without its tables).
 func (h *Host) InitSession(ctx context.Context, ref SessionRef) error {
 	dir, err := h.layout.SessionDir(ref)
 	if err != nil {
@@ -30,52 +36,90 @@ func (h *Host) InitSession(ctx context.Context, ref SessionRef) error {
 			return err
 		}
 	}
-	for _, f := range []struct{ name, ddl string }{{InboundFile, InboundSchema}, {OutboundFile, OutboundSchema}} {
+	for _, f := range []struct {
+		name, ddl string
+		migrate   func(*sqlitedb.Tx) error
+	}{{OutboundFile, OutboundSchema, migrateOutbound}, {InboundFile, InboundSchema, migrateInbound}} {
 		path := filepath.Join(dir, f.name)
-		if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := h.buildFile(ctx, path, f.ddl, f.migrate); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "stat %s", path)
+		case !fi.Mode().IsRegular():
 			return sessiondb.Errorf(sessiondb.EINVALID, "%s is not a regular file", path)
 		}
-		created, warn, err := sqlitedb.CreateFile(path, h.modes.dir, h.modes.file)
-		if err != nil {
+		if _, warn, err := sqlitedb.CreateFile(path, h.modes.dir, h.modes.file); err != nil {
 			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", path)
 		} else if warn != nil {
 			h.log.Warn("mailbox: could not tighten file mode", "path", path, "err", warn)
 		}
 		h.chgrp(path)
-		if f.name == OutboundFile && !created {
-			// An existing outbound.db belongs to the agent: the host never
-			// opens it read-write while a container may be alive, and the
-			// agent runs its own lazy migrations. Only an empty file (a
-			// creation interrupted before the DDL) is finished here.
-			if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-				continue
-			}
+		// An existing outbound.db belongs to the agent: the host never
+		// opens it read-write while a container may be alive, and the
+		// agent runs its own lazy migrations. Only an empty file (a
+		// creation interrupted before the DDL) is finished here.
+		if f.name == OutboundFile && fi.Size() > 0 {
+			continue
 		}
-		rw, err := openRW(ctx, path, pragmasRW, h.opts.WriteBudget)
-		if err != nil {
+		if err := h.initFile(ctx, path, f.ddl, f.migrate); err != nil {
 			return err
-		}
-		err = rw.do(ctx, func(tx *sqlitedb.Tx) error {
-			if f.name == InboundFile {
-				if err := migrateInbound(tx); err != nil {
-					return err
-				}
-			} else if err := migrateOutbound(tx); err != nil {
-				return err
-			}
-			return tx.ExecScript(f.ddl)
-		})
-		if cerr := rw.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return sqlitedb.Wrap(err, "initialize %s", path)
 		}
 	}
 	s := h.session(ref)
 	h.mu.Lock()
 	s.migrated = true
 	h.mu.Unlock()
+	return nil
+}
+
+// buildFile makes path a new database with ddl: built as a temporary file
+// beside it, then linked into place, so no reader ever sees it without its
+// tables. When another process made path meanwhile, that one is kept (and
+// migrated).
+func (h *Host) buildFile(ctx context.Context, path, ddl string, migrate func(*sqlitedb.Tx) error) error {
+	tmp := path + ".init-" + NewID("tmp", h.now())
+	defer os.Remove(tmp)
+	if _, _, err := sqlitedb.CreateFile(tmp, h.modes.dir, h.modes.file); err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", tmp)
+	}
+	h.chgrp(tmp)
+	if err := h.initFile(ctx, tmp, ddl, migrate); err != nil {
+		return err
+	}
+	// A link, unlike a rename, never replaces a file that appeared since.
+	switch err := os.Link(tmp, path); {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return h.initFile(ctx, path, ddl, migrate)
+	default:
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", path)
+	}
+}
+
+// initFile runs migrate and ddl on the database at path in one transaction.
+func (h *Host) initFile(ctx context.Context, path, ddl string, migrate func(*sqlitedb.Tx) error) error {
+	rw, err := openRW(ctx, path, pragmasRW, h.opts.WriteBudget)
+	if err != nil {
+		return err
+	}
+	err = rw.do(ctx, func(tx *sqlitedb.Tx) error {
+		if err := migrate(tx); err != nil {
+			return err
+		}
+		return tx.ExecScript(ddl)
+	})
+	if cerr := rw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return sqlitedb.Wrap(err, "initialize %s", path)
+	}
 	return nil
 }
 
