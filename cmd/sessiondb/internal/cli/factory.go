@@ -12,6 +12,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -94,6 +95,12 @@ func Run(ctx context.Context, f *Factory, args []string, groups ...Group) int {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	// Ctrl-C (or SIGTERM) ended the command: the user knows, and "context
+	// canceled" would tell them nothing. A command with more to say (what
+	// an import kept) says it itself before returning.
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return ExitInterrupted
 	}
 	// An error may quote stored text (a title, an id, a file's own
 	// complaint), so it reaches the terminal escaped like any other.

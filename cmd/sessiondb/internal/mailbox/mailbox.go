@@ -29,7 +29,7 @@ reads) and .heartbeat, NanoClaw's contract. Name a session with
 --data DIR --group G --session S, or --dir FOLDER; agent commands also read
 $SESSIONDB_SESSION_DIR, which the host's waker sets for the process it starts.`,
 	}
-	mb.AddCommand(m.initCmd(), m.sendCmd(), m.lsCmd(), m.statusCmd(), m.watchCmd(),
+	mb.AddCommand(m.initCmd(), m.sendCmd(), m.projectCmd(), m.lsCmd(), m.statusCmd(), m.watchCmd(),
 		m.requeueCmd(), m.recoverCmd(), m.agentCmd())
 	return []*cobra.Command{mb}
 }
@@ -194,6 +194,14 @@ func summarize(raw json.RawMessage, max int) string {
 		s = c.Operation + " " + c.MessageID
 	case c.Action != "":
 		s = "action " + c.Action
+	case c.Type == "ask_question":
+		var q struct{ Question string }
+		_ = json.Unmarshal(raw, &q)
+		s = "question: " + q.Question
+	case c.Type == "card":
+		var k struct{ Card struct{ Title string } }
+		_ = json.Unmarshal(raw, &k)
+		s = "card: " + k.Card.Title
 	default:
 		var task struct {
 			Prompt string `json:"prompt"`

@@ -50,20 +50,31 @@ func (m *group) initCmd() *cobra.Command {
 // sendCmd is `mailbox send`: enqueue an inbound message or a task.
 func (m *group) sendCmd() *cobra.Command {
 	var (
-		sf                                sessionFlags
-		mf                                messageFlags
-		sender, at, prompt, script, every string
-		contextOnly, task                 bool
+		sf                        sessionFlags
+		mf                        messageFlags
+		sender, senderID, at      string
+		prompt, script, every     string
+		contextOnly, onWake, task bool
 	)
 	c := &cobra.Command{
 		Use:   "send (--text T | --content JSON | --task --prompt P [--every CRON]) [flags]",
 		Short: "Enqueue a chat message, a task or a recurring task into a session's inbound.db",
 		Long: `send enqueues one inbound row, as the host does when a message arrives:
-  --text T            a chat message {"sender","senderId","text"}
+  --text T            a chat message {"sender","senderId","text"}: --sender is
+                      the name shown to the agent, --sender-id the platform's
+                      user id (default: the same as --sender)
   --content JSON      any content object, with --kind (chat, chat-sdk, task, webhook, system)
   --task --prompt P   a scheduled task {prompt, script}: --at for the first run,
                       --every CRON to repeat (in the host's --tz)
-Re-sending an existing --id inserts nothing and prints the existing seq.`,
+--context-only stores the row as context that does not wake the agent;
+--on-wake makes it visible only to a fresh container's first poll (a note
+for the next start). Re-sending an existing --id inserts nothing and prints
+the existing seq.`,
+		Example: `  sessiondb mailbox send --data /tmp/mb --group demo --session s1 --text "hello there" --channel-type cli --platform-id me
+  sessiondb mailbox send --dir /tmp/mb/demo/s1 --text "hi" --sender "Ada Lovelace" --sender-id U024BE7LH
+  sessiondb mailbox send --dir /tmp/mb/demo/s1 --text "earlier messages follow" --context-only
+  sessiondb mailbox send --dir /tmp/mb/demo/s1 --text "you were restarted" --on-wake
+  sessiondb mailbox send --dir /tmp/mb/demo/s1 --task --prompt "Summarize the day" --at +1h --every "0 18 * * 1-5"`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			h, ref, err := m.sessionHost(&sf)
@@ -85,6 +96,9 @@ Re-sending an existing --id inserts nothing and prints the existing seq.`,
 				if prompt == "" {
 					return sessiondb.Errorf(sessiondb.EINVALID, "--task needs --prompt")
 				}
+				if contextOnly || onWake {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--context-only and --on-wake are for messages, not --task")
+				}
 				t := mailbox.Task{ID: mf.id, Prompt: prompt, ProcessAfter: when, Recurrence: every, Routing: routing}
 				if c.Flags().Changed("script") {
 					t.Script = &script
@@ -98,13 +112,16 @@ Re-sending an existing --id inserts nothing and prints the existing seq.`,
 			if every != "" || prompt != "" || c.Flags().Changed("script") {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--prompt, --script and --every need --task")
 			}
-			raw, err := mf.body(map[string]string{"sender": sender, "senderId": sender, "text": mf.text}, "--text, --content or --task --prompt")
+			if senderID == "" {
+				senderID = sender
+			}
+			raw, err := mf.body(map[string]string{"sender": sender, "senderId": senderID, "text": mf.text}, "--text, --content or --task --prompt")
 			if err != nil {
 				return err
 			}
 			id := mf.newID(now)
 			seq, inserted, err := h.Enqueue(c.Context(), ref, mailbox.InboundMessage{ID: id, Kind: mf.kind, Content: raw,
-				Routing: routing, ProcessAfter: when, Recurrence: every, ContextOnly: contextOnly})
+				Routing: routing, ProcessAfter: when, Recurrence: every, ContextOnly: contextOnly, OnWake: onWake})
 			if err != nil {
 				return err
 			}
@@ -114,9 +131,11 @@ Re-sending an existing --id inserts nothing and prints the existing seq.`,
 	sf.add(c)
 	mf.add(c, "message id (default msg-<ms>-<random>); must be a safe name", "message kind: chat, chat-sdk, task, webhook, system")
 	f := c.Flags()
-	f.StringVar(&sender, "sender", "cli", "sender name and id for --text")
+	f.StringVar(&sender, "sender", "cli", "sender name for --text")
+	f.StringVar(&senderID, "sender-id", "", "sender's platform user id for --text (default: --sender)")
 	f.StringVar(&at, "at", "", "process after this time (RFC 3339) or duration from now (+10m)")
 	f.BoolVar(&contextOnly, "context-only", false, "store trigger=0: rides along as context, does not wake the agent")
+	f.BoolVar(&onWake, "on-wake", false, "store on_wake=1: only a fresh container's first poll sees it")
 	f.BoolVar(&task, "task", false, "enqueue a scheduled task (kind task)")
 	f.StringVar(&prompt, "prompt", "", "task prompt")
 	f.StringVar(&script, "script", "", "task pre-script (bash)")
