@@ -1,6 +1,9 @@
-// Package sqlite implements the sessiondb history store on one SQLite file
-// that is a Hermes Agent state.db at schema version 6: Hermes opens what we
-// write, and we open what Hermes v6 or newer wrote.
+// Package sqlite implements the sessiondb services on SQLite files that
+// other programs share: the history store (Open) on a Hermes Agent state.db
+// at schema version 6, the control plane's central registry (OpenCentral)
+// on a NanoClaw data/v2.db, and janebot's subagent store (OpenSubagents) on
+// its state.sqlite. Each program opens what we write, and we open what it
+// wrote.
 //
 // One Store owns one writer connection, through which every mutation runs
 // (BEGIN IMMEDIATE inside a time budget, group commit), and a pool of
