@@ -126,7 +126,8 @@ INSERT INTO messaging_group_agents (id, messaging_group_id, agent_group_id, sess
   engage_mode, engage_pattern, sender_scope, ignored_message_policy)
   VALUES ('mga-1', 'mg-fam', 'ag-main', 'shared', 0, '2026-05-01T10:02:00.000Z', 'pattern', '.', 'all', 'drop'),
          ('mga-2', 'mg-dm', 'ag-main', 'shared', 0, '2026-05-01T10:02:01.000Z', 'mention-sticky', NULL, 'known', 'accumulate'),
-         ('mga-3', 'mg-fam', 'ag-helper', NULL, 2, '2026-05-01T10:02:02.000Z', NULL, NULL, NULL, NULL);
+         ('mga-3', 'mg-fam', 'ag-helper', NULL, 2, '2026-05-01T10:02:02.000Z', NULL, NULL, NULL, NULL),
+         ('mga-4', 'mg-spam', 'ag-helper', 'per-thread', 0, '2026-05-01T10:02:03.000Z', 'pattern', '^(?!spam)', 'all', 'drop');
 INSERT INTO users VALUES ('telegram:42', 'telegram', 'Ann', '2026-05-01T10:03:00.000Z');
 INSERT INTO users VALUES ('telegram:7', 'telegram', NULL, '2026-05-01T10:03:01.000Z');
 INSERT INTO user_roles VALUES ('telegram:42', 'owner', NULL, NULL, '2026-05-01T10:04:00.000Z');
@@ -237,6 +238,19 @@ func TestCentralAdoptsNanoClawFile(t *testing.T) {
 	}
 	if w, _ := c.GetWiring(ctx, "mga-2"); w.EngageMode != sessiondb.EngageMentionSticky || w.SenderScope != sessiondb.ScopeKnown || w.IgnoredMessagePolicy != sessiondb.IgnoredAccumulate {
 		t.Errorf("mga-2 = %+v", w)
+	}
+	// A JavaScript-only pattern NanoClaw stored reads back as it is, and
+	// the engage decision fails open on it, reporting why.
+	js, err := c.GetWiring(ctx, "mga-4")
+	if err != nil || js.EngagePattern != "^(?!spam)" {
+		t.Fatalf("JavaScript pattern wiring = %+v, %v", js, err)
+	}
+	if d := sessiondb.DecideEngage(sessiondb.EngageInput{Wiring: js, Chat: spam, Text: "spam"}); !d.Engaged || d.PatternErr == nil {
+		t.Errorf("DecideEngage on a lookahead = %+v; want engaged with the pattern error reported", d)
+	}
+	prio := 3
+	if _, err := c.UpdateWiring(ctx, "mga-4", sessiondb.WiringUpdate{Priority: &prio}); sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(fmt.Sprint(err), "engage_pattern") {
+		t.Errorf("updating a wiring whose pattern RE2 rejects = %v; want invalid naming engage_pattern", err)
 	}
 	owners, _ := c.ListRoles(ctx, sessiondb.RoleFilter{Role: sessiondb.RoleOwner})
 	if len(owners) != 1 || owners[0].GrantedAt.Format(time.RFC3339) != "2026-05-01T10:04:00Z" {
