@@ -52,3 +52,25 @@ func setMessageColumn(t *testing.T, s sessiondb.Store, id int64, column, value s
 	url := pgtest.URL(t)
 	pgtest.Exec(t, pgtest.WithSearchPath(url, s.(*postgres.Store).Schema()), "UPDATE messages SET "+column+" = $1 WHERE id = $2", value, id)
 }
+
+// TestSubagentConformance runs the subagent store's suite against a fresh
+// schema per case; Reopen is a second store (another pool) on the schema.
+func TestSubagentConformance(t *testing.T) {
+	open := func(t *testing.T, url, schema string, now sessiondb.Clock) *postgres.Subagents {
+		t.Helper()
+		s, err := postgres.OpenSubagents(context.Background(), url, postgres.Options{Schema: schema, Now: now, MaxConns: 4})
+		if err != nil {
+			t.Fatalf("postgres.OpenSubagents: %v", err)
+		}
+		return s
+	}
+	storetest.RunSubagents(t, storetest.SubagentHarness{
+		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.SubagentService {
+			url := pgtest.URL(t)
+			return open(t, url, pgtest.Schema(t, url), now)
+		},
+		Reopen: func(t *testing.T, s sessiondb.SubagentService, now sessiondb.Clock) sessiondb.SubagentService {
+			return open(t, pgtest.URL(t), s.(*postgres.Subagents).Schema(), now)
+		},
+	})
+}

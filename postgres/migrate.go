@@ -15,25 +15,39 @@ import (
 	"github.com/sessiondb/sessiondb"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations
 var migrationFiles embed.FS
 
-// migration is one embedded step: migrations/NNN_name.sql.
+// migrationSet is the embedded migrations of one kind of store, with the
+// ledger table recording them in a schema. Sets of different kinds may
+// share a schema.
+type migrationSet struct {
+	dir    string // under migrations/
+	ledger string
+	what   string // the kind of store, for messages
+}
+
+var (
+	historyMigrations  = migrationSet{dir: "migrations/history", ledger: "sessiondb_migrations", what: "history store"}
+	subagentMigrations = migrationSet{dir: "migrations/subagents", ledger: "sessiondb_subagent_migrations", what: "subagent store"}
+)
+
+// migration is one embedded step: <dir>/NNN_name.sql.
 type migration struct {
 	version int
 	name    string
 	sql     string
 }
 
-// migrations returns the embedded steps in version order.
-func migrations() ([]migration, error) {
-	paths, err := fs.Glob(migrationFiles, "migrations/*.sql")
+// migrations returns the set's steps in version order.
+func (set migrationSet) migrations() ([]migration, error) {
+	paths, err := fs.Glob(migrationFiles, set.dir+"/*.sql")
 	if err != nil {
 		return nil, err
 	}
 	var out []migration
 	for _, p := range paths {
-		base := strings.TrimSuffix(strings.TrimPrefix(p, "migrations/"), ".sql")
+		base := strings.TrimSuffix(strings.TrimPrefix(p, set.dir+"/"), ".sql")
 		num, name, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 {
@@ -54,9 +68,13 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
-// SchemaVersion is the newest migration this package applies.
-func SchemaVersion() int {
-	ms, err := migrations()
+// SchemaVersion is the newest migration of the history store this package
+// applies.
+func SchemaVersion() int { return historyMigrations.version() }
+
+// version is the newest migration of the set.
+func (set migrationSet) version() int {
+	ms, err := set.migrations()
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
@@ -68,11 +86,8 @@ func SchemaVersion() int {
 // different schemas must not create them at once either.
 const migrationLockKey = 0x5e55_10db_0001
 
-// ledgerTable records which migrations a schema has had.
-const ledgerTable = "sessiondb_migrations"
-
 // withMigrationLock runs fn in a transaction holding the migration lock.
-func (s *Store) withMigrationLock(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *conn) withMigrationLock(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLockKey)); err != nil {
 			return err
@@ -85,16 +100,16 @@ func (s *Store) withMigrationLock(ctx context.Context, fn func(tx pgx.Tx) error)
 // the schema has no ledger yet.
 func appliedVersion(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}) (int, error) {
+}, ledger string) (int, error) {
 	var exists bool
-	if err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", ledgerTable).Scan(&exists); err != nil {
+	if err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", ledger).Scan(&exists); err != nil {
 		return 0, err
 	}
 	if !exists {
 		return 0, nil
 	}
 	var v int
-	err := q.QueryRow(ctx, "SELECT COALESCE(max(version), 0) FROM "+ledgerTable).Scan(&v)
+	err := q.QueryRow(ctx, "SELECT COALESCE(max(version), 0) FROM "+ledger).Scan(&v)
 	return v, err
 }
 
@@ -103,12 +118,12 @@ func appliedVersion(ctx context.Context, q interface {
 // ledger. A schema already up to date is only read: no lock, no write. A
 // schema migrated by a newer sessiondb (a version this package does not
 // know) is used as it is.
-func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
+func (s *conn) migrate(ctx context.Context, set migrationSet) error {
+	ms, err := set.migrations()
 	if err != nil {
 		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "migrate %s", s.schema)
 	}
-	have, err := appliedVersion(ctx, s.pool)
+	have, err := appliedVersion(ctx, s.pool, set.ledger)
 	if err != nil {
 		return s.classify(err, "migrate %s: read the ledger", s.schema)
 	}
@@ -117,12 +132,12 @@ func (s *Store) migrate(ctx context.Context) error {
 			continue
 		}
 		err := s.withMigrationLock(ctx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+ledgerTable+
+			if _, err := tx.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+set.ledger+
 				" (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"); err != nil {
 				return err
 			}
 			// Another process may have applied it while we waited.
-			now, err := appliedVersion(ctx, tx)
+			now, err := appliedVersion(ctx, tx, set.ledger)
 			if err != nil || now >= m.version {
 				return err
 			}
@@ -133,36 +148,36 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, script); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, "INSERT INTO "+ledgerTable+" (version, name) VALUES ($1, $2)", m.version, m.name)
+			_, err = tx.Exec(ctx, "INSERT INTO "+set.ledger+" (version, name) VALUES ($1, $2)", m.version, m.name)
 			return err
 		})
 		if err != nil {
-			return s.classify(err, "migrate %s: step %d (%s)", s.schema, m.version, m.name)
+			return s.classify(err, "migrate %s: %s step %d (%s)", s.schema, set.what, m.version, m.name)
 		}
 	}
 	return nil
 }
 
 // checkMigrated fails a read-only open of a schema without a store.
-func (s *Store) checkMigrated(ctx context.Context) error {
-	have, err := appliedVersion(ctx, s.pool)
+func (s *conn) checkMigrated(ctx context.Context, set migrationSet) error {
+	have, err := appliedVersion(ctx, s.pool, set.ledger)
 	if err != nil {
 		return s.classify(err, "open %s read-only", s.schema)
 	}
-	if have < SchemaVersion() {
-		return sessiondb.Errorf(sessiondb.ENOTFOUND, "open %s read-only: the schema holds no up-to-date history store (version %d, want %d); open it once read-write to create or migrate it", s.schema, have, SchemaVersion())
+	if want := set.version(); have < want {
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "open %s read-only: the schema holds no up-to-date %s (version %d, want %d); open it once read-write to create or migrate it", s.schema, set.what, have, want)
 	}
 	return nil
 }
 
 // checkExists fails (not_found) when the schema holds no store at all.
-func (s *Store) checkExists(ctx context.Context) error {
-	have, err := appliedVersion(ctx, s.pool)
+func (s *conn) checkExists(ctx context.Context, set migrationSet) error {
+	have, err := appliedVersion(ctx, s.pool, set.ledger)
 	if err != nil {
 		return s.classify(err, "open %s", s.schema)
 	}
 	if have == 0 {
-		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no history store in schema %s", s.schema)
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no %s in schema %s", set.what, s.schema)
 	}
 	return nil
 }
@@ -175,7 +190,7 @@ var extensions = []string{"pg_trgm", "unaccent"}
 // extension, creating the extension (in public) when the database lacks
 // it. Extensions belong to the database, not to our schema, so dropping a
 // store's schema never drops them from under another store.
-func (s *Store) expand(ctx context.Context, tx pgx.Tx, script string) (string, error) {
+func (s *conn) expand(ctx context.Context, tx pgx.Tx, script string) (string, error) {
 	for _, ext := range extensions {
 		key := "{{" + strings.TrimPrefix(ext, "pg_") + "}}"
 		if !strings.Contains(script, key) {

@@ -69,16 +69,22 @@ type Options struct {
 	Tracer pgx.QueryTracer
 }
 
-// Store is the history store in one PostgreSQL schema. It is safe for
-// concurrent use by many goroutines, and many Stores in many processes may
-// share one schema. Close it to release its connections.
-type Store struct {
+// conn is what every store of this package holds: the pool on one schema
+// and the rules for writing through it.
+type conn struct {
 	pool     *pgxpool.Pool
 	schema   string // as the server resolved it
 	readOnly bool
 	budget   time.Duration
 	now      func() time.Time
 	log      *slog.Logger
+}
+
+// Store is the history store in one PostgreSQL schema. It is safe for
+// concurrent use by many goroutines, and many Stores in many processes may
+// share one schema. Close it to release its connections.
+type Store struct {
+	*conn
 
 	app *appender
 
@@ -99,6 +105,19 @@ var _ sessiondb.Store = (*Store)(nil)
 // schema, and returns the Store. A bad URL is invalid; a server that
 // cannot be reached is internal.
 func Open(ctx context.Context, url string, o Options) (*Store, error) {
+	c, err := openConn(ctx, url, o, historyMigrations)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{conn: c, pendingParents: map[string][]string{}}
+	s.app = newAppender(s)
+	s.notify = newNotifier(s)
+	return s, nil
+}
+
+// openConn opens the pool on the schema o and url name, creating the
+// schema when asked, and brings set's migrations up to date.
+func openConn(ctx context.Context, url string, o Options, set migrationSet) (*conn, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open PostgreSQL store: %s", redact(err.Error(), url))
@@ -127,64 +146,62 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	// Idle connections are let go, so an idle fleet of processes does not
 	// sit on the server's connection slots.
 	cfg.MaxConnIdleTime = time.Minute
-	s := &Store{readOnly: o.ReadOnly, budget: o.WriteBudget, log: o.Logger, now: time.Now, pendingParents: map[string][]string{}}
-	if s.budget <= 0 {
-		s.budget = DefaultWriteBudget
+	c := &conn{readOnly: o.ReadOnly, budget: o.WriteBudget, log: o.Logger, now: time.Now}
+	if c.budget <= 0 {
+		c.budget = DefaultWriteBudget
 	}
 	if o.Now != nil {
-		s.now = o.Now
+		c.now = o.Now
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if c.log == nil {
+		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open PostgreSQL store: %s", redact(err.Error(), url))
 	}
-	s.pool = pool
+	c.pool = pool
 	if o.Schema != "" && !o.ReadOnly && !o.MustExist {
 		// CREATE SCHEMA IF NOT EXISTS can still fail when two processes
 		// run it at once; the advisory lock of migrate would not cover it,
 		// so it takes the same lock.
-		err = s.withMigrationLock(ctx, func(tx pgx.Tx) error {
+		err = c.withMigrationLock(ctx, func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(o.Schema))
 			return err
 		})
 		if err != nil {
 			pool.Close()
-			return nil, s.classify(err, "open PostgreSQL store: create schema %s", o.Schema)
+			return nil, c.classify(err, "open PostgreSQL store: create schema %s", o.Schema)
 		}
 	}
 	var schema *string
 	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
 		pool.Close()
-		return nil, s.classify(err, "open PostgreSQL store")
+		return nil, c.classify(err, "open PostgreSQL store")
 	}
 	if schema == nil {
 		pool.Close()
 		if o.ReadOnly || o.MustExist {
-			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "open PostgreSQL store: no history store: the search_path names no schema that exists")
+			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "open PostgreSQL store: no %s: the search_path names no schema that exists", set.what)
 		}
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open PostgreSQL store: the search_path names no schema that exists")
 	}
-	s.schema = *schema
+	c.schema = *schema
 	switch {
 	case o.ReadOnly:
-		err = s.checkMigrated(ctx)
+		err = c.checkMigrated(ctx, set)
 	case o.MustExist:
-		if err = s.checkExists(ctx); err == nil {
-			err = s.migrate(ctx)
+		if err = c.checkExists(ctx, set); err == nil {
+			err = c.migrate(ctx, set)
 		}
 	default:
-		err = s.migrate(ctx)
+		err = c.migrate(ctx, set)
 	}
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	s.app = newAppender(s)
-	s.notify = newNotifier(s)
-	return s, nil
+	return c, nil
 }
 
 // Close stops the appender and the notification listener and closes the
@@ -199,9 +216,9 @@ func (s *Store) Close() error {
 }
 
 // Schema returns the schema holding the store's tables.
-func (s *Store) Schema() string { return s.schema }
+func (s *conn) Schema() string { return s.schema }
 
-func (s *Store) epochNow() float64 { return sessiondb.EpochSeconds(s.now()) }
+func (s *conn) epochNow() float64 { return sessiondb.EpochSeconds(s.now()) }
 
 // quoteIdent quotes a name for SQL.
 func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
@@ -286,7 +303,7 @@ func Code(err error) string {
 }
 
 // classify wraps err with its Code and the operation.
-func (s *Store) classify(err error, format string, args ...any) error {
+func (s *conn) classify(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
@@ -312,7 +329,7 @@ func retryable(err error) bool {
 // jittered pauses, until the write budget (or ctx) runs out. A read-only
 // store refuses with invalid. Errors are classified with Code; what names
 // the operation.
-func (s *Store) write(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+func (s *conn) write(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
 	if s.readOnly {
 		return sessiondb.Errorf(sessiondb.EINVALID, "%s: store opened read-only", what)
 	}
@@ -349,7 +366,7 @@ func jitter(elapsed time.Duration) time.Duration {
 }
 
 // readErr classifies a failed read.
-func (s *Store) readErr(err error, format string, args ...any) error {
+func (s *conn) readErr(err error, format string, args ...any) error {
 	return s.classify(err, format, args...)
 }
 

@@ -3,10 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -296,11 +293,9 @@ func (s *Subagents) ListSubagents(ctx context.Context, f sessiondb.SubagentFilte
 	}
 	where, args := subagentWhere(f)
 	if f.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		at, id, ok := strings.Cut(string(raw), "\x00")
-		ms, perr := strconv.ParseInt(at, 10, 64)
-		if err != nil || !ok || perr != nil {
-			return sessiondb.SubagentPage{}, sessiondb.Errorf(sessiondb.EINVALID, "cursor %q is not one a listing returned", f.Cursor)
+		ms, id, err := sessiondb.ParseSubagentCursor(f.Cursor)
+		if err != nil {
+			return sessiondb.SubagentPage{}, err
 		}
 		where += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
 		args = append(args, ms, ms, id)
@@ -314,7 +309,7 @@ func (s *Subagents) ListSubagents(ctx context.Context, f sessiondb.SubagentFilte
 	if len(rows) > limit {
 		last := rows[limit-1]
 		page.Subagents = rows[:limit]
-		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.UpdatedAt, 10) + "\x00" + last.ID))
+		page.NextCursor = sessiondb.SubagentCursor(last)
 	}
 	return page, nil
 }
@@ -405,27 +400,9 @@ func (s *Subagents) transition(ctx context.Context, what, id string, lost func(s
 	return a, nil
 }
 
-func checkJob(job string) error {
-	if strings.TrimSpace(job) == "" {
-		return sessiondb.Errorf(sessiondb.EINVALID, "job id is empty")
-	}
-	return nil
-}
-
-// notRunning is the conflict of a transition whose job is not the one
-// running.
-func notRunning(job string) func(sessiondb.Subagent) error {
-	return func(a sessiondb.Subagent) error {
-		if a.Status != sessiondb.SubagentRunning {
-			return sessiondb.Errorf(sessiondb.ECONFLICT, "subagent %q is %s, not running job %q", a.ID, a.Status, job)
-		}
-		return sessiondb.Errorf(sessiondb.ECONFLICT, "subagent %q is running job %q, not %q", a.ID, a.RunningJobID, job)
-	}
-}
-
 // DispatchJob implements sessiondb.SubagentService.
 func (s *Subagents) DispatchJob(ctx context.Context, id, job string, alive func(sessiondb.Subagent) bool) (sessiondb.Subagent, error) {
-	if err := checkJob(job); err != nil {
+	if err := sessiondb.CheckSubagentJob(job); err != nil {
 		return sessiondb.Subagent{}, err
 	}
 	cur, err := s.GetSubagent(ctx, id)
@@ -437,7 +414,7 @@ func (s *Subagents) DispatchJob(ctx context.Context, id, job string, alive func(
 		// The probe is I/O: run it outside the transaction, then reset
 		// only if the row still runs the job it probed.
 		if alive == nil || alive(cur) {
-			return sessiondb.Subagent{}, sessiondb.Errorf(sessiondb.ECONFLICT, "%s (subagent %s, job %s)", sessiondb.JobAlreadyRunning, id, cur.RunningJobID)
+			return sessiondb.Subagent{}, sessiondb.SubagentBusy(id, cur.RunningJobID)
 		}
 		stale = cur.RunningJobID
 	}
@@ -459,7 +436,7 @@ func (s *Subagents) DispatchJob(ctx context.Context, id, job string, alive func(
 			return err
 		}
 		if n == 0 {
-			return sessiondb.Errorf(sessiondb.ECONFLICT, "%s (subagent %s, job %s)", sessiondb.JobAlreadyRunning, id, a.RunningJobID)
+			return sessiondb.SubagentBusy(id, a.RunningJobID)
 		}
 		return nil
 	})
@@ -471,30 +448,30 @@ func (s *Subagents) DispatchJob(ctx context.Context, id, job string, alive func(
 
 // CompleteJob implements sessiondb.SubagentService.
 func (s *Subagents) CompleteJob(ctx context.Context, id, job string) (sessiondb.Subagent, error) {
-	if err := checkJob(job); err != nil {
+	if err := sessiondb.CheckSubagentJob(job); err != nil {
 		return sessiondb.Subagent{}, err
 	}
-	return s.transition(ctx, "complete job", id, notRunning(job),
+	return s.transition(ctx, "complete job", id, func(a sessiondb.Subagent) error { return sessiondb.SubagentNotRunningJob(a, job) },
 		`UPDATE subagent_sessions SET status = 'idle', last_job_id = ?1, running_job_id = NULL, last_error = NULL, turns = turns + 1, updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND running_job_id = ?1`, job, s.f.now().UnixMilli(), id)
 }
 
 // FailJob implements sessiondb.SubagentService.
 func (s *Subagents) FailJob(ctx context.Context, id, job, message string) (sessiondb.Subagent, error) {
-	if err := checkJob(job); err != nil {
+	if err := sessiondb.CheckSubagentJob(job); err != nil {
 		return sessiondb.Subagent{}, err
 	}
-	return s.transition(ctx, "fail job", id, notRunning(job),
+	return s.transition(ctx, "fail job", id, func(a sessiondb.Subagent) error { return sessiondb.SubagentNotRunningJob(a, job) },
 		`UPDATE subagent_sessions SET status = 'error', last_error = ?1, running_job_id = NULL, updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND running_job_id = ?4`, message, s.f.now().UnixMilli(), id, job)
 }
 
 // AbortJob implements sessiondb.SubagentService.
 func (s *Subagents) AbortJob(ctx context.Context, id, job string) (sessiondb.Subagent, error) {
-	if err := checkJob(job); err != nil {
+	if err := sessiondb.CheckSubagentJob(job); err != nil {
 		return sessiondb.Subagent{}, err
 	}
-	return s.transition(ctx, "abort job", id, notRunning(job),
+	return s.transition(ctx, "abort job", id, func(a sessiondb.Subagent) error { return sessiondb.SubagentNotRunningJob(a, job) },
 		`UPDATE subagent_sessions SET status = 'idle', running_job_id = NULL, updated_at = ?1
 WHERE id = ?2 AND status = 'running' AND running_job_id = ?3`, s.f.now().UnixMilli(), id, job)
 }
