@@ -1,0 +1,554 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/jackc/pgx/v5"
+)
+
+// Agent questions and approvals (spec A7).
+
+// optionsJSON encodes a card's options as stored.
+func optionsJSON(opts []sessiondb.QuestionOption) (string, error) {
+	b, err := json.Marshal(opts)
+	return string(b), err
+}
+
+// readOptions reads stored options; NanoClaw may have stored them raw
+// (strings), and a value no reader understands reads as no options
+// rather than failing the whole row.
+func readOptions(s string) []sessiondb.QuestionOption {
+	opts, err := sessiondb.NormalizeOptions(json.RawMessage(s))
+	if err != nil {
+		return []sessiondb.QuestionOption{}
+	}
+	return opts
+}
+
+// rawJSON returns stored JSON text as it is, or as a JSON string when it
+// is not valid JSON (written by another program), so a listing never
+// emits broken JSON.
+func rawJSON(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+const questionCols = "question_id, session_id, message_out_id, channel_type, platform_id, thread_id, title, options_json, created_at"
+
+func scanQuestion(r pgx.Row) (sessiondb.PendingQuestion, error) {
+	var q sessiondb.PendingQuestion
+	var ch, pid, thread, at sql.NullString
+	var opts string
+	err := r.Scan(&q.QuestionID, &q.SessionID, &q.MessageOutID, &ch, &pid, &thread, &q.Title, &opts, &at)
+	q.ChannelType, q.PlatformID, q.ThreadID = ch.String, pid.String, thread.String
+	q.Options, q.CreatedAt = readOptions(opts), readTime(at)
+	return q, err
+}
+
+// AddQuestion implements sessiondb.ApprovalService.
+func (c *Central) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (bool, error) {
+	if err := n.Validate(); err != nil {
+		return false, err
+	}
+	if n.MessageOutID == "" {
+		n.MessageOutID = n.QuestionID
+	}
+	opts, err := optionsJSON(n.Options)
+	if err != nil {
+		return false, sessiondb.Wrap(sessiondb.EINVALID, err, "options")
+	}
+	added := false
+	err = c.writeTx(ctx, "add question", func(tx *ctxTx) error {
+		if err := mustExist(tx.Context(), tx, "session", n.SessionID, "SELECT 1 FROM sessions WHERE id = ?", n.SessionID); err != nil {
+			return err
+		}
+		res, err := tx.Exec("INSERT INTO pending_questions ("+questionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+			n.QuestionID, n.SessionID, n.MessageOutID, nullText(n.ChannelType), nullText(n.PlatformID), nullText(n.ThreadID), n.Title, opts, c.stamp())
+		if err != nil {
+			return err
+		}
+		m, _ := res.RowsAffected()
+		added = m > 0
+		return nil
+	})
+	return added, err
+}
+
+// GetQuestion implements sessiondb.ApprovalService.
+func (c *Central) GetQuestion(ctx context.Context, id string) (sessiondb.PendingQuestion, error) {
+	return one(ctx, c.rq, "question", id, "SELECT "+questionCols+" FROM pending_questions WHERE question_id = ?", []any{id}, scanQuestion)
+}
+
+// ListQuestions implements sessiondb.ApprovalService.
+func (c *Central) ListQuestions(ctx context.Context, sessionID string) ([]sessiondb.PendingQuestion, error) {
+	q, args := "SELECT "+questionCols+" FROM pending_questions", []any(nil)
+	if sessionID != "" {
+		q, args = q+" WHERE session_id = ?", []any{sessionID}
+	}
+	out, err := appendRows(ctx, c.rq, q+" ORDER BY question_id", args, []sessiondb.PendingQuestion{}, scanQuestion)
+	if err != nil {
+		return nil, wrapErr(err, "list questions")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// deleteOne runs a DELETE and reports whether it removed a row.
+func (c *Central) deleteOne(ctx context.Context, what, query string, args ...any) (bool, error) {
+	removed := false
+	err := c.writeTx(ctx, what, func(tx *ctxTx) error {
+		res, err := tx.Exec(query, args...)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		removed = n > 0
+		return nil
+	})
+	return removed, err
+}
+
+// DeleteQuestion implements sessiondb.ApprovalService.
+func (c *Central) DeleteQuestion(ctx context.Context, id string) (bool, error) {
+	return c.deleteOne(ctx, "delete question", "DELETE FROM pending_questions WHERE question_id = ?", id)
+}
+
+// ExpireQuestions implements sessiondb.ApprovalService. Rows are compared
+// by their parsed created_at, whatever form another program wrote.
+func (c *Central) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]sessiondb.PendingQuestion, error) {
+	var out []sessiondb.PendingQuestion
+	err := c.writeTx(ctx, "expire questions", func(tx *ctxTx) error {
+		all, err := appendRows(tx.Context(), tx, "SELECT "+questionCols+" FROM pending_questions ORDER BY question_id", nil, nil, scanQuestion)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, q := range all {
+			if !q.CreatedAt.Before(cutoff) {
+				continue
+			}
+			if _, err := tx.Exec("DELETE FROM pending_questions WHERE question_id = ?", q.QuestionID); err != nil {
+				return err
+			}
+			out = append(out, q)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+const approvalCols = "approval_id, session_id, request_id, action, payload, agent_group_id, channel_type, platform_id, platform_message_id, expires_at, status, title, options_json, created_at"
+
+func scanApproval(r pgx.Row) (sessiondb.PendingApproval, error) {
+	var a sessiondb.PendingApproval
+	var sess, ag, ch, pid, pmid, expires, at sql.NullString
+	var payload, status, opts string
+	err := r.Scan(&a.ApprovalID, &sess, &a.RequestID, &a.Action, &payload, &ag, &ch, &pid, &pmid, &expires, &status, &a.Title, &opts, &at)
+	a.SessionID, a.AgentGroupID, a.ChannelType, a.PlatformID, a.PlatformMessageID = sess.String, ag.String, ch.String, pid.String, pmid.String
+	a.Payload, a.Status, a.Options = rawJSON(payload), sessiondb.ApprovalStatus(status), readOptions(opts)
+	a.ExpiresAt, a.CreatedAt = readTime(expires), readTime(at)
+	return a, err
+}
+
+// AddApproval implements sessiondb.ApprovalService. The row records the
+// agent group whose admins may answer: the session's unless n names one.
+func (c *Central) AddApproval(ctx context.Context, n sessiondb.NewApproval) (sessiondb.PendingApproval, error) {
+	if err := n.Validate(); err != nil {
+		return sessiondb.PendingApproval{}, err
+	}
+	now := c.now()
+	if n.ApprovalID == "" {
+		n.ApprovalID = sessiondb.NewID("appr", now)
+	}
+	if n.RequestID == "" {
+		n.RequestID = n.ApprovalID
+	}
+	if len(n.Options) == 0 {
+		n.Options = sessiondb.ApproveRejectOptions
+	}
+	if n.ExpiresAt.IsZero() {
+		n.ExpiresAt = now.Add(sessiondb.ApprovalTTL)
+	}
+	opts, err := optionsJSON(n.Options)
+	if err != nil {
+		return sessiondb.PendingApproval{}, sessiondb.Wrap(sessiondb.EINVALID, err, "options")
+	}
+	var a sessiondb.PendingApproval
+	err = c.writeTx(ctx, "add approval", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		if n.SessionID != "" {
+			ag, err := one(ctx, tx, "session", n.SessionID, "SELECT agent_group_id FROM sessions WHERE id = ?", []any{n.SessionID}, valueOf[string])
+			if err != nil {
+				return err
+			}
+			if n.AgentGroupID == "" {
+				n.AgentGroupID = ag
+			}
+		}
+		if n.AgentGroupID != "" {
+			if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
+				return err
+			}
+		}
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM pending_approvals WHERE approval_id = ?", n.ApprovalID); err != nil || taken {
+			return orConflict(err, "approval id %q is taken", n.ApprovalID)
+		}
+		if _, err := tx.Exec("INSERT INTO pending_approvals ("+approvalCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+			n.ApprovalID, nullText(n.SessionID), n.RequestID, n.Action, string(n.Payload), nullText(n.AgentGroupID),
+			nullText(n.ChannelType), nullText(n.PlatformID), nullText(n.PlatformMessageID), nullTime(n.ExpiresAt),
+			n.Title, opts, sessiondb.FormatTimestamp(now)); err != nil {
+			return err
+		}
+		var err error
+		a, err = one(ctx, tx, "approval", n.ApprovalID, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{n.ApprovalID}, scanApproval)
+		return err
+	})
+	return a, err
+}
+
+// GetApproval implements sessiondb.ApprovalService.
+func (c *Central) GetApproval(ctx context.Context, id string) (sessiondb.PendingApproval, error) {
+	return one(ctx, c.rq, "approval", id, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, scanApproval)
+}
+
+// ListApprovals implements sessiondb.ApprovalService.
+func (c *Central) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter) ([]sessiondb.PendingApproval, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	q := "SELECT " + approvalCols + " FROM pending_approvals WHERE 1 = 1"
+	var args []any
+	for _, c := range []struct{ col, v string }{
+		{"status", string(f.Status)}, {"action", f.Action}, {"agent_group_id", f.AgentGroupID}, {"session_id", f.SessionID},
+	} {
+		if c.v != "" {
+			q += " AND " + c.col + " = ?"
+			args = append(args, c.v)
+		}
+	}
+	out, err := appendRows(ctx, c.rq, q+" ORDER BY approval_id", args, []sessiondb.PendingApproval{}, scanApproval)
+	if err != nil {
+		return nil, wrapErr(err, "list approvals")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	limit := f.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// SetApprovalCard implements sessiondb.ApprovalService.
+func (c *Central) SetApprovalCard(ctx context.Context, id, channelType, platformID, platformMessageID string) error {
+	return c.writeTx(ctx, "record approval card", func(tx *ctxTx) error {
+		res, err := tx.Exec("UPDATE pending_approvals SET channel_type = ?, platform_id = ?, platform_message_id = ? WHERE approval_id = ?",
+			nullText(channelType), nullText(platformID), nullText(platformMessageID), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return sessiondb.NotFound("approval", id)
+		}
+		return nil
+	})
+}
+
+// ResolveApproval implements sessiondb.ApprovalService.
+func (c *Central) ResolveApproval(ctx context.Context, id string, st sessiondb.ApprovalStatus) (sessiondb.PendingApproval, error) {
+	if err := st.Validate(); err != nil {
+		return sessiondb.PendingApproval{}, err
+	}
+	if st == sessiondb.ApprovalPending {
+		return sessiondb.PendingApproval{}, sessiondb.Errorf(sessiondb.EINVALID, "status: an approval is resolved to approved, rejected or expired, not pending")
+	}
+	var a sessiondb.PendingApproval
+	err := c.writeTx(ctx, "resolve approval", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		var err error
+		if a, err = one(ctx, tx, "approval", id, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, scanApproval); err != nil {
+			return err
+		}
+		if a.Status != sessiondb.ApprovalPending {
+			return sessiondb.Errorf(sessiondb.ECONFLICT, "approval %q is already %s", id, a.Status)
+		}
+		if _, err := tx.Exec("UPDATE pending_approvals SET status = ? WHERE approval_id = ? AND status = 'pending'", string(st), id); err != nil {
+			return err
+		}
+		a.Status = st
+		return nil
+	})
+	if err != nil {
+		return sessiondb.PendingApproval{}, err
+	}
+	return a, nil
+}
+
+// DeleteApproval implements sessiondb.ApprovalService.
+func (c *Central) DeleteApproval(ctx context.Context, id string) (bool, error) {
+	return c.deleteOne(ctx, "delete approval", "DELETE FROM pending_approvals WHERE approval_id = ?", id)
+}
+
+// ExpireApprovals implements sessiondb.ApprovalService.
+func (c *Central) ExpireApprovals(ctx context.Context, now time.Time, ttl time.Duration) ([]sessiondb.PendingApproval, error) {
+	if ttl <= 0 {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "ttl %s is not positive", ttl)
+	}
+	var out []sessiondb.PendingApproval
+	err := c.writeTx(ctx, "expire approvals", func(tx *ctxTx) error {
+		pending, err := appendRows(tx.Context(), tx, "SELECT "+approvalCols+" FROM pending_approvals WHERE status = 'pending' ORDER BY approval_id", nil, nil, scanApproval)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, a := range pending {
+			due := a.ExpiresAt
+			if due.IsZero() {
+				due = a.CreatedAt.Add(ttl)
+			}
+			if due.After(now) {
+				continue
+			}
+			if _, err := tx.Exec("UPDATE pending_approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending'", a.ApprovalID); err != nil {
+				return err
+			}
+			a.Status = sessiondb.ApprovalExpired
+			out = append(out, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+const senderApprovalCols = "id, messaging_group_id, agent_group_id, sender_identity, sender_name, original_message, approver_user_id, title, options_json, created_at"
+
+func scanSenderApproval(r pgx.Row) (sessiondb.PendingSenderApproval, error) {
+	var a sessiondb.PendingSenderApproval
+	var name, at sql.NullString
+	var msg, opts string
+	err := r.Scan(&a.ID, &a.MessagingGroupID, &a.AgentGroupID, &a.SenderIdentity, &name, &msg, &a.ApproverUserID, &a.Title, &opts, &at)
+	a.SenderName, a.OriginalMessage, a.Options, a.CreatedAt = name.String, rawJSON(msg), readOptions(opts), readTime(at)
+	return a, err
+}
+
+// AddSenderApproval implements sessiondb.ApprovalService.
+func (c *Central) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderApproval) (sessiondb.PendingSenderApproval, bool, error) {
+	if err := n.Validate(); err != nil {
+		return sessiondb.PendingSenderApproval{}, false, err
+	}
+	now := c.now()
+	if n.ID == "" {
+		n.ID = sessiondb.NewID("nsa", now)
+	}
+	if len(n.Options) == 0 {
+		n.Options = sessiondb.AllowDenyOptions
+	}
+	opts, err := optionsJSON(n.Options)
+	if err != nil {
+		return sessiondb.PendingSenderApproval{}, false, sessiondb.Wrap(sessiondb.EINVALID, err, "options")
+	}
+	var a sessiondb.PendingSenderApproval
+	added := false
+	err = c.writeTx(ctx, "add sender approval", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		found, err := appendRows(ctx, tx, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE messaging_group_id = ? AND sender_identity = ?",
+			[]any{n.MessagingGroupID, n.SenderIdentity}, nil, scanSenderApproval)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			a, added = found[0], false
+			return nil
+		}
+		if err := mustExist(ctx, tx, "messaging group", n.MessagingGroupID, "SELECT 1 FROM messaging_groups WHERE id = ?", n.MessagingGroupID); err != nil {
+			return err
+		}
+		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
+			return err
+		}
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM pending_sender_approvals WHERE id = ?", n.ID); err != nil || taken {
+			return orConflict(err, "sender approval id %q is taken", n.ID)
+		}
+		if _, err := tx.Exec("INSERT INTO pending_sender_approvals ("+senderApprovalCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			n.ID, n.MessagingGroupID, n.AgentGroupID, n.SenderIdentity, nullText(n.SenderName), string(n.OriginalMessage),
+			n.ApproverUserID, n.Title, opts, sessiondb.FormatTimestamp(now)); err != nil {
+			return err
+		}
+		a, err = one(ctx, tx, "sender approval", n.ID, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{n.ID}, scanSenderApproval)
+		added = err == nil
+		return err
+	})
+	return a, added, err
+}
+
+// GetSenderApproval implements sessiondb.ApprovalService.
+func (c *Central) GetSenderApproval(ctx context.Context, id string) (sessiondb.PendingSenderApproval, error) {
+	return one(ctx, c.rq, "sender approval", id, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{id}, scanSenderApproval)
+}
+
+// ListSenderApprovals implements sessiondb.ApprovalService.
+func (c *Central) ListSenderApprovals(ctx context.Context, messagingGroupID string) ([]sessiondb.PendingSenderApproval, error) {
+	q, args := "SELECT "+senderApprovalCols+" FROM pending_sender_approvals", []any(nil)
+	if messagingGroupID != "" {
+		q, args = q+" WHERE messaging_group_id = ?", []any{messagingGroupID}
+	}
+	out, err := appendRows(ctx, c.rq, q+" ORDER BY id", args, []sessiondb.PendingSenderApproval{}, scanSenderApproval)
+	if err != nil {
+		return nil, wrapErr(err, "list sender approvals")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// DeleteSenderApproval implements sessiondb.ApprovalService.
+func (c *Central) DeleteSenderApproval(ctx context.Context, id string) (bool, error) {
+	return c.deleteOne(ctx, "delete sender approval", "DELETE FROM pending_sender_approvals WHERE id = ?", id)
+}
+
+const channelApprovalCols = "messaging_group_id, agent_group_id, original_message, approver_user_id, title, options_json, created_at"
+
+func scanChannelApproval(r pgx.Row) (sessiondb.PendingChannelApproval, error) {
+	var a sessiondb.PendingChannelApproval
+	var at sql.NullString
+	var msg, opts string
+	err := r.Scan(&a.MessagingGroupID, &a.AgentGroupID, &msg, &a.ApproverUserID, &a.Title, &opts, &at)
+	a.OriginalMessage, a.Options, a.CreatedAt = rawJSON(msg), readOptions(opts), readTime(at)
+	return a, err
+}
+
+// AddChannelApproval implements sessiondb.ApprovalService.
+func (c *Central) AddChannelApproval(ctx context.Context, p sessiondb.PendingChannelApproval) (sessiondb.PendingChannelApproval, bool, error) {
+	if err := p.Validate(); err != nil {
+		return sessiondb.PendingChannelApproval{}, false, err
+	}
+	opts, err := optionsJSON(p.Options)
+	if err != nil {
+		return sessiondb.PendingChannelApproval{}, false, sessiondb.Wrap(sessiondb.EINVALID, err, "options")
+	}
+	var a sessiondb.PendingChannelApproval
+	added := false
+	err = c.writeTx(ctx, "add channel approval", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		found, err := appendRows(ctx, tx, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
+			[]any{p.MessagingGroupID}, nil, scanChannelApproval)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			a, added = found[0], false
+			return nil
+		}
+		if err := mustExist(ctx, tx, "messaging group", p.MessagingGroupID, "SELECT 1 FROM messaging_groups WHERE id = ?", p.MessagingGroupID); err != nil {
+			return err
+		}
+		if err := mustExist(ctx, tx, "agent group", p.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", p.AgentGroupID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec("INSERT INTO pending_channel_approvals ("+channelApprovalCols+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+			p.MessagingGroupID, p.AgentGroupID, string(p.OriginalMessage), p.ApproverUserID, p.Title, opts, c.stamp()); err != nil {
+			return err
+		}
+		a, err = one(ctx, tx, "channel approval", p.MessagingGroupID, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
+			[]any{p.MessagingGroupID}, scanChannelApproval)
+		added = err == nil
+		return err
+	})
+	return a, added, err
+}
+
+// GetChannelApproval implements sessiondb.ApprovalService.
+func (c *Central) GetChannelApproval(ctx context.Context, messagingGroupID string) (sessiondb.PendingChannelApproval, error) {
+	return one(ctx, c.rq, "channel approval", messagingGroupID, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
+		[]any{messagingGroupID}, scanChannelApproval)
+}
+
+// ListChannelApprovals implements sessiondb.ApprovalService.
+func (c *Central) ListChannelApprovals(ctx context.Context) ([]sessiondb.PendingChannelApproval, error) {
+	out, err := appendRows(ctx, c.rq, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
+		[]sessiondb.PendingChannelApproval{}, scanChannelApproval)
+	if err != nil {
+		return nil, wrapErr(err, "list channel approvals")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// UpdateChannelApprovalCard implements sessiondb.ApprovalService.
+func (c *Central) UpdateChannelApprovalCard(ctx context.Context, messagingGroupID, title string, options []sessiondb.QuestionOption) error {
+	if err := sessiondb.CheckCard(title, options); err != nil {
+		return err
+	}
+	opts, err := optionsJSON(options)
+	if err != nil {
+		return sessiondb.Wrap(sessiondb.EINVALID, err, "options")
+	}
+	return c.writeTx(ctx, "update channel approval card", func(tx *ctxTx) error {
+		res, err := tx.Exec("UPDATE pending_channel_approvals SET title = ?, options_json = ? WHERE messaging_group_id = ?", title, opts, messagingGroupID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return sessiondb.NotFound("channel approval", messagingGroupID)
+		}
+		return nil
+	})
+}
+
+// DeleteChannelApproval implements sessiondb.ApprovalService.
+func (c *Central) DeleteChannelApproval(ctx context.Context, messagingGroupID string) (bool, error) {
+	return c.deleteOne(ctx, "delete channel approval", "DELETE FROM pending_channel_approvals WHERE messaging_group_id = ?", messagingGroupID)
+}
+
+// FindCard implements sessiondb.ApprovalService: the four lookups in one
+// snapshot, in the order clicks are offered.
+func (c *Central) FindCard(ctx context.Context, id string) (sessiondb.Card, error) {
+	var card sessiondb.Card
+	err := c.readTx(ctx, "find card", func(q rquerier) error {
+		if s, err := appendRows(ctx, q, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{id}, nil, scanSenderApproval); err != nil || len(s) > 0 {
+			if len(s) > 0 {
+				card = sessiondb.Card{Kind: sessiondb.CardSenderApproval, Sender: &s[0]}
+			}
+			return err
+		}
+		if ch, err := appendRows(ctx, q, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?", []any{id}, nil, scanChannelApproval); err != nil || len(ch) > 0 {
+			if len(ch) > 0 {
+				card = sessiondb.Card{Kind: sessiondb.CardChannelApproval, Channel: &ch[0]}
+			}
+			return err
+		}
+		if a, err := appendRows(ctx, q, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, nil, scanApproval); err != nil || len(a) > 0 {
+			if len(a) > 0 {
+				card = sessiondb.Card{Kind: sessiondb.CardActionApproval, Action: &a[0]}
+			}
+			return err
+		}
+		qs, err := appendRows(ctx, q, "SELECT "+questionCols+" FROM pending_questions WHERE question_id = ?", []any{id}, nil, scanQuestion)
+		if len(qs) > 0 {
+			card = sessiondb.Card{Kind: sessiondb.CardQuestion, Question: &qs[0]}
+		}
+		return err
+	})
+	if err != nil {
+		return sessiondb.Card{}, err
+	}
+	if card.Kind == "" {
+		return sessiondb.Card{}, sessiondb.NotFound("card", id)
+	}
+	return card, nil
+}

@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/jackc/pgx/v5"
+)
+
+// The destinations ACL (spec A8).
+
+const destinationCols = "agent_group_id, local_name, target_type, target_id, created_at"
+
+func scanDestination(r pgx.Row) (sessiondb.Destination, error) {
+	var d sessiondb.Destination
+	var tt string
+	var at sql.NullString
+	err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, &at)
+	d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), readTime(at)
+	return d, err
+}
+
+// AddDestination implements sessiondb.DestinationService.
+func (c *Central) AddDestination(ctx context.Context, n sessiondb.NewDestination) (sessiondb.Destination, error) {
+	if err := n.Validate(); err != nil {
+		return sessiondb.Destination{}, err
+	}
+	var d sessiondb.Destination
+	err := c.writeTx(ctx, "add destination", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
+			return err
+		}
+		target := "SELECT 1 FROM messaging_groups WHERE id = ?"
+		what := "messaging group"
+		if n.TargetType == sessiondb.TargetAgent {
+			target, what = "SELECT 1 FROM agent_groups WHERE id = ?", "agent group"
+		}
+		if err := mustExist(ctx, tx, what, n.TargetID, target, n.TargetID); err != nil {
+			return err
+		}
+		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", n.AgentGroupID, n.LocalName); err != nil || taken {
+			return orConflict(err, "agent group %q already has a destination named %q", n.AgentGroupID, n.LocalName)
+		}
+		if _, err := tx.Exec("INSERT INTO agent_destinations ("+destinationCols+") VALUES (?, ?, ?, ?, ?)",
+			n.AgentGroupID, n.LocalName, string(n.TargetType), n.TargetID, c.stamp()); err != nil {
+			return err
+		}
+		var err error
+		d, err = one(ctx, tx, "destination", n.LocalName, "SELECT "+destinationCols+" FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?",
+			[]any{n.AgentGroupID, n.LocalName}, scanDestination)
+		return err
+	})
+	return d, err
+}
+
+// RemoveDestination implements sessiondb.DestinationService.
+func (c *Central) RemoveDestination(ctx context.Context, agentGroupID, localName string) error {
+	return c.writeTx(ctx, "remove destination", func(tx *ctxTx) error {
+		res, err := tx.Exec("DELETE FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", agentGroupID, localName)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return sessiondb.NotFound("destination", agentGroupID+"/"+localName)
+		}
+		return nil
+	})
+}
+
+// ListDestinations implements sessiondb.DestinationService.
+func (c *Central) ListDestinations(ctx context.Context, agentGroupID string) ([]sessiondb.Destination, error) {
+	out, err := appendRows(ctx, c.rq, "SELECT "+destinationCols+" FROM agent_destinations WHERE agent_group_id = ? ORDER BY local_name",
+		[]any{agentGroupID}, []sessiondb.Destination{}, scanDestination)
+	return out, wrapErr(err, "list destinations")
+}
+
+// ResolveDestinations implements sessiondb.DestinationService: one query,
+// so one snapshot.
+func (c *Central) ResolveDestinations(ctx context.Context, agentGroupID string) ([]sessiondb.ResolvedDestination, error) {
+	const q = `SELECT d.agent_group_id, d.local_name, d.target_type, d.target_id, d.created_at,
+  mg.id, mg.channel_type, mg.platform_id, mg.name, mg.is_group, mg.unknown_sender_policy, mg.created_at, mg.denied_at,
+  ag.id, ag.name, ag.folder, ag.agent_provider, ag.created_at
+FROM agent_destinations d
+LEFT JOIN messaging_groups mg ON d.target_type = 'channel' AND mg.id = d.target_id
+LEFT JOIN agent_groups ag ON d.target_type = 'agent' AND ag.id = d.target_id
+WHERE d.agent_group_id = ? ORDER BY d.local_name`
+	out, err := appendRows(ctx, c.rq, q, []any{agentGroupID}, []sessiondb.ResolvedDestination{}, func(r pgx.Row) (sessiondb.ResolvedDestination, error) {
+		var d sessiondb.ResolvedDestination
+		var tt string
+		var at sql.NullString
+		var mgID, mgChannel, mgPlatform, mgName, mgPolicy, mgCreated, mgDenied sql.NullString
+		var mgIsGroup sql.NullInt64
+		var agID, agName, agFolder, agProvider, agCreated sql.NullString
+		err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, &at,
+			&mgID, &mgChannel, &mgPlatform, &mgName, &mgIsGroup, &mgPolicy, &mgCreated, &mgDenied,
+			&agID, &agName, &agFolder, &agProvider, &agCreated)
+		d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), readTime(at)
+		if mgID.Valid {
+			d.Chat = &sessiondb.MessagingGroup{ID: mgID.String, ChannelType: mgChannel.String, PlatformID: mgPlatform.String,
+				Name: mgName.String, IsGroup: mgIsGroup.Int64 != 0, UnknownSenderPolicy: sessiondb.UnknownSenderPolicy(mgPolicy.String),
+				CreatedAt: readTime(mgCreated), DeniedAt: readTime(mgDenied)}
+		}
+		if agID.Valid {
+			d.Agent = &sessiondb.AgentGroup{ID: agID.String, Name: agName.String, Folder: agFolder.String,
+				AgentProvider: agProvider.String, CreatedAt: readTime(agCreated)}
+		}
+		return d, err
+	})
+	return out, wrapErr(err, "resolve destinations")
+}

@@ -1,0 +1,243 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/jackc/pgx/v5"
+)
+
+// The session registry and its resolver (spec A4).
+
+const agentSessionCols = "id, agent_group_id, messaging_group_id, thread_id, agent_provider, status, container_status, last_active, created_at"
+
+func scanAgentSession(r pgx.Row) (sessiondb.AgentSession, error) { return scanAgentSessionAnd(r) }
+
+// scanAgentSessionAnd scans agentSessionCols and then extra columns into
+// extra.
+func scanAgentSessionAnd(r pgx.Row, extra ...any) (sessiondb.AgentSession, error) {
+	var s sessiondb.AgentSession
+	var mg, thread, provider, status, cstatus, last, created sql.NullString
+	err := r.Scan(append([]any{&s.ID, &s.AgentGroupID, &mg, &thread, &provider, &status, &cstatus, &last, &created}, extra...)...)
+	s.MessagingGroupID, s.ThreadID, s.AgentProvider = mg.String, thread.String, provider.String
+	s.Status, s.ContainerStatus = sessiondb.SessionStatus(status.String), sessiondb.ContainerStatus(cstatus.String)
+	s.LastActive, s.CreatedAt = readTime(last), readTime(created)
+	return s, err
+}
+
+// Of several matches (twins other programs made) the newest wins, as
+// NanoClaw's agent-shared lookup picks.
+const (
+	findSessionAnyChat = "SELECT " + agentSessionCols + " FROM sessions WHERE agent_group_id = ? AND status = 'active' ORDER BY created_at DESC, id DESC LIMIT 1"
+	findSessionInChat  = "SELECT " + agentSessionCols + " FROM sessions WHERE messaging_group_id = ? AND agent_group_id = ? AND thread_id IS NOT DISTINCT FROM ? AND status = 'active' ORDER BY created_at DESC, id DESC LIMIT 1"
+)
+
+// findSession runs the lookup k describes.
+func findSession(ctx context.Context, q rquerier, k sessiondb.SessionKey) ([]sessiondb.AgentSession, error) {
+	if k.NoLookup {
+		return nil, nil
+	}
+	if k.AnyChat {
+		return appendRows(ctx, q, findSessionAnyChat, []any{k.AgentGroupID}, nil, scanAgentSession)
+	}
+	return appendRows(ctx, q, findSessionInChat, []any{k.MessagingGroupID, k.AgentGroupID, nullText(k.ThreadID)}, nil, scanAgentSession)
+}
+
+// ResolveSession implements sessiondb.AgentSessionService. A hit is
+// answered from a reader; a miss looks again inside the write transaction
+// before it inserts.
+func (c *Central) ResolveSession(ctx context.Context, l sessiondb.SessionLookup) (sessiondb.AgentSession, bool, error) {
+	if err := l.Validate(); err != nil {
+		return sessiondb.AgentSession{}, false, err
+	}
+	k := l.Key()
+	found, err := findSession(ctx, c.rq, k)
+	if err != nil {
+		return sessiondb.AgentSession{}, false, wrapErr(err, "resolve session")
+	}
+	if len(found) > 0 {
+		return found[0], false, nil
+	}
+	var s sessiondb.AgentSession
+	created := false
+	err = c.writeTx(ctx, "resolve session", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		// Resolutions of one key take turns: a transaction-scoped advisory
+		// lock on the key, then the lookup again, which (read committed)
+		// sees a session another host committed while we waited. A unique
+		// index cannot say it: which sessions count as the same depends on
+		// the wiring's mode (one per chat and thread, or one per agent
+		// group), and rows other programs wrote may hold twins.
+		if _, err := tx.Exec("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", resolveLockKey(k)); err != nil {
+			return err
+		}
+		found, err := findSession(ctx, tx, k)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			s, created = found[0], false
+			return nil
+		}
+		if err := mustExist(ctx, tx, "agent group", l.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", l.AgentGroupID); err != nil {
+			return err
+		}
+		if l.MessagingGroupID != "" {
+			if err := mustExist(ctx, tx, "messaging group", l.MessagingGroupID, "SELECT 1 FROM messaging_groups WHERE id = ?", l.MessagingGroupID); err != nil {
+				return err
+			}
+		}
+		now := c.now()
+		id := sessiondb.NewID("sess", now)
+		if _, err := tx.Exec("INSERT INTO sessions (id, agent_group_id, messaging_group_id, thread_id, status, container_status, created_at) VALUES (?, ?, ?, ?, 'active', 'stopped', ?)",
+			id, l.AgentGroupID, nullText(l.MessagingGroupID), nullText(k.ThreadID), sessiondb.FormatTimestamp(now)); err != nil {
+			return err
+		}
+		s, err = one(ctx, tx, "session", id, "SELECT "+agentSessionCols+" FROM sessions WHERE id = ?", []any{id}, scanAgentSession)
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return sessiondb.AgentSession{}, false, err
+	}
+	return s, created, nil
+}
+
+// resolveLockKey names the advisory lock of a lookup key.
+func resolveLockKey(k sessiondb.SessionKey) string {
+	if k.AnyChat {
+		return "sessiondb.resolve.any\x1f" + k.AgentGroupID
+	}
+	return "sessiondb.resolve.chat\x1f" + k.AgentGroupID + "\x1f" + k.MessagingGroupID + "\x1f" + k.ThreadID
+}
+
+// FindActiveSession implements sessiondb.AgentSessionService.
+func (c *Central) FindActiveSession(ctx context.Context, l sessiondb.SessionLookup) (sessiondb.AgentSession, bool, error) {
+	if err := l.Validate(); err != nil {
+		return sessiondb.AgentSession{}, false, err
+	}
+	found, err := findSession(ctx, c.rq, l.Key())
+	if err != nil || len(found) == 0 {
+		return sessiondb.AgentSession{}, false, wrapErr(err, "find session")
+	}
+	return found[0], true, nil
+}
+
+// GetAgentSession implements sessiondb.AgentSessionService.
+func (c *Central) GetAgentSession(ctx context.Context, id string) (sessiondb.AgentSession, error) {
+	return one(ctx, c.rq, "session", id, "SELECT "+agentSessionCols+" FROM sessions WHERE id = ?", []any{id}, scanAgentSession)
+}
+
+// sessionCursor encodes the keyset position after s.
+func sessionCursor(s sessiondb.AgentSession, createdAt string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(createdAt + "\x00" + s.ID))
+}
+
+// ListAgentSessions implements sessiondb.AgentSessionService.
+func (c *Central) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessionFilter) (sessiondb.AgentSessionPage, error) {
+	if err := f.Validate(); err != nil {
+		return sessiondb.AgentSessionPage{}, err
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	q := "SELECT " + agentSessionCols + ", created_at FROM sessions WHERE 1 = 1"
+	var args []any
+	for _, c := range []struct{ col, v string }{
+		{"agent_group_id", f.AgentGroupID}, {"messaging_group_id", f.MessagingGroupID},
+		{"status", string(f.Status)}, {"container_status", string(f.ContainerStatus)},
+	} {
+		if c.v != "" {
+			q += " AND " + c.col + " = ?"
+			args = append(args, c.v)
+		}
+	}
+	if f.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+		at, id, ok := strings.Cut(string(raw), "\x00")
+		if err != nil || !ok {
+			return sessiondb.AgentSessionPage{}, sessiondb.Errorf(sessiondb.EINVALID, "cursor %q is not one a listing returned", f.Cursor)
+		}
+		q += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+		args = append(args, at, at, id)
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	args = append(args, limit+1)
+	type row struct {
+		s   sessiondb.AgentSession
+		raw string
+	}
+	rows, err := appendRows(ctx, c.rq, q, args, nil, func(r pgx.Row) (row, error) {
+		var raw string
+		s, err := scanAgentSessionAnd(r, &raw)
+		return row{s, raw}, err
+	})
+	if err != nil {
+		return sessiondb.AgentSessionPage{}, wrapErr(err, "list sessions")
+	}
+	page := sessiondb.AgentSessionPage{Sessions: []sessiondb.AgentSession{}}
+	for i, r := range rows {
+		if i == limit {
+			last := rows[i-1]
+			page.NextCursor = sessionCursor(last.s, last.raw)
+			break
+		}
+		page.Sessions = append(page.Sessions, r.s)
+	}
+	return page, nil
+}
+
+// updateSession runs an UPDATE of one session by id (the last argument),
+// not_found when it changes nothing.
+func (c *Central) updateSession(ctx context.Context, what, id, query string, args ...any) error {
+	return c.writeTx(ctx, what, func(tx *ctxTx) error {
+		res, err := tx.Exec(query, args...)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return sessiondb.NotFound("session", id)
+		}
+		return nil
+	})
+}
+
+// TouchSession implements sessiondb.AgentSessionService.
+func (c *Central) TouchSession(ctx context.Context, id string) error {
+	return c.updateSession(ctx, "touch session", id, "UPDATE sessions SET last_active = ? WHERE id = ?", c.stamp(), id)
+}
+
+// SetContainerStatus implements sessiondb.AgentSessionService.
+func (c *Central) SetContainerStatus(ctx context.Context, id string, st sessiondb.ContainerStatus) error {
+	if err := st.Validate(); err != nil {
+		return err
+	}
+	if st == sessiondb.ContainerRunning {
+		return c.updateSession(ctx, "mark session running", id, "UPDATE sessions SET container_status = 'running', last_active = ? WHERE id = ?", c.stamp(), id)
+	}
+	return c.updateSession(ctx, "set container status", id, "UPDATE sessions SET container_status = ? WHERE id = ?", string(st), id)
+}
+
+// StopAllContainers implements sessiondb.AgentSessionService.
+func (c *Central) StopAllContainers(ctx context.Context) (int, error) {
+	n := 0
+	err := c.writeTx(ctx, "stop all containers", func(tx *ctxTx) error {
+		res, err := tx.Exec("UPDATE sessions SET container_status = 'stopped' WHERE container_status IN ('running', 'idle')")
+		if err != nil {
+			return err
+		}
+		m, _ := res.RowsAffected()
+		n = int(m)
+		return nil
+	})
+	return n, err
+}
+
+// CloseSession implements sessiondb.AgentSessionService.
+func (c *Central) CloseSession(ctx context.Context, id string) error {
+	return c.updateSession(ctx, "close session", id, "UPDATE sessions SET status = 'closed' WHERE id = ?", id)
+}

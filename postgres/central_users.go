@@ -1,0 +1,297 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"sort"
+	"strings"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/jackc/pgx/v5"
+)
+
+// Users, roles, memberships and the DM cache.
+
+const userCols = "id, kind, display_name, created_at"
+
+func scanUser(r pgx.Row) (sessiondb.User, error) {
+	var u sessiondb.User
+	var name, created sql.NullString
+	err := r.Scan(&u.ID, &u.Kind, &name, &created)
+	u.DisplayName, u.CreatedAt = name.String, readTime(created)
+	return u, err
+}
+
+// EnsureUser implements sessiondb.UserService.
+func (c *Central) EnsureUser(ctx context.Context, n sessiondb.NewUser) (sessiondb.User, bool, error) {
+	if err := n.Validate(); err != nil {
+		return sessiondb.User{}, false, err
+	}
+	if n.Kind == "" {
+		n.Kind, _, _ = strings.Cut(n.ID, ":")
+	}
+	// Most senders are known: answer them from a reader.
+	if u, err := c.GetUser(ctx, n.ID); err == nil && (u.DisplayName != "" || n.DisplayName == "") {
+		return u, false, nil
+	} else if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+		return sessiondb.User{}, false, err
+	}
+	var u sessiondb.User
+	created := false
+	err := c.writeTx(ctx, "ensure user", func(tx *ctxTx) error {
+		found, err := appendRows(tx.Context(), tx, "SELECT "+userCols+" FROM users WHERE id = ?", []any{n.ID}, nil, scanUser)
+		if err != nil {
+			return err
+		}
+		created = len(found) == 0
+		switch {
+		case created:
+			_, err = tx.Exec("INSERT INTO users ("+userCols+") VALUES (?, ?, ?, ?)", n.ID, n.Kind, nullText(n.DisplayName), c.stamp())
+		case found[0].DisplayName == "" && n.DisplayName != "":
+			_, err = tx.Exec("UPDATE users SET display_name = ? WHERE id = ?", n.DisplayName, n.ID)
+		}
+		if err != nil {
+			return err
+		}
+		u, err = one(tx.Context(), tx, "user", n.ID, "SELECT "+userCols+" FROM users WHERE id = ?", []any{n.ID}, scanUser)
+		return err
+	})
+	return u, created, err
+}
+
+// GetUser implements sessiondb.UserService.
+func (c *Central) GetUser(ctx context.Context, id string) (sessiondb.User, error) {
+	return one(ctx, c.rq, "user", id, "SELECT "+userCols+" FROM users WHERE id = ?", []any{id}, scanUser)
+}
+
+// ListUsers implements sessiondb.UserService.
+func (c *Central) ListUsers(ctx context.Context) ([]sessiondb.User, error) {
+	out, err := appendRows(ctx, c.rq, "SELECT "+userCols+" FROM users ORDER BY id", nil, []sessiondb.User{}, scanUser)
+	return out, wrapErr(err, "list users")
+}
+
+const roleCols = "user_id, role, agent_group_id, granted_by, granted_at"
+
+func scanRole(r pgx.Row) (sessiondb.RoleGrant, error) {
+	var g sessiondb.RoleGrant
+	var role string
+	var ag, by, at sql.NullString
+	err := r.Scan(&g.UserID, &role, &ag, &by, &at)
+	g.Role, g.AgentGroupID, g.GrantedBy, g.GrantedAt = sessiondb.Role(role), ag.String, by.String, readTime(at)
+	return g, err
+}
+
+// GrantRole implements sessiondb.UserService.
+func (c *Central) GrantRole(ctx context.Context, g sessiondb.NewRoleGrant) (bool, error) {
+	if err := g.Validate(); err != nil {
+		return false, err
+	}
+	granted := false
+	err := c.writeTx(ctx, "grant role", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		if err := mustExist(ctx, tx, "user", g.UserID, "SELECT 1 FROM users WHERE id = ?", g.UserID); err != nil {
+			return err
+		}
+		if g.GrantedBy != "" {
+			if err := mustExist(ctx, tx, "granting user", g.GrantedBy, "SELECT 1 FROM users WHERE id = ?", g.GrantedBy); err != nil {
+				return err
+			}
+		}
+		if g.AgentGroupID != "" {
+			if err := mustExist(ctx, tx, "agent group", g.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", g.AgentGroupID); err != nil {
+				return err
+			}
+		}
+		has, err := hasRow(ctx, tx, "SELECT 1 FROM user_roles WHERE user_id = ? AND role = ? AND agent_group_id IS NOT DISTINCT FROM ?", g.UserID, string(g.Role), nullText(g.AgentGroupID))
+		if err != nil || has {
+			return err
+		}
+		_, err = tx.Exec("INSERT INTO user_roles ("+roleCols+") VALUES (?, ?, ?, ?, ?)",
+			g.UserID, string(g.Role), nullText(g.AgentGroupID), nullText(g.GrantedBy), c.stamp())
+		granted = err == nil
+		return err
+	})
+	return granted, err
+}
+
+// RevokeRole implements sessiondb.UserService.
+func (c *Central) RevokeRole(ctx context.Context, userID string, role sessiondb.Role, agentGroupID string) (bool, error) {
+	revoked := false
+	err := c.writeTx(ctx, "revoke role", func(tx *ctxTx) error {
+		res, err := tx.Exec("DELETE FROM user_roles WHERE user_id = ? AND role = ? AND agent_group_id IS NOT DISTINCT FROM ?", userID, string(role), nullText(agentGroupID))
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		revoked = n > 0
+		return nil
+	})
+	return revoked, err
+}
+
+// ListRoles implements sessiondb.UserService.
+func (c *Central) ListRoles(ctx context.Context, f sessiondb.RoleFilter) ([]sessiondb.RoleGrant, error) {
+	return listRoles(ctx, c.rq, f)
+}
+
+func listRoles(ctx context.Context, q rquerier, f sessiondb.RoleFilter) ([]sessiondb.RoleGrant, error) {
+	query := "SELECT " + roleCols + " FROM user_roles WHERE 1 = 1"
+	var args []any
+	if f.UserID != "" {
+		query += " AND user_id = ?"
+		args = append(args, f.UserID)
+	}
+	if f.Role != "" {
+		query += " AND role = ?"
+		args = append(args, string(f.Role))
+	}
+	if f.GlobalOnly {
+		query += " AND agent_group_id IS NULL"
+	} else if f.AgentGroupID != "" {
+		query += " AND agent_group_id = ?"
+		args = append(args, f.AgentGroupID)
+	}
+	out, err := appendRows(ctx, q, query+" ORDER BY user_id, role, agent_group_id", args, []sessiondb.RoleGrant{}, scanRole)
+	if err != nil {
+		return nil, wrapErr(err, "list roles")
+	}
+	// By the moment of the grant, not its text: NanoClaw's ncl writes
+	// SQLite's "YYYY-MM-DD HH:MM:SS", which sorts before the ISO form of
+	// the same day.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].GrantedAt.Before(out[j].GrantedAt) })
+	return out, nil
+}
+
+// AddMember implements sessiondb.UserService.
+func (c *Central) AddMember(ctx context.Context, userID, agentGroupID, addedBy string) (bool, error) {
+	if err := sessiondb.CheckUserID("user_id", userID); err != nil {
+		return false, err
+	}
+	if addedBy != "" {
+		if err := sessiondb.CheckUserID("added_by", addedBy); err != nil {
+			return false, err
+		}
+	}
+	added := false
+	err := c.writeTx(ctx, "add member", func(tx *ctxTx) error {
+		ctx := tx.Context()
+		if err := mustExist(ctx, tx, "user", userID, "SELECT 1 FROM users WHERE id = ?", userID); err != nil {
+			return err
+		}
+		if err := mustExist(ctx, tx, "agent group", agentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", agentGroupID); err != nil {
+			return err
+		}
+		if addedBy != "" {
+			if err := mustExist(ctx, tx, "adding user", addedBy, "SELECT 1 FROM users WHERE id = ?", addedBy); err != nil {
+				return err
+			}
+		}
+		res, err := tx.Exec("INSERT INTO agent_group_members (user_id, agent_group_id, added_by, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+			userID, agentGroupID, nullText(addedBy), c.stamp())
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		added = n > 0
+		return nil
+	})
+	return added, err
+}
+
+// RemoveMember implements sessiondb.UserService.
+func (c *Central) RemoveMember(ctx context.Context, userID, agentGroupID string) (bool, error) {
+	removed := false
+	err := c.writeTx(ctx, "remove member", func(tx *ctxTx) error {
+		res, err := tx.Exec("DELETE FROM agent_group_members WHERE user_id = ? AND agent_group_id = ?", userID, agentGroupID)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		removed = n > 0
+		return nil
+	})
+	return removed, err
+}
+
+const memberCols = "user_id, agent_group_id, added_by, added_at"
+
+func scanMember(r pgx.Row) (sessiondb.Membership, error) {
+	var m sessiondb.Membership
+	var by, at sql.NullString
+	err := r.Scan(&m.UserID, &m.AgentGroupID, &by, &at)
+	m.AddedBy, m.AddedAt = by.String, readTime(at)
+	return m, err
+}
+
+// ListMembers implements sessiondb.UserService.
+func (c *Central) ListMembers(ctx context.Context, agentGroupID string) ([]sessiondb.Membership, error) {
+	out, err := appendRows(ctx, c.rq, "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID}, []sessiondb.Membership{}, scanMember)
+	if err != nil {
+		return nil, wrapErr(err, "list members")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].AddedAt.Before(out[j].AddedAt) })
+	return out, nil
+}
+
+// UserAccess implements sessiondb.UserService.
+func (c *Central) UserAccess(ctx context.Context, userID string) (sessiondb.UserAccess, error) {
+	a := sessiondb.UserAccess{UserID: userID}
+	if userID == "" {
+		return a, nil
+	}
+	err := c.readTx(ctx, "read the access of user "+userID, func(q rquerier) error {
+		users, err := appendRows(ctx, q, "SELECT "+userCols+" FROM users WHERE id = ?", []any{userID}, nil, scanUser)
+		if err != nil || len(users) == 0 {
+			return err
+		}
+		a.User = &users[0]
+		if a.Roles, err = listRoles(ctx, q, sessiondb.RoleFilter{UserID: userID}); err != nil {
+			return err
+		}
+		a.Memberships, err = appendRows(ctx, q, "SELECT "+memberCols+" FROM agent_group_members WHERE user_id = ? ORDER BY agent_group_id", []any{userID}, nil, scanMember)
+		return err
+	})
+	return a, err
+}
+
+// GetUserDM implements sessiondb.UserService.
+func (c *Central) GetUserDM(ctx context.Context, userID, channelType string) (sessiondb.UserDM, error) {
+	return one(ctx, c.rq, "DM of user", userID+" on "+channelType,
+		"SELECT user_id, channel_type, messaging_group_id, resolved_at FROM user_dms WHERE user_id = ? AND channel_type = ?",
+		[]any{userID, channelType}, func(r pgx.Row) (sessiondb.UserDM, error) {
+			var d sessiondb.UserDM
+			var at sql.NullString
+			err := r.Scan(&d.UserID, &d.ChannelType, &d.MessagingGroupID, &at)
+			d.ResolvedAt = readTime(at)
+			return d, err
+		})
+}
+
+// SaveUserDM implements sessiondb.UserService.
+func (c *Central) SaveUserDM(ctx context.Context, n sessiondb.NewUserDM) (sessiondb.MessagingGroup, error) {
+	if err := n.Validate(); err != nil {
+		return sessiondb.MessagingGroup{}, err
+	}
+	var m sessiondb.MessagingGroup
+	err := c.writeTx(ctx, "save user DM", func(tx *ctxTx) error {
+		if err := mustExist(tx.Context(), tx, "user", n.UserID, "SELECT 1 FROM users WHERE id = ?", n.UserID); err != nil {
+			return err
+		}
+		now := c.stamp()
+		found, err := findChat(tx, n.ChannelType, n.PlatformID)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			m = found[0]
+		} else if m, err = insertMessagingGroup(tx, sessiondb.NewMessagingGroup{ChannelType: n.ChannelType, PlatformID: n.PlatformID,
+			Name: n.Name, UnknownSenderPolicy: sessiondb.PolicyStrict}, now); err != nil {
+			return err
+		}
+		_, err = tx.Exec(`INSERT INTO user_dms (user_id, channel_type, messaging_group_id, resolved_at) VALUES (?, ?, ?, ?)
+ON CONFLICT(user_id, channel_type) DO UPDATE SET messaging_group_id = excluded.messaging_group_id, resolved_at = excluded.resolved_at`,
+			n.UserID, n.ChannelType, m.ID, now)
+		return err
+	})
+	return m, err
+}
