@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb"
 )
 
 // Agent questions and approvals (spec A7).

@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb"
 )
 
 // The destinations ACL (spec A8).

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb"
 )
 
 // The dropped-message audit (spec A9).

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb"
 )
 
 // Agent groups, chats and the wirings between them.

@@ -6,8 +6,8 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb"
 )
 
 // The session registry and its resolver (spec A4).

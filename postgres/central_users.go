@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sessiondb/sessiondb"
 	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb"
 )
 
 // Users, roles, memberships and the DM cache.
