@@ -1,7 +1,8 @@
-// Package open is the library's one way to a history store: History picks
-// the backend from the location, a state.db path (the sqlite backend) or a
-// postgres:// URL (the postgres backend), so a program moves from the
-// embedded default to a server by changing one string.
+// Package open is the library's one way to a store: History (and Central,
+// Subagents for the control plane) picks the backend from the location, a
+// file path (the sqlite backend) or a postgres:// URL (the postgres
+// backend), so a program moves from the embedded default to a server by
+// changing one string.
 //
 //	st, err := open.History(ctx, os.Getenv("SESSIONDB_DATABASE_URL"), open.Options{})
 //
@@ -90,4 +91,64 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 		return nil, err
 	}
 	return st, nil
+}
+
+// Central opens the control plane's central registry at location: a
+// postgres:// URL (in the schema its search_path names; not the history
+// store's, whose sessions table it would clash with) or a NanoClaw
+// data/v2.db path. Host daemons on several machines share one registry by
+// giving the same URL.
+func Central(ctx context.Context, location string, o Options) (sessiondb.Registry, error) {
+	if location == "" {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open central registry: no location (a data/v2.db path or a postgres:// URL)")
+	}
+	if IsURL(location) {
+		c, err := postgres.OpenCentral(ctx, location, postgres.Options{ReadOnly: o.ReadOnly, MustExist: o.MustExist, Now: o.Now, Logger: o.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	if err := mustExist(location, o); err != nil {
+		return nil, err
+	}
+	c, err := sqlite.OpenCentral(ctx, location, sqlite.CentralOptions{ReadOnly: o.ReadOnly, Now: o.Now, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Subagents opens janebot's subagent store at location: a postgres:// URL
+// or a state.sqlite path.
+func Subagents(ctx context.Context, location string, o Options) (sessiondb.SubagentService, error) {
+	if location == "" {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open subagent store: no location (a state.sqlite path or a postgres:// URL)")
+	}
+	if IsURL(location) {
+		s, err := postgres.OpenSubagents(ctx, location, postgres.Options{ReadOnly: o.ReadOnly, MustExist: o.MustExist, Now: o.Now, Logger: o.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if err := mustExist(location, o); err != nil {
+		return nil, err
+	}
+	s, err := sqlite.OpenSubagents(ctx, location, sqlite.SubagentOptions{Now: o.Now, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// mustExist refuses a missing file when o.MustExist.
+func mustExist(path string, o Options) error {
+	if !o.MustExist {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "nothing at %s", path)
+	}
+	return nil
 }
