@@ -91,6 +91,11 @@ func (t *ctxTx) Exec(sql string, args ...any) (execResult, error) {
 	return execResult{tag.RowsAffected()}, err
 }
 
+// QueryRow reads one row.
+func (t *ctxTx) QueryRow(sql string, args ...any) pgx.Row {
+	return t.tx.QueryRow(t.ctx, rebind(sql), args...)
+}
+
 func (t *ctxTx) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	return t.tx.Query(ctx, rebind(sql), args...)
 }

@@ -97,3 +97,25 @@ func TestRegistryConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestHostLeases runs the host lease suite, which the PostgreSQL registry
+// implements for host daemons on several machines.
+func TestHostLeases(t *testing.T) {
+	open := func(t *testing.T, url, schema string, now sessiondb.Clock) *postgres.Central {
+		t.Helper()
+		c, err := postgres.OpenCentral(context.Background(), url, postgres.Options{Schema: schema, Now: now, MaxConns: 4})
+		if err != nil {
+			t.Fatalf("postgres.OpenCentral: %v", err)
+		}
+		return c
+	}
+	storetest.RunHostLeases(t, storetest.RegistryHarness{
+		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.Registry {
+			url := pgtest.URL(t)
+			return open(t, url, pgtest.Schema(t, url), now)
+		},
+		Reopen: func(t *testing.T, r sessiondb.Registry, now sessiondb.Clock) sessiondb.Registry {
+			return open(t, pgtest.URL(t), r.(*postgres.Central).Schema(), now)
+		},
+	})
+}
