@@ -16,12 +16,13 @@ import (
 // them too.
 //
 // Escaped, as \xNN: C0 controls (ESC, BEL, CR, backspace, NUL, ...), DEL
-// and C1 controls (U+0080-U+009F, which some terminals read as CSI), and
-// bytes that are not UTF-8. Escaped as \uNNNN: Unicode format characters
-// (category Cf: the bidi overrides and isolates that make text read in
-// another order than it is stored, zero-width spaces, the invisible tag
-// characters) and the line and paragraph separators. The zero-width joiner
-// and non-joiner stay: emoji sequences and several scripts need them.
+// and bytes that are not UTF-8. Escaped as \uNNNN (\UNNNNNNNN past U+FFFF):
+// C1 controls (U+0080-U+009F, which some terminals read as CSI), Unicode
+// format characters (category Cf: the bidi overrides and isolates that make
+// text read in another order than it is stored, zero-width spaces, the
+// invisible tag characters) and the line and paragraph separators. The
+// zero-width joiner and non-joiner stay: emoji sequences and several
+// scripts need them.
 // --json output never goes through here: it stays byte-exact.
 func Printable(s string) string { return printable(s, false) }
 
@@ -48,9 +49,11 @@ func printable(s string, oneLine bool) string {
 			b.WriteString(`\n`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case invisible(r):
+		case r > 0xffff && invisible(r):
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case (r >= 0x80 && r < 0xa0) || invisible(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])

@@ -19,9 +19,9 @@ func TestPrintable(t *testing.T) {
 		{"lines and tabs", "a\nb\tc", "a\nb\tc", `a\nb\tc`},
 		{"CRLF is a line end, a lone CR is not", "a\r\nb\rc", "a\nb\\x0dc", `a\x0d\nb\x0dc`},
 		{"NUL, backspace, DEL", "a\x00b\x08c\x7f", `a\x00b\x08c\x7f`, `a\x00b\x08c\x7f`},
-		{"C1 controls", "a\u009b31mb\u0085", `a\x9b31mb\x85`, `a\x9b31mb\x85`},
+		{"C1 controls", "a\u009b31mb\u0085", `a\u009b31mb\u0085`, `a\u009b31mb\u0085`},
 		{"bidi override and isolate", "abc\u202edcba\u2066x\u2069", `abc\u202edcba\u2066x\u2069`, `abc\u202edcba\u2066x\u2069`},
-		{"zero width space, BOM, tag characters", "a\u200bb\ufeff\U000E0041", `a\u200bb\ufeff\ue0041`, `a\u200bb\ufeff\ue0041`},
+		{"zero width space, BOM, tag characters", "a\u200bb\ufeff\U000E0041", `a\u200bb\ufeff\U000e0041`, `a\u200bb\ufeff\U000e0041`},
 		{"line and paragraph separators", "a\u2028b\u2029", `a\u2028b\u2029`, `a\u2028b\u2029`},
 		{"invalid UTF-8", "a\xffb\xc0\xae", `a\xffb\xc0\xae`, `a\xffb\xc0\xae`},
 	}
