@@ -265,33 +265,62 @@ func (r *Router) Expire(ctx context.Context) (ExpiryResult, error) {
 	}
 	res.Approvals = len(as)
 	var firstErr error
-	keep := func(err error) {
-		if err != nil && firstErr == nil {
+	for _, a := range as {
+		if err := r.approvalExpired(ctx, a); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
-	for _, a := range as {
-		if a.SessionID != "" {
-			s, err := r.reg.GetAgentSession(ctx, a.SessionID)
-			if err == nil {
-				keep(r.notify(ctx, s, "Your "+a.Action+" request expired without an answer from an admin."))
-			} else if sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
-				keep(err)
-			}
-		}
-		if a.PlatformMessageID != "" && a.ChannelType != "" && a.PlatformID != "" && r.cfg.Deliverer != nil {
-			content, err := mailbox.MarshalContent(map[string]string{"operation": "edit", "messageId": a.PlatformMessageID, "text": "Expired (no response)"})
-			if err == nil {
-				_, err = r.send(ctx, mailbox.SessionRef{AgentGroupID: a.AgentGroupID, SessionID: a.SessionID},
-					mailbox.OutboundRow{ID: a.ApprovalID + "-expired", Kind: mailbox.KindChat,
-						Routing: mailbox.Routing{ChannelType: a.ChannelType, PlatformID: a.PlatformID}, Content: content})
-			}
-			if err != nil {
-				r.log.Warn("router: could not edit an expired approval's card", "id", a.ApprovalID, "err", err)
-			}
+	return res, firstErr
+}
+
+// ExpireApproval expires one pending action approval now (an admin's
+// `approvals expire ID`): its agent is told and its card edited, as the
+// sweep does. Unknown id: not_found; not pending: conflict.
+func (r *Router) ExpireApproval(ctx context.Context, id string) (sessiondb.PendingApproval, error) {
+	a, err := r.reg.ResolveApproval(ctx, id, sessiondb.ApprovalExpired)
+	if err != nil {
+		return a, err
+	}
+	return a, r.approvalExpired(ctx, a)
+}
+
+// ExpireQuestion withdraws one pending question now: its row is deleted,
+// so a later click gets nothing (the agent's own wait times out). Unknown
+// id: not_found.
+func (r *Router) ExpireQuestion(ctx context.Context, id string) error {
+	deleted, err := r.reg.DeleteQuestion(ctx, id)
+	if err == nil && !deleted {
+		err = sessiondb.NotFound("question", id)
+	}
+	return err
+}
+
+// approvalExpired tells an expired approval's agent and edits its card
+// when the platform message is known (a card edit that fails is logged:
+// the card only looks stale).
+func (r *Router) approvalExpired(ctx context.Context, a sessiondb.PendingApproval) error {
+	var err error
+	if a.SessionID != "" {
+		s, gerr := r.reg.GetAgentSession(ctx, a.SessionID)
+		switch {
+		case gerr == nil:
+			err = r.notify(ctx, s, "Your "+a.Action+" request expired without an answer from an admin.")
+		case sessiondb.ErrorCode(gerr) != sessiondb.ENOTFOUND:
+			err = gerr
 		}
 	}
-	return res, firstErr
+	if a.PlatformMessageID != "" && a.ChannelType != "" && a.PlatformID != "" && r.cfg.Deliverer != nil {
+		content, cerr := mailbox.MarshalContent(map[string]string{"operation": "edit", "messageId": a.PlatformMessageID, "text": "Expired (no response)"})
+		if cerr == nil {
+			_, cerr = r.send(ctx, mailbox.SessionRef{AgentGroupID: a.AgentGroupID, SessionID: a.SessionID},
+				mailbox.OutboundRow{ID: a.ApprovalID + "-expired", Kind: mailbox.KindChat,
+					Routing: mailbox.Routing{ChannelType: a.ChannelType, PlatformID: a.PlatformID}, Content: content})
+		}
+		if cerr != nil {
+			r.log.Warn("router: could not edit an expired approval's card", "id", a.ApprovalID, "err", cerr)
+		}
+	}
+	return err
 }
 
 // spawnWaker is the daemon's waker when it has a Router: before the

@@ -2,7 +2,9 @@ package hostd
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/errtext"
@@ -73,4 +75,37 @@ func replyError(r deliveryReply, who string) error {
 		return mailbox.Permanent(err)
 	}
 	return err
+}
+
+// NewDeliverer builds the channel deliverer a command line names:
+// "exec:CMD" (ExecDeliverer, run for the sessions of layout) or
+// "webhook:URL" (WebhookDeliverer); timeout bounds one delivery (0: the
+// deliverer's default). Anything else is invalid, named by its kind only
+// (SchemeOnly: the rest may be a secret).
+func NewDeliverer(spec string, layout mailbox.Layout, timeout time.Duration) (mailbox.Deliverer, error) {
+	if cmd, ok := strings.CutPrefix(spec, "exec:"); ok {
+		d, err := NewExecDeliverer(cmd, layout)
+		if d != nil {
+			d.Timeout = timeout
+		}
+		return d, err
+	}
+	if u, ok := strings.CutPrefix(spec, "webhook:"); ok {
+		d, err := NewWebhookDeliverer(u)
+		if d != nil {
+			d.Timeout = timeout
+		}
+		return d, err
+	}
+	return nil, sessiondb.Errorf(sessiondb.EINVALID, "%s: want exec:CMD or webhook:URL", SchemeOnly(spec))
+}
+
+// SchemeOnly shows a deliverer or waker spec by what comes before its
+// first colon: the rest may be a secret.
+func SchemeOnly(spec string) string {
+	scheme, _, found := strings.Cut(spec, ":")
+	if !found {
+		return "(no kind: prefix)"
+	}
+	return strconv.Quote(scheme + ":…")
 }

@@ -13,17 +13,19 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/admin"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/bench"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/host"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/mailbox"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/route"
 )
 
 // groups are the command groups of the binary, in the order their
 // commands are added.
 func groups() []cli.Group {
-	return []cli.Group{history.Commands, bench.Commands, mailbox.Commands, host.Commands}
+	return []cli.Group{history.Commands, bench.Commands, mailbox.Commands, host.Commands, admin.Commands, route.Commands}
 }
 
 func main() {

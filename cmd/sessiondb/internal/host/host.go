@@ -2,9 +2,10 @@
 package host
 
 import (
+	"context"
 	"log/slog"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,11 +32,13 @@ type group struct {
 func (g *group) hostCmd() *cobra.Command {
 	var (
 		data, deliver, wake, tz, logLevel string
+		central, listen                   string
 		poll, sweep, deliverTimeout       time.Duration
+		expire                            time.Duration
 		sharedGID, workers                int
 	)
 	c := &cobra.Command{
-		Use:   "host --data DIR [--deliver exec:CMD|webhook:URL] [--wake exec:CMD]",
+		Use:   "host --data DIR [--central PATH] [--deliver exec:CMD|webhook:URL] [--wake exec:CMD]",
 		Short: "Run the mailbox host daemon over every session folder under --data",
 		Long: `host runs the host side of every session mailbox under --data until Ctrl-C
 (SIGINT) or SIGTERM: it syncs the agents' acks, wakes a session with due work
@@ -61,8 +64,32 @@ SESSIONDB_AGENT_GROUP, SESSIONDB_SESSION and SESSIONDB_SESSION_DIR set; while it
 runs it is the session's container. Without --wake, agents run on their own
 and count as alive while their .heartbeat is fresh.
 
+--central PATH connects the host to the control plane: the central registry
+at PATH (a NanoClaw data/v2.db; created when missing). Then the host also
+  - serves the router's event endpoint (--listen, by default the socket
+    <data>/host.sock): chat events and card clicks posted there are routed
+    into the sessions' mailboxes and wake them (see ` + "`sessiondb route`" + `);
+  - writes each session's session_routing and destinations before its
+    container starts, and records the spawn (container_status, last_active);
+  - checks every outbound message against the registry: a session may send
+    to its own chat and to its agent group's destinations only; a refused
+    send fails at once and the agent is told in its inbound;
+  - records ask_question cards for their clicks and sends approval cards
+    (unknown senders and chats, install_packages, add_mcp_server) to an
+    admin's DM through --deliver;
+  - expires unanswered question cards (after 5 minutes) and action
+    approvals (after 7 days) every --expire-every, telling the agents.
+
+On stop, no new delivery starts, one in flight finishes and is recorded, and
 On stop, no new delivery starts, one in flight finishes and is recorded, and
 the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
+		Example: `  # a mailbox host only
+  sessiondb host --data ~/.sessiondb/v2-sessions --deliver exec:./send.sh
+
+  # with the control plane: route events in, agents started by ./agent.sh
+  sessiondb host --central ~/.sessiondb/v2.db --data ~/.sessiondb/v2-sessions \
+      --deliver exec:./send.sh --wake exec:./agent.sh`,
+
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if data == "" {
@@ -94,16 +121,16 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 			if err != nil {
 				return err
 			}
-			o := hostd.Config{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers}
+			o := hostd.Config{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers, ExpiryEvery: expire}
 			if deliver != "" {
-				if o.Deliverer, err = deliverer(deliver, layout, deliverTimeout); err != nil {
-					return err
+				if o.Deliverer, err = hostd.NewDeliverer(deliver, layout, deliverTimeout); err != nil {
+					return sessiondb.Wrap(sessiondb.EINVALID, err, "--deliver")
 				}
 			}
 			if wake != "" {
 				cmd, ok := strings.CutPrefix(wake, "exec:")
 				if !ok {
-					return sessiondb.Errorf(sessiondb.EINVALID, "--wake %s: want exec:CMD", schemeOnly(wake))
+					return sessiondb.Errorf(sessiondb.EINVALID, "--wake %s: want exec:CMD", hostd.SchemeOnly(wake))
 				}
 				w, err := hostd.NewExecWaker(cmd, layout, hostd.ExecWakerOptions{Output: g.Err, Logger: log})
 				if err != nil {
@@ -111,12 +138,17 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 				}
 				o.Waker = w
 			}
-			d, err := hostd.New(h, o)
-			if err != nil {
-				return err
+			if central == "" {
+				d, err := hostd.New(h, o)
+				if err != nil {
+					return err
+				}
+				log.Info("mailbox host running", "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
+				return d.Run(c.Context())
 			}
-			log.Info("mailbox host running", "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
-			return d.Run(c.Context())
+			return g.runCentral(c.Context(), central, listen, h, o, log, func() {
+				log.Info("mailbox host running", "central", central, "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
+			})
 		},
 	}
 	f := c.Flags()
@@ -130,7 +162,54 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 	f.IntVar(&sharedGID, "shared-gid", 0, "make session folders 0770 and files 0660 for this group (container runs as another uid)")
 	f.IntVar(&workers, "workers", hostd.DefaultDrainWorkers, "sessions delivered at once")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&central, "central", "", "central registry file (a NanoClaw data/v2.db): routes events, checks sends, sends approval cards")
+	f.StringVar(&listen, "listen", "", "with --central: the event endpoint, a socket path or a loopback host:port (default <data>/host.sock; off to serve none)")
+	f.DurationVar(&expire, "expire-every", hostd.DefaultExpiryEvery, "with --central: interval of the question and approval expiry sweeps")
 	return c
+}
+
+// runCentral runs the daemon with the control plane: the registry at
+// central, the router over it, and the event endpoint on listen until ctx
+// ends.
+func (g *group) runCentral(ctx context.Context, central, listen string, h *mailbox.Host, o hostd.Config, log *slog.Logger, started func()) error {
+	reg, err := g.OpenRegistry(ctx, central, cli.CreateStore)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	r, err := hostd.NewRouter(hostd.RouterConfig{Registry: reg, Host: h, Deliverer: o.Deliverer, Logger: log})
+	if err != nil {
+		return err
+	}
+	o.Router = r
+	d, err := hostd.New(h, o)
+	if err != nil {
+		return err
+	}
+	if listen == "" {
+		listen = filepath.Join(h.Layout().Root, hostd.DefaultSocketName)
+	}
+	var served chan error
+	sctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	if listen != "off" {
+		l, err := hostd.Listen(listen)
+		if err != nil {
+			return err
+		}
+		served = make(chan error, 1)
+		go func() { served <- hostd.Serve(sctx, l, r, 10*time.Second) }()
+		log.Info("router: serving events", "listen", listen)
+	}
+	started()
+	err = d.Run(ctx)
+	stopServing()
+	if served != nil {
+		if serr := <-served; err == nil {
+			err = serr
+		}
+	}
+	return err
 }
 
 // redactSpec names a --deliver or --wake value for the log without what
@@ -144,34 +223,4 @@ func redactSpec(spec string) string {
 		return "exec:" + errtext.RedactCommand(c)
 	}
 	return cli.OrDash(errtext.RedactCommand(spec))
-}
-
-// deliverer parses --deliver; timeout (0: the deliverer's default) bounds
-// one delivery.
-func deliverer(spec string, layout mailbox.Layout, timeout time.Duration) (mailbox.Deliverer, error) {
-	if cmd, ok := strings.CutPrefix(spec, "exec:"); ok {
-		d, err := hostd.NewExecDeliverer(cmd, layout)
-		if d != nil {
-			d.Timeout = timeout
-		}
-		return d, err
-	}
-	if u, ok := strings.CutPrefix(spec, "webhook:"); ok {
-		d, err := hostd.NewWebhookDeliverer(u)
-		if d != nil {
-			d.Timeout = timeout
-		}
-		return d, err
-	}
-	return nil, sessiondb.Errorf(sessiondb.EINVALID, "--deliver %s: want exec:CMD or webhook:URL", schemeOnly(spec))
-}
-
-// schemeOnly shows a --deliver or --wake value the command does not know
-// by what comes before its first colon: the rest may be a secret.
-func schemeOnly(spec string) string {
-	scheme, _, found := strings.Cut(spec, ":")
-	if !found {
-		return "(no kind: prefix)"
-	}
-	return strconv.Quote(scheme + ":…")
 }

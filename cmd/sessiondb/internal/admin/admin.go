@@ -1,0 +1,178 @@
+// Package admin holds `sessiondb admin ...`: the control plane's central
+// registry from a shell (agent groups, chats and their wiring, users,
+// roles, members, destinations, sessions, pending cards, the dropped
+// audit), over a NanoClaw data/v2.db.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/hostd"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// Commands returns the `admin` command.
+func Commands(f *cli.Factory) []*cobra.Command {
+	a := &group{Factory: f}
+	c := &cobra.Command{
+		Use:   "admin",
+		Short: "Administer the control plane: agent groups, chats, wiring, users, roles, sessions, approvals",
+		Long: `admin reads and changes the central registry (--central, default
+$SESSIONDB_HOME/v2.db): NanoClaw's data/v2.db, so it works on an existing
+NanoClaw install too. A change that alters what a session may send (a wiring,
+a destination, a renamed or deleted chat or agent group) is re-projected at
+once into the destinations table of every active session of the groups
+concerned, under --data (default $SESSIONDB_HOME/v2-sessions).
+
+Lists print a table (--json: the registry's rows); commands that remove
+something ask first on a terminal (--yes skips the question). Exit statuses:
+2 invalid input, 3 not found, 4 conflict, 5 busy.`,
+		Example: `  sessiondb admin groups create "Helper" --id ag-helper
+  sessiondb admin channels create telegram -100123 --name "Team room" --group-chat
+  sessiondb admin wire mg-... ag-helper --engage pattern
+  sessiondb admin users create telegram:42 --name Ann
+  sessiondb admin roles grant telegram:42 owner
+  sessiondb admin sessions list --group ag-helper`,
+	}
+	c.PersistentFlags().StringVar(&a.central, "central", "", "central registry file (default $SESSIONDB_HOME/v2.db)")
+	c.PersistentFlags().StringVar(&a.data, "data", "", "data root of the session mailboxes, for re-projection (default $SESSIONDB_HOME/v2-sessions)")
+	c.AddCommand(a.groupsCmd(), a.channelsCmd(), a.wireCmd(), a.unwireCmd(), a.wiringsCmd(), a.usersCmd(), a.rolesCmd(),
+		a.membersCmd(), a.destinationsCmd(), a.sessionsCmd(), a.approvalsCmd(), a.questionsCmd(), a.droppedCmd())
+	return []*cobra.Command{c}
+}
+
+// group is what the admin commands share: the factory and the two
+// locations.
+type group struct {
+	*cli.Factory
+	central, data string
+}
+
+// with opens the registry with the given access and runs fn.
+func (a *group) with(c *cobra.Command, what cli.Access, fn func(ctx context.Context, reg sessiondb.Registry) error) error {
+	path, err := cli.CentralPath(a.central)
+	if err != nil {
+		return err
+	}
+	return a.WithRegistry(c.Context(), path, what, func(reg sessiondb.Registry) error { return fn(c.Context(), reg) })
+}
+
+// router returns a router over reg and the data root, for re-projection
+// and the expiry of cards; nil when the data root does not exist (no
+// session has a folder to write).
+func (a *group) router(reg sessiondb.Registry) (*hostd.Router, error) {
+	root, err := cli.DataPath(a.data)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	log := slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}, Now: a.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return hostd.NewRouter(hostd.RouterConfig{Registry: reg, Host: h, Logger: log})
+}
+
+// routerOrFail is router for commands that need one: a missing data root
+// is not_found.
+func (a *group) routerOrFail(reg sessiondb.Registry) (*hostd.Router, error) {
+	r, err := a.router(reg)
+	if err == nil && r == nil {
+		root, _ := cli.DataPath(a.data)
+		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "no session folders at %s: pass --data", root)
+	}
+	return r, err
+}
+
+// reproject rewrites the destinations of the active sessions of groups and
+// returns how many folders it wrote.
+func (a *group) reproject(ctx context.Context, reg sessiondb.Registry, groups ...string) (int, error) {
+	if len(groups) == 0 {
+		return 0, nil
+	}
+	r, err := a.router(reg)
+	if err != nil || r == nil {
+		return 0, err
+	}
+	res, err := r.Reproject(ctx, groups...)
+	return res.Sessions, err
+}
+
+// targeting lists the groups holding a destination to the target (a chat
+// or an agent group about to be renamed or deleted), to re-project after
+// the change; none when no session folder exists.
+func (a *group) targeting(ctx context.Context, reg sessiondb.Registry, tt sessiondb.TargetType, id string) ([]string, error) {
+	r, err := a.router(reg)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	return r.GroupsTargeting(ctx, tt, id)
+}
+
+// done prints what a change did: v as JSON, else msg.
+func (a *group) done(v any, format string, args ...any) error {
+	if a.JSON {
+		return a.PrintJSON(v)
+	}
+	fmt.Fprintln(a.Out, cli.Printable(fmt.Sprintf(format, args...)))
+	return nil
+}
+
+// reprojected words a re-projection count for a message.
+func reprojected(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; destinations re-projected into %d session(s)", n)
+}
+
+// show prints fields as "name: value" lines, skipping empty values.
+func (a *group) show(fields [][2]string) {
+	t := &cli.Table{}
+	for _, f := range fields {
+		if f[1] != "" {
+			t.Row(f[0]+":", f[1])
+		}
+	}
+	_ = t.Write(a.Out)
+}
+
+// when formats a time for a table ("-" for none).
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// words lists allowed values for help texts.
+func words[T ~string](vs ...T) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, "|")
+}
+
+// checkWord validates a flag's value word through the domain type's own
+// Validate, naming the flag.
+func checkWord(flag string, err error) error {
+	if err != nil {
+		return sessiondb.Wrap(sessiondb.EINVALID, err, "--%s", flag)
+	}
+	return nil
+}
