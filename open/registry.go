@@ -33,3 +33,26 @@ func Registry(ctx context.Context, location string, o Options) (sessiondb.Regist
 	}
 	return c, nil
 }
+
+// Subagents opens janebot's subagent store at location, a state.sqlite
+// path (created with its parent when missing, unless MustExist). A
+// postgres:// URL is refused (invalid): the subagent store is janebot's
+// file.
+func Subagents(ctx context.Context, location string, o Options) (sessiondb.SubagentService, error) {
+	if location == "" {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open subagent store: no location (a state.sqlite path)")
+	}
+	if IsURL(location) {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open subagent store: it is janebot's state.sqlite file, not a server; give its path")
+	}
+	if o.MustExist || o.ReadOnly {
+		if _, err := os.Stat(location); errors.Is(err, fs.ErrNotExist) {
+			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no subagent store at %s", location)
+		}
+	}
+	s, err := sqlite.OpenSubagents(ctx, location, sqlite.SubagentOptions{Now: o.Now, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -12,3 +12,9 @@ import (
 func OpenRegistry(ctx context.Context, target string, o Options) (sessiondb.Registry, error) {
 	return open.Registry(ctx, target, open.Options{ReadOnly: o.ReadOnly, MustExist: o.MustExist, Now: o.Now, Logger: o.Logger})
 }
+
+// OpenSubagents opens janebot's subagent store at target (a state.sqlite
+// path): created when missing, unless MustExist.
+func OpenSubagents(ctx context.Context, target string, o Options) (sessiondb.SubagentService, error) {
+	return open.Subagents(ctx, target, open.Options{MustExist: o.MustExist, Now: o.Now, Logger: o.Logger})
+}
