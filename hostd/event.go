@@ -221,8 +221,8 @@ type Click struct {
 // ClickerID is the clicker's namespaced user id.
 func (c Click) ClickerID() string { return sessiondb.SenderUserID(c.ChannelType, c.UserID) }
 
-// Validate checks c and, for an Action, fills CardID and Option from it.
-// The error is invalid and names the field.
+// Validate checks c and, for an Action, replaces it with the CardID and
+// Option it names. The error is invalid and names the field.
 func (c *Click) Validate() error {
 	if c.Type != InputClick {
 		return sessiondb.Errorf(sessiondb.EINVALID, "type %q: a click has type click", errtext.Clip(c.Type, 40))
@@ -249,7 +249,9 @@ func (c *Click) Validate() error {
 		if err != nil || n < 0 {
 			return sessiondb.Errorf(sessiondb.EINVALID, "action %q: the option index %q is not a number", errtext.Clip(c.Action, 64), errtext.Clip(rest[i+1:], 20))
 		}
-		c.CardID, c.Option = rest[:i], &n
+		// Validate may run again (the router checks what it is given):
+		// the action is now card_id and option.
+		c.CardID, c.Option, c.Action = rest[:i], &n, ""
 	}
 	if err := sessiondb.CheckSafeName("card_id", c.CardID); err != nil {
 		return err
