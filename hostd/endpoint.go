@@ -158,18 +158,27 @@ func Listen(addr string) (net.Listener, error) {
 	if path, ok := socketPath(addr); ok {
 		return listenUnix(path)
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "listen address %q: want a socket path or a loopback host:port (%v)", errtext.Clip(addr, 100), err)
-	}
-	if !loopbackHost(host) {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "listen address %q: only loopback (127.0.0.1, ::1, localhost) is allowed; the endpoint has no authentication", errtext.Clip(addr, 100))
+	if err := checkLoopback(addr); err != nil {
+		return nil, err
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "listen on %s", addr)
 	}
 	return l, nil
+}
+
+// checkLoopback refuses a TCP address whose host is not loopback: the
+// endpoint has no authentication, and events carry people's messages.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return sessiondb.Errorf(sessiondb.EINVALID, "endpoint address %q: want a socket path or a loopback host:port (%v)", errtext.Clip(addr, 100), err)
+	}
+	if !loopbackHost(host) {
+		return sessiondb.Errorf(sessiondb.EINVALID, "endpoint address %q: only loopback (127.0.0.1, ::1, localhost) is allowed; the endpoint has no authentication", errtext.Clip(addr, 100))
+	}
+	return nil
 }
 
 func socketPath(addr string) (string, bool) {
@@ -236,10 +245,15 @@ func Serve(ctx context.Context, l net.Listener, r *Router, grace time.Duration) 
 }
 
 // SendLines posts the JSON lines of in to the endpoint at addr (a socket
-// path or loopback host:port, as Listen takes) and calls emit with each
-// result line as it arrives. An endpoint that cannot be reached is
-// not_found (no host is serving there).
+// path or loopback host:port, as Listen takes; another host is refused)
+// and calls emit with each result line as it arrives. An endpoint that
+// cannot be reached is not_found (no host is serving there).
 func SendLines(ctx context.Context, addr string, in io.Reader, emit func(LineResult) error) error {
+	if _, ok := socketPath(addr); !ok {
+		if err := checkLoopback(addr); err != nil {
+			return err
+		}
+	}
 	client, base := endpointClient(addr)
 	defer client.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/route", in)
@@ -280,6 +294,8 @@ func Reachable(ctx context.Context, addr string) bool {
 		if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
 			return false
 		}
+	} else if checkLoopback(addr) != nil {
+		return false
 	}
 	client, base := endpointClient(addr)
 	defer client.CloseIdleConnections()

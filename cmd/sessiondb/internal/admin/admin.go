@@ -68,15 +68,15 @@ func (a *group) with(c *cobra.Command, what cli.Access, fn func(ctx context.Cont
 	return a.WithRegistry(c.Context(), path, what, func(reg sessiondb.Registry) error { return fn(c.Context(), reg) })
 }
 
-// router returns a router over reg and the data root, for re-projection
-// and the expiry of cards; nil when the data root does not exist (no
-// session has a folder to write).
-func (a *group) router(reg sessiondb.Registry) (*hostd.Router, error) {
+// router returns a router over reg and the data root (for re-projection
+// and the expiry of cards); with ifFolders, nil when the data root does not
+// exist (no session has a folder to write).
+func (a *group) router(reg sessiondb.Registry, ifFolders bool) (*hostd.Router, error) {
 	root, err := cli.DataPath(a.data)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(root); ifFolders && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	log := slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -87,24 +87,13 @@ func (a *group) router(reg sessiondb.Registry) (*hostd.Router, error) {
 	return hostd.NewRouter(hostd.RouterConfig{Registry: reg, Host: h, Logger: log})
 }
 
-// routerOrFail is router for commands that need one: a missing data root
-// is not_found.
-func (a *group) routerOrFail(reg sessiondb.Registry) (*hostd.Router, error) {
-	r, err := a.router(reg)
-	if err == nil && r == nil {
-		root, _ := cli.DataPath(a.data)
-		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "no session folders at %s: pass --data", root)
-	}
-	return r, err
-}
-
 // reproject rewrites the destinations of the active sessions of groups and
 // returns how many folders it wrote.
 func (a *group) reproject(ctx context.Context, reg sessiondb.Registry, groups ...string) (int, error) {
 	if len(groups) == 0 {
 		return 0, nil
 	}
-	r, err := a.router(reg)
+	r, err := a.router(reg, true)
 	if err != nil || r == nil {
 		return 0, err
 	}
@@ -116,7 +105,7 @@ func (a *group) reproject(ctx context.Context, reg sessiondb.Registry, groups ..
 // or an agent group about to be renamed or deleted), to re-project after
 // the change; none when no session folder exists.
 func (a *group) targeting(ctx context.Context, reg sessiondb.Registry, tt sessiondb.TargetType, id string) ([]string, error) {
-	r, err := a.router(reg)
+	r, err := a.router(reg, true)
 	if err != nil || r == nil {
 		return nil, err
 	}

@@ -235,7 +235,7 @@ on a terminal when IDs are given.`,
 		Args: cli.MinimumArgs(0, "approval ids"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return a.with(c, cli.WriteStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				r, err := a.routerOrFail(reg)
+				r, err := a.router(reg, false)
 				if err != nil {
 					return err
 				}

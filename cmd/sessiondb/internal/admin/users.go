@@ -170,7 +170,7 @@ func (a *group) rolesGrantCmd() *cobra.Command {
 	var g sessiondb.NewRoleGrant
 	c := &cobra.Command{
 		Use:     "grant USER ROLE [--group ID] [--by USER]",
-		Short:   "Grant owner or admin (global, or admin of one agent group)",
+		Short:   "Grant owner or admin (global, or admin of one agent group); the user is created when unknown",
 		Example: "  sessiondb admin roles grant telegram:42 owner\n  sessiondb admin roles grant telegram:7 admin --group ag-helper",
 		Args:    cli.ExactArgs(2, "a user id and a role (owner or admin)"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -179,6 +179,9 @@ func (a *group) rolesGrantCmd() *cobra.Command {
 				return err
 			}
 			return a.with(c, cli.WriteStore, func(ctx context.Context, reg sessiondb.Registry) error {
+				if _, _, err := reg.EnsureUser(ctx, sessiondb.NewUser{ID: g.UserID}); err != nil {
+					return err
+				}
 				granted, err := reg.GrantRole(ctx, g)
 				if err != nil {
 					return err

@@ -1,0 +1,93 @@
+package route_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
+	"github.com/sessiondb/sessiondb/hostd"
+)
+
+// setup makes a registry with one wired public chat and returns the
+// location flags.
+func setup(t *testing.T) (cfg []string, data string) {
+	t.Helper()
+	dir := t.TempDir()
+	data = filepath.Join(dir, "v2-sessions")
+	cfg = []string{"--central", filepath.Join(dir, "v2.db"), "--data", data}
+	run(t, append([]string{"admin", "groups", "create", "Helper", "--id", "ag-helper"}, cfg...)...)
+	run(t, append([]string{"admin", "channels", "create", "telegram", "chat-1", "--id", "mg-team", "--group-chat", "--policy", "public"}, cfg...)...)
+	run(t, append([]string{"admin", "wire", "mg-team", "ag-helper", "--engage", "mention"}, cfg...)...)
+	return cfg, data
+}
+
+// Routing in this process (no host running): one result per non-blank
+// line, in order, printed as JSON lines; a malformed line names its field
+// and fails the command with its code after the others were routed.
+func TestRouteDirect(t *testing.T) {
+	cfg, data := setup(t)
+	lines := `{"channel_type":"telegram","platform_id":"chat-1","message_id":"a","text":"@bot hi","is_group":true,"is_mention":true}
+{"channel_type":"telegram","platform_id":"chat-1","message_id":"b","text":"chatter","is_group":true}
+
+{"channel_type":"telegram","platform_id":"chat-1","message_id":"c/../x","text":"x"}
+{"channel_type":"telegram","platform_id":"nowhere","message_id":"d","text":"x","is_group":true}
+`
+	in := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(in, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := clitest.Run(context.Background(), clitest.Options{}, append([]string{"route", in, "--json"}, cfg...), groups...)
+	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "1 of 4 line(s) failed; the first, line 4: event: message_id") {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	var got []hostd.LineResult
+	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var res hostd.LineResult
+		if err := json.Unmarshal([]byte(l), &res); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		got = append(got, res)
+	}
+	if len(got) != 4 || got[0].Line != 1 || got[1].Line != 2 || got[2].Line != 4 || got[3].Line != 5 {
+		t.Fatalf("results %+v", got)
+	}
+	if got[0].Message.Outcome != hostd.RouteRouted || got[0].Message.Deliveries[0].Woken {
+		t.Fatalf("line 1 (no host to wake it): %+v", got[0].Message)
+	}
+	if got[1].Message.Outcome != hostd.RouteDropped || got[1].Message.Reason != "no_agent_engaged" {
+		t.Fatalf("line 2: %+v", got[1].Message)
+	}
+	if got[2].Code != "invalid" || !strings.Contains(got[2].Error, "message_id") {
+		t.Fatalf("line 4: %+v", got[2])
+	}
+	if got[3].Message.Outcome != hostd.RouteIgnored || got[3].Message.Reason != "not_mentioned" {
+		t.Fatalf("line 5: %+v", got[3].Message)
+	}
+	// The human form, from standard input, says the same in words.
+	r = clitest.Run(context.Background(), clitest.Options{Stdin: strings.NewReader(`{"channel_type":"telegram","platform_id":"chat-1","message_id":"e","text":"@bot \u001b[2J","is_group":true,"is_mention":true}` + "\n")},
+		append([]string{"route", "-"}, cfg...), groups...)
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "line 1: e routed to ag-helper/sess-") || !strings.Contains(r.Stdout, "(engage)") {
+		t.Fatalf("human: exit %d %q %s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(data, "ag-helper")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRouteRefusals(t *testing.T) {
+	cfg, _ := setup(t)
+	missing := []string{"--central", filepath.Join(t.TempDir(), "none.db"), "--data", t.TempDir()}
+	clitest.Fails(t, []clitest.Failure{
+		{Name: "no registry", Args: append([]string{"route", "--direct", "/dev/null"}, missing...), Code: cli.ExitNotFound, Want: "no central registry"},
+		{Name: "no file", Args: append([]string{"route", "/nonexistent/events.jsonl"}, cfg...), Code: cli.ExitNotFound, Want: "events.jsonl"},
+		{Name: "host and direct", Args: append([]string{"route", "--host", "/tmp/x.sock", "--direct"}, cfg...), Code: cli.ExitInvalid, Want: "exclude"},
+		{Name: "no host there", Args: append([]string{"route", "--host", filepath.Join(t.TempDir(), "host.sock"), "/dev/null"}, cfg...), Code: cli.ExitNotFound, Want: "no host is serving"},
+		{Name: "non-loopback host", Args: append([]string{"route", "--host", "192.0.2.1:80", "/dev/null"}, cfg...), Code: cli.ExitInvalid, Want: "loopback"},
+		{Name: "bad deliverer", Args: append([]string{"route", "--direct", "--deliver", "smtp:x", "/dev/null"}, cfg...), Code: cli.ExitInvalid, Want: "exec:CMD or webhook:URL"},
+	}, groups...)
+}
