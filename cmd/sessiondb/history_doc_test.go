@@ -10,8 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/admin"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/host"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/route"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/subagents"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite docs/cli.md from the commands' help")
@@ -19,7 +23,8 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite docs/cli.md from the c
 const cliDoc = "../../docs/cli.md"
 
 // TestCLIReference checks that docs/cli.md is exactly the help of the
-// history commands, so the reference never drifts from the binary. With
+// history commands and the control plane's (host, admin, route,
+// subagents), so the reference never drifts from the binary. With
 // -update-docs it rewrites the file instead.
 func TestCLIReference(t *testing.T) {
 	got := cliReference()
@@ -44,26 +49,50 @@ func cliReference() []byte {
 	f := cli.New(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 	root := cli.NewRootCommand(f, groups()...)
 	var b bytes.Buffer
-	b.WriteString("# sessiondb history commands\n\n")
+	b.WriteString("# sessiondb commands: history and control plane\n\n")
 	b.WriteString("Generated from the commands' own help by `go test ./cmd/sessiondb -run TestCLIReference -update-docs`;\n")
 	b.WriteString("`sessiondb <command> --help` prints the same.\n\n")
 	b.WriteString("Global flags, accepted by every command:\n\n```\n")
 	b.WriteString(root.PersistentFlags().FlagUsages())
 	b.WriteString("```\n\n")
 	b.WriteString("Exit statuses: 0 ok, 1 internal, 2 invalid input, 3 not found, 4 conflict, 5 busy, 130 interrupted.\n")
-	mine := history.Commands(f)
-	for _, c := range mine {
-		cmd, _, err := root.Find([]string{c.Name()})
-		if err != nil {
-			continue
+	for _, g := range []cli.Group{history.Commands, host.Commands, route.Commands, admin.Commands, subagents.Commands} {
+		for _, c := range g(f) {
+			cmd, _, err := root.Find([]string{c.Name()})
+			if err != nil {
+				continue
+			}
+			writeCommandTree(&b, root, cmd)
 		}
-		writeCommandDoc(&b, cmd)
 	}
 	return b.Bytes()
 }
 
+// writeCommandTree documents c and its subcommands, depth first, in the
+// order they are built.
+func writeCommandTree(b *bytes.Buffer, root, c *cobra.Command) {
+	writeCommandDoc(b, c)
+	if inh := groupFlags(root, c); inh != "" {
+		fmt.Fprintf(b, "\nFlags of the group, accepted by its commands:\n\n```\n%s```\n", inh)
+	}
+	for _, sub := range c.Commands() {
+		if !sub.Hidden && sub.Name() != "help" {
+			writeCommandTree(b, root, sub)
+		}
+	}
+}
+
+// groupFlags are the persistent flags c itself declares for its
+// subcommands (admin's --central, ...), not the root's globals.
+func groupFlags(root, c *cobra.Command) string {
+	if c == root || !c.HasSubCommands() {
+		return ""
+	}
+	return c.PersistentFlags().FlagUsages()
+}
+
 func writeCommandDoc(b *bytes.Buffer, c *cobra.Command) {
-	fmt.Fprintf(b, "\n## %s\n\n%s.\n\n", c.Name(), c.Short)
+	fmt.Fprintf(b, "\n## %s\n\n%s.\n\n", strings.TrimPrefix(c.CommandPath(), "sessiondb "), c.Short)
 	if c.Long != "" {
 		b.WriteString(c.Long + "\n\n")
 	}

@@ -39,7 +39,7 @@ Lists print a table (--json: the registry's rows); commands that remove
 something ask first on a terminal (--yes skips the question). Exit statuses:
 2 invalid input, 3 not found, 4 conflict, 5 busy.`,
 		Example: `  sessiondb admin groups create "Helper" --id ag-helper
-  sessiondb admin channels create telegram -100123 --name "Team room" --group-chat
+  sessiondb admin channels create telegram --name "Team room" --group-chat -- -100123
   sessiondb admin wire mg-... ag-helper --engage pattern
   sessiondb admin users create telegram:42 --name Ann
   sessiondb admin roles grant telegram:42 owner

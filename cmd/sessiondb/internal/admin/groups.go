@@ -268,7 +268,10 @@ func (a *group) channelsCreateCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "create CHANNEL_TYPE PLATFORM_ID [--name N] [--group-chat] [--policy P]",
 		Short: "Register a chat (the registry file is created when missing)",
-		Example: `  sessiondb admin channels create telegram -100123 --name "Team room" --group-chat --policy public
+		Long: `create registers a chat by its channel type and the platform's id for it.
+A platform id that starts with '-' (Telegram's group chats) goes after --, so
+it is not read as a flag.`,
+		Example: `  sessiondb admin channels create telegram --name "Team room" --group-chat --policy public -- -100123
   sessiondb admin channels create telegram 42 --name "Ann (DM)"`,
 		Args: cli.ExactArgs(2, "the channel type and the platform's id of the chat"),
 		RunE: func(c *cobra.Command, args []string) error {
