@@ -164,8 +164,11 @@ func BenchmarkReproject(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	made := 0 // destinations added so far: b.Run may call the body more than once
 	b.Run(fmt.Sprintf("sessions-%d", n+farmThreads), func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
+		for j := 0; j < b.N; j++ {
+			made++
+			i := made
 			b.StopTimer()
 			mg, err := f.reg.CreateMessagingGroup(ctx, sessiondb.NewMessagingGroup{ChannelType: "slack", PlatformID: fmt.Sprintf("D%d", i), Name: fmt.Sprintf("dest %d", i)})
 			if err != nil {
