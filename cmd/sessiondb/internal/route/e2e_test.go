@@ -129,8 +129,10 @@ func TestEndToEnd(t *testing.T) {
 	// is told, in its inbound.
 	run(t, append(agent, "send", "--channel-type", "telegram", "--platform-id", "elsewhere", "--text", "psst")...)
 	testkit.WaitFor(t, "the refusal reported to the agent", func() bool {
-		var ls struct{ Inbound []struct{ Content json.RawMessage } }
-		if err := json.Unmarshal([]byte(run(t, append([]string{"mailbox", "ls", "--json", "--data", data, "--group", "ag-helper", "--session", session})...)), &ls); err != nil {
+		var ls struct {
+			Inbound []struct{ Content json.RawMessage }
+		}
+		if err := json.Unmarshal([]byte(run(t, "mailbox", "ls", "--json", "--data", data, "--group", "ag-helper", "--session", session)), &ls); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range ls.Inbound {
