@@ -45,7 +45,7 @@ something ask first on a terminal (--yes skips the question). Exit statuses:
   sessiondb admin roles grant telegram:42 owner
   sessiondb admin sessions list --group ag-helper`,
 	}
-	c.PersistentFlags().StringVar(&a.central, "central", "", "central registry file (default $SESSIONDB_HOME/v2.db)")
+	c.PersistentFlags().StringVar(&a.central, "central", "", "central registry: a v2.db file or a postgres:// URL (default $SESSIONDB_HOME/v2.db)")
 	c.PersistentFlags().StringVar(&a.data, "data", "", "data root of the session mailboxes, for re-projection (default $SESSIONDB_HOME/v2-sessions)")
 	c.AddCommand(a.groupsCmd(), a.channelsCmd(), a.wireCmd(), a.unwireCmd(), a.wiringsCmd(), a.usersCmd(), a.rolesCmd(),
 		a.membersCmd(), a.destinationsCmd(), a.sessionsCmd(), a.approvalsCmd(), a.questionsCmd(), a.droppedCmd())

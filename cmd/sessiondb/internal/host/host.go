@@ -162,7 +162,7 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 	f.IntVar(&sharedGID, "shared-gid", 0, "make session folders 0770 and files 0660 for this group (container runs as another uid)")
 	f.IntVar(&workers, "workers", hostd.DefaultDrainWorkers, "sessions delivered at once")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringVar(&central, "central", "", "central registry file (a NanoClaw data/v2.db): routes events, checks sends, sends approval cards")
+	f.StringVar(&central, "central", "", "central registry, a NanoClaw data/v2.db or a postgres:// URL: routes events, checks sends, sends approval cards")
 	f.StringVar(&listen, "listen", "", "with --central: the event endpoint, a socket path or a loopback host:port (default <data>/host.sock; off to serve none)")
 	f.DurationVar(&expire, "expire-every", hostd.DefaultExpiryEvery, "with --central: interval of the question and approval expiry sweeps")
 	return c
