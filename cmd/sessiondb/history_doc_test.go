@@ -14,6 +14,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/host"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/mailbox"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/route"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/subagents"
 )
@@ -43,20 +44,20 @@ func TestCLIReference(t *testing.T) {
 	}
 }
 
-// cliReference renders every history command's help as Markdown, in the
-// order the commands are built.
+// cliReference renders the help of every history, mailbox, host and
+// control-plane command as Markdown, in the order the commands are built.
 func cliReference() []byte {
 	f := cli.New(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 	root := cli.NewRootCommand(f, groups()...)
 	var b bytes.Buffer
-	b.WriteString("# sessiondb commands: history and control plane\n\n")
+	b.WriteString("# sessiondb commands: history, mailboxes and control plane\n\n")
 	b.WriteString("Generated from the commands' own help by `go test ./cmd/sessiondb -run TestCLIReference -update-docs`;\n")
 	b.WriteString("`sessiondb <command> --help` prints the same.\n\n")
 	b.WriteString("Global flags, accepted by every command:\n\n```\n")
 	b.WriteString(root.PersistentFlags().FlagUsages())
 	b.WriteString("```\n\n")
 	b.WriteString("Exit statuses: 0 ok, 1 internal, 2 invalid input, 3 not found, 4 conflict, 5 busy, 130 interrupted.\n")
-	for _, g := range []cli.Group{history.Commands, host.Commands, route.Commands, admin.Commands, subagents.Commands} {
+	for _, g := range []cli.Group{history.Commands, mailbox.Commands, host.Commands, route.Commands, admin.Commands, subagents.Commands} {
 		for _, c := range g(f) {
 			cmd, _, err := root.Find([]string{c.Name()})
 			if err != nil {

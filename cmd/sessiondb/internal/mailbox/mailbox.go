@@ -28,6 +28,9 @@ func Commands(f *cli.Factory) []*cobra.Command {
 reads) and .heartbeat, NanoClaw's contract. Name a session with
 --data DIR --group G --session S, or --dir FOLDER; agent commands also read
 $SESSIONDB_SESSION_DIR, which the host's waker sets for the process it starts.`,
+		Example: `  sessiondb mailbox init --data /tmp/mb --group demo --session s1
+  sessiondb mailbox send --data /tmp/mb --group demo --session s1 --text "hello" --channel-type cli --platform-id me
+  SESSIONDB_SESSION_DIR=/tmp/mb/demo/s1 sessiondb mailbox agent poll --wait`,
 	}
 	mb.AddCommand(m.initCmd(), m.sendCmd(), m.projectCmd(), m.lsCmd(), m.statusCmd(), m.watchCmd(),
 		m.requeueCmd(), m.recoverCmd(), m.agentCmd())

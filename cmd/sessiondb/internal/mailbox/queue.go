@@ -22,7 +22,13 @@ func (m *group) initCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "init --data DIR --group G --session S",
 		Short: "Create a session mailbox folder (idempotent)",
-		Args:  cli.ExactArgs(0, "no arguments"),
+		Long: `init creates <data>/<group>/<session>/ with inbox/, outbox/ and both mailbox
+files in NanoClaw's layout and schema, and prints the folder. Running it again
+changes nothing but bringing an older inbound.db up to date. A host daemon
+running on the data root picks the session up once both files are whole.`,
+		Example: `  sessiondb mailbox init --data /tmp/mb --group demo --session s1
+  sessiondb mailbox init --data /tmp/mb --group demo --session s1 --json`,
+		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			root, ref, err := sf.resolve(false)
 			if err != nil {
@@ -235,6 +241,9 @@ func (m *group) lsCmd() *cobra.Command {
 		Long: `ls lists a session's rows, newest first. Inbound states: pending, processing
 (claimed by the agent), scheduled (process_after ahead), completed, failed,
 paused. Outbound states: undelivered, retrying, delivered, failed.`,
+		Example: `  sessiondb mailbox ls --data /tmp/mb --group demo --session s1
+  sessiondb mailbox ls --dir /tmp/mb/demo/s1 --state failed
+  sessiondb mailbox ls --dir /tmp/mb/demo/s1 --json | jq '.outbound[] | {seq, state: .delivery.status}'`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if limit < 0 {
@@ -307,6 +316,8 @@ container ran (ok, kill-ceiling, kill-claim); a hot journal; the newest
 delivery error; and, while a host daemon runs on the data root, the sessions
 it backed off or quarantined, with the error that made it. A session that
 cannot be read shows its error instead.`,
+		Example: `  sessiondb mailbox status --data /tmp/mb
+  sessiondb mailbox status --data /tmp/mb --json | jq '.[] | select(.due > 0)'`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if data == "" {
@@ -395,6 +406,8 @@ func (m *group) watchCmd() *cobra.Command {
 		Long: `watch prints every row of the session, then each new row and each change of
 state (pending → processing → completed, undelivered → delivered ...) as it
 happens. With --json each event is one JSON object per line.`,
+		Example: `  sessiondb mailbox watch --data /tmp/mb --group demo --session s1
+  sessiondb mailbox watch --dir /tmp/mb/demo/s1 --json`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if poll <= 0 {

@@ -56,6 +56,8 @@ failed deliveries undelivered so the host sends them again. Without ids,
 every failed row of the session; with ids, only those (inbound or outbound).
 It writes outbound.db, so it refuses while the agent's heartbeat is fresh
 unless --force.`,
+		Example: `  sessiondb mailbox requeue --data /tmp/mb --group demo --session s1
+  sessiondb mailbox requeue --dir /tmp/mb/demo/s1 msg-1795308931637-gf58pk --force`,
 		RunE: func(c *cobra.Command, ids []string) error {
 			h, ref, err := m.repairHost(&sf, force)
 			if err != nil {
@@ -97,6 +99,8 @@ outbound.db (without which every read fails), mirrors the agent's finished
 acks, and retries (with back-off) or fails the rows the dead agent had
 claimed, deleting its processing acks. Refused while the agent's heartbeat is
 fresh unless --force.`,
+		Example: `  sessiondb mailbox recover --data /tmp/mb --group demo --session s1
+  sessiondb mailbox recover --dir /tmp/mb/demo/s1 --force --json`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			h, ref, err := m.repairHost(&sf, force)
