@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/filesig"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -77,7 +78,13 @@ func (a *Agent) Pending(ctx context.Context, opts PendingOptions) ([]InboundRow,
 // without kind='system' rows, on_wake rows only on a first poll.
 func (a *Agent) unacked(ctx context.Context, firstPoll, withSystem bool) ([]InboundRow, error) {
 	var cands []InboundRow
+	var inMax int64
+	inSig := filesig.Of(a.inboundPath)
 	err := a.withInbound(ctx, func(q queryer) error {
+		var err error
+		if inMax, err = maxSeq(q, "messages_in"); err != nil {
+			return err
+		}
 		sel, hasOnWake, err := a.inboundSelect(q)
 		if err != nil {
 			return err
@@ -97,7 +104,7 @@ func (a *Agent) unacked(ctx context.Context, firstPoll, withSystem bool) ([]Inbo
 	if err := a.countMalformed(err); err != nil {
 		return nil, err
 	}
-	a.sawInboundSeq(cands)
+	a.sawInboundMax(inSig, inMax)
 	if len(cands) == 0 {
 		return nil, nil
 	}

@@ -156,15 +156,14 @@ func (a *Agent) copyFiles(id string, files []string, content []byte) ([]byte, er
 	return o.marshal(), nil
 }
 
-// sawInboundSeq raises the MAX(seq) inboundMax falls back on to the highest
-// seq among rows read from inbound.db: a reply numbered while the host
-// commits still comes after the message it answers.
-func (a *Agent) sawInboundSeq(rows []InboundRow) {
+// sawInboundMax records the MAX(seq) of inbound.db a poll read from the
+// file whose signature was sig (taken before the read): Send needs no read
+// of its own until the host writes again, and while the host commits it
+// falls back on a value that covers the message it answers.
+func (a *Agent) sawInboundMax(sig filesig.Sig, m int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, r := range rows {
-		a.lastInSeq = max(a.lastInSeq, r.Seq)
-	}
+	a.lastInSeq, a.inSeqSig = max(a.lastInSeq, m), sig
 }
 
 // OutboundRows lists the agent's own messages_out rows newest first (limit

@@ -14,6 +14,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/backoff"
 	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/internal/filesig"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -74,6 +75,7 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	if err != nil {
 		return res, err
 	}
+	outSig := filesig.Of(outPath)
 	outDB, err := openRO(outPath, pragmasRO, lockWait)
 	if err != nil {
 		return res, err
@@ -86,10 +88,14 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	mark := s.drainMark
 	h.mu.Unlock()
 	all, cands, outIDs, err := readDrainRows(out, now, mark)
+	var outMax int64
+	if err == nil {
+		outMax, err = maxSeq(out, "messages_out")
+	}
 	if err != nil {
 		return res, sqlitedb.Wrap(err, "session %s: read outbound", ref)
 	}
-	h.sawOutboundSeq(s, all)
+	h.sawOutboundMax(s, outSig, outMax)
 	if len(all) == 0 {
 		_, err = h.syncAcks(ctx, ref, out)
 		return res, err

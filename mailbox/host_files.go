@@ -117,13 +117,13 @@ func (h *Host) outboundMax(ctx context.Context, ref SessionRef) int64 {
 	return m
 }
 
-// sawOutboundSeq raises the MAX(seq) outboundMax falls back on to the
-// highest seq among rows read from outbound.db: a row numbered while the
-// agent commits then still comes after every agent row the host has seen.
-func (h *Host) sawOutboundSeq(s *hostSession, rows []OutboundRow) {
+// sawOutboundMax records the MAX(seq) of outbound.db a drain read from the
+// file whose signature was sig (taken before the read): outboundMax needs
+// no read of its own until the agent writes again, and while the agent
+// commits it falls back on a value that covers every agent row the host
+// has seen.
+func (h *Host) sawOutboundMax(s *hostSession, sig filesig.Sig, m int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, r := range rows {
-		s.lastSeq = max(s.lastSeq, r.Seq)
-	}
+	s.lastSeq, s.outSeqSig = max(s.lastSeq, m), sig
 }
