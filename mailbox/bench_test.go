@@ -76,7 +76,10 @@ func BenchmarkEnqueue(b *testing.B) {
 
 // BenchmarkRoundTrip measures host enqueue → agent poll → agent send →
 // host drain, one message at a time, with the agent and the host's drain
-// loop woken by file-change notification or by 1 s polling alone.
+// loop woken by file-change notification or by 1 s polling alone. The
+// agent claims each batch before it replies and completes it after, as
+// NanoClaw's poll loop does; the clock stops when the host hands the reply
+// to its deliverer.
 func BenchmarkRoundTrip(b *testing.B) {
 	rounds := testkit.EnvInt("MAILBOX_BENCH_ROUNDS", 50)
 	for _, mode := range []struct {
@@ -116,7 +119,8 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	// The agent: answer every message.
+	// The agent: answer every message as NanoClaw's poll loop does: claim
+	// the batch, reply, then mark it completed.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -127,11 +131,12 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 				for i, r := range batch {
 					ids[i] = r.ID
 				}
-				a.MarkCompleted(ctx, ids...)
+				a.MarkProcessing(ctx, ids...)
 				for _, r := range batch {
 					a.Send(ctx, OutboundMessage{ID: "re-" + r.ID, InReplyTo: r.ID, Content: json.RawMessage(`{"text":"ok"}`),
 						Routing: Routing{ChannelType: "slack", PlatformID: "C1"}})
 				}
+				a.MarkCompleted(ctx, ids...)
 				continue
 			}
 			a.WaitInbound(ctx)
