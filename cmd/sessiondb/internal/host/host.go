@@ -82,9 +82,15 @@ at PATH (a NanoClaw data/v2.db; created when missing). Then the host also
 
 On stop, no new delivery starts, one in flight finishes and is recorded, and
 On stop, no new delivery starts, one in flight finishes and is recorded, and
-the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
+the containers started by --wake are stopped (SIGTERM, then SIGKILL).
+
+The log goes to stderr, one line per event; with --json each line is a JSON
+object.`,
 		Example: `  # a mailbox host only
   sessiondb host --data ~/.sessiondb/v2-sessions --deliver exec:./send.sh
+
+  # the same, logging JSON lines
+  sessiondb --json host --data ~/.sessiondb/v2-sessions --deliver exec:./send.sh 2> host.jsonl
 
   # with the control plane: route events in, agents started by ./agent.sh
   sessiondb host --central ~/.sessiondb/v2.db --data ~/.sessiondb/v2-sessions \
@@ -112,7 +118,11 @@ the containers started by --wake are stopped (SIGTERM, then SIGKILL).`,
 			if err := os.MkdirAll(data, 0o700); err != nil {
 				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create --data %s", data)
 			}
-			log := slog.New(slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: level}))
+			var handler slog.Handler = slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: level})
+			if g.JSON {
+				handler = slog.NewJSONHandler(g.Err, &slog.HandlerOptions{Level: level})
+			}
+			log := slog.New(handler)
 			layout := mailbox.Layout{Root: data}
 			// The host bounds each delivery too; a longer --deliver-timeout
 			// raises that bound rather than being cut by it.

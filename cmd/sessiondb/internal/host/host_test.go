@@ -163,3 +163,23 @@ func TestHostDeliverTimeoutCutsAHang(t *testing.T) {
 		}
 	}
 }
+
+// TestHostJSONLog: with --json every log line is a JSON object.
+func TestHostJSONLog(t *testing.T) {
+	data := t.TempDir()
+	_, logs, stop := clitest.Start(clitest.Options{}, []string{"--json", "host", "--data", data, "--poll", "20ms"}, Commands)
+	testkit.WaitFor(t, "the start line", func() bool { return strings.Contains(logs.String(), "mailbox host running") })
+	if code := stop(); code != 0 {
+		t.Fatalf("host exit %d; log:\n%s", code, logs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	for _, l := range lines {
+		var v struct{ Msg string }
+		if err := json.Unmarshal([]byte(l), &v); err != nil || v.Msg == "" {
+			t.Fatalf("log line %q is not a JSON object with a msg: %v", l, err)
+		}
+	}
+	if len(lines) < 3 {
+		t.Fatalf("log %q: want the start and stop lines", lines)
+	}
+}
