@@ -81,7 +81,6 @@ at PATH (a NanoClaw data/v2.db; created when missing). Then the host also
     approvals (after 7 days) every --expire-every, telling the agents.
 
 On stop, no new delivery starts, one in flight finishes and is recorded, and
-On stop, no new delivery starts, one in flight finishes and is recorded, and
 the containers started by --wake are stopped (SIGTERM, then SIGKILL).
 
 The log goes to stderr, one line per event; with --json each line is a JSON
