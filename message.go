@@ -80,11 +80,13 @@ type ConversationItem map[string]any
 
 // Page selects a window of messages by id (IMP-12). BeforeID/AfterID are
 // exclusive cursors; 0 means unset. Limit 0 means 50. Without cursors the
-// page is the newest Limit messages.
+// page is the newest Limit messages, or with FromStart the oldest (a
+// transcript read from its beginning).
 type Page struct {
-	BeforeID int64
-	AfterID  int64
-	Limit    int
+	BeforeID  int64
+	AfterID   int64
+	Limit     int
+	FromStart bool
 }
 
 // Validate refuses a negative limit or cursor (invalid).

@@ -191,6 +191,10 @@ type SessionService interface {
 	// and returns the newest; the input when there is none.
 	CompressionTip(ctx context.Context, id string) (string, error)
 	ListSessionsRich(ctx context.Context, f RichFilter) ([]RichSession, error)
+	// ListSessions returns one page of the sessions q selects, in q's
+	// order, with the cursor of the next page: keyset paging, never an
+	// offset (see SessionQuery). Invalid for what q.Validate refuses.
+	ListSessions(ctx context.Context, q SessionQuery) (*SessionPage, error)
 
 	// SetSessionTitle sanitizes and sets a title ("" clears it). A title held
 	// by another session is a conflict, unless that session is a compression

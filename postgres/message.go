@@ -136,7 +136,7 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 	sel := "SELECT " + messageColumns + " FROM messages m WHERE m.session_id = $1"
 	var msgs []sessiondb.Message
 	var err error
-	forward := p.AfterID > 0 && p.BeforeID == 0
+	forward := (p.AfterID > 0 || p.FromStart) && p.BeforeID == 0
 	switch {
 	case forward:
 		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > $2 ORDER BY m.id LIMIT $3", sessionID, p.AfterID, limit)

@@ -69,6 +69,13 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	if f.NoProjection || f.IncludeChildren {
 		return out, nil
 	}
+	return s.projectTips(ctx, out)
+}
+
+// projectTips shows, on each root row that ended in compression, its
+// chain's tip, with LineageRootID naming the root (ListSessionsRich's
+// projection).
+func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([]sessiondb.RichSession, error) {
 	for i := range out {
 		r := &out[i]
 		if r.EndReason == nil || *r.EndReason != "compression" {
@@ -93,6 +100,103 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 		r.MessageCount, r.ToolCallCount, r.Title = t.MessageCount, t.ToolCallCount, t.Title
 		r.LastActive, r.Preview, r.Model, r.SystemPrompt = t.LastActive, t.Preview, t.Model, t.SystemPrompt
 		r.LineageRootID = root
+	}
+	return out, nil
+}
+
+// sortKeys are the SQL expressions of the listings' sort keys, alias s.
+var sortKeys = map[sessiondb.SessionSort]string{
+	sessiondb.SortStarted:    "s.started_at",
+	sessiondb.SortLastActive: `COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = s.id), s.started_at)`,
+	sessiondb.SortCost:       "COALESCE(s.actual_cost_usd, s.estimated_cost_usd, 0)",
+	sessiondb.SortTokens: "(COALESCE(s.input_tokens, 0) + COALESCE(s.output_tokens, 0) + COALESCE(s.cache_read_tokens, 0)" +
+		" + COALESCE(s.cache_write_tokens, 0) + COALESCE(s.reasoning_tokens, 0))::double precision",
+}
+
+// ListSessions lists one page of the sessions q selects, in q's order, by
+// keyset (see sessiondb.SessionQuery). The page is cut on ids and sort
+// keys alone; previews and last activity are computed for its rows only.
+func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*sessiondb.SessionPage, error) {
+	if err := q.Validate(); err != nil {
+		return nil, sessiondb.Wrap("", err, "list sessions")
+	}
+	cur, _ := q.Cursor()
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	switch {
+	case q.ParentID != "":
+		where = append(where, "s.parent_session_id = "+arg(q.ParentID))
+	case !q.IncludeChildren:
+		where = append(where, "s.parent_session_id IS NULL")
+	}
+	for _, f := range []struct{ col, v string }{{"source", q.Source}, {"model", q.Model}, {"user_id", q.UserID}} {
+		if f.v != "" {
+			where = append(where, "s."+f.col+" = "+arg(f.v))
+		}
+	}
+	if q.StartedFrom != 0 {
+		where = append(where, "s.started_at >= "+arg(q.StartedFrom))
+	}
+	if q.StartedBefore != 0 {
+		where = append(where, "s.started_at < "+arg(q.StartedBefore))
+	}
+	if q.Text != "" {
+		// lower() of ASCII only, as SQLite's: the two backends list alike.
+		where = append(where, "(strpos(translate(s.title, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), "+
+			"translate("+arg(q.Text)+", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')) > 0 OR strpos(s.id, "+arg(q.Text)+") > 0)")
+	}
+	dir, cmp := "DESC", "<"
+	if q.Ascending {
+		dir, cmp = "ASC", ">"
+	}
+	inner := "SELECT s.id AS id, " + sortKeys[q.SortOrDefault()] + " AS k FROM sessions s"
+	if len(where) > 0 {
+		inner += " WHERE " + strings.Join(where, " AND ")
+	}
+	page := "SELECT id, k FROM (" + inner + ") i"
+	if cur != nil {
+		// COLLATE "C": ids compare bytewise, as SQLite compares them.
+		page += " WHERE (k " + cmp + " " + arg(cur.Key) + " OR (k = " + arg(cur.Key) + " AND id COLLATE \"C\" " + cmp + " " + arg(cur.ID) + "))"
+	}
+	limit := q.PageLimit()
+	page += " ORDER BY k " + dir + ", id COLLATE \"C\" " + dir + " LIMIT " + arg(limit+1)
+	sel := "SELECT " + sessionColumnsOf("s") + richExtra + ", p.k FROM (" + page + ") p JOIN sessions s ON s.id = p.id ORDER BY p.k " + dir + ", s.id COLLATE \"C\" " + dir
+	type keyed struct {
+		r sessiondb.RichSession
+		k float64
+	}
+	var rows []keyed
+	err := each(ctx, s.pool, sel, args, func(r pgx.Rows) error {
+		var raw string
+		var last, key float64
+		x, err := scanSession(r, &raw, &last, &key)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, keyed{sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last}, key})
+		return nil
+	})
+	if err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	out := &sessiondb.SessionPage{Sessions: make([]sessiondb.RichSession, 0, min(len(rows), limit))}
+	for i, r := range rows {
+		if i == limit {
+			last := rows[limit-1]
+			out.Next = q.NextCursor(last.k, last.r.ID)
+			break
+		}
+		out.Sessions = append(out.Sessions, r.r)
+	}
+	if q.IncludeChildren || q.ParentID != "" {
+		return out, nil
+	}
+	if out.Sessions, err = s.projectTips(ctx, out.Sessions); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

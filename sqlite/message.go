@@ -154,7 +154,7 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 	sel := "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.visible
 	var msgs []sessiondb.Message
 	var err error
-	forward := p.AfterID > 0 && p.BeforeID == 0
+	forward := (p.AfterID > 0 || p.FromStart) && p.BeforeID == 0
 	switch {
 	case forward:
 		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, limit)

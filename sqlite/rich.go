@@ -90,6 +90,14 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	if f.NoProjection || f.IncludeChildren {
 		return out, nil
 	}
+	return s.projectTips(ctx, out)
+}
+
+// projectTips shows, on each root row that ended in compression, its
+// chain's tip (ListSessionsRich's projection): the tip's id, end, counts,
+// title, activity, preview, model and prompt, with LineageRootID naming
+// the root whose started_at the row keeps.
+func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([]sessiondb.RichSession, error) {
 	for i := range out {
 		r := &out[i]
 		if r.EndReason == nil || *r.EndReason != "compression" {
@@ -114,6 +122,129 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 		r.MessageCount, r.ToolCallCount, r.Title = t.MessageCount, t.ToolCallCount, t.Title
 		r.LastActive, r.Preview, r.Model, r.SystemPrompt = t.LastActive, t.Preview, t.Model, t.SystemPrompt
 		r.LineageRootID = root
+	}
+	return out, nil
+}
+
+// sortKey is the SQL expression of a listing's sort key, alias s, reading
+// a column the file lacks as 0.
+func (s *Store) sortKey(sort sessiondb.SessionSort) string {
+	col := func(name string) string {
+		if s.si.sessCols[name] {
+			return "s." + name
+		}
+		return "NULL"
+	}
+	switch sort {
+	case sessiondb.SortLastActive:
+		return "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id" + s.q.visible + "), s.started_at)"
+	case sessiondb.SortCost:
+		return "COALESCE(" + col("actual_cost_usd") + ", " + col("estimated_cost_usd") + ", 0)"
+	case sessiondb.SortTokens:
+		var sum []string
+		for _, c := range []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"} {
+			sum = append(sum, "COALESCE("+col(c)+", 0)")
+		}
+		return "(" + strings.Join(sum, " + ") + ")"
+	}
+	return "s.started_at"
+}
+
+// ListSessions lists one page of the sessions q selects, in q's order, by
+// keyset (see sessiondb.SessionQuery). The page is cut on rowids and sort
+// keys alone; previews and last activity are computed for its rows only.
+func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*sessiondb.SessionPage, error) {
+	if err := q.Validate(); err != nil {
+		return nil, sessiondb.Wrap("", err, "list sessions")
+	}
+	cur, _ := q.Cursor()
+	var where []string
+	var args []any
+	switch {
+	case q.ParentID != "":
+		where = append(where, "s.parent_session_id = ?")
+		args = append(args, q.ParentID)
+	case !q.IncludeChildren:
+		where = append(where, "s.parent_session_id IS NULL")
+	}
+	if s.q.archived != "" && !q.IncludeArchived {
+		where = append(where, "NOT "+s.q.archived)
+	}
+	for _, f := range []struct{ col, v string }{{"source", q.Source}, {"model", q.Model}, {"user_id", q.UserID}} {
+		if f.v == "" {
+			continue
+		}
+		if !s.si.sessCols[f.col] {
+			where = append(where, "0")
+			continue
+		}
+		where = append(where, "s."+f.col+" = ?")
+		args = append(args, f.v)
+	}
+	if q.StartedFrom != 0 {
+		where = append(where, "s.started_at >= ?")
+		args = append(args, q.StartedFrom)
+	}
+	if q.StartedBefore != 0 {
+		where = append(where, "s.started_at < ?")
+		args = append(args, q.StartedBefore)
+	}
+	if q.Text != "" {
+		title := "NULL"
+		if s.si.sessCols["title"] {
+			title = "s.title"
+		}
+		where = append(where, "(instr(lower("+title+"), lower(?)) > 0 OR instr(s.id, ?) > 0)")
+		args = append(args, q.Text, q.Text)
+	}
+	dir, cmp := "DESC", "<"
+	if q.Ascending {
+		dir, cmp = "ASC", ">"
+	}
+	inner := "SELECT s.rowid AS rid, s.id AS id, " + s.sortKey(q.SortOrDefault()) + " AS k FROM sessions s"
+	if len(where) > 0 {
+		inner += " WHERE " + strings.Join(where, " AND ")
+	}
+	page := "SELECT rid, k FROM (" + inner + ")"
+	if cur != nil {
+		page += " WHERE (k " + cmp + " ? OR (k = ? AND id " + cmp + " ?))"
+		args = append(args, cur.Key, cur.Key, cur.ID)
+	}
+	limit := q.PageLimit()
+	page += " ORDER BY k " + dir + ", id " + dir + " LIMIT ?"
+	args = append(args, limit+1)
+	sel := "SELECT " + s.q.sessSel + s.richExtra() + ", p.k FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY p.k " + dir + ", s.id " + dir
+	type keyed struct {
+		r sessiondb.RichSession
+		k float64
+	}
+	rows, err := sqlitedb.Append(ctx, readers{s}, sel, args, nil, func(row sqlitedb.Row) (keyed, error) {
+		var raw string
+		var last, key sql.NullFloat64
+		var archived bool
+		x, err := scanSession(row, &raw, &last, &archived, &key)
+		if err != nil {
+			return keyed{}, err
+		}
+		return keyed{sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived}, key.Float64}, nil
+	})
+	if err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	out := &sessiondb.SessionPage{Sessions: make([]sessiondb.RichSession, 0, min(len(rows), limit))}
+	for i, r := range rows {
+		if i == limit {
+			last := rows[limit-1]
+			out.Next = q.NextCursor(last.k, last.r.ID)
+			break
+		}
+		out.Sessions = append(out.Sessions, r.r)
+	}
+	if q.IncludeChildren || q.ParentID != "" {
+		return out, nil
+	}
+	if out.Sessions, err = s.projectTips(ctx, out.Sessions); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -172,6 +172,9 @@ func testPaging(t *testing.T, h Harness) {
 		{name: "before page holding part of a group", page: func() sessiondb.Page { return sessiondb.Page{BeforeID: n[6], Limit: 3} }, want: numbered(2, 5), hasBefore: true, hasAft: true},
 		{name: "after page grows to the last result", page: func() sessiondb.Page { return sessiondb.Page{AfterID: n[1], Limit: 2} }, want: numbered(2, 4), hasBefore: true, hasAft: true},
 		{name: "after page ending on the assistant", page: func() sessiondb.Page { return sessiondb.Page{AfterID: n[6], Limit: 2} }, want: numbered(7, 9), hasBefore: true, hasAft: true},
+		{name: "from the start", page: func() sessiondb.Page { return sessiondb.Page{FromStart: true, Limit: 3} }, want: numbered(1, 4), hasAft: true},
+		{name: "from the start, all", page: func() sessiondb.Page { return sessiondb.Page{FromStart: true} }, want: numbered(1, 12)},
+		{name: "from the start with a before cursor", page: func() sessiondb.Page { return sessiondb.Page{FromStart: true, BeforeID: n[7], Limit: 2} }, want: numbered(5, 6), hasBefore: true, hasAft: true},
 		{name: "page that already holds whole groups", page: func() sessiondb.Page { return sessiondb.Page{BeforeID: n[10], Limit: 3} }, want: numbered(7, 9), hasBefore: true, hasAft: true},
 	}
 	for _, tc := range cases {

@@ -20,13 +20,14 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/host"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/mailbox"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/route"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/serve"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/subagents"
 )
 
 // groups are the command groups of the binary, in the order their
 // commands are added.
 func groups() []cli.Group {
-	return []cli.Group{history.Commands, bench.Commands, mailbox.Commands, host.Commands, admin.Commands, route.Commands, subagents.Commands}
+	return []cli.Group{history.Commands, bench.Commands, mailbox.Commands, host.Commands, admin.Commands, route.Commands, subagents.Commands, serve.Commands}
 }
 
 func main() {

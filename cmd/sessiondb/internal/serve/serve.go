@@ -1,0 +1,131 @@
+// Package serve holds `sessiondb serve`: the HTTP server (JSON API, web
+// UI, live updates, MCP, metrics) over the history store and, when asked,
+// the mailboxes, the central registry and the subagent store.
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// DefaultListen is where serve listens unless told otherwise: loopback
+// only, so nothing leaves the machine by default.
+const DefaultListen = "127.0.0.1:8321"
+
+// Commands returns the `serve` command.
+func Commands(f *cli.Factory) []*cobra.Command {
+	return []*cobra.Command{(&group{Factory: f}).serveCmd()}
+}
+
+type group struct {
+	*cli.Factory
+}
+
+// options are serve's flags.
+type options struct {
+	listen, token, data string
+}
+
+func (g *group) serveCmd() *cobra.Command {
+	var o options
+	c := &cobra.Command{
+		Use:   "serve [--listen ADDR] [--token TOKEN] [--data DIR]",
+		Short: "Serve the store over HTTP: a web UI, a JSON API, live updates, MCP and metrics",
+		Long: `serve runs an HTTP server over the history store (--db) until Ctrl-C: the web UI
+at /, the JSON API under /api/v1/, live updates as Server-Sent Events, MCP for
+agents at /mcp, /healthz, and Prometheus metrics at /metrics. With --data it
+serves the session mailboxes under that data root too.
+
+It listens on 127.0.0.1 only, unless --listen names another address; then a
+token is required (--token, or $SESSIONDB_TOKEN), and every request must
+carry it. Writes (titles, end and reopen, delete, prune, requeue) always need
+the token and must come from the server's own pages (or a client that sends
+no Origin). Without --token on loopback, serve makes a token and prints the
+URL that carries it; open that URL to be able to write from the browser.
+With --read-only the stores are opened read-only and every write is gone
+from the API and the UI.`,
+		Example: `  sessiondb serve
+  sessiondb --db ~/.hermes/state.db --read-only serve
+  sessiondb serve --data ~/.sessiondb/sessions
+  SESSIONDB_TOKEN=... sessiondb serve --listen 0.0.0.0:8321`,
+		Args: cli.ExactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if o.token == "" {
+				o.token = os.Getenv("SESSIONDB_TOKEN")
+			}
+			return g.run(c.Context(), o)
+		},
+	}
+	c.Flags().StringVar(&o.listen, "listen", DefaultListen, "address to listen on (host:port); beyond loopback a token is required")
+	c.Flags().StringVar(&o.token, "token", "", "the server's token (default $SESSIONDB_TOKEN; on loopback one is made when neither is set)")
+	c.Flags().StringVar(&o.data, "data", "", "data root of the session mailboxes (<group>/<session> folders) to serve too")
+	return c
+}
+
+// run opens the stores, checks the address against the token before
+// anything listens, and serves until ctx ends.
+func (g *group) run(ctx context.Context, o options) error {
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return sessiondb.Errorf(sessiondb.EINVALID, "--listen %q is not host:port: %v", o.listen, err)
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && o.token == "" {
+		return sessiondb.Errorf(sessiondb.EINVALID, "refusing to listen on %s without a token: beyond loopback anyone who reaches the address could read every conversation; set --token or $SESSIONDB_TOKEN, or listen on 127.0.0.1", o.listen)
+	}
+	madeToken := false
+	if o.token == "" {
+		b := make([]byte, 24)
+		rand.Read(b)
+		o.token, madeToken = hex.EncodeToString(b), true
+	}
+	log := slog.New(slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := g.OpenHistory(ctx, cli.ReadStore, "")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg := sdbhttp.Config{History: st, ReadOnly: g.ReadOnly, Token: o.token, Clock: g.Now, Logger: log}
+	if o.data != "" {
+		if fi, err := os.Stat(o.data); err != nil || !fi.IsDir() {
+			return sessiondb.Errorf(sessiondb.ENOTFOUND, "--data %s is not a folder", o.data)
+		}
+		h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: o.data}, Now: g.Now, Logger: log})
+		if err != nil {
+			return err
+		}
+		cfg.Mailboxes, cfg.DataRoot = h, o.data
+	}
+	srv, err := sdbhttp.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return sessiondb.Wrap(sessiondb.EINVALID, err, "listen on %s", o.listen)
+	}
+	addr := ln.Addr().String()
+	url := "http://" + addr + "/"
+	if madeToken {
+		url += "?token=" + o.token
+	}
+	fmt.Fprintf(g.Out, "sessiondb: serving on http://%s/ (Ctrl-C to stop)\n", addr)
+	if g.ReadOnly {
+		fmt.Fprintln(g.Out, "read-only: no writes")
+	}
+	fmt.Fprintf(g.Out, "open %s\n", url)
+	return srv.Serve(ctx, ln)
+}

@@ -1,0 +1,118 @@
+package serve_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/serve"
+	"github.com/sessiondb/sessiondb/internal/testkit"
+)
+
+// store makes a state.db with the example conversations.
+func store(t *testing.T) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "state.db")
+	clitest.Must(t, []string{"--db", db, "quickstart"}, history.Commands)
+	return db
+}
+
+var servingLine = regexp.MustCompile(`serving on (http://[^/\s]+)/`)
+
+// start runs serve in the background and returns its base URL and the
+// lines it printed.
+func start(t *testing.T, args ...string) (base string, out *testkit.Buffer) {
+	t.Helper()
+	out, errOut, stop := clitest.Start(clitest.Options{}, args, serve.Commands)
+	t.Cleanup(func() {
+		if code := stop(); code != 0 && code != 130 {
+			t.Errorf("serve exited %d: %s", code, errOut)
+		}
+	})
+	testkit.WaitFor(t, "serve to print its address", func() bool {
+		return servingLine.MatchString(out.String()) || errOut.String() != ""
+	})
+	m := servingLine.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("serve did not start: %s", errOut)
+	}
+	return m[1], out
+}
+
+func TestServeOnLoopbackMakesAToken(t *testing.T) {
+	db := store(t)
+	base, out := start(t, "--db", db, "serve", "--listen", "127.0.0.1:0")
+	tok := regexp.MustCompile(`\?token=([0-9a-f]{48})`).FindStringSubmatch(out.String())
+	if tok == nil {
+		t.Fatalf("no token URL printed: %s", out)
+	}
+	resp, err := http.Get(base + "/api/v1/sessions?limit=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Sessions []struct{ ID string }
+		Next     string
+	}
+	json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(page.Sessions) != 3 || page.Next == "" {
+		t.Fatalf("status %d, page %+v", resp.StatusCode, page)
+	}
+	// The printed token writes; none does not.
+	id := page.Sessions[0].ID
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {tok[1], 200}} {
+		req, _ := http.NewRequest("POST", base+"/api/v1/sessions/"+id+"/end", nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("end with token %q: %d, want %d", c.token, resp.StatusCode, c.want)
+		}
+	}
+}
+
+func TestServeRefuses(t *testing.T) {
+	db := store(t)
+	t.Setenv("SESSIONDB_TOKEN", "")
+	clitest.Fails(t, []clitest.Failure{
+		{Name: "beyond loopback without a token", Args: []string{"--db", db, "serve", "--listen", "0.0.0.0:0"}, Code: 2, Want: "without a token"},
+		{Name: "not host:port", Args: []string{"--db", db, "serve", "--listen", "8321"}, Code: 2, Want: "host:port"},
+		{Name: "missing store", Args: []string{"--db", filepath.Join(t.TempDir(), "none.db"), "serve", "--listen", "127.0.0.1:0"}, Code: 3, Want: "no history store"},
+		{Name: "data is not a folder", Args: []string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--data", db}, Code: 3, Want: "not a folder"},
+	}, serve.Commands)
+}
+
+// --read-only hides the writes: they answer 404 even with the token.
+func TestServeReadOnly(t *testing.T) {
+	db := store(t)
+	base, out := start(t, "--db", db, "--read-only", "serve", "--listen", "127.0.0.1:0", "--token", "tok")
+	if !strings.Contains(out.String(), "read-only") {
+		t.Fatalf("no read-only notice: %s", out)
+	}
+	req, _ := http.NewRequest("POST", base+"/api/v1/prune", strings.NewReader(`{"older_than_days":1}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("prune on a read-only server: %d", resp.StatusCode)
+	}
+}

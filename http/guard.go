@@ -1,0 +1,148 @@
+package http
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// TokenCookie is the cookie a browser keeps the token in after opening the
+// URL the server printed (/?token=...). It is HttpOnly (no script reads
+// it) and SameSite=Strict (no other site's request carries it).
+const TokenCookie = "sessiondb_token"
+
+// ContentSecurityPolicy is sent with every response: scripts, styles,
+// fetches and frames only from this origin, no inline script or style, no
+// plugins, and no other site may frame a page.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// guard is the outermost middleware: security headers on every response,
+// the Host check that keeps DNS-rebinding sites off a loopback server, the
+// token for reads where they need it, the token-in-URL login, and a panic
+// turned into a 500 instead of a dropped connection.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				s.refuse(w, "internal", "internal error")
+			}
+		}()
+		needToken := s.readsNeedToken()
+		if !needToken && !loopbackHost(r.Host) {
+			// A page of another site that resolved its own name to
+			// 127.0.0.1 (DNS rebinding) sends its own name as Host.
+			s.refuse(w, codeForbidden, "this server answers only to a loopback host name (localhost, 127.0.0.1, [::1])")
+			return
+		}
+		if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
+			s.login(w, r, t)
+			return
+		}
+		if needToken && r.URL.Path != "/healthz" && !s.authorized(r) {
+			s.refuse(w, codeUnauthorized, "this server needs its token: send `Authorization: Bearer TOKEN`, or open the URL the server printed")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// login takes the token from a URL the server printed: a right one is
+// moved into the cookie and the browser sent back to the same URL without
+// it (so it stays out of history and Referer); a wrong one is refused.
+func (s *Server) login(w http.ResponseWriter, r *http.Request, token string) {
+	if !s.tokenMatches(token) {
+		s.refuse(w, codeUnauthorized, "wrong token")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	q := r.URL.Query()
+	q.Del("token")
+	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+// authorized reports whether r carries the server's token, as a bearer
+// token or in the cookie.
+func (s *Server) authorized(r *http.Request) bool {
+	if t, ok := bearer(r); ok {
+		return s.tokenMatches(t)
+	}
+	if c, err := r.Cookie(TokenCookie); err == nil {
+		return s.tokenMatches(c.Value)
+	}
+	return false
+}
+
+// bearer returns the token of an `Authorization: Bearer` header.
+func bearer(r *http.Request) (string, bool) {
+	a := r.Header.Get("Authorization")
+	scheme, t, ok := strings.Cut(a, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(t), true
+}
+
+// tokenMatches compares t with the server's token in constant time; the
+// digests have one length whatever the inputs, so not even the token's
+// length leaks. No token matches a server without one.
+func (s *Server) tokenMatches(t string) bool {
+	if s.cfg.Token == "" {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(t)), sha256.Sum256([]byte(s.cfg.Token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback:
+// localhost (or a name under .localhost), or a loopback IP, with any port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// writeGuard wraps a write route: the server must have a token and r must
+// carry it, and a browser's request must come from this server's own
+// origin (Sec-Fetch-Site, else Origin against Host), so another site's
+// page cannot make the user's browser write with the user's cookie.
+func (s *Server) writeGuard(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.refuse(w, codeForbidden, "writes are accepted only from this server's own pages (the request came from another origin)")
+	}))
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.cfg.Token == "":
+			s.refuse(w, codeForbidden, "writes are off: the server was started without a token")
+		case !s.authorized(r):
+			s.refuse(w, codeUnauthorized, "writes need the server's token")
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+	return cop.Handler(inner)
+}

@@ -1,0 +1,123 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// routesHistory registers the history store's routes.
+func (s *Server) routesHistory() {
+	s.read("GET /api/v1/sessions", s.listSessions)
+	s.read("GET /api/v1/sessions/{id}", s.getSession)
+	s.read("GET /api/v1/sessions/{id}/messages", s.listMessages)
+}
+
+// sessionQuery reads a session listing's parameters: source, model, user,
+// parent, from/to (a time range on started_at), q (title or id text),
+// sort (started, last_active, cost, tokens), order (desc, asc), children,
+// archived, limit and cursor.
+func sessionQuery(p *params) sessiondb.SessionQuery {
+	q := sessiondb.SessionQuery{
+		Source: p.str("source"), Model: p.str("model"), UserID: p.str("user"), ParentID: p.str("parent"),
+		StartedFrom: p.time("from"), StartedBefore: p.time("to"), Text: p.str("q"),
+		Sort:            sessiondb.SessionSort(p.str("sort")),
+		IncludeChildren: p.bool("children"), IncludeArchived: p.bool("archived"),
+		Limit: p.int("limit", 50, 1, sessiondb.MaxSessionPage), After: p.str("cursor"),
+	}
+	switch o := p.str("order"); o {
+	case "", "desc":
+	case "asc":
+		q.Ascending = true
+	default:
+		p.fail("order", "%q is not asc or desc", o)
+	}
+	return q
+}
+
+// listSessions: GET /api/v1/sessions → {"sessions":[...],"next":"cursor"}.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	p := paramsOf(r.URL.Query())
+	q := sessionQuery(p)
+	if p.err != nil {
+		return p.err
+	}
+	page, err := s.cfg.History.ListSessions(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// getSession: GET /api/v1/sessions/{id} → the session row with its
+// preview and last activity. {id} is an id or a unique id prefix.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.sessionID(r)
+	if err != nil {
+		return err
+	}
+	x, err := s.cfg.History.GetSession(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, x)
+	return nil
+}
+
+// sessionID resolves the {id} of a path: an exact id, else a unique
+// prefix (not_found, or conflict naming the ambiguity).
+func (s *Server) sessionID(r *http.Request) (string, error) {
+	return s.cfg.History.ResolveSessionID(r.Context(), r.PathValue("id"))
+}
+
+// messagesPage is a transcript page as the API answers it: the messages in
+// id order, whether more exist on either side, and the cursors to fetch
+// them (before: the first id, after: the last; set whenever the page has
+// messages, so a client can also look for newer ones later).
+type messagesPage struct {
+	SessionID string              `json:"session_id"`
+	Messages  []sessiondb.Message `json:"messages"`
+	HasBefore bool                `json:"has_before"`
+	HasAfter  bool                `json:"has_after"`
+	Before    int64               `json:"before,omitempty"`
+	After     int64               `json:"after,omitempty"`
+}
+
+// listMessages: GET /api/v1/sessions/{id}/messages?after=&before=&limit=
+// &from=start|end. A page is at most limit messages (default 50, at most
+// 500) grown to keep a tool call with its results; never the whole
+// transcript. Without a cursor, from=start (the default) reads from the
+// beginning and from=end the newest.
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
+	p := paramsOf(r.URL.Query())
+	pg := sessiondb.Page{AfterID: p.id("after"), BeforeID: p.id("before"), Limit: p.int("limit", 50, 1, 500)}
+	switch from := p.str("from"); from {
+	case "", "start":
+		pg.FromStart = true
+	case "end":
+	default:
+		p.fail("from", "%q is not start or end", from)
+	}
+	if p.err != nil {
+		return p.err
+	}
+	id, err := s.sessionID(r)
+	if err != nil {
+		return err
+	}
+	mp, err := s.cfg.History.GetMessagesPage(r.Context(), id, pg)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toMessagesPage(id, mp))
+	return nil
+}
+
+func toMessagesPage(id string, mp *sessiondb.MessagePage) messagesPage {
+	out := messagesPage{SessionID: id, Messages: mp.Messages, HasBefore: mp.HasBefore, HasAfter: mp.HasAfter}
+	if n := len(mp.Messages); n > 0 {
+		out.Before, out.After = mp.Messages[0].ID, mp.Messages[n-1].ID
+	}
+	return out
+}

@@ -1,0 +1,239 @@
+package http_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+// fakeListener claims an address without touching the network: Serve must
+// refuse it before accepting anything.
+type fakeListener struct{ addr net.Addr }
+
+func (l fakeListener) Accept() (net.Conn, error) {
+	return nil, errors.New("fake listener accepts nothing")
+}
+func (l fakeListener) Close() error   { return nil }
+func (l fakeListener) Addr() net.Addr { return l.addr }
+
+func TestServeRefusesBeyondLoopbackWithoutToken(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	for _, addr := range []string{"192.0.2.7:8321", "0.0.0.0:8321", "[2001:db8::1]:80"} {
+		tcp, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.srv.Serve(ctxb, fakeListener{tcp})
+		if sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(err.Error(), "without a token") {
+			t.Fatalf("Serve on %s without a token: %v, want invalid refusal", addr, err)
+		}
+	}
+}
+
+// A server beyond loopback with a token serves nothing without it: not the
+// API, not the UI, not the metrics; /healthz says only whether it is up.
+func TestBeyondLoopbackEveryRequestNeedsToken(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.session("s1", "cli", "m")
+	// Serve on a real loopback socket, but through a listener that says
+	// it is on another address, as a server on 0.0.0.0 would be.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := ln.Addr().String()
+	ctx, cancel := context.WithCancel(ctxb)
+	done := make(chan error, 1)
+	go func() {
+		done <- f.srv.Serve(ctx, claimAddr{ln, &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8321}})
+	}()
+	defer func() { cancel(); <-done }()
+	get := func(path string, hdr ...string) *http.Response {
+		req, _ := http.NewRequest("GET", "http://"+real+path, nil)
+		req.Host = "sessions.example:8321"
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, p := range []string{"/api/v1/sessions", "/api/v1/sessions/s1", "/", "/metrics"} {
+		if r := get(p); r.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without token: %d, want 401", p, r.StatusCode)
+		}
+		if r := get(p, "Authorization", "Bearer wrong"); r.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s with a wrong token: %d, want 401", p, r.StatusCode)
+		}
+		if r := get(p, auth...); r.StatusCode != http.StatusOK {
+			t.Errorf("GET %s with the token: %d, want 200", p, r.StatusCode)
+		}
+	}
+	if r := get("/healthz"); r.StatusCode != http.StatusOK {
+		t.Errorf("/healthz without token: %d", r.StatusCode)
+	}
+}
+
+// claimAddr is a real listener reporting another address.
+type claimAddr struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (c claimAddr) Addr() net.Addr { return c.addr }
+
+// A page of another site that made its name resolve to 127.0.0.1 (DNS
+// rebinding) sends its own Host: a loopback server refuses it.
+func TestLoopbackRefusesForeignHost(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.session("s1", "cli", "m")
+	f.get("/api/v1/sessions", "Host", "attacker.example").apiError(t, 403, "forbidden")
+	for _, h := range []string{"localhost:1234", "127.0.0.1", "[::1]:80", "app.localhost"} {
+		f.get("/api/v1/sessions", "Host", h).ok(t, nil)
+	}
+}
+
+func TestWritesNeedTokenAndSameOrigin(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.session("s1", "cli", "m")
+	title := jsonBody(map[string]string{"title": "renamed"})
+	// No token, a wrong token: refused, nothing changed.
+	f.do("PATCH", "/api/v1/sessions/s1", title).apiError(t, 401, "unauthorized")
+	f.do("PATCH", "/api/v1/sessions/s1", title, "Authorization", "Bearer nope").apiError(t, 401, "unauthorized")
+	// The token, from another site's page (the browser says so).
+	f.do("PATCH", "/api/v1/sessions/s1", title, append(auth, "Sec-Fetch-Site", "cross-site")...).apiError(t, 403, "forbidden")
+	f.do("PATCH", "/api/v1/sessions/s1", title, append(auth, "Origin", "https://attacker.example")...).apiError(t, 403, "forbidden")
+	// The cookie a browser holds, sent by a cross-site form post.
+	f.do("POST", "/api/v1/sessions/s1/end", "", "Cookie", sdbhttp.TokenCookie+"="+testToken, "Origin", "https://attacker.example").apiError(t, 403, "forbidden")
+	if x, _ := f.st.GetSession(ctxb, "s1"); x.Title != nil || x.EndedAt != nil {
+		t.Fatalf("a refused write changed the session: %+v", x)
+	}
+	// Same origin with the cookie, and a client with the bearer token.
+	f.do("PATCH", "/api/v1/sessions/s1", title, "Cookie", sdbhttp.TokenCookie+"="+testToken, "Sec-Fetch-Site", "same-origin", "Origin", f.ts.URL).ok(t, nil)
+	f.do("POST", "/api/v1/sessions/s1/end", "", auth...).ok(t, nil)
+	if x, _ := f.st.GetSession(ctxb, "s1"); x.Title == nil || *x.Title != "renamed" || x.EndedAt == nil {
+		t.Fatalf("accepted writes did not land: %+v", x)
+	}
+}
+
+func TestWritesOffWithoutToken(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.session("s1", "cli", "m")
+	f.do("POST", "/api/v1/sessions/s1/end", "", "Authorization", "Bearer ").apiError(t, 403, "forbidden")
+	if x, _ := f.st.GetSession(ctxb, "s1"); x.EndedAt != nil {
+		t.Fatal("a write landed on a server without a token")
+	}
+}
+
+// Opening the URL the server printed moves the token into an HttpOnly,
+// SameSite=Strict cookie and drops it from the address.
+func TestTokenURLSetsCookie(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	client := f.ts.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Get(f.ts.URL + "/?token=" + testToken + "&x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/?x=1" {
+		t.Fatalf("status %d location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	c := resp.Cookies()
+	if len(c) != 1 || c[0].Name != sdbhttp.TokenCookie || c[0].Value != testToken || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie %+v", c)
+	}
+	f.get("/?token=wrong").apiError(t, 401, "unauthorized")
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	for _, p := range []string{"/", "/api/v1/sessions", "/api/v1/nope", "/static/app.js"} {
+		r := f.get(p)
+		csp := r.header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("%s: CSP %q lacks %q", p, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "*") {
+			t.Errorf("%s: CSP %q allows inline code or any origin", p, csp)
+		}
+		if r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no nosniff", p)
+		}
+	}
+}
+
+// A read-only server has no write route: every write answers 404 as an
+// unknown path, and a session of reads leaves the file's bytes as they
+// were.
+func TestReadOnlyHidesWritesAndKeepsBytes(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.session("s1", "cli", "m")
+	f.msg("s1", "user", "hello docker")
+	f.toolCall("s1", "c1", "shell", "ok")
+	if err := f.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := fileDigests(t, f.path)
+	ro, err := sqlite.Open(ctxb, f.path, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	f.serve(sdbhttp.Config{History: ro, ReadOnly: true, Token: testToken})
+	for _, p := range []string{"/api/v1/sessions", "/api/v1/sessions/s1", "/api/v1/sessions/s1/messages", "/healthz", "/"} {
+		f.get(p).ok(t, nil)
+	}
+	for _, w := range []struct{ method, path, body string }{
+		{"PATCH", "/api/v1/sessions/s1", `{"title":"x"}`},
+		{"POST", "/api/v1/sessions/s1/end", ""},
+		{"POST", "/api/v1/sessions/s1/reopen", ""},
+		{"DELETE", "/api/v1/sessions/s1", ""},
+		{"POST", "/api/v1/prune", `{"older_than_days":1}`},
+	} {
+		f.do(w.method, w.path, w.body, auth...).apiError(t, 404, "not_found")
+	}
+	ro.Close()
+	after := fileDigests(t, f.path)
+	if after[0] != before[0] {
+		t.Fatal("the store file's bytes changed under a read-only server")
+	}
+	// A read-only WAL reader may leave an empty -wal and the -shm index
+	// behind (it may not delete them); a frame in the WAL would be a write.
+	if fi, err := os.Stat(f.path + "-wal"); err == nil && fi.Size() != 0 {
+		t.Fatalf("the WAL holds %d bytes after a read-only server", fi.Size())
+	}
+	if after[3] != before[3] {
+		t.Fatal("a rollback journal appeared under a read-only server")
+	}
+}
+
+// fileDigests hashes the store file and its companions (absent ones too).
+func fileDigests(t *testing.T, path string) [4][32]byte {
+	t.Helper()
+	var out [4][32]byte
+	for i, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		b, err := os.ReadFile(path + suffix)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err == nil {
+			out[i] = sha256.Sum256(b)
+		}
+	}
+	return out
+}

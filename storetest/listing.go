@@ -1,0 +1,156 @@
+package storetest
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// testListSessions: ListSessions, the keyset listing (filters, the four
+// orders both ways, cursors that survive appends, refusals).
+func testListSessions(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	// a..e one second apart; b and d are telegram; c is a child of a.
+	e.createWith(sessiondb.NewSession{ID: "a-1", Source: "cli", Model: "gpt", UserID: "u1"})
+	e.createWith(sessiondb.NewSession{ID: "b-2", Source: "telegram", Model: "claude", UserID: "u2"})
+	e.createWith(sessiondb.NewSession{ID: "c-3", Source: "cli", Model: "claude", ParentSessionID: "a-1"})
+	e.createWith(sessiondb.NewSession{ID: "d-4", Source: "telegram", Model: "gpt"})
+	e.createWith(sessiondb.NewSession{ID: "e-5", Source: "cli", Model: "gpt"})
+	e.setTitle("b-2", "Fix the Docker build")
+	e.setTitle("d-4", "docker compose")
+	noErr(t, "tokens", e.s.UpdateTokenCounts(e.ctx, "a-1", sessiondb.TokenUpdate{Input: 10, EstimatedCostUSD: f64(0.5)}))
+	noErr(t, "tokens", e.s.UpdateTokenCounts(e.ctx, "d-4", sessiondb.TokenUpdate{Input: 100, Output: 50, EstimatedCostUSD: f64(0.25), ActualCostUSD: f64(3)}))
+	noErr(t, "tokens", e.s.UpdateTokenCounts(e.ctx, "e-5", sessiondb.TokenUpdate{Reasoning: 40}))
+	e.msg("b-2", "user", "newest activity")
+	startOf := func(id string) float64 { return e.get(id).StartedAt }
+
+	cases := []struct {
+		name string
+		q    sessiondb.SessionQuery
+		want []string
+	}{
+		{"default: top-level, newest first", sessiondb.SessionQuery{}, []string{"e-5", "d-4", "b-2", "a-1"}},
+		{"ascending", sessiondb.SessionQuery{Ascending: true}, []string{"a-1", "b-2", "d-4", "e-5"}},
+		{"with children", sessiondb.SessionQuery{IncludeChildren: true}, []string{"e-5", "d-4", "c-3", "b-2", "a-1"}},
+		{"children of a-1", sessiondb.SessionQuery{ParentID: "a-1"}, []string{"c-3"}},
+		{"source", sessiondb.SessionQuery{Source: "telegram"}, []string{"d-4", "b-2"}},
+		{"model", sessiondb.SessionQuery{Model: "gpt"}, []string{"e-5", "d-4", "a-1"}},
+		{"user", sessiondb.SessionQuery{UserID: "u2"}, []string{"b-2"}},
+		{"time range", sessiondb.SessionQuery{StartedFrom: startOf("b-2"), StartedBefore: startOf("e-5"), IncludeChildren: true}, []string{"d-4", "c-3", "b-2"}},
+		{"title text, any case", sessiondb.SessionQuery{Text: "DOCKER"}, []string{"d-4", "b-2"}},
+		{"id text", sessiondb.SessionQuery{Text: "-5"}, []string{"e-5"}},
+		{"nothing matches", sessiondb.SessionQuery{Text: "kubernetes"}, []string{}},
+		{"by cost: actual, else estimated", sessiondb.SessionQuery{Sort: sessiondb.SortCost}, []string{"d-4", "a-1", "e-5", "b-2"}},
+		{"by cost ascending", sessiondb.SessionQuery{Sort: sessiondb.SortCost, Ascending: true}, []string{"b-2", "e-5", "a-1", "d-4"}},
+		{"by tokens", sessiondb.SessionQuery{Sort: sessiondb.SortTokens}, []string{"d-4", "e-5", "a-1", "b-2"}},
+		{"by last activity", sessiondb.SessionQuery{Sort: sessiondb.SortLastActive}, []string{"b-2", "e-5", "d-4", "a-1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := walkSessions(t, e, tc.q, 0)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("one page: %v, want %v", got, tc.want)
+			}
+			// The same rows one at a time, by cursor.
+			if got := walkSessions(t, e, tc.q, 1); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("page by page: %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	t.Run("page rows carry preview and last activity", func(t *testing.T) {
+		p, err := e.s.ListSessions(e.ctx, sessiondb.SessionQuery{Source: "telegram", Ascending: true, Limit: 1})
+		noErr(t, "ListSessions", err)
+		if len(p.Sessions) != 1 || p.Sessions[0].Preview != "newest activity" || p.Sessions[0].LastActive <= p.Sessions[0].StartedAt || p.Next == "" {
+			t.Fatalf("page %+v", p)
+		}
+	})
+
+	t.Run("ties are broken by id", func(t *testing.T) {
+		// b-2, c-3 and e-5 cost nothing... b-2 and c-3 tie at 0 tokens too.
+		got := walkSessions(t, e, sessiondb.SessionQuery{Sort: sessiondb.SortTokens, IncludeChildren: true}, 1)
+		want := []string{"d-4", "e-5", "a-1", "c-3", "b-2"}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%v, want %v", got, want)
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		first, err := e.s.ListSessions(e.ctx, sessiondb.SessionQuery{Limit: 1})
+		noErr(t, "ListSessions", err)
+		for name, q := range map[string]sessiondb.SessionQuery{
+			"unknown sort":           {Sort: "size"},
+			"negative limit":         {Limit: -1},
+			"limit past the maximum": {Limit: sessiondb.MaxSessionPage + 1},
+			"garbage cursor":         {After: "not-a-cursor"},
+			"cursor of another sort": {Sort: sessiondb.SortCost, Limit: 1, After: first.Next},
+			"cursor of a filter":     {Source: "cli", Limit: 1, After: first.Next},
+		} {
+			_, err := e.s.ListSessions(e.ctx, q)
+			wantCode(t, name, err, sessiondb.EINVALID)
+		}
+	})
+}
+
+// testListSessionsUnderWrites: walking a listing page by page while
+// sessions are created, messages appended and costs change between the
+// requests sees every session that existed at the start exactly once (by
+// start time; by cost the rows whose cost did not change).
+func testListSessionsUnderWrites(t *testing.T, h Harness) {
+	for _, sort := range []sessiondb.SessionSort{sessiondb.SortStarted, sessiondb.SortTokens} {
+		t.Run(string(sort), func(t *testing.T) {
+			e := newEnv(t, h)
+			var want []string
+			for i := range 17 {
+				id := fmt.Sprintf("s%02d", i)
+				e.create(id, "cli")
+				noErr(t, "tokens", e.s.UpdateTokenCounts(e.ctx, id, sessiondb.TokenUpdate{Input: int64(i % 5)}))
+				want = append(want, id)
+			}
+			seen := map[string]int{}
+			q := sessiondb.SessionQuery{Sort: sort, Limit: 3}
+			for round := 0; ; round++ {
+				p, err := e.s.ListSessions(e.ctx, q)
+				noErr(t, "ListSessions", err)
+				for _, r := range p.Sessions {
+					seen[r.ID]++
+				}
+				e.create(fmt.Sprintf("new%02d", round), "cli")
+				e.msg("s03", "user", "more")
+				if p.Next == "" {
+					break
+				}
+				q.After = p.Next
+			}
+			for _, id := range want {
+				if seen[id] != 1 {
+					t.Errorf("%s seen %d times", id, seen[id])
+				}
+			}
+		})
+	}
+}
+
+// walkSessions lists q page by page (limit 0: one page of the default
+// size) and returns the ids in order.
+func walkSessions(t *testing.T, e *env, q sessiondb.SessionQuery, limit int) []string {
+	t.Helper()
+	q.Limit = limit
+	out := []string{}
+	for range 100 {
+		p, err := e.s.ListSessions(e.ctx, q)
+		noErr(t, "ListSessions", err)
+		if limit > 0 && len(p.Sessions) > limit {
+			t.Fatalf("page of %d rows with limit %d", len(p.Sessions), limit)
+		}
+		out = append(out, richIDs(p.Sessions)...)
+		if p.Next == "" {
+			return out
+		}
+		q.After = p.Next
+	}
+	t.Fatalf("listing did not end after 100 pages: %v", out)
+	return nil
+}
