@@ -154,3 +154,73 @@ func (e env) importLines(t testing.TB, db string, lines ...string) {
 	}
 	e.must(t, "--db", db, "import", f)
 }
+
+// start starts args in e in the background, its output collected; wait
+// returns what it did once it exits, failing t if it is still running at
+// the guard.
+func (e env) start(t testing.TB, args ...string) (cmd *exec.Cmd, wait func() result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	cmd = e.command(ctx, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return cmd, func() result {
+		t.Helper()
+		defer cancel()
+		err := cmd.Wait()
+		r := result{Stdout: out.String(), Stderr: errOut.String()}
+		var exit *exec.ExitError
+		switch {
+		case ctx.Err() != nil:
+			t.Fatalf("sessiondb %s: still running after %v (a hang)", strings.Join(args, " "), guard)
+		case errors.As(err, &exit):
+			r.Code = exit.ExitCode()
+		case err != nil:
+			t.Fatalf("sessiondb %s: %v", strings.Join(args, " "), err)
+		}
+		return r
+	}
+}
+
+// cpuTicks is the CPU time (user and system, in clock ticks of 1/100 s) the
+// process pid has used, from /proc; ok is false once it has exited.
+func cpuTicks(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing one. utime and stime are fields 14 and 15.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 || f[0] == "Z" {
+		return 0, false
+	}
+	var u, sys int
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &sys)
+	return u + sys, true
+}
+
+// waitBusy returns once process pid has used ticks of CPU time (it is then
+// deep in its work, past opening files), or has exited; it reports which.
+func waitBusy(t testing.TB, pid, ticks int) bool {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for time.Now().Before(deadline) {
+		n, ok := cpuTicks(pid)
+		if !ok {
+			return false
+		}
+		if n >= ticks {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d did not use %d ticks of CPU within %v", pid, ticks, guard)
+	return false
+}

@@ -3,9 +3,11 @@ package faults
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -69,5 +71,59 @@ func TestHostileSearchInput(t *testing.T) {
 	}
 	if !bytes.Equal(before, after) {
 		t.Errorf("searching changed the store file (%d bytes before, %d after)", len(before), len(after))
+	}
+}
+
+// slowSearchStore writes a store on which searching the same word 400 times
+// runs for minutes: FTS5 spends about a third of a second on each of its
+// 200 messages, each made of that word.
+func slowSearchStore(t *testing.T, e env) (db, query string) {
+	t.Helper()
+	db = filepath.Join(e.Home, "slow.db")
+	var msgs []string
+	for i := range 200 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":%q,"timestamp":%d}`, strings.Repeat("a ", 500), 1700000001+i))
+	}
+	e.importLines(t, db, `{"id":"slow","source":"cli","started_at":1700000000,"messages":[`+strings.Join(msgs, ",")+`]}`)
+	return db, strings.Repeat("a ", 400)
+}
+
+// TestSearchStopsOnSignal: Ctrl-C (SIGINT) or SIGTERM during a search that
+// would run for minutes ends the command soon after, with the shell's
+// status for an interrupt, 130.
+func TestSearchStopsOnSignal(t *testing.T) {
+	e := newEnv(t)
+	db, query := slowSearchStore(t, e)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd, wait := e.start(t, "--db", db, "search", query)
+			if !waitBusy(t, cmd.Process.Pid, 50) {
+				t.Fatalf("the search ended before it was interrupted: %s", wait())
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if r := wait(); r.Code != 130 {
+				t.Fatalf("after %v: %s; want exit 130", sig, r)
+			}
+		})
+	}
+}
+
+// TestSearchLargeMessage: a 5 MB message holding the term 1,000,000 times
+// is found at once (FTS5's own snippet() took hours on it and ignored
+// Ctrl-C), and the snippet marks the matches.
+func TestSearchLargeMessage(t *testing.T) {
+	e := newEnv(t)
+	db := filepath.Join(e.Home, "big.db")
+	e.importLines(t, db, fmt.Sprintf(`{"id":"big","source":"cli","started_at":1700000000,"messages":[{"role":"user","content":%q,"timestamp":1700000001}]}`,
+		strings.Repeat("word ", 1_000_000)))
+	r := e.must(t, "--db", db, "--json", "search", "word", "--limit", "1")
+	var hits []struct{ Snippet string }
+	if err := json.Unmarshal([]byte(r.Stdout), &hits); err != nil || len(hits) != 1 {
+		t.Fatalf("hits %v (%v) from %s", hits, err, r)
+	}
+	if want := strings.Repeat(">>>word<<< ", 39) + ">>>word<<<..."; hits[0].Snippet != want {
+		t.Errorf("snippet = %q, want %q", hits[0].Snippet, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -76,6 +77,26 @@ func BenchmarkGetMessages(b *testing.B) {
 		ms, err := s.GetMessages(ctx, "s001")
 		if err != nil || len(ms) != 500 {
 			b.Fatal(len(ms), err)
+		}
+	}
+}
+
+// BenchmarkSearchHugeMessage searches one 50 MB message in which the term
+// occurs 1,000,000 times (issue 8: FTS5's own snippet() made this grow with
+// the square of the occurrences; a 2 MB message took eleven minutes). The
+// figure to watch is ns/op, which should stay well under a second.
+func BenchmarkSearchHugeMessage(b *testing.B) {
+	ctx := context.Background()
+	s := openTestStore(b, filepath.Join(b.TempDir(), "state.db"), Options{})
+	mustCreate(b, s, "huge", "cli")
+	const unit = "word lorem ipsum dolor sit amet consectetur adipi " // 50 bytes, one "word"
+	content := strings.Repeat(unit, 1_000_000)
+	mustAppend(b, s, sessiondb.NewMessage{SessionID: "huge", Role: "user", Content: &content})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		hits, err := s.SearchMessages(ctx, "word", sessiondb.SearchFilter{Limit: 1})
+		if err != nil || len(hits) != 1 || !strings.HasPrefix(hits[0].Snippet, ">>>word<<< lorem") {
+			b.Fatalf("hits %v, err %v", hits, err)
 		}
 	}
 }

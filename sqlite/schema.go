@@ -167,9 +167,26 @@ type schemaInfo struct {
 	msgCols    map[string]bool
 	msgOrder   []string          // messages columns in table order
 	colTypes   map[string]string // "table.column" → declared type, upper case
+	// ftsColumn is the first column of messages_fts (the one search
+	// snippets show) and ftsSQL its CREATE statement.
+	ftsColumn, ftsSQL string
 }
 
 func (si *schemaInfo) hasFTS() bool { return si.tables["messages_fts"] }
+
+// tableNames returns up to n of the file's table names, sorted, with "..."
+// when there are more.
+func (si *schemaInfo) tableNames(n int) []string {
+	names := make([]string, 0, len(si.tables))
+	for t := range si.tables {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	if len(names) > n {
+		names = append(names[:n], "...")
+	}
+	return names
+}
 
 // newer reports a file written by a Hermes newer than v6, which we must not
 // change structurally.
@@ -184,10 +201,14 @@ func (si *schemaInfo) fresh() bool {
 // lock, and again inside the migration transaction.
 func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, colTypes: map[string]string{}}
-	err := sqlitedb.Each(ctx, q, "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view')", nil, func(r sqlitedb.Row) error {
+	err := sqlitedb.Each(ctx, q, "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index', 'view')", nil, func(r sqlitedb.Row) error {
 		var typ, name string
-		if err := r.Scan(&typ, &name); err != nil {
+		var text sql.NullString
+		if err := r.Scan(&typ, &name, &text); err != nil {
 			return err
+		}
+		if name == "messages_fts" {
+			si.ftsSQL = text.String
 		}
 		if typ == "index" {
 			si.indexes[name] = true
@@ -218,6 +239,14 @@ func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 				*t.order = append(*t.order, c)
 			}
 			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if si.hasFTS() {
+		err := sqlitedb.Each(ctx, q, "SELECT name FROM pragma_table_info('messages_fts') ORDER BY cid LIMIT 1", nil, func(r sqlitedb.Row) error {
+			return r.Scan(&si.ftsColumn)
 		})
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -101,29 +102,99 @@ func (s *Store) searchFilters(f sessiondb.SearchFilter) (string, []any) {
 
 const hitColumns = "m.session_id, m.role, m.timestamp, m.tool_name, s.source, s.model, s.started_at"
 
-func scanHit(sc scanner, h *sessiondb.SearchHit) error {
+// scanHit reads a hit row: the id, the snippet's source (a finished
+// snippet, or the text it is computed from) into snip, then hitColumns.
+func scanHit(sc scanner, h *sessiondb.SearchHit, snip *[]byte) error {
 	var sid, role, source sql.NullString
 	var tool, model sql.NullString
 	var ts, started sql.NullFloat64
-	var snippet sql.NullString
-	if err := sc.Scan(&h.ID, &snippet, &sid, &role, &ts, &tool, &source, &model, &started); err != nil {
+	if err := sc.Scan(&h.ID, snip, &sid, &role, &ts, &tool, &source, &model, &started); err != nil {
 		return err
 	}
-	h.Snippet, h.SessionID, h.Role, h.Source = snippet.String, sid.String, role.String, source.String
+	h.SessionID, h.Role, h.Source = sid.String, role.String, source.String
 	h.Timestamp, h.SessionStarted = ts.Float64, started.Float64
 	h.ToolName, h.Model = strPtr(tool), strPtr(model)
 	h.Context = []sessiondb.ContextRow{}
 	return nil
 }
 
-// queryHits runs q on the readers and reads every row with scanHit.
-func (s *Store) queryHits(ctx context.Context, q string, args ...any) ([]sessiondb.SearchHit, error) {
-	return sqlitedb.Append(ctx, readers{s}, q, args, nil, func(r sqlitedb.Row) (sessiondb.SearchHit, error) {
+// queryHits runs q on the readers and reads every row with scanHit; the
+// snippet of each is snippet applied to what the query returned for it.
+func (s *Store) queryHits(ctx context.Context, snippet func([]byte) string, q string, args ...any) ([]sessiondb.SearchHit, error) {
+	var hits []sessiondb.SearchHit
+	var raw []byte
+	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
-		err := scanHit(r, &h)
-		return h, err
+		if err := scanHit(r, &h, &raw); err != nil {
+			return err
+		}
+		h.Snippet = snippet(raw)
+		hits = append(hits, h)
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return hits, nil
 }
+
+// asText is the snippet of a query that computes it in SQL.
+func asText(raw []byte) string { return string(raw) }
+
+// snippetWindow is how many bytes of a hit's text its snippet is chosen
+// from. FTS5's own snippet() reads the whole text and takes time quadratic
+// in the matches in it; ours is linear, and this bound keeps even that
+// independent of the size of one message: a match beyond the first MiB
+// of a longer text is not shown (the snippet then starts the text).
+const snippetWindow = 1 << 20
+
+// snippetText is the SQL expression giving the text a snippet of a row of
+// the FTS5 table is computed from: the first snippetWindow+1 bytes of the
+// indexed column as FTS5 reads it (the table's own copy for an inline
+// table, the content table's for an external one), as a blob so that no
+// NUL cuts it short.
+func (s *Store) snippetText(table string) string {
+	col := "content"
+	if table == "messages_fts" && s.si.ftsColumn != "" {
+		col = s.si.ftsColumn
+	}
+	return "substr(CAST(" + table + "." + quoteIdent(col) + " AS BLOB), 1, " + strconv.Itoa(snippetWindow+1) + ")"
+}
+
+// snippetFor returns the function that makes a hit's snippet from the text
+// snippetText read, for a row of table that matched match: what FTS5's
+// snippet(table, 0, '>>>', '<<<', '...', 40) gives (spec 6.1), computed
+// from at most snippetWindow bytes.
+func (s *Store) snippetFor(table, match string) func([]byte) string {
+	o := fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "...", Tokens: 40, Tokenizer: fts.Unicode61}
+	if table == trigramTable || table == "messages_fts" && ftsTokenizer(s.si.ftsSQL) == fts.Trigram {
+		o.Tokenizer = fts.Trigram
+	}
+	return func(raw []byte) string {
+		if raw == nil {
+			return ""
+		}
+		if len(raw) > snippetWindow {
+			return o.Of(match, raw[:snippetWindow], false)
+		}
+		return o.Of(match, raw, true)
+	}
+}
+
+// ftsTokenizer reads the tokenizer from an FTS5 table's CREATE statement.
+// Hermes' tables use unicode61 or trigram with their default options;
+// anything else (porter, custom options) is approximated by unicode61,
+// which may mark fewer matches in a snippet but never fails.
+func ftsTokenizer(create string) fts.Tokenizer {
+	l := strings.ToLower(create)
+	if i := strings.Index(l, "tokenize"); i >= 0 && strings.Contains(l[i:], "trigram") {
+		return fts.Trigram
+	}
+	return fts.Unicode61
+}
+
+// quoteIdent quotes an SQL identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // idList is the ids of hits as a JSON array, for json_each.
 func idList(hits []sessiondb.SearchHit) string {
@@ -138,12 +209,13 @@ func idList(hits []sessiondb.SearchHit) string {
 // ftsSearch ranks with FTS5 and fetches the winners' columns.
 //
 // FTS5 consumes ORDER BY rank itself: it scores every match once, sorts
-// rowids with their positions, and hands rows out in rank order, so
-// SQLite stops after LIMIT rows and snippet() runs for the winners only,
-// from the sorted positions (no second MATCH per row). Without filters the
-// ranking touches the FTS table alone and the message and session columns
-// of the winners come from one keyed query; with filters the join sits in
-// the same statement, still driven by the FTS cursor in rank order.
+// rowids, and hands rows out in rank order, so SQLite stops after LIMIT
+// rows and reads the text for snippets of the winners only. Snippets are
+// computed here, not by FTS5's snippet() (see snippetWindow). Without
+// filters the ranking touches the FTS table alone and the message and
+// session columns of the winners come from one keyed query; with filters
+// the join sits in the same statement, still driven by the FTS cursor in
+// rank order.
 func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	return s.ftsSearchIn(ctx, "messages_fts", match, f, limit, offset)
 }
@@ -151,22 +223,27 @@ func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchF
 // ftsSearchIn is ftsSearch over the FTS5 table named table, which indexes
 // message content by message id.
 func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	snippet := s.snippetFor(table, match)
 	filters, fargs := s.searchFilters(f)
 	if filters != "" {
 		args := append([]any{match}, fargs...)
 		args = append(args, limit, offset)
-		return s.queryHits(ctx, "SELECT "+table+".rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40), "+hitColumns+
+		return s.queryHits(ctx, snippet, "SELECT "+table+".rowid, "+s.snippetText(table)+", "+hitColumns+
 			" FROM "+table+" JOIN messages m ON m.id = "+table+".rowid JOIN sessions s ON s.id = m.session_id"+
 			" WHERE "+table+" MATCH ?"+filters+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
 	}
 
-	hits, err := sqlitedb.Append(ctx, readers{s}, "SELECT rowid, snippet("+table+", 0, '>>>', '<<<', '...', 40) FROM "+table+
-		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", []any{match, limit, offset}, nil, func(r sqlitedb.Row) (sessiondb.SearchHit, error) {
+	var hits []sessiondb.SearchHit
+	var raw []byte
+	err := sqlitedb.Each(ctx, readers{s}, "SELECT rowid, "+s.snippetText(table)+" FROM "+table+
+		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", []any{match, limit, offset}, func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
-		var snip sql.NullString
-		err := r.Scan(&h.ID, &snip)
-		h.Snippet = snip.String
-		return h, err
+		if err := r.Scan(&h.ID, &raw); err != nil {
+			return err
+		}
+		h.Snippet = snippet(raw)
+		hits = append(hits, h)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -174,7 +251,7 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	details, err := s.queryHits(ctx, "SELECT m.id, NULL, "+hitColumns+
+	details, err := s.queryHits(ctx, asText, "SELECT m.id, NULL, "+hitColumns+
 		" FROM json_each(?) h JOIN messages m ON m.id = h.value JOIN sessions s ON s.id = m.session_id", idList(hits))
 	if err != nil {
 		return nil, err
@@ -217,7 +294,7 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	args = append(args, fargs...)
 	b.WriteString(" ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?")
 	args = append(args, limit, offset)
-	return s.queryHits(ctx, b.String(), args...)
+	return s.queryHits(ctx, asText, b.String(), args...)
 }
 
 // addContext fills each hit's context, the previous message, the hit and

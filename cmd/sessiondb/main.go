@@ -31,7 +31,12 @@ func groups() []cli.Group {
 }
 
 func main() {
+	// Ctrl-C or SIGTERM cancels ctx: every command stops at its next check
+	// and SQLite's interrupt ends the statement running. From then on the
+	// signals act as if never caught, so a second one ends the process at
+	// once (NotifyContext alone would swallow every later signal too).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
 	code := cli.Run(ctx, cli.New(os.Stdin, os.Stdout, os.Stderr), os.Args[1:], groups()...)
 	stop()
 	os.Exit(code)
