@@ -119,3 +119,16 @@ func TestHostLeases(t *testing.T) {
 		},
 	})
 }
+
+// TestMessageWaiterConformance runs the change-notification suite with two
+// pools on one schema.
+func TestMessageWaiterConformance(t *testing.T) {
+	storetest.RunMessageWaiter(t, storetest.WaiterHarness{Open: func(t *testing.T, now sessiondb.Clock) (sessiondb.Store, sessiondb.Store) {
+		a, url := openStore(t, postgres.Options{Now: now})
+		b, err := postgres.Open(context.Background(), url, postgres.Options{Schema: a.Schema(), MaxConns: 2, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}})
+}

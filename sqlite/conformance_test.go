@@ -49,3 +49,18 @@ func setMessageColumn(t *testing.T, s sessiondb.Store, id int64, column, value s
 		t.Fatalf("set %s of message %d: %d rows changed", column, id, n)
 	}
 }
+
+func TestMessageWaiter(t *testing.T) {
+	storetest.RunMessageWaiter(t, storetest.WaiterHarness{Open: func(t *testing.T, now sessiondb.Clock) (sessiondb.Store, sessiondb.Store) {
+		path := filepath.Join(t.TempDir(), "state.db")
+		a, err := sqlite.Open(context.Background(), path, sqlite.Options{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sqlite.Open(context.Background(), path, sqlite.Options{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}})
+}

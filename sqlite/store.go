@@ -89,6 +89,8 @@ type Store struct {
 	retentionMu      sync.Mutex
 	lastRetentionRun time.Time
 
+	changes *changes // wakes WaitForMessages
+
 	trigramReady atomic.Bool // the trigram index exists and is backfilled
 	stopBackfill context.CancelFunc
 	bgWG         sync.WaitGroup
@@ -115,7 +117,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	default:
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
 	}
-	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, pendingParents: map[string][]string{}}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, pendingParents: map[string][]string{}, changes: newChanges()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -270,10 +272,12 @@ func (s *Store) inspectUsable(ctx context.Context, readOnly bool) (*schemaInfo, 
 	return si, nil
 }
 
-// onCommit paces PASSIVE checkpoints: every checkpointEvery writes one runs
+// onCommit wakes the waiters for new messages, and paces PASSIVE
+// checkpoints: every checkpointEvery writes one runs
 // on a reader connection in its own goroutine, at most one at a time, so
 // the writer never waits for it. Errors are only logged.
 func (s *Store) onCommit(n int) {
+	s.changes.signal()
 	total := s.writes.Add(int64(n))
 	if total/checkpointEvery == (total-int64(n))/checkpointEvery {
 		return
@@ -308,6 +312,7 @@ func (s *Store) Close() error {
 		}
 		s.bgWG.Wait()
 		s.ckptWG.Wait()
+		s.changes.close()
 		if !s.readOnly && s.db != nil {
 			if err := s.checkpoint(context.Background()); err != nil {
 				s.log.Warn("passive checkpoint at close", "path", s.path, "err", err)
