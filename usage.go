@@ -16,7 +16,7 @@ type UsageFilter struct {
 }
 
 // UsageRow sums the token and cost columns of a group of sessions. Key is
-// the model, the source or (in UsageReport.Top) the session id.
+// the model, the source, the day or (in UsageReport.Top) the session id.
 type UsageRow struct {
 	Key              string  `json:"key"`
 	Sessions         int64   `json:"sessions"`
@@ -30,19 +30,24 @@ type UsageRow struct {
 	ActualCostUSD    float64 `json:"actual_cost_usd"`
 }
 
-// UsageReport is token use and cost grouped by model and by source, plus
-// the sessions that cost most (ordered by cost, then by total tokens).
+// UsageReport is token use and cost grouped by model, by source and by
+// day, plus the sessions that cost most (ordered by cost, then by total
+// tokens).
 type UsageReport struct {
 	ByModel  []UsageRow `json:"by_model"`
 	BySource []UsageRow `json:"by_source"`
-	Top      []UsageRow `json:"top"`
+	// ByDay groups by the UTC day a session started ("2006-01-02"), oldest
+	// first; days without a session are absent.
+	ByDay []UsageRow `json:"by_day"`
+	Top   []UsageRow `json:"top"`
 }
 
 // UsageService reports token use and cost from the sessions' counters.
 type UsageService interface {
 	// Usage sums the token and cost columns of the sessions f selects: by
 	// model ("" for sessions without one) and by source, each ordered by
-	// estimated cost (highest first) then key; and in Top the f.Top
+	// estimated cost (highest first) then key; by the UTC day each session
+	// started, oldest day first; and in Top the f.Top
 	// sessions that cost most (actual cost when known, else estimated;
 	// then total tokens; then newest), one row per session with Sessions =
 	// 1. Lists are empty, never nil. Messages is the sessions'

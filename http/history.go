@@ -11,6 +11,7 @@ func (s *Server) routesHistory() {
 	s.read("GET /api/v1/sessions", s.listSessions)
 	s.read("GET /api/v1/sessions/{id}", s.getSession)
 	s.read("GET /api/v1/sessions/{id}/messages", s.listMessages)
+	s.stream("GET /api/v1/sessions/{id}/events", s.sessionEvents)
 }
 
 // sessionQuery reads a session listing's parameters: source, model, user,

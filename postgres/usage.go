@@ -50,6 +50,11 @@ func (s *Store) Usage(ctx context.Context, f sessiondb.UsageFilter) (*sessiondb.
 		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
 		return nil, err
 	}
+	// The UTC day of started_at, as the SQLite backend's date().
+	if rep.ByDay, err = s.usageRows(ctx, `SELECT to_char(to_timestamp(started_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), `+usageSums+" FROM sessions"+cond+
+		" GROUP BY 1 ORDER BY 1", args...); err != nil {
+		return nil, err
+	}
 	rep.Top = []sessiondb.UsageRow{}
 	if top > 0 {
 		args = append(args, top)

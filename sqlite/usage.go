@@ -45,6 +45,11 @@ func (s *Store) Usage(ctx context.Context, f sessiondb.UsageFilter) (*sessiondb.
 		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
 		return nil, err
 	}
+	// The day is cut from started_at in UTC as SQLite's date() does.
+	if rep.ByDay, err = s.usageRows(ctx, "SELECT date(started_at, 'unixepoch'), "+usageSums+" FROM sessions"+cond+
+		" GROUP BY 1 ORDER BY 1", args...); err != nil {
+		return nil, err
+	}
 	rep.Top = []sessiondb.UsageRow{}
 	if top > 0 {
 		if rep.Top, err = s.usageRows(ctx, `SELECT id, 1, COALESCE(message_count, 0), COALESCE(input_tokens, 0), COALESCE(output_tokens, 0),

@@ -154,3 +154,57 @@ func walkSessions(t *testing.T, e *env, q sessiondb.SessionQuery, limit int) []s
 	t.Fatalf("listing did not end after 100 pages: %v", out)
 	return nil
 }
+
+// testLineage: sessiondb.Lineage over the store (ancestors down to the
+// session, every descendant under it, siblings of ancestors left out,
+// orphans).
+func testLineage(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.create("root", "cli")
+	e.child("cont", "root")
+	e.child("fork", "root")
+	e.child("grand", "cont")
+	e.child("grand2", "cont")
+	e.child("great", "grand")
+	e.create("alone", "cli")
+	var shape func(n *sessiondb.LineageNode) string
+	shape = func(n *sessiondb.LineageNode) string {
+		s := n.ID
+		if n.Selected {
+			s += "*"
+		}
+		if len(n.Children) > 0 {
+			s += "("
+			for i, k := range n.Children {
+				if i > 0 {
+					s += " "
+				}
+				s += shape(k)
+			}
+			s += ")"
+		}
+		return s
+	}
+	for id, want := range map[string]string{
+		"root":  "root*(cont(grand(great) grand2) fork)",
+		"cont":  "root(cont*(grand(great) grand2))",
+		"great": "root(cont(grand(great*)))",
+		"alone": "alone*",
+	} {
+		n, err := sessiondb.Lineage(e.ctx, e.s, id)
+		noErr(t, "Lineage", err)
+		if got := shape(n); got != want {
+			t.Errorf("Lineage(%s) = %s, want %s", id, got, want)
+		}
+	}
+	_, err := sessiondb.Lineage(e.ctx, e.s, "nope")
+	wantCode(t, "Lineage of an unknown session", err, sessiondb.ENOTFOUND)
+	if _, err := e.s.DeleteSession(e.ctx, "cont"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := sessiondb.Lineage(e.ctx, e.s, "great")
+	noErr(t, "Lineage", err)
+	if got := shape(n); got != "grand(great*)" {
+		t.Errorf("orphaned lineage = %s, want grand(great*)", got)
+	}
+}

@@ -58,6 +58,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Titles", func(t *testing.T) { t.Parallel(); testTitles(t, h) })
 	t.Run("ListSessionsRich", func(t *testing.T) { t.Parallel(); testRich(t, h) })
 	t.Run("ListSessions", func(t *testing.T) { t.Parallel(); testListSessions(t, h) })
+	t.Run("Lineage", func(t *testing.T) { t.Parallel(); testLineage(t, h) })
 	t.Run("ListSessionsUnderWrites", func(t *testing.T) { t.Parallel(); testListSessionsUnderWrites(t, h) })
 	t.Run("Messages", func(t *testing.T) { t.Parallel(); testMessages(t, h) })
 	t.Run("Conversation", func(t *testing.T) { t.Parallel(); testConversation(t, h) })

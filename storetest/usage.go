@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -134,6 +135,29 @@ func testUsage(t *testing.T, h Harness) {
 			checkUsageRows(t, "Top", rep.Top, tc.top)
 		})
 	}
+	t.Run("by day", func(t *testing.T) {
+		e := newEnv(t, h)
+		// Epoch is 2026-03-15 09:24:37 UTC: x and y that day, z two days
+		// later just before midnight, w the next day.
+		e.create("x", "cli")
+		e.create("y", "cli")
+		e.clock.Set(time.Date(2026, 3, 17, 23, 59, 59, 0, time.UTC))
+		e.create("z", "cli")
+		e.create("w", "cli")
+		for id, cost := range map[string]float64{"x": 1, "y": 2, "z": 4, "w": 8} {
+			noErr(t, "UpdateTokenCounts", e.s.UpdateTokenCounts(e.ctx, id, sessiondb.TokenUpdate{Input: int64(cost), EstimatedCostUSD: f64(cost)}))
+		}
+		rep, err := e.s.Usage(e.ctx, sessiondb.UsageFilter{})
+		noErr(t, "Usage", err)
+		checkUsageRows(t, "ByDay", rep.ByDay, []sessiondb.UsageRow{
+			{Key: "2026-03-15", Sessions: 2, InputTokens: 3, EstimatedCostUSD: 3},
+			{Key: "2026-03-17", Sessions: 1, InputTokens: 4, EstimatedCostUSD: 4},
+			{Key: "2026-03-18", Sessions: 1, InputTokens: 8, EstimatedCostUSD: 8},
+		})
+		rep, err = e.s.Usage(e.ctx, sessiondb.UsageFilter{Source: "discord"})
+		noErr(t, "Usage", err)
+		checkUsageRows(t, "ByDay of nothing", rep.ByDay, []sessiondb.UsageRow{})
+	})
 	t.Run("default top is ten", func(t *testing.T) {
 		e := newEnv(t, h)
 		for _, id := range seq("s", 12) {

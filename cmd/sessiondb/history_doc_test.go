@@ -16,6 +16,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/host"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/mailbox"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/route"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/serve"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/subagents"
 )
 
@@ -57,7 +58,7 @@ func cliReference() []byte {
 	b.WriteString(root.PersistentFlags().FlagUsages())
 	b.WriteString("```\n\n")
 	b.WriteString("Exit statuses: 0 ok, 1 internal, 2 invalid input, 3 not found, 4 conflict, 5 busy, 130 interrupted.\n")
-	for _, g := range []cli.Group{history.Commands, mailbox.Commands, host.Commands, route.Commands, admin.Commands, subagents.Commands} {
+	for _, g := range []cli.Group{history.Commands, mailbox.Commands, host.Commands, route.Commands, admin.Commands, subagents.Commands, serve.Commands} {
 		for _, c := range g(f) {
 			cmd, _, err := root.Find([]string{c.Name()})
 			if err != nil {

@@ -424,7 +424,7 @@ func TestLineage(t *testing.T) {
 	db := exampleDB(t)
 	for _, ref := range []string{projID, proj2ID} {
 		t.Run(ref, func(t *testing.T) {
-			var root lineageNode
+			var root sessiondb.LineageNode
 			decode(t, mustCLI(t, "--db", db, "--json", "lineage", ref), &root)
 			if root.ID != projID || deref(root.EndReason) != "compression" || len(root.Children) != 1 || root.Children[0].ID != proj2ID {
 				t.Fatalf("tree %+v: want %s (compression) → %s", root, projID, proj2ID)

@@ -1,9 +1,7 @@
 package history
 
 import (
-	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -108,24 +106,6 @@ that a compression ancestor's title moves to its continuation.
 	return c
 }
 
-// lineageNode is one session of a lineage tree.
-type lineageNode struct {
-	ID        string         `json:"id"`
-	Title     *string        `json:"title"`
-	Source    string         `json:"source"`
-	StartedAt float64        `json:"started_at"`
-	EndedAt   *float64       `json:"ended_at"`
-	EndReason *string        `json:"end_reason"`
-	Messages  int64          `json:"message_count"`
-	Children  []*lineageNode `json:"children,omitempty"`
-	// Selected marks the session the lineage was asked for.
-	Selected bool `json:"selected,omitempty"`
-}
-
-// maxLineageDepth bounds the walk up a parent chain: a cycle written by
-// hand into a file must not hang the command.
-const maxLineageDepth = 1000
-
 func (h *group) lineageCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lineage <id|prefix|title>",
@@ -144,7 +124,7 @@ for is marked with *.`,
 				if err != nil {
 					return err
 				}
-				root, err := buildLineage(ctx, st, id)
+				root, err := sessiondb.Lineage(ctx, st, id)
 				if err != nil {
 					return err
 				}
@@ -159,68 +139,7 @@ for is marked with *.`,
 	return c
 }
 
-// buildLineage returns the tree rooted at id's oldest ancestor holding the
-// chain of ancestors down to id, and under id all of its descendants.
-// Siblings of the ancestors are left out: they are other lineages.
-func buildLineage(ctx context.Context, st sessiondb.SessionService, id string) (*lineageNode, error) {
-	node := func(s *sessiondb.Session) *lineageNode {
-		return &lineageNode{ID: s.ID, Title: s.Title, Source: s.Source, StartedAt: s.StartedAt,
-			EndedAt: s.EndedAt, EndReason: s.EndReason, Messages: s.MessageCount}
-	}
-	self, err := st.GetSession(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	// Descendants: one pass over all sessions builds the child lists (the
-	// store has no children index to ask), then a walk from id.
-	children := map[string][]*sessiondb.Session{}
-	err = sessiondb.EachSession(ctx, st, "", func(s *sessiondb.Session) bool {
-		if p := deref(s.ParentSessionID); p != "" {
-			cp := *s
-			children[p] = append(children[p], &cp)
-		}
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var grow func(n *lineageNode)
-	grow = func(n *lineageNode) {
-		seen[n.ID] = true
-		kids := children[n.ID]
-		sort.Slice(kids, func(i, j int) bool { return kids[i].StartedAt < kids[j].StartedAt })
-		for _, k := range kids {
-			if seen[k.ID] {
-				continue
-			}
-			kn := node(k)
-			n.Children = append(n.Children, kn)
-			grow(kn)
-		}
-	}
-	top := node(self)
-	top.Selected = true
-	grow(top)
-	// Ancestors: follow parent_session_id up, stopping at a missing parent
-	// (an orphan left by delete/prune) or a cycle.
-	for cur, depth := self, 0; deref(cur.ParentSessionID) != "" && depth < maxLineageDepth; depth++ {
-		p, err := st.GetSession(ctx, *cur.ParentSessionID)
-		if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND || (err == nil && seen[p.ID]) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		seen[p.ID] = true
-		pn := node(p)
-		pn.Children = []*lineageNode{top}
-		top, cur = pn, p
-	}
-	return top, nil
-}
-
-func (h *group) printLineage(n *lineageNode, prefix string, last, root bool) {
+func (h *group) printLineage(n *sessiondb.LineageNode, prefix string, last, root bool) {
 	tty := h.Styled()
 	branch, next := "", ""
 	if !root {

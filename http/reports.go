@@ -1,0 +1,181 @@
+package http
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// routesReports registers search, lineage, usage and export.
+func (s *Server) routesReports() {
+	s.read("GET /api/v1/search", s.search)
+	s.read("GET /api/v1/sessions/{id}/lineage", s.lineage)
+	s.read("GET /api/v1/usage", s.usage)
+	s.stream("GET /api/v1/sessions/{id}/export", s.exportSession)
+	s.stream("GET /api/v1/export", s.exportFilter)
+}
+
+// MaxSearchResults bounds one page of search hits.
+const MaxSearchResults = 100
+
+// searchAnswer is a page of search hits.
+type searchAnswer struct {
+	Query string                `json:"query"`
+	Hits  []sessiondb.SearchHit `json:"hits"`
+	// Next is the offset of the next page; absent when this page was not
+	// full. Hits are ranked by relevance, which has no keyset.
+	Next int `json:"next,omitempty"`
+}
+
+// search: GET /api/v1/search?q=&source=&exclude_source=&role=&limit=
+// &offset= → hits with snippets (matches between >>> and <<<) and each
+// hit's neighbours as context, best first.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
+	p := paramsOf(r.URL.Query())
+	q := p.str("q")
+	f := sessiondb.SearchFilter{ExcludeSources: p.list("exclude_source"), Roles: p.list("role"),
+		Limit: p.int("limit", 20, 1, MaxSearchResults), Offset: p.int("offset", 0, 0, 10000)}
+	if src := p.list("source"); len(src) > 0 {
+		f.Sources = src
+	}
+	if q == "" {
+		p.fail("q", "is empty: give the words to search for")
+	}
+	if p.err != nil {
+		return p.err
+	}
+	hits, err := s.runSearch(r, q, f)
+	if err != nil {
+		return err
+	}
+	a := searchAnswer{Query: q, Hits: hits}
+	if len(hits) == f.Limit {
+		a.Next = f.Offset + f.Limit
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// runSearch runs one search and counts it (API and MCP alike).
+func (s *Server) runSearch(r *http.Request, q string, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
+	s.metrics.searches.Inc()
+	hits, err := s.cfg.History.SearchMessages(r.Context(), q, f)
+	if err != nil {
+		return nil, err
+	}
+	if hits == nil {
+		hits = []sessiondb.SearchHit{}
+	}
+	return hits, nil
+}
+
+// lineage: GET /api/v1/sessions/{id}/lineage → the tree from the oldest
+// ancestor down to the session and every descendant under it.
+func (s *Server) lineage(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.sessionID(r)
+	if err != nil {
+		return err
+	}
+	n, err := sessiondb.Lineage(r.Context(), s.cfg.History, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+// usage: GET /api/v1/usage?source=&since=&top= → tokens and cost by
+// model, by source and by day, and the costliest sessions.
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
+	p := paramsOf(r.URL.Query())
+	f := sessiondb.UsageFilter{Source: p.str("source"), Since: p.time("since"), Top: p.int("top", 10, 0, 1000)}
+	if f.Top == 0 {
+		f.Top = -1
+	}
+	if p.err != nil {
+		return p.err
+	}
+	rep, err := s.cfg.History.Usage(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// startExport answers a download of JSON Lines (the export format of
+// `sessiondb export`, which `sessiondb import` reads back).
+func startExport(w http.ResponseWriter, name string) *json.Encoder {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	return json.NewEncoder(w)
+}
+
+// exportSession: GET /api/v1/sessions/{id}/export → one JSON line: the
+// session with every stored column and its messages.
+func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.sessionID(r)
+	if err != nil {
+		return err
+	}
+	rec, err := s.cfg.History.ExportSession(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return startExport(w, "session.jsonl").Encode(rec)
+}
+
+// exportFilter: GET /api/v1/export?<the listing's filters> streams every
+// session the filter selects (children included, unless parent= is
+// given), one JSON line each, in the listing's order, read page by page:
+// the store is never held for the whole export. An error after the first
+// line ends the stream (the client sees a short file, not a JSON error in
+// the middle of it).
+func (s *Server) exportFilter(w http.ResponseWriter, r *http.Request) error {
+	p := paramsOf(r.URL.Query())
+	q := sessionQuery(p)
+	if p.err != nil {
+		return p.err
+	}
+	q.IncludeChildren = true
+	q.Limit = 100
+	if _, err := q.Cursor(); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var enc *json.Encoder
+	for {
+		page, err := s.cfg.History.ListSessions(ctx, q)
+		if err != nil {
+			if enc != nil {
+				s.log.Warn("export", "err", err)
+				return nil
+			}
+			return err
+		}
+		if enc == nil {
+			enc = startExport(w, "sessions.jsonl")
+		}
+		for _, x := range page.Sessions {
+			rec, err := s.cfg.History.ExportSession(ctx, x.ID)
+			if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
+				continue // deleted since the page was read
+			}
+			if err != nil {
+				s.log.Warn("export", "session", x.ID, "err", err)
+				return nil
+			}
+			if err := enc.Encode(rec); err != nil {
+				return nil
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		q.After = page.Next
+	}
+}
