@@ -12,8 +12,8 @@
 // Subtests are grouped by section of the spec (sessions, titles, rich
 // listing, messages, search, export and cleanup, fork, paging), then by the
 // root's shared rules and services (FindSession and EachSession, import,
-// usage, retention), and every case is named so a failure says which rule
-// broke.
+// usage, retention, and every method refusing what the root's Validate
+// refuses), and every case is named so a failure says which rule broke.
 package storetest
 
 import (
@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Import", func(t *testing.T) { t.Parallel(); testImport(t, h) })
 	t.Run("Usage", func(t *testing.T) { t.Parallel(); testUsage(t, h) })
 	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, h) })
+	t.Run("Validation", func(t *testing.T) { t.Parallel(); testValidation(t, h) })
 }
 
 // Epoch is where every suite clock starts: 2026-03-15 09:24:37 UTC, a time

@@ -1,0 +1,84 @@
+package storetest
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// testValidation holds every backend to the root's Validate rules: each
+// method refuses input its type's Validate refuses, as invalid naming the
+// field, and changes nothing.
+func testValidation(t *testing.T, h Harness) {
+	nan := math.NaN()
+	cases := []struct {
+		name  string
+		call  func(e *env) error
+		field string
+	}{
+		{"CreateSession without source", func(e *env) error {
+			_, err := e.s.CreateSession(e.ctx, sessiondb.NewSession{ID: "b"})
+			return err
+		}, "source"},
+		{"ForkSession onto its own id", func(e *env) error {
+			_, err := e.s.ForkSession(e.ctx, "a", 0, sessiondb.NewSession{ID: "a"})
+			return err
+		}, "id of its own"},
+		{"AppendMessage without role", func(e *env) error {
+			_, err := e.s.AppendMessage(e.ctx, sessiondb.NewMessage{SessionID: "a"})
+			return err
+		}, "role"},
+		{"AppendMessage without session", func(e *env) error {
+			_, err := e.s.AppendMessage(e.ctx, sessiondb.NewMessage{Role: "user", Content: str("x")})
+			return err
+		}, "session id"},
+		{"UpdateTokenCounts with a NaN cost", func(e *env) error {
+			return e.s.UpdateTokenCounts(e.ctx, "a", sessiondb.TokenUpdate{Input: 5, EstimatedCostUSD: &nan})
+		}, "estimated_cost_usd"},
+		{"GetMessagesPage with a negative limit", func(e *env) error {
+			_, err := e.s.GetMessagesPage(e.ctx, "a", sessiondb.Page{Limit: -1})
+			return err
+		}, "limit"},
+		{"SearchSessions with a negative offset", func(e *env) error {
+			_, err := e.s.SearchSessions(e.ctx, "", 10, -1)
+			return err
+		}, "offset"},
+		{"ListSessionsRich with a negative limit", func(e *env) error {
+			_, err := e.s.ListSessionsRich(e.ctx, sessiondb.RichFilter{Limit: -1})
+			return err
+		}, "limit -1"},
+		{"SearchMessages with a negative offset", func(e *env) error {
+			_, err := e.s.SearchMessages(e.ctx, "hello", sessiondb.SearchFilter{Offset: -4})
+			return err
+		}, "offset -4"},
+		{"ImportSession without source", func(e *env) error {
+			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": "b", "started_at": 1.0})
+			return err
+		}, "source"},
+		{"ApplyRetention without an age", func(e *env) error {
+			_, err := e.s.ApplyRetention(e.ctx, sessiondb.RetentionPolicy{})
+			return err
+		}, "max age"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, h)
+			e.create("a", "cli")
+			e.msg("a", "user", "hello")
+			err := tc.call(e)
+			wantCode(t, tc.name, err, sessiondb.EINVALID)
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("%s: error %q does not name %q", tc.name, err, tc.field)
+			}
+			if n, err := e.s.SessionCount(e.ctx, ""); err != nil || n != 1 {
+				t.Errorf("sessions after the refusal = %d, %v; want 1", n, err)
+			}
+			s := e.get("a")
+			if s.MessageCount != 1 || s.InputTokens != 0 {
+				t.Errorf("session a after the refusal: %d messages, %d input tokens; want 1, 0", s.MessageCount, s.InputTokens)
+			}
+		})
+	}
+}
