@@ -11,14 +11,18 @@ type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// Row is the current result row handed to Each's function. *sql.Rows
-// satisfies it; the function gets no way to step or close the rows.
-type Row interface {
-	// Scan copies the row's columns into dest, as sql.Rows.Scan does.
-	Scan(dest ...any) error
-	// Columns returns the result's column names.
-	Columns() ([]string, error)
-}
+// Row is the current result row handed to Each's function: it can be
+// scanned and asked its columns, but gives no way to step or close the
+// rows. It is a struct, not an interface, so Scan is a direct call and the
+// variables a caller scans into can stay on its stack (through an
+// interface every one of them escapes: an allocation per column per row).
+type Row struct{ rows *sql.Rows }
+
+// Scan copies the row's columns into dest, as sql.Rows.Scan does.
+func (r Row) Scan(dest ...any) error { return r.rows.Scan(dest...) }
+
+// Columns returns the result's column names.
+func (r Row) Columns() ([]string, error) { return r.rows.Columns() }
 
 // Each runs query with args on q and calls fn once per result row, in
 // order. It is the one place that iterates rows: it steps them, closes them
@@ -37,7 +41,7 @@ func Each(ctx context.Context, q Querier, query string, args []any, fn func(Row)
 		}
 	}()
 	for rows.Next() {
-		if err := fn(rows); err != nil {
+		if err := fn(Row{rows}); err != nil {
 			return err
 		}
 	}
