@@ -23,8 +23,10 @@ type askQuestion struct {
 // sendCard delivers a host card to a chat straight through the channel
 // deliverer (not through a session's mailbox) and returns the platform's
 // message id. ref names whose card it is (the session, or the agent group
-// with no session) for the deliverer's envelope.
-func (r *Router) sendCard(ctx context.Context, ref mailbox.SessionRef, to sessiondb.MessagingGroup, cardID, title, question string, opts []sessiondb.QuestionOption) (string, error) {
+// with no session) for the deliverer's envelope. The row's id is the card's
+// (its buttons carry cardID), or cardID-<suffix> for a second card under
+// the same id, so a deliverer that deduplicates by row id sends both.
+func (r *Router) sendCard(ctx context.Context, ref mailbox.SessionRef, to sessiondb.MessagingGroup, cardID, suffix, title, question string, opts []sessiondb.QuestionOption) (string, error) {
 	if r.cfg.Deliverer == nil {
 		return "", sessiondb.Errorf(sessiondb.EINVALID, "no channel deliverer is configured to send the card")
 	}
@@ -32,7 +34,11 @@ func (r *Router) sendCard(ctx context.Context, ref mailbox.SessionRef, to sessio
 	if err != nil {
 		return "", err
 	}
-	return r.send(ctx, ref, mailbox.OutboundRow{ID: cardID, Kind: mailbox.KindChatSDK,
+	rowID := cardID
+	if suffix != "" {
+		rowID += "-" + suffix
+	}
+	return r.send(ctx, ref, mailbox.OutboundRow{ID: rowID, Kind: mailbox.KindChatSDK,
 		Routing: mailbox.Routing{ChannelType: to.ChannelType, PlatformID: to.PlatformID}, Content: content})
 }
 
@@ -122,7 +128,7 @@ func (r *Router) requestSenderApproval(ctx context.Context, mg sessiondb.Messagi
 	if err != nil || !added {
 		return row.ID, err
 	}
-	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: agentGroupID}, *dm, row.ID, title, question, row.Options); err != nil {
+	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: agentGroupID}, *dm, row.ID, "", title, question, row.Options); err != nil {
 		if _, derr := r.reg.DeleteSenderApproval(ctx, row.ID); derr != nil {
 			r.log.Warn("router: could not withdraw a sender approval whose card failed", "id", row.ID, "err", derr)
 		}
@@ -181,7 +187,7 @@ func (r *Router) requestChannelApproval(ctx context.Context, mg sessiondb.Messag
 	if err != nil || !added {
 		return row.MessagingGroupID, err
 	}
-	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: first.ID}, *dm, mg.ID, title, question, opts); err != nil {
+	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: first.ID}, *dm, mg.ID, "", title, question, opts); err != nil {
 		if _, derr := r.reg.DeleteChannelApproval(ctx, mg.ID); derr != nil {
 			r.log.Warn("router: could not withdraw a channel approval whose card failed", "chat", mg.ID, "err", derr)
 		}
@@ -225,7 +231,7 @@ func (r *Router) RequestApproval(ctx context.Context, s sessiondb.AgentSession, 
 	if err != nil {
 		return "", err
 	}
-	pid, err := r.sendCard(ctx, s.Ref(), *dm, a.ApprovalID, title, question, a.Options)
+	pid, err := r.sendCard(ctx, s.Ref(), *dm, a.ApprovalID, "", title, question, a.Options)
 	if err != nil {
 		if _, derr := r.reg.DeleteApproval(ctx, a.ApprovalID); derr != nil {
 			r.log.Warn("router: could not withdraw an approval whose card failed", "id", a.ApprovalID, "err", derr)

@@ -300,7 +300,7 @@ func (r *Router) chooseAgent(ctx context.Context, p sessiondb.PendingChannelAppr
 	if dm == nil {
 		return sessiondb.Errorf(sessiondb.ENOTFOUND, "approver %s has no reachable DM for the follow-up card", p.ApproverUserID)
 	}
-	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: p.AgentGroupID}, *dm, p.MessagingGroupID, title, question, opts); err != nil {
+	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: p.AgentGroupID}, *dm, p.MessagingGroupID, "choose", title, question, opts); err != nil {
 		return err
 	}
 	res.Outcome = ClickFollowUp

@@ -411,3 +411,35 @@ func TestRouteAttachmentsAndThread(t *testing.T) {
 		t.Fatalf("row %+v content %s", rows[0], rows[0].Content)
 	}
 }
+
+// With several agent groups the unknown-chat card offers a choice: the
+// click sends the approver a follow-up card (its own row, the same card id)
+// listing every group by name and Cancel; picking one connects the chat.
+func TestRouteChooseAgent(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-b", "Beta")
+	c.group("ag-a", "Alpha")
+	c.user("telegram:owner", sessiondb.RoleOwner)
+	res := c.route(Event{ChannelType: "telegram", PlatformID: "g1", MessageID: "x1", Sender: Sender{ID: "8"}, Text: "@bot", IsGroup: true, IsMention: true})
+	cr := c.click(Click{Type: "click", ChannelType: "telegram", UserID: "owner", CardID: res.ApprovalID, Option: intp(0)})
+	if cr.Outcome != ClickFollowUp {
+		t.Fatalf("choose %+v", cr)
+	}
+	sent := c.deliver.sent()
+	last := sent[len(sent)-1].Row
+	cards := c.deliver.cards(t)
+	follow := cards[len(cards)-1]
+	if last.ID != res.ApprovalID+"-choose" || follow.QuestionID != res.ApprovalID || len(follow.Options) != 3 ||
+		follow.Options[0].Value != "connect:ag-a" || follow.Options[1].Value != "connect:ag-b" || follow.Options[2].Value != sessiondb.ApprovalReject {
+		t.Fatalf("follow-up row %s card %+v", last.ID, follow)
+	}
+	cr = c.click(Click{Type: "click", ChannelType: "telegram", UserID: "owner", CardID: res.ApprovalID, Option: intp(1)})
+	if cr.Outcome != ClickConnected || cr.Replay == nil || cr.Replay.Outcome != RouteRouted || cr.Replay.Deliveries[0].AgentGroupID != "ag-b" {
+		t.Fatalf("connect %+v", cr)
+	}
+	ws, err := c.reg.ListWirings(ctxb, sessiondb.WiringFilter{MessagingGroupID: res.MessagingGroupID})
+	must(t, err)
+	if len(ws) != 1 || ws[0].EngageMode != sessiondb.EngageMentionSticky {
+		t.Fatalf("a group chat is wired mention-sticky: %+v", ws)
+	}
+}
