@@ -318,15 +318,8 @@ func dropReason(d sessiondb.EngageDecision) string {
 // deliver resolves the wiring's session, makes sure its folder exists,
 // writes the row and, when engaged, wakes the session.
 func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, mode sessiondb.SessionMode, del *Delivery) error {
-	l := sessiondb.SessionLookup{AgentGroupID: del.AgentGroupID, MessagingGroupID: mg.ID, ThreadID: ev.ThreadID, Mode: mode}
-	// Most events find their session: a read first keeps the resolver's
-	// write transaction (and its lock, shared with every other process)
-	// for the events that may create one.
-	s, found, err := r.reg.FindActiveSession(ctx, l)
-	created := false
-	if err == nil && !found {
-		s, created, err = r.reg.ResolveSession(ctx, l)
-	}
+	s, created, err := r.reg.ResolveSession(ctx, sessiondb.SessionLookup{AgentGroupID: del.AgentGroupID,
+		MessagingGroupID: mg.ID, ThreadID: ev.ThreadID, Mode: mode})
 	if err != nil {
 		return err
 	}
