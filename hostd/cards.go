@@ -227,7 +227,8 @@ func (r *Router) RequestApproval(ctx context.Context, s sessiondb.AgentSession, 
 		return "", r.notify(ctx, s, action+" failed: no DM channel found for any eligible approver.")
 	}
 	a, err := r.reg.AddApproval(ctx, sessiondb.NewApproval{SessionID: s.ID, Action: action, Payload: payload,
-		AgentGroupID: s.AgentGroupID, Title: title, Options: sessiondb.ApproveRejectOptions})
+		AgentGroupID: s.AgentGroupID, Title: title, Options: sessiondb.ApproveRejectOptions,
+		ExpiresAt: r.h.Now().Add(r.cfg.ApprovalTTL)})
 	if err != nil {
 		return "", err
 	}
