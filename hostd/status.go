@@ -2,6 +2,7 @@ package hostd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -130,4 +131,49 @@ func (w *statusWriter) remove() {
 	if err := os.Remove(filepath.Join(w.root, StatusFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		w.log.Warn("mailbox: cannot remove the host status file", "err", err)
 	}
+}
+
+// DataReport is every session's mailbox summary under a data root, with
+// what the host daemon running on it says: `mailbox status` and the
+// server's mailbox page.
+type DataReport struct {
+	// Host is the daemon's status file; nil when there is none.
+	Host *Status `json:"host,omitempty"`
+	// HostRunning is true when that file was written recently enough to
+	// come from a running daemon (Status.Live).
+	HostRunning bool            `json:"host_running"`
+	Sessions    []SessionReport `json:"sessions"`
+}
+
+// Report reads the summary of every session under root, in name order. A
+// session that cannot be read shows its error (Stuck "?") instead of
+// failing the report; the daemon's view is attached only while it runs.
+func Report(ctx context.Context, h *mailbox.Host, root string, now time.Time) (DataReport, error) {
+	rep := DataReport{Sessions: []SessionReport{}}
+	refs, err := h.Sessions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	hs, found, err := ReadStatus(root)
+	if err != nil {
+		return rep, err
+	}
+	if found {
+		rep.Host, rep.HostRunning = &hs, hs.Live(now)
+	}
+	for _, ref := range refs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		st, err := h.Status(ctx, ref)
+		if err != nil {
+			st = mailbox.SessionStatus{Ref: ref, Stuck: "?", LastError: err.Error()}
+		}
+		r := SessionReport{SessionStatus: st}
+		if hh, ok := hs.Sessions[ref.String()]; ok && rep.HostRunning {
+			r.Host = &hh
+		}
+		rep.Sessions = append(rep.Sessions, r)
+	}
+	return rep, nil
 }

@@ -24,6 +24,7 @@ func (s *Server) routes() {
 	s.routesHistory()
 	s.routesWrites()
 	s.routesReports()
+	s.routesMailboxes()
 	s.routesUI()
 	// Anything else under /api/ is a JSON 404, not the UI's page.
 	s.mux.Handle("/api/", s.metrics.instrument("other", false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

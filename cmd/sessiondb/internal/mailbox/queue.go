@@ -161,75 +161,6 @@ func (m *group) printSent(id string, seq int64, inserted bool) error {
 	return nil
 }
 
-// inState is an inbound row with its state as a person reads it.
-type inState struct {
-	mailbox.InboundRow
-	State string `json:"state"`
-}
-
-// outState is an outbound row with its delivery.
-type outState struct {
-	mailbox.OutboundRow
-	Delivery mailbox.DeliveryState `json:"delivery"`
-}
-
-// inboundState names a row's state: a pending row the agent has acked
-// shows the ack (processing, or completed/failed before the host mirrors
-// it); else scheduled when process_after is ahead.
-func inboundState(r mailbox.InboundRow, acked map[string]string, now time.Time) string {
-	if r.Status != mailbox.StatusPending {
-		return r.Status
-	}
-	if a := acked[r.ID]; a != "" {
-		return a
-	}
-	if r.ProcessAfter != "" {
-		if t, err := mailbox.ParseTime(r.ProcessAfter); err == nil && t.After(now) {
-			return "scheduled"
-		}
-	}
-	return mailbox.StatusPending
-}
-
-// readSession reads a session's rows with their states.
-func (m *group) readSession(cmd *cobra.Command, h *mailbox.Host, ref mailbox.SessionRef, limit int) ([]inState, []outState, error) {
-	ctx := cmd.Context()
-	in, err := h.InboundRows(ctx, ref, limit)
-	if err != nil {
-		return nil, nil, err
-	}
-	acks, err := h.Acks(ctx, ref)
-	if err != nil {
-		return nil, nil, err
-	}
-	acked := map[string]string{}
-	for _, a := range acks {
-		acked[a.MessageID] = a.Status
-	}
-	out, err := h.OutboundRows(ctx, ref, limit)
-	if err != nil {
-		return nil, nil, err
-	}
-	ds, err := h.DeliveryStates(ctx, ref)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := m.Now()
-	ins := make([]inState, len(in))
-	for i, r := range in {
-		ins[i] = inState{r, inboundState(r, acked, now)}
-	}
-	outs := make([]outState, len(out))
-	for i, r := range out {
-		d, ok := ds[r.ID]
-		if !ok {
-			d.Status = mailbox.DeliveryUndelivered
-		}
-		outs[i] = outState{r, d}
-	}
-	return ins, outs, nil
-}
-
 // lsCmd is `mailbox ls`: one session's rows.
 func (m *group) lsCmd() *cobra.Command {
 	var sf sessionFlags
@@ -253,7 +184,7 @@ paused. Outbound states: undelivered, retrying, delivered, failed.`,
 			if err != nil {
 				return err
 			}
-			ins, outs, err := m.readSession(c, h, ref, limit)
+			ins, outs, err := h.Inspect(c.Context(), ref, limit)
 			if err != nil {
 				return err
 			}
@@ -327,33 +258,19 @@ cannot be read shows its error instead.`,
 			if err != nil {
 				return err
 			}
-			refs, err := h.Sessions(c.Context())
-			if err != nil {
-				return err
-			}
 			now := m.Now()
-			hs, hostFound, err := hostd.ReadStatus(data)
+			rep, err := hostd.Report(c.Context(), h, data, now)
 			if err != nil {
 				return err
 			}
-			hostLive := hostFound && hs.Live(now)
-			var all []hostd.SessionReport
-			for _, ref := range refs {
-				st, err := h.Status(c.Context(), ref)
-				if err != nil {
-					st = mailbox.SessionStatus{Ref: ref, Stuck: "?", LastError: err.Error()}
-				}
-				r := hostd.SessionReport{SessionStatus: st}
-				if hh, ok := hs.Sessions[ref.String()]; ok && hostLive {
-					r.Host = &hh
-				}
-				all = append(all, r)
-			}
+			all := rep.Sessions
 			if m.JSON {
-				if all == nil {
-					all = []hostd.SessionReport{}
-				}
 				return m.PrintJSON(all)
+			}
+			hostFound, hostLive := rep.Host != nil, rep.HostRunning
+			var hs hostd.Status
+			if hostFound {
+				hs = *rep.Host
 			}
 			switch {
 			case hostLive:
@@ -427,7 +344,7 @@ happens. With --json each event is one JSON object per line.`,
 			enc := json.NewEncoder(m.Out)
 			enc.SetEscapeHTML(false)
 			for {
-				ins, outs, err := m.readSession(c, h, ref, 0)
+				ins, outs, err := h.Inspect(c.Context(), ref, 0)
 				if err != nil {
 					if c.Context().Err() != nil {
 						return nil
