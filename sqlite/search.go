@@ -170,14 +170,15 @@ func (s *Store) snippetFor(table, match string) func([]byte) string {
 	if table == trigramTable || table == "messages_fts" && ftsTokenizer(s.si.ftsSQL) == fts.Trigram {
 		o.Tokenizer = fts.Trigram
 	}
+	sq := o.For(match)
 	return func(raw []byte) string {
 		if raw == nil {
 			return ""
 		}
 		if len(raw) > snippetWindow {
-			return o.Of(match, raw[:snippetWindow], false)
+			return sq.Of(raw[:snippetWindow], false)
 		}
-		return o.Of(match, raw, true)
+		return sq.Of(raw, true)
 	}
 }
 

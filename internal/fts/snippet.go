@@ -45,19 +45,47 @@ const MaxSnippetInstances = 1 << 20
 // beginning (a long text cut by the caller), the window is chosen within
 // that beginning and an Ellipsis marks the cut.
 func (o Snippet) Of(query string, doc []byte, complete bool) string {
-	nToken := min(max(o.Tokens, 0), 64)
+	return o.For(query).Of(doc, complete)
+}
+
+// For reads query once for the snippets of many rows that matched it.
+func (o Snippet) For(query string) *QuerySnippet {
 	q := parseQuery(query, o.Tokenizer)
 	ph, classOf := classes(q.phrases)
-	toks, stopped := o.Tokenizer.tokenize(doc, -1)
+	sq := &QuerySnippet{o: o, q: q, ph: ph, classOf: classOf}
+	for _, p := range ph {
+		if t := p.terms[0].text; t != "" {
+			sq.firstByte[t[0]] = true
+		}
+	}
+	return sq
+}
+
+// QuerySnippet makes the snippets of rows that matched one query.
+type QuerySnippet struct {
+	o       Snippet
+	q       query
+	ph      []phraseClass
+	classOf []int
+	// firstByte marks the first bytes of the phrases' first terms: a token
+	// starting otherwise begins no instance, with no need to look it up.
+	firstByte [256]bool
+}
+
+// Of returns the snippet of doc, as Snippet.Of does.
+func (sq *QuerySnippet) Of(doc []byte, complete bool) string {
+	nToken := min(max(sq.o.Tokens, 0), 64)
+	ph := slices.Clone(sq.ph) // countedInstances fills in this row's counts
+	toks, stopped := sq.o.Tokenizer.tokenize(doc, -1)
 	if n := len(toks.list); !complete && n > 0 && int(toks.list[n-1].end) == len(doc) {
 		toks.list = toks.list[:n-1] // the cut may have split it
 	}
-	insts, cut := findInstances(&toks, ph)
+	insts, cut := findInstances(&toks, ph, &sq.firstByte)
 	if cut < len(toks.list) {
 		toks.list = toks.list[:cut]
 		stopped = true
 	}
-	insts = countedInstances(q, ph, classOf, insts)
+	insts = countedInstances(sq.q, ph, sq.classOf, insts)
 	complete = complete && !stopped
 	// nDocsize is FTS5's token count of the whole column; for a cut text
 	// it is unknown and larger than anything here.
@@ -68,9 +96,13 @@ func (o Snippet) Of(query string, doc []byte, complete bool) string {
 
 	bestStart := 0
 	if len(insts) > 0 {
-		_, bestStart = bestWindow(insts, ph, sentenceStarts(doc, toks.list), nToken, nDocsize)
+		var sentences []int
+		if nDocsize > nToken {
+			sentences = sentenceStarts(doc, toks.list)
+		}
+		_, bestStart = bestWindow(insts, ph, sentences, nToken, nDocsize)
 	}
-	return o.render(doc, toks.list, insts, ph, bestStart, nToken, nDocsize)
+	return sq.o.render(doc, toks.list, insts, ph, bestStart, nToken, nDocsize)
 }
 
 // term is one token of a query phrase; a prefix term matches every token
@@ -542,7 +574,7 @@ func countedInstances(q query, ph []phraseClass, classOf []int, insts []instance
 // ordered as FTS5 lists them (by token, then query order), and how many
 // tokens it read: all of them, or fewer where the instances would have
 // passed MaxSnippetInstances.
-func findInstances(toks *tokens, ph []phraseClass) ([]instance, int) {
+func findInstances(toks *tokens, ph []phraseClass, firstByte *[256]bool) ([]instance, int) {
 	// Classes by their first term: exact texts in a map, prefixes by the
 	// lengths they have, so each token costs a few map lookups whatever
 	// the query.
@@ -565,6 +597,9 @@ func findInstances(toks *tokens, ph []phraseClass) ([]instance, int) {
 	for i := range toks.list {
 		here = here[:0]
 		w := toks.text(i)
+		if w == "" || !firstByte[w[0]] {
+			continue
+		}
 		for _, c := range exact[w] {
 			if matchesAt(toks, i, ph[c]) {
 				here = append(here, c)

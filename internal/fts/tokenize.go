@@ -170,8 +170,8 @@ func (tok Tokenizer) tokenize(doc []byte, limit int) (tokens, bool) {
 // characters (and diacritic marks after the first), each folded; anything
 // else separates tokens.
 func tokenizeUnicode61(doc []byte, limit int) (tokens, bool) {
-	var out []docToken
-	var buf []byte
+	out := make([]docToken, 0, len(doc)/5+1)
+	buf := make([]byte, 0, len(doc))
 	done := func(stopped bool) (tokens, bool) { return tokens{list: out, folded: string(buf)}, stopped }
 	i := 0
 	for i < len(doc) {
@@ -187,10 +187,15 @@ func tokenizeUnicode61(doc []byte, limit int) (tokens, bool) {
 				return done(false)
 			}
 			start = i
-			c, next = readRune(doc, i)
-			if doc[i] < 0x80 {
-				next = i + 1
+			if b := doc[i]; b < 0x80 {
+				if asciiFold[b] != 0 {
+					c, next = uint32(b), i+1
+					break
+				}
+				i++
+				continue
 			}
+			c, next = readRune(doc, i)
 			if isTokenStart(c) {
 				break
 			}
@@ -198,17 +203,25 @@ func tokenizeUnicode61(doc []byte, limit int) (tokens, bool) {
 		}
 		t0 := len(buf)
 		end := next
-		if f := foldUnicode61(c); f != 0 {
+		if c < 0x80 {
+			buf = append(buf, asciiFold[c])
+		} else if f := foldUnicode61(c); f != 0 {
 			buf = appendRune(buf, f)
 		}
 		i = next
 		for i < len(doc) {
-			c, next = readRune(doc, i)
-			if doc[i] < 0x80 {
-				if !isTokenStart(c) {
+			if b := doc[i]; b < 0x80 {
+				f := asciiFold[b]
+				if f == 0 {
 					break
 				}
-			} else if !isTokenStart(c) && !isDiacriticMark(c) {
+				buf = append(buf, f)
+				i++
+				end = i
+				continue
+			}
+			c, next = readRune(doc, i)
+			if !isTokenStart(c) && !isDiacriticMark(c) {
 				i = next // SQLite has consumed the separator
 				break
 			}
@@ -222,6 +235,19 @@ func tokenizeUnicode61(doc []byte, limit int) (tokens, bool) {
 	}
 	return done(false)
 }
+
+// asciiFold is unicode61 on ASCII: a token character's folded byte, 0 for
+// a separator.
+var asciiFold = func() (t [128]byte) {
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c
+	}
+	for c := byte('a'); c <= 'z'; c++ {
+		t[c] = c
+		t[c-'a'+'A'] = c
+	}
+	return t
+}()
 
 // tokenizeTrigram splits doc as the trigram tokenizer of SQLite 3.49.2 and
 // later does: every three consecutive characters, case folded, where a
