@@ -20,6 +20,11 @@ type SQLiteMaintainer interface {
 	// FTSIntegrityCheck verifies the full-text index against the messages;
 	// a mismatch is internal, a file without the index invalid.
 	FTSIntegrityCheck(ctx context.Context) error
+	// CanCheckFTS reports whether FTSIntegrityCheck can run here: nil (also
+	// for a file without the index, which the check reports), or the
+	// invalid error saying why not (FTS5 runs its check as a write, which
+	// a read-only folder or another user's store does not allow).
+	CanCheckFTS() error
 	// RebuildFTS rebuilds the full-text index from the messages; it refuses
 	// (invalid) a file whose full-text tables a newer Hermes owns.
 	RebuildFTS(ctx context.Context) error

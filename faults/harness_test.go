@@ -3,12 +3,15 @@ package faults
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +26,11 @@ var binary string
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sessiondb-faults-")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		os.Exit(1)
+	}
+	// Other users run the binary too (see env.as).
+	if err := os.Chmod(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		os.Exit(1)
 	}
@@ -82,6 +90,10 @@ func clip(s string) string {
 // SESSIONDB_HOME and HOME, so no test touches the user's files.
 type env struct {
 	Home string // SESSIONDB_HOME and HOME
+	// cred and dir, when set (see as), run commands as another user in a
+	// folder that user can enter.
+	cred *syscall.SysProcAttr
+	dir  string
 }
 
 // newEnv returns an environment rooted in a fresh temporary folder.
@@ -107,6 +119,10 @@ func (e env) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = e.environ()
 	cmd.Dir = e.Home
+	if e.cred != nil {
+		cmd.SysProcAttr = e.cred
+		cmd.Dir = e.dir
+	}
 	return cmd
 }
 
@@ -223,4 +239,120 @@ func waitBusy(t testing.TB, pid, ticks int) bool {
 	}
 	t.Fatalf("process %d did not use %d ticks of CPU within %v", pid, ticks, guard)
 	return false
+}
+
+// as returns e with its command lines run as user uid:gid (this process
+// must be root) in folder dir, which that user can enter.
+func (e env) as(uid, gid uint32, dir string) env {
+	e.cred = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	e.dir = dir
+	return e
+}
+
+// nobody is the user and group the suite runs a second user's commands as.
+const nobody = 65534
+
+// sharedFolder returns a fresh folder every user may enter and write (mode
+// 1777, like /tmp), removed when t ends: where one user's store can meet
+// another user's reader.
+func sharedFolder(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sessiondb-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// readOnlyFolder returns a fresh folder for the caller to fill, and seal,
+// which makes it read-only the strongest way this process can: a small
+// tmpfs remounted read-only (root), else the immutable attribute (root,
+// where mount is refused), else mode 0555 (which binds a user other than
+// root). It says which in the test log; cleanup undoes it.
+func readOnlyFolder(t *testing.T) (dir string, seal func()) {
+	t.Helper()
+	dir = t.TempDir()
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", dir).CombinedOutput(); err == nil {
+			t.Cleanup(func() { exec.Command("umount", dir).Run() })
+			return dir, func() {
+				t.Helper()
+				if out, err := exec.Command("mount", "-o", "remount,ro", dir).CombinedOutput(); err != nil {
+					t.Fatalf("remount read-only: %v: %s", err, out)
+				}
+				t.Logf("%s: a tmpfs remounted read-only", dir)
+			}
+		} else {
+			t.Logf("mount refused (%v: %s); falling back", err, bytes.TrimSpace(out))
+		}
+		return dir, func() {
+			t.Helper()
+			if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+				t.Fatalf("neither mount nor chattr +i works here: %v: %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+			t.Logf("%s: immutable attribute set", dir)
+		}
+	}
+	return dir, func() {
+		t.Helper()
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		t.Logf("%s: mode 0555", dir)
+	}
+}
+
+// snapshot is what a folder holds: each entry's bytes and mode.
+type snapshot map[string]string
+
+// takeSnapshot reads every entry of dir (not recursively).
+func takeSnapshot(t *testing.T, dir string) snapshot {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snapshot{}
+	for _, de := range des {
+		p := filepath.Join(dir, de.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := fi.Mode().String()
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o400 != 0 {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v += fmt.Sprintf(" %d bytes %x", len(b), sha256.Sum256(b))
+		}
+		s[de.Name()] = v
+	}
+	return s
+}
+
+// differences lists what changed from s to now.
+func (s snapshot) differences(now snapshot) []string {
+	var out []string
+	for name, v := range s {
+		if w, ok := now[name]; !ok {
+			out = append(out, name+" removed")
+		} else if w != v {
+			out = append(out, fmt.Sprintf("%s changed: %s -> %s", name, v, w))
+		}
+	}
+	for name := range now {
+		if _, ok := s[name]; !ok {
+			out = append(out, name+" created")
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -128,10 +128,37 @@ func enableWAL(ctx context.Context, conn *sql.Conn, path string, budget time.Dur
 // here, where the path is the caller's input, unlike damage met later
 // (sqlitedb.Code calls that internal).
 func openErr(err error, path, what string) error {
+	if sqlitedb.IsNotADB(err) {
+		if d := sqlitedb.DescribeNonDatabase(path); d != "" {
+			return sessiondb.Wrap(sessiondb.EINVALID, err, "open %s: %s", path, d)
+		}
+	}
 	if sqlitedb.IsCorrupt(err) {
-		return sessiondb.Wrap(sessiondb.EINVALID, err, "open %s: %s", path, what)
+		return sessiondb.Wrap(sessiondb.EINVALID, err, "open %s: %s: the file is damaged (`sessiondb --db %s --read-only doctor` lists what SQLite's integrity check finds)", path, what, path)
+	}
+	if sqlitedb.IsCantOpen(err) {
+		if d := sqlitedb.DescribeAccess(path, what != "read"); d != "" {
+			return sessiondb.Wrap(sessiondb.EINVALID, err, "open %s: %s", path, d)
+		}
 	}
 	return sqlitedb.Wrap(err, "open %s: %s", path, what)
+}
+
+// openReader opens path read-only with pragmas, creating and changing
+// nothing (sqlitedb.OpenReader), and has SQLite read it at once so that a
+// file that is not a database is named as such.
+func openReader(ctx context.Context, path string, pragmas []string) (*sql.DB, error) {
+	db, err := sqlitedb.OpenReader(sqlitedb.Config{Path: path, Pragmas: pragmas}, func(db *sql.DB) error {
+		_, err := db.ExecContext(ctx, "SELECT count(*) FROM sqlite_master")
+		return err
+	})
+	if errors.Is(err, sqlitedb.ErrWALUnreadable) {
+		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s read-only", path)
+	}
+	if err != nil {
+		return nil, openErr(err, path, "read")
+	}
+	return db, nil
 }
 
 // writeErr classifies a write failure with sqlitedb.Code; an error that
@@ -172,8 +199,8 @@ type connConfig struct {
 }
 
 // openConns opens cfg.path: a read-write open creates a missing file
-// (folder 0700, file 0600) and tightens a looser one; a read-only open of
-// a missing file is not_found.
+// (folder 0700, file 0600) and, once SQLite has read it, tightens a looser
+// one; a read-only open of a missing file is not_found.
 func openConns(ctx context.Context, cfg connConfig) (*fileConns, error) {
 	if err := sqlitedb.CheckPath(cfg.path); err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open")
@@ -190,24 +217,27 @@ func openConns(ctx context.Context, cfg connConfig) (*fileConns, error) {
 			return nil, sessiondb.Wrap(sessiondb.ENOTFOUND, err, "open %s read-only", cfg.path)
 		}
 	} else {
-		_, warn, err := sqlitedb.CreateFile(cfg.path, 0o700, 0o600)
-		if err != nil {
+		// An existing path is left alone here; its mode is tightened once
+		// SQLite has read it as a database.
+		if _, _, err := sqlitedb.CreateFile(cfg.path, 0o700, 0o600); err != nil {
 			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", cfg.path)
-		}
-		if warn != nil {
-			f.log.Warn("database file permissions", "path", cfg.path, "err", warn)
 		}
 	}
 	common := []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864"}
 	readerPragmas := append([]string{"PRAGMA busy_timeout=5000"}, common...)
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: cfg.path, ReadOnly: cfg.readOnly, Pragmas: readerPragmas})
+	if cfg.readOnly {
+		db, err := openReader(ctx, cfg.path, readerPragmas)
+		if err != nil {
+			return nil, err
+		}
+		f.db, f.rp = db, newReaderPool(db)
+		return f, nil
+	}
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: cfg.path, Pragmas: readerPragmas})
 	if err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", cfg.path)
 	}
 	f.db, f.rp = db, newReaderPool(db)
-	if cfg.readOnly {
-		return f, nil
-	}
 	sync := cfg.synchronous
 	if sync == "" {
 		sync = "NORMAL"
@@ -235,6 +265,11 @@ func openConns(ctx context.Context, cfg connConfig) (*fileConns, error) {
 		conn.Close()
 		f.close()
 		return nil, err
+	}
+	// SQLite has read the file as a database: only now may it lose the
+	// access others had to it (never through a symbolic link).
+	if _, err := sqlitedb.Tighten(cfg.path, 0o600); err != nil {
+		f.log.Warn("database file permissions", "path", cfg.path, "err", err)
 	}
 	f.w = sqlitedb.NewWriter(conn)
 	f.w.Budget = budget

@@ -127,34 +127,36 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 
 	fresh := false
+	// Every connection: foreign keys on (v6 has no ON DELETE CASCADE, so the
+	// FK is what catches an append to an unknown session) and a bounded WAL.
+	common := []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864"}
+	readerPragmas := append([]string{"PRAGMA busy_timeout=5000"}, common...)
+	var db *sql.DB
+	var err error
 	if o.ReadOnly {
 		if _, err := os.Stat(path); err != nil {
 			return nil, sessiondb.Wrap(sessiondb.ENOTFOUND, err, "open %s read-only", path)
 		}
-	} else {
-		_, warn, err := sqlitedb.CreateFile(path, 0o700, 0o600)
-		if err != nil {
-			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", path)
+		// Reading creates and changes nothing: not the schema of an empty
+		// file, not the -wal/-shm files SQLite's mode=ro would leave behind
+		// owned by whoever reads.
+		if db, err = openReader(ctx, path, readerPragmas); err != nil {
+			return nil, err
 		}
-		if warn != nil {
-			s.log.Warn("database file permissions", "path", path, "err", warn)
+	} else {
+		// CreateFile leaves an existing path alone; its mode is tightened
+		// below, once SQLite has read it as a database.
+		if _, _, err := sqlitedb.CreateFile(path, 0o700, 0o600); err != nil {
+			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create %s", path)
 		}
 		// Not CreateFile's "created": an existing empty file is fresh too.
 		if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
 			fresh = true
 		}
-	}
-
-	// Every connection: foreign keys on (v6 has no ON DELETE CASCADE, so the
-	// FK is what catches an append to an unknown session) and a bounded WAL.
-	common := []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864"}
-	readerPragmas := append([]string{"PRAGMA busy_timeout=5000"}, common...)
-	if !o.ReadOnly {
 		readerPragmas = append(readerPragmas, "PRAGMA synchronous="+syncMode)
-	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, ReadOnly: o.ReadOnly, Pragmas: readerPragmas})
-	if err != nil {
-		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
+		if db, err = sqlitedb.Open(sqlitedb.Config{Path: path, Pragmas: readerPragmas}); err != nil {
+			return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
+		}
 	}
 	s.db = db
 	s.rp = newReaderPool(db)
@@ -173,8 +175,21 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if !o.ReadOnly && si.fresh() && len(si.tables) > 0 {
+		// Some other program's database: adding the history tables to it
+		// (a mistyped --db, a planted link) is not what anyone asked for.
+		return fail(sessiondb.Errorf(sessiondb.EINVALID, "open %s: it is a SQLite database of something else (tables %s), not a history store; sessiondb will not add one to it",
+			path, strings.Join(si.tableNames(5), ", ")))
+	}
 
 	if !o.ReadOnly {
+		// SQLite has read the file as a database: only now may it lose the
+		// access others had to it (never through a symbolic link).
+		if changed, err := sqlitedb.Tighten(path, 0o600); err != nil {
+			s.log.Warn("database file permissions", "path", path, "err", err)
+		} else if changed {
+			s.log.Info("database file made private (0600)", "path", path)
+		}
 		wdb, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, Pragmas: append(common, "PRAGMA synchronous="+syncMode)})
 		if err != nil {
 			return fail(sessiondb.Wrap(sessiondb.EINTERNAL, err, "open writer on %s", path))
@@ -265,6 +280,11 @@ func (s *Store) inspectUsable(ctx context.Context, readOnly bool) (*schemaInfo, 
 	si, err := inspect(ctx, s.db)
 	if err != nil {
 		return nil, openErr(err, s.path, "inspect schema")
+	}
+	if readOnly && si.fresh() {
+		if fi, err := os.Stat(s.path); err == nil && fi.Size() == 0 {
+			return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: the file is empty (0 bytes), not a history store yet; reading it creates nothing (`sessiondb import` or `sessiondb quickstart` makes a store)", s.path)
+		}
 	}
 	if err := si.checkUsable(readOnly); err != nil {
 		return nil, sessiondb.Wrap("", err, "open %s", s.path)
@@ -370,9 +390,20 @@ func (s *Store) FTSIntegrityCheck(ctx context.Context) error {
 	}
 	const q = "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"
 	if s.readOnly {
-		// FTS5 checks inside a write statement; a read-only connection may
-		// refuse it, which is reported as such.
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
+		// FTS5 checks inside a write statement, which a read-only
+		// connection refuses although it changes nothing. The file is a
+		// store SQLite has read, so one writable connection for this one
+		// statement does no harm where this process may make the -wal and
+		// -shm files a writer needs (see sqlitedb.MayWrite).
+		if err := s.CanCheckFTS(); err != nil {
+			return err
+		}
+		db, err := sqlitedb.Open(sqlitedb.Config{Path: s.path, MaxConns: 1, Pragmas: []string{"PRAGMA busy_timeout=5000"}})
+		if err != nil {
+			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "full-text integrity check")
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, q); err != nil {
 			return s.readErr(err, "full-text integrity check")
 		}
 		return nil
@@ -381,6 +412,15 @@ func (s *Store) FTSIntegrityCheck(ctx context.Context) error {
 		_, err := tx.Exec(q)
 		return err
 	})
+}
+
+// CanCheckFTS reports whether FTSIntegrityCheck can run here (see
+// sessiondb.SQLiteMaintainer).
+func (s *Store) CanCheckFTS() error {
+	if s.readOnly && s.si.hasFTS() && !sqlitedb.MayWrite(s.path) {
+		return sessiondb.Errorf(sessiondb.EINVALID, "FTS5 runs its check as a write, and %s cannot be written here (a read-only folder, or another user's store)", s.path)
+	}
+	return nil
 }
 
 // RebuildFTS rebuilds messages_fts from the messages table. It refuses a
@@ -405,8 +445,10 @@ func (s *Store) CanRebuildFTS() error {
 		// Only a read-only open leaves a v6 or older file without the
 		// index: a writable one migrates the file and builds it.
 		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts) yet: open it writable (without --read-only) once and sessiondb builds it", s.path)
-	case s.readOnly:
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s is open read-only: rebuilding the full-text index needs a writable open", s.path)
+	case s.readOnly && !sqlitedb.MayWrite(s.path):
+		// A read-only handle (every reading command has one) says whether
+		// a writable open, such as doctor --rebuild-fts, could do it.
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s cannot be written here (a read-only folder, or another user's store): rebuilding the full-text index needs a writable open by its owner", s.path)
 	}
 	return nil
 }

@@ -144,6 +144,14 @@ func IsForeignKey(err error) bool {
 	return ok && ext == codeConstraintForeignKey
 }
 
+// IsCantOpen reports SQLITE_CANTOPEN ("unable to open database file") and
+// SQLITE_READONLY: SQLite could not open a file (the database or one of its
+// journal files) the way it needed.
+func IsCantOpen(err error) bool { return primaryIs(err, codeCantOpen, codeReadOnly) }
+
+// IsNotADB reports SQLITE_NOTADB: the file is not a SQLite database.
+func IsNotADB(err error) bool { return primaryIs(err, codeNotADB) }
+
 // IsCorrupt reports a file that is not a database or is damaged.
 func IsCorrupt(err error) bool { return primaryIs(err, codeCorrupt, codeNotADB) }
 

@@ -28,6 +28,10 @@ type Config struct {
 	Path string
 	// ReadOnly opens with mode=ro: SQLite refuses every write.
 	ReadOnly bool
+	// Immutable (with ReadOnly) opens with immutable=1: SQLite reads the
+	// file without locks and without its -wal and -shm files, creating
+	// none. Only for a file nobody writes meanwhile; OpenReader decides.
+	Immutable bool
 	// Pragmas run, in order, on every new connection, e.g.
 	// "PRAGMA foreign_keys=ON". They are how a pool's connections all get
 	// the same settings whatever the driver.
@@ -48,7 +52,7 @@ type Config struct {
 // URI returns the SQLite URI for path, percent-escaping every character that
 // would otherwise be read as URI syntax ('?', '#', '%'), so a hostile file
 // name can never smuggle in URI parameters.
-func URI(path string, readOnly bool) string {
+func URI(path string, readOnly, immutable bool) string {
 	u := url.URL{Scheme: "file", Path: path, OmitHost: true}
 	if !filepath.IsAbs(path) {
 		// Relative URIs keep the path relative: file:rel/path.
@@ -57,6 +61,9 @@ func URI(path string, readOnly bool) string {
 	s := u.String()
 	if readOnly {
 		s += "?mode=ro"
+		if immutable {
+			s += "&immutable=1"
+		}
 	}
 	return s
 }
@@ -67,7 +74,7 @@ func Open(c Config) (*sql.DB, error) {
 	if err := CheckPath(c.Path); err != nil {
 		return nil, err
 	}
-	dsn := URI(c.Path, c.ReadOnly)
+	dsn := URI(c.Path, c.ReadOnly, c.Immutable)
 	if c.BusyTimeout != 0 && openBusyParam != "" {
 		sep := "?"
 		if c.ReadOnly {
@@ -128,12 +135,14 @@ func checkSidecars(path string) error {
 	return nil
 }
 
-// CreateFile makes sure path exists as a private file before SQLite opens
-// it: missing parent folders are created with dirMode, a missing file is
-// created empty with fileMode (SQLite copies the database file's mode to its
-// -wal, -shm and -journal files). An existing file that is more open than
-// fileMode is tightened to it, never loosened. It reports whether the file
-// was created. A failure to tighten is returned as warn, not as err.
+// CreateFile makes sure path exists before SQLite opens it: missing parent
+// folders are created with dirMode, a missing file is created empty with
+// fileMode (SQLite copies the database file's mode to its -wal, -shm and
+// -journal files). It reports whether it created the file. An existing
+// path is left exactly as it is, whatever it is (a symbolic link is not
+// followed, a file not opened): until SQLite has read it as a database,
+// nothing says it is one, and Tighten is for after that. warn is always nil;
+// it stays for callers that log it.
 func CreateFile(path string, dirMode, fileMode fs.FileMode) (created bool, warn, err error) {
 	if err := CheckPath(path); err != nil {
 		return false, nil, err
@@ -146,36 +155,107 @@ func CreateFile(path string, dirMode, fileMode fs.FileMode) (created bool, warn,
 		// MkdirAll's mode is filtered by the umask; say exactly what we mean.
 		_ = os.Chmod(dir, dirMode)
 	}
+	// O_EXCL never follows a link: a planted one makes this fail as an
+	// existing path.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
 	switch {
 	case err == nil:
-		closeErr := f.Close()
-		if closeErr != nil {
-			return true, nil, closeErr
-		}
 		// The umask may have masked bits we asked for; modes here only ever
-		// remove access, so chmod to the exact mode.
-		return true, os.Chmod(path, fileMode), nil
+		// remove access, so set the exact mode, on the file just made.
+		err := f.Chmod(fileMode)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return true, nil, err
 	case errors.Is(err, fs.ErrExist):
-		// Path-based stat and chmod only: opening a descriptor on a file
-		// another SQLite connection in this process holds, then closing it,
-		// would drop that connection's POSIX locks.
 		fi, statErr := os.Stat(path)
-		if statErr != nil {
-			return false, nil, statErr
-		}
-		if fi.IsDir() {
+		if statErr == nil && fi.IsDir() {
 			return false, nil, fmt.Errorf("database path %q is a directory", path)
-		}
-		if extra := fi.Mode().Perm() &^ fileMode; extra != 0 {
-			if err := os.Chmod(path, fi.Mode().Perm()&fileMode); err != nil {
-				return false, fmt.Errorf("could not tighten %s from %v to %v: %w", path, fi.Mode().Perm(), fileMode, err), nil
-			}
 		}
 		return false, nil, nil
 	default:
 		return false, nil, err
 	}
+}
+
+// ErrWALUnreadable is the error of a read-only open that cannot read a file's
+// write-ahead log: see OpenReader.
+var ErrWALUnreadable = errors.New("its write-ahead log holds commits not yet in the database file, and reading them needs the -shm file SQLite shares between connections, which this process may not create or open here (a read-only folder, or another user's store); open the store once with a command that writes, as its owner where it is writable, to move those commits into the file")
+
+// OpenReader opens the database at c.Path for reading only (c.ReadOnly is
+// implied) without creating or changing any file, which SQLite's mode=ro
+// alone does not promise: on a file in WAL mode it creates the -wal and
+// -shm files, owned by whoever reads, and leaves them behind.
+//
+// When this process may create those files harmlessly (see
+// mayCreateBeside), or both already exist, it opens with mode=ro and
+// SQLite's normal locking. Otherwise, or if SQLite then cannot open them
+// (a read-only file system, another user's -shm), a file whose WAL holds
+// nothing is opened immutable=1, which reads the database file alone and
+// creates nothing; one whose WAL holds commits fails with
+// ErrWALUnreadable, since reading it without them would show an old state.
+// probe runs once on the pool so that SQLite opens the file before
+// OpenReader returns; its error, when not about the WAL's files, is
+// returned as it is.
+func OpenReader(c Config, probe func(*sql.DB) error) (*sql.DB, error) {
+	fi, err := os.Stat(c.Path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("database path %q is a directory", c.Path)
+	}
+	c.ReadOnly = true
+	walFi, walErr := os.Stat(c.Path + "-wal")
+	_, shmErr := os.Stat(c.Path + "-shm")
+	walHolds := walErr == nil && walFi.Size() > 0
+	c.Immutable = !mayCreateBeside(c.Path, fi) && (walErr != nil || shmErr != nil)
+	if c.Immutable && walHolds {
+		return nil, ErrWALUnreadable
+	}
+	if !c.Immutable && walErr != nil && shmErr != nil {
+		// No connection has the file open (it would hold -wal and -shm),
+		// so reading it immutable first makes sure it is a database before
+		// SQLite's mode=ro creates those two beside it: a damaged or
+		// foreign file gets no companions. It is read again with locks,
+		// since a writer may start at any time.
+		ic := c
+		ic.Immutable = true
+		idb, err := Open(ic)
+		if err != nil {
+			return nil, err
+		}
+		err = probe(idb)
+		idb.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	db, err := Open(c)
+	if err != nil {
+		return nil, err
+	}
+	err = probe(db)
+	if err == nil || c.Immutable || !primaryIs(err, codeCantOpen, codeReadOnly, codeIOErr) {
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return db, nil
+	}
+	db.Close()
+	if walFi, walErr := os.Stat(c.Path + "-wal"); walErr == nil && walFi.Size() > 0 {
+		return nil, fmt.Errorf("%w (%v)", ErrWALUnreadable, err)
+	}
+	c.Immutable = true
+	if db, err = Open(c); err != nil {
+		return nil, err
+	}
+	if err := probe(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // connector opens driver connections and runs the configured pragmas on

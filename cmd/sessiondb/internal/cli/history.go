@@ -15,13 +15,19 @@ import (
 type Access int
 
 const (
-	// ReadStore: the file must exist; opened read-only under --read-only.
+	// ReadStore: the file must exist; it is always opened read-only, so
+	// reading writes nothing (no schema into an empty file, no migration,
+	// no -wal/-shm files of another user).
 	ReadStore Access = iota
 	// WriteStore: the file must exist; refused under --read-only.
 	WriteStore
 	// CreateStore: the file is created when missing; refused under
 	// --read-only.
 	CreateStore
+	// ServeStore: the file must exist; opened read-only under --read-only,
+	// writable otherwise: for a long-running command that reads and, unless
+	// told not to, writes (serve).
+	ServeStore
 )
 
 // OpenHistory opens the history store (HistoryPath) for one command with
@@ -40,17 +46,25 @@ func (f *Factory) OpenHistory(ctx context.Context, what Access, synchronous stri
 // URL) as OpenHistory opens the default one: for commands that work on
 // two stores (copy).
 func (f *Factory) OpenHistoryAt(ctx context.Context, path string, what Access, synchronous string) (sessiondb.Store, error) {
-	if what != ReadStore && f.ReadOnly {
+	if what != ReadStore && what != ServeStore && f.ReadOnly {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "this command changes the store, and --read-only was given: drop --read-only to run it")
 	}
 	if what != CreateStore && !store.IsURL(path) {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// A missing file, or an empty one, holds no store: a command that
+		// does not create one writes nothing into it.
+		fi, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			what := "no history store at %s"
+			if err == nil {
+				what = "no history store at %s (the file is empty)"
+			}
 			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND,
-				"no history store at %s: create one with `sessiondb import examples/conversations.jsonl` or `sessiondb quickstart`, or point --db at an existing state.db", path)
+				what+": create one with `sessiondb import examples/conversations.jsonl` or `sessiondb quickstart`, or point --db at an existing state.db", path)
 		}
 	}
 	st, err := store.Open(ctx, path, store.Options{
-		ReadOnly:    what == ReadStore && f.ReadOnly,
+		// A file is always read read-only: see ReadStore.
+		ReadOnly:    what == ReadStore && (f.ReadOnly || !store.IsURL(path)) || what == ServeStore && f.ReadOnly,
 		MustExist:   what != CreateStore,
 		Synchronous: synchronous,
 		Now:         f.Now,

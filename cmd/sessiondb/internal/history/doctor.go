@@ -105,6 +105,8 @@ search a little faster on a store that has taken many writes.`,
 					// read-only connection refuses even though it writes
 					// nothing.
 					r.FTS = "skipped (needs a writable open: drop --read-only)"
+				} else if err := st.CanCheckFTS(); err != nil {
+					r.FTS = "skipped: " + err.Error()
 				} else if err := st.FTSIntegrityCheck(ctx); err != nil {
 					if sessiondb.ErrorCode(err) == sessiondb.EBUSY {
 						return err

@@ -93,7 +93,7 @@ func (g *group) run(ctx context.Context, o options) error {
 		o.token, madeToken = hex.EncodeToString(b), true
 	}
 	log := slog.New(slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := g.OpenHistory(ctx, cli.ReadStore, "")
+	st, err := g.OpenHistory(ctx, cli.ServeStore, "")
 	if err != nil {
 		return err
 	}

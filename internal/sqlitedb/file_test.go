@@ -1,0 +1,120 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestTighten: only a regular file's extra permission bits go; a link is
+// refused and what it points at keeps its mode; nothing is loosened.
+func TestTighten(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.db")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(file, 0o644)
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := Tighten(link, 0o600); changed || err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Tighten(link) = %v, %v; want a refusal naming the link", changed, err)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o644 {
+		t.Errorf("the file behind the link went to %v", fi.Mode().Perm())
+	}
+	if changed, err := Tighten(file, 0o600); !changed || err != nil {
+		t.Errorf("Tighten(file) = %v, %v", changed, err)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	os.Chmod(file, 0o400)
+	if changed, err := Tighten(file, 0o600); changed || err != nil {
+		t.Errorf("Tighten of a stricter file = %v, %v", changed, err)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o400 {
+		t.Errorf("a stricter file was loosened to %v", fi.Mode().Perm())
+	}
+}
+
+// TestCreateFileLeavesExistingAlone: an existing file keeps its mode and a
+// planted link is neither followed nor replaced.
+func TestCreateFileLeavesExistingAlone(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	os.WriteFile(victim, []byte("keep"), 0o644)
+	os.Chmod(victim, 0o644)
+	link := filepath.Join(dir, "state.db")
+	os.Symlink(victim, link)
+	for _, p := range []string{victim, link} {
+		if created, _, err := CreateFile(p, 0o700, 0o600); created || err != nil {
+			t.Errorf("CreateFile(%s) = %v, %v", p, created, err)
+		}
+	}
+	if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o644 {
+		t.Errorf("victim mode %v", fi.Mode().Perm())
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced")
+	}
+}
+
+// TestOpenReaderCreatesNothing: reading a WAL-mode database, a damaged file
+// and a text file leaves the folder as it was.
+func TestOpenReaderCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	db, err := Open(Config{Path: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"PRAGMA journal_mode=WAL", "CREATE TABLE t(x)", "INSERT INTO t VALUES (1)"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close() // the last connection checkpoints and removes -wal and -shm
+	text := filepath.Join(dir, "text.db")
+	os.WriteFile(text, []byte("hello"), 0o600)
+	list := func() []string {
+		des, _ := os.ReadDir(dir)
+		var names []string
+		for _, de := range des {
+			names = append(names, de.Name())
+		}
+		return names
+	}
+	before := list()
+	probe := func(db *sql.DB) error {
+		_, err := db.ExecContext(context.Background(), "SELECT count(*) FROM sqlite_master")
+		return err
+	}
+	r, err := OpenReader(Config{Path: good}, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := r.QueryRow("SELECT count(*) FROM t").Scan(&n); err != nil || n != 1 {
+		t.Errorf("read %d, %v", n, err)
+	}
+	r.Close()
+	if _, err := OpenReader(Config{Path: text}, probe); !IsNotADB(err) {
+		t.Errorf("OpenReader(text) = %v; want SQLITE_NOTADB", err)
+	}
+	// mode=ro by the owner may leave -wal/-shm of a sound WAL store (they
+	// are the owner's); a file that is not a database gets none.
+	after := slices.DeleteFunc(list(), func(n string) bool { return strings.HasPrefix(n, "good.db-") })
+	if !slices.Equal(before, after) {
+		t.Errorf("folder %v, then %v", before, after)
+	}
+	if d := DescribeNonDatabase(text); !strings.Contains(d, `is not a SQLite database (it starts with "hello")`) {
+		t.Errorf("DescribeNonDatabase = %q", d)
+	}
+}
