@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -35,7 +36,7 @@ type group struct {
 
 // options are serve's flags.
 type options struct {
-	listen, token, data string
+	listen, token, data, central, subagents string
 }
 
 func (g *group) serveCmd() *cobra.Command {
@@ -46,7 +47,10 @@ func (g *group) serveCmd() *cobra.Command {
 		Long: `serve runs an HTTP server over the history store (--db) until Ctrl-C: the web UI
 at /, the JSON API under /api/v1/, live updates as Server-Sent Events, MCP for
 agents at /mcp, /healthz, and Prometheus metrics at /metrics. With --data it
-serves the session mailboxes under that data root too.
+serves the session mailboxes under that data root too (with requeue), with
+--central the control plane's registry (groups, wirings, sessions, pending
+approvals and questions, dropped senders), with --subagents janebot's
+subagent store; both read only.
 
 It listens on 127.0.0.1 only, unless --listen names another address; then a
 token is required (--token, or $SESSIONDB_TOKEN), and every request must
@@ -58,7 +62,7 @@ With --read-only the stores are opened read-only and every write is gone
 from the API and the UI.`,
 		Example: `  sessiondb serve
   sessiondb --db ~/.hermes/state.db --read-only serve
-  sessiondb serve --data ~/.sessiondb/sessions
+  sessiondb serve --data ~/.sessiondb/v2-sessions --central ~/.sessiondb/v2.db
   SESSIONDB_TOKEN=... sessiondb serve --listen 0.0.0.0:8321`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -71,6 +75,8 @@ from the API and the UI.`,
 	c.Flags().StringVar(&o.listen, "listen", DefaultListen, "address to listen on (host:port); beyond loopback a token is required")
 	c.Flags().StringVar(&o.token, "token", "", "the server's token (default $SESSIONDB_TOKEN; on loopback one is made when neither is set)")
 	c.Flags().StringVar(&o.data, "data", "", "data root of the session mailboxes (<group>/<session> folders) to serve too")
+	c.Flags().StringVar(&o.central, "central", "", "the control plane's central registry to serve too (a NanoClaw data/v2.db or a postgres:// URL)")
+	c.Flags().StringVar(&o.subagents, "subagents", "", "janebot's subagent store to serve too (a state.sqlite or a postgres:// URL)")
 	return c
 }
 
@@ -108,6 +114,27 @@ func (g *group) run(ctx context.Context, o options) error {
 			return err
 		}
 		cfg.Mailboxes, cfg.DataRoot = h, o.data
+	}
+	if o.central != "" {
+		reg, err := g.OpenRegistry(ctx, o.central, cli.ReadStore)
+		if err != nil {
+			return err
+		}
+		defer reg.Close()
+		cfg.Registry = reg
+	}
+	if o.subagents != "" {
+		if g.ReadOnly {
+			// The subagent store has no read-only open: it would migrate
+			// the file, and --read-only promises no write at all.
+			return sessiondb.Errorf(sessiondb.EINVALID, "--subagents cannot be served with --read-only: the subagent store opens read-write")
+		}
+		sub, err := store.OpenSubagents(ctx, o.subagents, store.Options{MustExist: true, Now: g.Now, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer sub.Close()
+		cfg.Subagents = sub
 	}
 	srv, err := sdbhttp.NewServer(cfg)
 	if err != nil {

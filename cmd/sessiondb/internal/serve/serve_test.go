@@ -94,6 +94,9 @@ func TestServeRefuses(t *testing.T) {
 		{Name: "beyond loopback without a token", Args: []string{"--db", db, "serve", "--listen", "0.0.0.0:0"}, Code: 2, Want: "without a token"},
 		{Name: "not host:port", Args: []string{"--db", db, "serve", "--listen", "8321"}, Code: 2, Want: "host:port"},
 		{Name: "missing store", Args: []string{"--db", filepath.Join(t.TempDir(), "none.db"), "serve", "--listen", "127.0.0.1:0"}, Code: 3, Want: "no history store"},
+		{Name: "missing registry", Args: []string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--central", filepath.Join(t.TempDir(), "v2.db")}, Code: 3, Want: "no central registry"},
+		{Name: "missing subagent store", Args: []string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--subagents", filepath.Join(t.TempDir(), "state.sqlite")}, Code: 3, Want: "nothing at"},
+		{Name: "subagents read-only", Args: []string{"--db", db, "--read-only", "serve", "--listen", "127.0.0.1:0", "--subagents", db}, Code: 2, Want: "read-only"},
 		{Name: "data is not a folder", Args: []string{"--db", db, "serve", "--listen", "127.0.0.1:0", "--data", db}, Code: 3, Want: "not a folder"},
 	}, serve.Commands)
 }
