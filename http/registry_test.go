@@ -46,12 +46,16 @@ func TestRegistryAndSubagents(t *testing.T) {
 	defer sub.Close()
 
 	f.serve(sdbhttp.Config{Registry: reg, Subagents: sub})
-	var groups struct{ AgentGroups []sessiondb.AgentGroup `json:"agent_groups"` }
+	var groups struct {
+		AgentGroups []sessiondb.AgentGroup `json:"agent_groups"`
+	}
 	f.get("/api/v1/registry/agent-groups").ok(t, &groups)
 	if len(groups.AgentGroups) != 1 || groups.AgentGroups[0].Name != "Helper <b>" {
 		t.Fatalf("agent groups %+v", groups)
 	}
-	var mgs struct{ MessagingGroups []sessiondb.MessagingGroup `json:"messaging_groups"` }
+	var mgs struct {
+		MessagingGroups []sessiondb.MessagingGroup `json:"messaging_groups"`
+	}
 	f.get("/api/v1/registry/messaging-groups?channel_type=telegram").ok(t, &mgs)
 	if len(mgs.MessagingGroups) != 1 {
 		t.Fatalf("messaging groups %+v", mgs)
