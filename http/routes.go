@@ -26,6 +26,7 @@ func (s *Server) routes() {
 	s.routesReports()
 	s.routesMailboxes()
 	s.routesRegistry()
+	s.routesMCP()
 	s.routesUI()
 	// Anything else under /api/ is a JSON 404, not the UI's page.
 	s.mux.Handle("/api/", s.metrics.instrument("other", false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

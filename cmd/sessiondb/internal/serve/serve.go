@@ -7,11 +7,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/sessiondb/sessiondb"
@@ -25,10 +28,48 @@ import (
 // only, so nothing leaves the machine by default.
 const DefaultListen = "127.0.0.1:8321"
 
-// Commands returns the `serve` command.
+// Commands returns the `serve` and `mcp` commands.
 func Commands(f *cli.Factory) []*cobra.Command {
-	return []*cobra.Command{(&group{Factory: f}).serveCmd()}
+	g := &group{Factory: f}
+	return []*cobra.Command{g.serveCmd(), g.mcpCmd()}
 }
+
+// mcpCmd is `sessiondb mcp`: the MCP server on stdin and stdout.
+func (g *group) mcpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the history store to an agent over MCP on stdin/stdout",
+		Long: `mcp runs a Model Context Protocol server on stdin and stdout, so an agent can
+search and read the sessions of a history store: its tools are search_sessions,
+list_sessions, read_session (one page at a time) and session_lineage. It only
+reads; with --read-only the store is opened read-only too. Configure it in an
+MCP client as the command "sessiondb mcp" (add --db PATH for another store,
+such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
+/mcp by sessiondb serve.`,
+		Example: `  sessiondb mcp
+  sessiondb --db ~/.hermes/state.db --read-only mcp`,
+		Args: cli.ExactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			st, err := g.OpenHistory(ctx, cli.ReadStore, "")
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			srv := sdbhttp.NewMCPServer(st, "", nil)
+			err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(g.In), Writer: nopWriteCloser{g.Out}})
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return nil // the client closed stdin, or Ctrl-C: a normal end
+			}
+			return err
+		},
+	}
+}
+
+// nopWriteCloser lets stdout be the transport's writer without closing it.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 type group struct {
 	*cli.Factory

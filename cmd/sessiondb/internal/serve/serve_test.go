@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/serve"
@@ -117,5 +121,70 @@ func TestServeReadOnly(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Fatalf("prune on a read-only server: %d", resp.StatusCode)
+	}
+}
+
+// TestMCPOverStdio runs `sessiondb mcp` with its stdin and stdout on
+// pipes and drives it with the SDK's own client.
+func TestMCPOverStdio(t *testing.T) {
+	db := store(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	errOut := &testkit.Buffer{}
+	f := cli.New(inR, outW, errOut)
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(context.Background(), f, []string{"--db", db, "--read-only", "mcp"}, serve.Commands)
+		outW.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) != 4 {
+		t.Fatalf("tools %v, %v", tools, err)
+	}
+	call := func(name string, args map[string]any, out any) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var hits struct {
+		Hits []struct {
+			SessionID string `json:"session_id"`
+			Snippet   string
+		}
+	}
+	call("search_sessions", map[string]any{"query": "docker", "limit": 3}, &hits)
+	if len(hits.Hits) == 0 || !strings.Contains(hits.Hits[0].Snippet, ">>>") {
+		t.Fatalf("search %+v", hits)
+	}
+	var page struct {
+		SessionID string `json:"session_id"`
+		Messages  []struct{ ID int64 }
+		HasAfter  bool `json:"has_after"`
+	}
+	call("read_session", map[string]any{"session_id": hits.Hits[0].SessionID, "limit": 1}, &page)
+	if page.SessionID != hits.Hits[0].SessionID || len(page.Messages) == 0 {
+		t.Fatalf("read %+v", page)
+	}
+	var list struct{ Sessions []struct{ ID string } }
+	call("list_sessions", map[string]any{"limit": 2}, &list)
+	if len(list.Sessions) != 2 {
+		t.Fatalf("list %+v", list)
+	}
+	// Closing stdin ends the server cleanly.
+	cs.Close()
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("mcp exited %d: %s", code, errOut)
 	}
 }

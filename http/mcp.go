@@ -1,0 +1,340 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// MCP: the history store's search and reading as tools for agents, so an
+// agent can recall its own past sessions. The same server runs over
+// stdio (`sessiondb mcp`) and over streamable HTTP at /mcp on the HTTP
+// server. The tools only read.
+
+// MCPName is the server's name in the MCP handshake.
+const MCPName = "sessiondb"
+
+// NewMCPServer returns the MCP server over st with the four tools
+// search_sessions, list_sessions, read_session and session_lineage.
+// onSearch, when set, is called for each search (the HTTP server counts
+// them).
+func NewMCPServer(st sessiondb.Store, version string, onSearch func()) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: MCPName, Version: version}, &mcp.ServerOptions{
+		Instructions: "Search and read the agent sessions in this history store: find past conversations with " +
+			"search_sessions, browse with list_sessions, read a transcript page by page with read_session " +
+			"(a page never splits a tool call from its result), and see which sessions continue which with session_lineage.",
+	})
+	t := mcpTools{st: st, onSearch: onSearch}
+	mcp.AddTool(srv, &mcp.Tool{Name: "search_sessions", Description: "Full-text search over every message of every session. " +
+		"Returns the best hits first, each with its session, a snippet with the matches between >>> and <<<, and the neighbouring messages."}, t.search)
+	mcp.AddTool(srv, &mcp.Tool{Name: "list_sessions", Description: "List sessions newest first (or by last activity, cost or tokens), " +
+		"filtered by source, model, a time range or text in the title or id. Page with the cursor the previous call returned."}, t.list)
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_session", Description: "Read one page of a session's transcript (by id or unique id prefix), " +
+		"from the start, from the end, or after/before a message id. A page never splits a tool call from its results; it is never the whole transcript of a long session."}, t.read)
+	mcp.AddTool(srv, &mcp.Tool{Name: "session_lineage", Description: "The lineage of a session: its ancestors down to it and every session continuing it " +
+		"(continuations after compression, forks), as a tree."}, t.lineage)
+	return srv
+}
+
+type mcpTools struct {
+	st       sessiondb.Store
+	onSearch func()
+}
+
+// SearchInput is search_sessions' input.
+type SearchInput struct {
+	Query  string `json:"query" jsonschema:"the words or phrase to search for (FTS5 syntax: quotes for phrases, OR, prefix*)"`
+	Source string `json:"source,omitempty" jsonschema:"only sessions of this source (cli, telegram, ...)"`
+	Role   string `json:"role,omitempty" jsonschema:"only messages of this role (user, assistant, tool)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"hits to return, 1 to 50 (default 10)"`
+	Offset int    `json:"offset,omitempty" jsonschema:"hits to skip, for the next page"`
+}
+
+// SearchOutput is search_sessions' output.
+type SearchOutput struct {
+	Hits []MCPHit `json:"hits"`
+}
+
+// MCPHit is one search hit as an agent reads it.
+type MCPHit struct {
+	SessionID string                 `json:"session_id"`
+	MessageID int64                  `json:"message_id"`
+	Role      string                 `json:"role"`
+	Snippet   string                 `json:"snippet"`
+	Time      string                 `json:"time"`
+	Source    string                 `json:"source"`
+	Model     string                 `json:"model,omitempty"`
+	Context   []sessiondb.ContextRow `json:"context,omitempty"`
+}
+
+func (t mcpTools) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
+	if in.Query == "" {
+		return nil, SearchOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "query is empty")
+	}
+	if in.Limit == 0 {
+		in.Limit = 10
+	}
+	if in.Limit < 1 || in.Limit > 50 || in.Offset < 0 {
+		return nil, SearchOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "limit must be 1 to 50 and offset not negative")
+	}
+	f := sessiondb.SearchFilter{Limit: in.Limit, Offset: in.Offset}
+	if in.Source != "" {
+		f.Sources = []string{in.Source}
+	}
+	if in.Role != "" {
+		f.Roles = []string{in.Role}
+	}
+	if t.onSearch != nil {
+		t.onSearch()
+	}
+	hits, err := t.st.SearchMessages(ctx, in.Query, f)
+	if err != nil {
+		return nil, SearchOutput{}, err
+	}
+	out := SearchOutput{Hits: []MCPHit{}}
+	for _, h := range hits {
+		m := MCPHit{SessionID: h.SessionID, MessageID: h.ID, Role: h.Role, Snippet: h.Snippet, Time: isoTime(h.Timestamp),
+			Source: h.Source, Context: h.Context}
+		if h.Model != nil {
+			m.Model = *h.Model
+		}
+		out.Hits = append(out.Hits, m)
+	}
+	return nil, out, nil
+}
+
+// ListInput is list_sessions' input.
+type ListInput struct {
+	Source string `json:"source,omitempty" jsonschema:"only sessions of this source"`
+	Model  string `json:"model,omitempty" jsonschema:"only sessions of this model"`
+	Text   string `json:"text,omitempty" jsonschema:"only sessions whose title or id contains this text"`
+	Since  string `json:"since,omitempty" jsonschema:"only sessions started at or after this time (RFC 3339 or YYYY-MM-DD)"`
+	Until  string `json:"until,omitempty" jsonschema:"only sessions started before this time (RFC 3339 or YYYY-MM-DD)"`
+	Sort   string `json:"sort,omitempty" jsonschema:"started (default), last_active, cost or tokens; largest first"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"sessions per page, 1 to 100 (default 20)"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
+}
+
+// ListOutput is list_sessions' output.
+type ListOutput struct {
+	Sessions   []MCPSession `json:"sessions"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// MCPSession is one session as an agent reads it in a listing.
+type MCPSession struct {
+	ID           string   `json:"id"`
+	Title        string   `json:"title,omitempty"`
+	Source       string   `json:"source"`
+	Model        string   `json:"model,omitempty"`
+	Started      string   `json:"started"`
+	LastActive   string   `json:"last_active"`
+	Ended        bool     `json:"ended"`
+	MessageCount int64    `json:"message_count"`
+	Preview      string   `json:"preview,omitempty"`
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+}
+
+func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
+	if in.Limit == 0 {
+		in.Limit = 20
+	}
+	if in.Limit < 1 || in.Limit > 100 {
+		return nil, ListOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "limit must be 1 to 100")
+	}
+	p := paramsOf(map[string][]string{"since": {in.Since}, "until": {in.Until}})
+	q := sessiondb.SessionQuery{Source: in.Source, Model: in.Model, Text: in.Text, StartedFrom: p.time("since"),
+		StartedBefore: p.time("until"), Sort: sessiondb.SessionSort(in.Sort), Limit: in.Limit, After: in.Cursor}
+	if p.err != nil {
+		return nil, ListOutput{}, p.err
+	}
+	page, err := t.st.ListSessions(ctx, q)
+	if err != nil {
+		return nil, ListOutput{}, err
+	}
+	out := ListOutput{Sessions: []MCPSession{}, NextCursor: page.Next}
+	for _, s := range page.Sessions {
+		m := MCPSession{ID: s.ID, Source: s.Source, Started: isoTime(s.StartedAt), LastActive: isoTime(s.LastActive),
+			Ended: s.EndedAt != nil, MessageCount: s.MessageCount, Preview: s.Preview}
+		if s.Title != nil {
+			m.Title = *s.Title
+		}
+		if s.Model != nil {
+			m.Model = *s.Model
+		}
+		switch {
+		case s.ActualCostUSD != nil:
+			m.CostUSD = s.ActualCostUSD
+		case s.EstimatedCostUSD != nil:
+			m.CostUSD = s.EstimatedCostUSD
+		}
+		out.Sessions = append(out.Sessions, m)
+	}
+	return nil, out, nil
+}
+
+// ReadInput is read_session's input.
+type ReadInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session's id or a unique id prefix"`
+	From      string `json:"from,omitempty" jsonschema:"start (default) or end: where a page without a cursor begins"`
+	AfterID   int64  `json:"after_id,omitempty" jsonschema:"read the messages after this message id (the after of the previous page)"`
+	BeforeID  int64  `json:"before_id,omitempty" jsonschema:"read the messages before this message id (the before of the previous page)"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"messages per page, 1 to 200 (default 40); a page grows to keep a tool call with its results"`
+}
+
+// ReadOutput is read_session's output: one page.
+type ReadOutput struct {
+	SessionID string       `json:"session_id"`
+	Messages  []MCPMessage `json:"messages"`
+	HasBefore bool         `json:"has_before"`
+	HasAfter  bool         `json:"has_after"`
+	Before    int64        `json:"before,omitempty"`
+	After     int64        `json:"after,omitempty"`
+}
+
+// MCPMessage is one message as an agent reads it.
+type MCPMessage struct {
+	ID         int64  `json:"id"`
+	Role       string `json:"role"`
+	Content    string `json:"content,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolCalls  any    `json:"tool_calls,omitempty"`
+	Reasoning  string `json:"reasoning,omitempty"`
+	Time       string `json:"time"`
+}
+
+func (t mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+	if in.Limit == 0 {
+		in.Limit = 40
+	}
+	if in.Limit < 1 || in.Limit > 200 {
+		return nil, ReadOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "limit must be 1 to 200")
+	}
+	pg := sessiondb.Page{AfterID: in.AfterID, BeforeID: in.BeforeID, Limit: in.Limit}
+	switch in.From {
+	case "", "start":
+		pg.FromStart = true
+	case "end":
+	default:
+		return nil, ReadOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "from %q is not start or end", in.From)
+	}
+	if in.SessionID == "" {
+		return nil, ReadOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "session_id is empty")
+	}
+	id, err := t.st.ResolveSessionID(ctx, in.SessionID)
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
+	mp, err := t.st.GetMessagesPage(ctx, id, pg)
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
+	a := toMessagesPage(id, mp)
+	out := ReadOutput{SessionID: id, Messages: []MCPMessage{}, HasBefore: a.HasBefore, HasAfter: a.HasAfter, Before: a.Before, After: a.After}
+	for _, m := range mp.Messages {
+		x := MCPMessage{ID: m.ID, Role: m.Role, Time: isoTime(m.Timestamp)}
+		if m.Content != nil {
+			x.Content = sessiondb.ContentText(*m.Content)
+		}
+		if m.ToolName != nil {
+			x.ToolName = *m.ToolName
+		}
+		if m.ToolCallID != nil {
+			x.ToolCallID = *m.ToolCallID
+		}
+		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]" {
+			var calls any
+			if json.Unmarshal(m.ToolCalls, &calls) == nil {
+				x.ToolCalls = calls
+			}
+		}
+		if m.Reasoning != nil {
+			x.Reasoning = *m.Reasoning
+		}
+		out.Messages = append(out.Messages, x)
+	}
+	return nil, out, nil
+}
+
+// LineageInput is session_lineage's input.
+type LineageInput struct {
+	SessionID string `json:"session_id" jsonschema:"the session's id or a unique id prefix"`
+}
+
+// LineageOutput is session_lineage's output: the tree flattened in
+// pre-order, each session with its parent and depth (0 for the oldest
+// ancestor), since a tool's output schema cannot be recursive.
+type LineageOutput struct {
+	Sessions []LineageEntry `json:"sessions"`
+}
+
+// LineageEntry is one session of a lineage.
+type LineageEntry struct {
+	ID        string `json:"id"`
+	ParentID  string `json:"parent_id,omitempty"`
+	Depth     int    `json:"depth"`
+	Title     string `json:"title,omitempty"`
+	Source    string `json:"source"`
+	Started   string `json:"started"`
+	EndReason string `json:"end_reason,omitempty"`
+	Messages  int64  `json:"message_count"`
+	// Selected marks the session asked for.
+	Selected bool `json:"selected,omitempty"`
+}
+
+func (t mcpTools) lineage(ctx context.Context, _ *mcp.CallToolRequest, in LineageInput) (*mcp.CallToolResult, LineageOutput, error) {
+	if in.SessionID == "" {
+		return nil, LineageOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "session_id is empty")
+	}
+	id, err := t.st.ResolveSessionID(ctx, in.SessionID)
+	if err != nil {
+		return nil, LineageOutput{}, err
+	}
+	n, err := sessiondb.Lineage(ctx, t.st, id)
+	if err != nil {
+		return nil, LineageOutput{}, err
+	}
+	out := LineageOutput{Sessions: []LineageEntry{}}
+	var walk func(n *sessiondb.LineageNode, parent string, depth int)
+	walk = func(n *sessiondb.LineageNode, parent string, depth int) {
+		e := LineageEntry{ID: n.ID, ParentID: parent, Depth: depth, Source: n.Source, Started: isoTime(n.StartedAt),
+			Messages: n.Messages, Selected: n.Selected}
+		if n.Title != nil {
+			e.Title = *n.Title
+		}
+		if n.EndReason != nil {
+			e.EndReason = *n.EndReason
+		}
+		out.Sessions = append(out.Sessions, e)
+		for _, k := range n.Children {
+			walk(k, n.ID, depth+1)
+		}
+	}
+	walk(n, "", 0)
+	return nil, out, nil
+}
+
+// isoTime shows epoch seconds as RFC 3339 UTC, the form an agent reads
+// best.
+func isoTime(epoch float64) string {
+	return sessiondb.FromEpochSeconds(epoch).UTC().Format(time.RFC3339)
+}
+
+// routesMCP mounts MCP over streamable HTTP at /mcp: stateless (each
+// request stands alone, no session is kept), JSON answers. It is a read
+// like any other: beyond loopback it needs the token (guard), and the
+// SDK's own localhost protection refuses a foreign Host as guard does.
+func (s *Server) routesMCP() {
+	srv := NewMCPServer(s.cfg.History, "", func() { s.metrics.searches.Inc() })
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes})
+	// No other site's page may post to it either (it could not read the
+	// answer, but the tools should not run for it at all).
+	s.mux.Handle("/mcp", s.metrics.instrument("/mcp", false, http.NewCrossOriginProtection().Handler(h)))
+}
