@@ -80,7 +80,7 @@ func (a *Agent) unacked(ctx context.Context, firstPoll, withSystem bool) ([]Inbo
 	var cands []InboundRow
 	var inMax int64
 	inSig := filesig.Of(a.inboundPath)
-	err := a.withInbound(ctx, func(q queryer) error {
+	err := readSnapshotRO(ctx, a.inboundPath, pragmasAgentIn, func(q queryer) error {
 		var err error
 		if inMax, err = maxSeq(q, "messages_in"); err != nil {
 			return err
@@ -100,7 +100,7 @@ func (a *Agent) unacked(ctx context.Context, firstPoll, withSystem bool) ([]Inbo
  WHERE status = 'pending' AND (process_after IS NULL OR datetime(process_after) <= datetime(?))`+where+
 			` ORDER BY seq DESC, timestamp DESC`, FormatTime(a.now()))
 		return err
-	})
+	}, "agent: read inbound")
 	if err := a.countMalformed(err); err != nil {
 		return nil, err
 	}

@@ -97,12 +97,27 @@ func openRO(path string, pragmas []string, wait time.Duration) (*sql.DB, error) 
 // A driver error from fn is classified with the context format and args; an
 // error that already carries a code is returned as it is.
 func readRO(ctx context.Context, path string, pragmas []string, wait time.Duration, fn func(q queryer) error, format string, args ...any) error {
+	return readOpen(ctx, path, pragmas, wait, false, fn, format, args...)
+}
+
+// readSnapshotRO is readRO with fn's reads in one read transaction (see
+// snapshot).
+func readSnapshotRO(ctx context.Context, path string, pragmas []string, fn func(q queryer) error, format string, args ...any) error {
+	return readOpen(ctx, path, pragmas, lockWait, true, fn, format, args...)
+}
+
+func readOpen(ctx context.Context, path string, pragmas []string, wait time.Duration, snap bool, fn func(q queryer) error, format string, args ...any) error {
 	db, err := openRO(path, pragmas, wait)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := fn(dbQueryer{ctx, db}); err != nil {
+	if snap {
+		err = snapshot(ctx, db, fn)
+	} else {
+		err = fn(dbQueryer{ctx, db})
+	}
+	if err != nil {
 		if errCode(err) == "" {
 			return sqlitedb.Wrap(err, format, args...)
 		}
@@ -142,6 +157,43 @@ func each(q queryer, query string, args []any, fn func(sqlitedb.Row) error) erro
 func collect[T any](q queryer, query string, args []any, scan func(sqlitedb.Row) (T, error)) ([]T, error) {
 	return sqlitedb.Append(q.Context(), q, query, args, nil, scan)
 }
+
+// snapshot runs fn's reads on db (a pool of one connection) in one read
+// transaction: the file is locked for reading once, for all of them,
+// instead of once per statement. Each lock taken is a chance to meet the
+// other side's commit and wait out its fsyncs; once the read lock is held,
+// it is the other side's commit that waits, for a few statements. Nothing
+// that writes, or waits, may run inside fn: the other side could not
+// commit until it ends.
+func snapshot(ctx context.Context, db *sql.DB, fn func(q queryer) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	err = fn(connQueryer{ctx, conn})
+	// Ending a read transaction takes no lock; ROLLBACK is the one end that
+	// cannot fail for want of one.
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// connQueryer is a *sql.Conn with the context of the operation using it.
+type connQueryer struct {
+	ctx  context.Context
+	conn *sql.Conn
+}
+
+func (q connQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return q.conn.QueryContext(ctx, query, args...)
+}
+
+func (q connQueryer) Context() context.Context { return q.ctx }
 
 // dbQueryer is a *sql.DB with the context of the operation using it.
 type dbQueryer struct {

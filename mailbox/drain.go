@@ -87,11 +87,17 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	h.mu.Lock()
 	mark := s.drainMark
 	h.mu.Unlock()
-	all, cands, outIDs, err := readDrainRows(out, now, mark)
+	var all, cands []OutboundRow
+	var outIDs map[string]bool
 	var outMax int64
-	if err == nil {
-		outMax, err = maxSeq(out, "messages_out")
-	}
+	err = snapshot(ctx, outDB, func(q queryer) error {
+		var err error
+		if all, cands, outIDs, err = readDrainRows(q, now, mark); err != nil {
+			return err
+		}
+		outMax, err = maxSeq(q, "messages_out")
+		return err
+	})
 	if err != nil {
 		return res, sqlitedb.Wrap(err, "session %s: read outbound", ref)
 	}
