@@ -41,6 +41,65 @@ type HostLeaseService interface {
 	// PruneEvents forgets the events claimed more than olderThan ago and
 	// returns how many.
 	PruneEvents(ctx context.Context, olderThan time.Duration) (int, error)
+	// RenewSessions extends every lease host holds that has not run out
+	// to ttl from now, in one write, and returns them. A lease that ran
+	// out is not renewed (another host may have it now): ClaimSession
+	// takes it again if it is still free.
+	RenewSessions(ctx context.Context, host string, ttl time.Duration) ([]SessionLease, error)
+	// HandOff queues an inbound row for a session that another host
+	// serves: the host that routed the event cannot write into a mailbox
+	// on another machine, so the session's host takes the row from the
+	// registry. A row already queued for the session (same RowID) is kept
+	// as it was and queued reports false.
+	HandOff(ctx context.Context, h HandOff) (queued bool, err error)
+	// HandOffs returns up to limit queued rows, oldest first, of the
+	// sessions host holds and of those whose lease has run out or that
+	// have none (nobody serves them: host may claim them).
+	HandOffs(ctx context.Context, host string, limit int) ([]HandOff, error)
+	// DoneHandOff removes a queued row once its session's host wrote it
+	// into the mailbox; an id not queued is left alone.
+	DoneHandOff(ctx context.Context, id int64) error
+}
+
+// HandOff is an inbound row queued in the registry for the host that
+// serves its session (HostLeaseService.HandOff).
+type HandOff struct {
+	// ID is set by the registry.
+	ID           int64  `json:"id"`
+	SessionID    string `json:"session_id"`
+	AgentGroupID string `json:"agent_group_id"`
+	// RowID is the mailbox row's id: one queued row per session and id.
+	RowID string `json:"row_id"`
+	// Row is the row as the host daemon encodes it; the registry keeps
+	// its bytes.
+	Row []byte `json:"row"`
+	// Wake says the session is to be woken once the row is written.
+	Wake    bool      `json:"wake"`
+	Created time.Time `json:"created"`
+}
+
+// MaxHandOffBytes bounds a queued row (an event with its attachments).
+const MaxHandOffBytes = 32 << 20
+
+// Validate checks a hand-off before it is queued; the error is invalid and
+// names the field.
+func (h HandOff) Validate() error {
+	if err := checkID("session_id", h.SessionID, true); err != nil {
+		return err
+	}
+	if err := checkID("agent_group_id", h.AgentGroupID, true); err != nil {
+		return err
+	}
+	if err := checkText("row_id", h.RowID, true, MaxPlatformID); err != nil {
+		return err
+	}
+	switch {
+	case len(h.Row) == 0:
+		return Errorf(EINVALID, "row is empty")
+	case len(h.Row) > MaxHandOffBytes:
+		return Errorf(EINVALID, "row is %d bytes, the limit is %d", len(h.Row), MaxHandOffBytes)
+	}
+	return nil
 }
 
 // CheckLease checks the input of ClaimSession and ReleaseSession (ttl 0
@@ -66,3 +125,6 @@ func CheckEventKey(key, host string) error {
 	}
 	return checkText("host", host, true, MaxNameText)
 }
+
+// CheckHost checks a host name given to HostLeaseService.
+func CheckHost(host string) error { return checkText("host", host, true, MaxNameText) }

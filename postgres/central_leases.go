@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -89,4 +91,80 @@ func (c *Central) PruneEvents(ctx context.Context, olderThan time.Duration) (int
 		return err
 	})
 	return n, err
+}
+
+// RenewSessions implements sessiondb.HostLeaseService: one update of every
+// unexpired lease of host.
+func (c *Central) RenewSessions(ctx context.Context, host string, ttl time.Duration) ([]sessiondb.SessionLease, error) {
+	if err := sessiondb.CheckHost(host); err != nil {
+		return nil, err
+	}
+	if ttl <= 0 {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "lease ttl %v is not positive", ttl)
+	}
+	now := c.now()
+	var out []sessiondb.SessionLease
+	err := c.writeTx(ctx, "renew leases of "+host, func(tx *ctxTx) error {
+		var err error
+		out, err = appendRows(ctx, tx, "UPDATE session_leases SET expires_at = ? WHERE host = ? AND expires_at > ? RETURNING session_id, host, expires_at, epoch",
+			[]any{sessiondb.FormatTimestamp(now.Add(ttl)), host, sessiondb.FormatTimestamp(now)}, out[:0], scanLease)
+		return err
+	})
+	return out, err
+}
+
+func scanLease(r pgx.Row) (sessiondb.SessionLease, error) {
+	var l sessiondb.SessionLease
+	var expires sql.NullString
+	err := r.Scan(&l.SessionID, &l.Host, &expires, &l.Epoch)
+	l.Expires = readTime(expires)
+	return l, err
+}
+
+// HandOff implements sessiondb.HostLeaseService.
+func (c *Central) HandOff(ctx context.Context, h sessiondb.HandOff) (bool, error) {
+	if err := h.Validate(); err != nil {
+		return false, err
+	}
+	queued := false
+	err := c.writeTx(ctx, "hand off "+h.RowID, func(tx *ctxTx) error {
+		res, err := tx.Exec(`INSERT INTO session_handoffs (session_id, agent_group_id, row_id, row_data, wake, created_at)
+VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, row_id) DO NOTHING`, h.SessionID, h.AgentGroupID, h.RowID, h.Row, h.Wake, c.stamp())
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		queued = n == 1
+		return err
+	})
+	return queued, err
+}
+
+// HandOffs implements sessiondb.HostLeaseService.
+func (c *Central) HandOffs(ctx context.Context, host string, limit int) ([]sessiondb.HandOff, error) {
+	if err := sessiondb.CheckHost(host); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "limit %d is not positive", limit)
+	}
+	out, err := appendRows(ctx, c.rq, `SELECT h.id, h.session_id, h.agent_group_id, h.row_id, h.row_data, h.wake, h.created_at
+FROM session_handoffs h LEFT JOIN session_leases l ON l.session_id = h.session_id
+WHERE l.session_id IS NULL OR l.host = ? OR l.expires_at <= ? ORDER BY h.id LIMIT ?`,
+		[]any{host, c.stamp(), limit}, []sessiondb.HandOff{}, func(r pgx.Row) (sessiondb.HandOff, error) {
+			var h sessiondb.HandOff
+			var created sql.NullString
+			err := r.Scan(&h.ID, &h.SessionID, &h.AgentGroupID, &h.RowID, &h.Row, &h.Wake, &created)
+			h.Created = readTime(created)
+			return h, err
+		})
+	return out, wrapErr(err, "read hand-offs")
+}
+
+// DoneHandOff implements sessiondb.HostLeaseService.
+func (c *Central) DoneHandOff(ctx context.Context, id int64) error {
+	return c.writeTx(ctx, "remove hand-off", func(tx *ctxTx) error {
+		_, err := tx.Exec("DELETE FROM session_handoffs WHERE id = ?", id)
+		return err
+	})
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,6 +93,134 @@ func RunHostLeases(t *testing.T, h RegistryHarness) {
 		if got, _ := l.ClaimEvent(e.ctx, "ev-3", "host-b"); got {
 			t.Error("a recent event could be claimed again after the prune")
 		}
+	})
+	t.Run("Renew", func(t *testing.T) {
+		t.Parallel()
+		e := newRenv(t, h)
+		l := leases(t, e.r)
+		for _, s := range []string{"s-1", "s-2"} {
+			_, held, err := l.ClaimSession(e.ctx, s, "host-a", time.Minute)
+			noErr(t, "ClaimSession", err)
+			if !held {
+				t.Fatalf("%s not held", s)
+			}
+		}
+		_, _, err := l.ClaimSession(e.ctx, "s-3", "host-b", time.Minute)
+		noErr(t, "ClaimSession", err)
+		e.clock.Advance(50 * time.Second)
+		got, err := l.RenewSessions(e.ctx, "host-a", time.Minute)
+		noErr(t, "RenewSessions", err)
+		if len(got) != 2 {
+			t.Fatalf("RenewSessions renewed %+v, want s-1 and s-2", got)
+		}
+		for _, g := range got {
+			if g.Host != "host-a" || g.Epoch != 1 || (g.SessionID != "s-1" && g.SessionID != "s-2") {
+				t.Errorf("renewed lease %+v", g)
+			}
+			sameTime(t, "renewed expiry", g.Expires, e.clock.Now().Add(time.Minute))
+		}
+		// host-b did not renew: s-3 runs out and host-a takes it; host-a's
+		// renewed leases still hold.
+		e.clock.Advance(20 * time.Second)
+		if _, held, _ := l.ClaimSession(e.ctx, "s-1", "host-b", time.Minute); held {
+			t.Error("host-b took a lease host-a renewed")
+		}
+		if lease, held, _ := l.ClaimSession(e.ctx, "s-3", "host-a", time.Minute); !held || lease.Epoch != 2 {
+			t.Errorf("s-3 after its host stopped renewing: %+v held=%v", lease, held)
+		}
+		got, err = l.RenewSessions(e.ctx, "host-b", time.Minute)
+		noErr(t, "RenewSessions of a host that lost its lease", err)
+		if len(got) != 0 {
+			t.Errorf("host-b renewed %+v, a lease it lost", got)
+		}
+		_, err = l.RenewSessions(e.ctx, "", time.Minute)
+		wantCode(t, "RenewSessions without a host", err, sessiondb.EINVALID)
+		_, err = l.RenewSessions(e.ctx, "host-a", 0)
+		wantCode(t, "RenewSessions with no ttl", err, sessiondb.EINVALID)
+	})
+	t.Run("HandOffs", func(t *testing.T) {
+		t.Parallel()
+		e := newRenv(t, h)
+		l := leases(t, e.r)
+		_, _, err := l.ClaimSession(e.ctx, "s-a", "host-a", time.Minute)
+		noErr(t, "ClaimSession", err)
+		_, _, err = l.ClaimSession(e.ctx, "s-b", "host-b", 2*time.Minute)
+		noErr(t, "ClaimSession", err)
+		row := []byte("{\"id\":\"m1\"}\x00\xff") // the registry keeps the bytes as they are
+		for _, c := range []struct {
+			h    sessiondb.HandOff
+			want bool
+		}{
+			{sessiondb.HandOff{SessionID: "s-a", AgentGroupID: "ag-1", RowID: "m1:ag-1", Row: row, Wake: true}, true},
+			{sessiondb.HandOff{SessionID: "s-a", AgentGroupID: "ag-1", RowID: "m1:ag-1", Row: []byte("other")}, false},
+			{sessiondb.HandOff{SessionID: "s-b", AgentGroupID: "ag-1", RowID: "m2:ag-1", Row: []byte("b")}, true},
+			{sessiondb.HandOff{SessionID: "s-free", AgentGroupID: "ag-2", RowID: "m3:ag-2", Row: []byte("c")}, true},
+		} {
+			got, err := l.HandOff(e.ctx, c.h)
+			noErr(t, "HandOff", err)
+			if got != c.want {
+				t.Errorf("HandOff(%s, %s) = %v, want %v", c.h.SessionID, c.h.RowID, got, c.want)
+			}
+		}
+		ids := func(host string) []string {
+			t.Helper()
+			hs, err := l.HandOffs(e.ctx, host, 10)
+			noErr(t, "HandOffs", err)
+			var out []string
+			for _, x := range hs {
+				out = append(out, x.SessionID+"/"+x.RowID)
+			}
+			return out
+		}
+		// host-a gets its own session's row and the one nobody serves.
+		hs, err := l.HandOffs(e.ctx, "host-a", 10)
+		noErr(t, "HandOffs", err)
+		if len(hs) != 2 || hs[0].SessionID != "s-a" || hs[1].SessionID != "s-free" {
+			t.Fatalf("host-a's hand-offs: %+v", hs)
+		}
+		if string(hs[0].Row) != string(row) || !hs[0].Wake || hs[0].AgentGroupID != "ag-1" || hs[0].RowID != "m1:ag-1" || hs[1].Wake {
+			t.Errorf("hand-off read back as %+v", hs[0])
+		}
+		sameTime(t, "created", hs[0].Created, e.clock.Now())
+		if got := ids("host-b"); fmt.Sprint(got) != "[s-b/m2:ag-1 s-free/m3:ag-2]" {
+			t.Errorf("host-b's hand-offs: %v", got)
+		}
+		if got, _ := l.HandOffs(e.ctx, "host-a", 1); len(got) != 1 || got[0].SessionID != "s-a" {
+			t.Errorf("HandOffs limit 1: %+v", got)
+		}
+		noErr(t, "DoneHandOff", l.DoneHandOff(e.ctx, hs[0].ID))
+		noErr(t, "DoneHandOff again", l.DoneHandOff(e.ctx, hs[0].ID))
+		if got := ids("host-a"); fmt.Sprint(got) != "[s-free/m3:ag-2]" {
+			t.Errorf("host-a's hand-offs after done: %v", got)
+		}
+		// host-a's lease runs out: its queued rows go to whoever claims the
+		// session next.
+		if _, err := l.HandOff(e.ctx, sessiondb.HandOff{SessionID: "s-a", AgentGroupID: "ag-1", RowID: "m4:ag-1", Row: []byte("d")}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		if got := ids("host-b"); fmt.Sprint(got) != "[s-b/m2:ag-1 s-free/m3:ag-2 s-a/m4:ag-1]" {
+			t.Errorf("host-b's hand-offs once host-a's lease ran out: %v", got)
+		}
+		for _, c := range []struct {
+			name string
+			h    sessiondb.HandOff
+		}{
+			{"session_id", sessiondb.HandOff{AgentGroupID: "ag", RowID: "r", Row: []byte("x")}},
+			{"agent_group_id", sessiondb.HandOff{SessionID: "s", AgentGroupID: "../x", RowID: "r", Row: []byte("x")}},
+			{"row_id", sessiondb.HandOff{SessionID: "s", AgentGroupID: "ag", Row: []byte("x")}},
+			{"row", sessiondb.HandOff{SessionID: "s", AgentGroupID: "ag", RowID: "r"}},
+		} {
+			_, err := l.HandOff(e.ctx, c.h)
+			wantCode(t, "HandOff without "+c.name, err, sessiondb.EINVALID)
+			if err != nil && !strings.Contains(err.Error(), c.name) {
+				t.Errorf("HandOff's refusal %q does not name %s", err, c.name)
+			}
+		}
+		_, err = l.HandOffs(e.ctx, "", 10)
+		wantCode(t, "HandOffs without a host", err, sessiondb.EINVALID)
+		_, err = l.HandOffs(e.ctx, "host-a", 0)
+		wantCode(t, "HandOffs with no limit", err, sessiondb.EINVALID)
 	})
 	t.Run("Races", func(t *testing.T) {
 		t.Parallel()
