@@ -2,10 +2,13 @@ package hostd
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/errtext"
@@ -177,6 +180,20 @@ func (r *Router) toAgent(ctx context.Context, src sessiondb.AgentSession, row ma
 			return err
 		}
 	}
+	if l := r.cfg.Leases; l != nil {
+		held, holder, err := l.Acquire(ctx, dst.ID)
+		if err != nil {
+			return err
+		}
+		if !held {
+			m, err := forwardedMessage(src.Ref(), row, r.h.Now())
+			if err != nil {
+				return err
+			}
+			_, err = r.handOff(ctx, dst, m, true, holder)
+			return err
+		}
+	}
 	if err := r.ensureFolder(ctx, dst, created); err != nil {
 		return err
 	}
@@ -188,6 +205,35 @@ func (r *Router) toAgent(ctx context.Context, src sessiondb.AgentSession, row ma
 	}
 	r.wakeSession(ctx, dst.Ref())
 	return nil
+}
+
+// forwardedMessage is the inbound row mailbox.Host.Forward writes, for a
+// target session served by another host: the row's files travel as base64
+// attachments, which that host's mailbox writes into the target's inbox/.
+func forwardedMessage(src mailbox.SessionRef, row mailbox.OutboundRow, now time.Time) (mailbox.InboundMessage, error) {
+	var o map[string]json.RawMessage
+	if err := json.Unmarshal(row.Content, &o); err != nil || o == nil {
+		return mailbox.InboundMessage{}, mailbox.Permanent(sessiondb.Errorf(sessiondb.EINVALID, "content: want a JSON object"))
+	}
+	if len(row.Files) > 0 {
+		atts := make([]map[string]string, 0, len(row.Files))
+		for _, f := range row.Files {
+			data, err := os.ReadFile(f.Path)
+			if err != nil {
+				return mailbox.InboundMessage{}, sessiondb.Wrap(sessiondb.EINTERNAL, err, "read outbox file %s", f.Name)
+			}
+			atts = append(atts, map[string]string{"name": f.Name, "filename": f.Name, "type": "file", "data": base64.StdEncoding.EncodeToString(data)})
+		}
+		delete(o, "files")
+		b, _ := json.Marshal(atts)
+		o["attachments"] = b
+	}
+	content, err := json.Marshal(o)
+	if err != nil {
+		return mailbox.InboundMessage{}, sessiondb.Wrap(sessiondb.EINTERNAL, err, "forward %s", row.ID)
+	}
+	return mailbox.InboundMessage{ID: mailbox.NewID("msg", now), Kind: mailbox.KindChat, Content: content, Timestamp: now,
+		Routing: mailbox.Routing{ChannelType: mailbox.ChannelAgent, PlatformID: src.AgentGroupID}, SourceSessionID: src.SessionID}, nil
 }
 
 // approvalActions are the system actions an admin must approve, with the

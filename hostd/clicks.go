@@ -117,16 +117,9 @@ func (r *Router) answerQuestion(ctx context.Context, q sessiondb.PendingQuestion
 	if err != nil {
 		return err
 	}
-	if err := r.ensureFolder(ctx, s, false); err != nil {
+	if _, err := r.write(ctx, s, false, m, true); err != nil {
 		return err
 	}
-	if _, _, err := r.h.Enqueue(ctx, s.Ref(), m); err != nil {
-		return err
-	}
-	if err := r.reg.TouchSession(ctx, s.ID); err != nil {
-		return err
-	}
-	r.wakeSession(ctx, s.Ref())
 	res.Outcome = ClickAnswered
 	return nil
 }

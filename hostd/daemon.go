@@ -3,6 +3,7 @@ package hostd
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,12 @@ type Daemon struct {
 	// containers is the registry's view of the containers (Router only).
 	containers containerTracker
 
+	// leases is the Router's Leases: several hosts share the registry.
+	leases *Leases
+	// foreign holds the folders whose sessions another host served when
+	// last asked, and when that was (tick loop only).
+	foreign map[string]time.Time
+
 	mu         sync.Mutex
 	running    bool
 	lastFull   time.Time // used by the tick loop only
@@ -135,6 +142,12 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 		}
 	}
 	d.containers.known = map[mailbox.SessionRef]sessiondb.ContainerStatus{}
+	var serves func(mailbox.SessionRef) bool
+	if cfg.Router != nil && cfg.Router.cfg.Leases != nil {
+		d.leases = cfg.Router.cfg.Leases
+		d.foreign = map[string]time.Time{}
+		serves = func(ref mailbox.SessionRef) bool { return d.leases.Holds(ref.SessionID) }
+	}
 	var waker Waker
 	if cfg.Waker != nil {
 		waker = gatedWaker{d}
@@ -152,7 +165,7 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 	// drainer's workers, detached from ctx, so cancelling a sweep never
 	// cuts a delivery off between the send and its record.
 	var err error
-	d.sweeper, err = NewSweeper(SweeperConfig{Host: h, Runtime: d.rt, Waker: waker, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax})
+	d.sweeper, err = NewSweeper(SweeperConfig{Host: h, Runtime: d.rt, Waker: waker, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax, Serves: serves})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +175,7 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 		deliverer = &centralDeliverer{r: cfg.Router, host: deliverer.(*HostDeliverer), next: cfg.Deliverer}
 	}
 	d.drainer = newDrainer(drainerConfig{host: h, deliverer: deliverer,
-		workers: cfg.DrainWorkers, backoffMin: d.sweeper.cfg.BackoffMin, backoffMax: d.sweeper.cfg.BackoffMax, log: d.log})
+		workers: cfg.DrainWorkers, backoffMin: d.sweeper.cfg.BackoffMin, backoffMax: d.sweeper.cfg.BackoffMax, log: d.log, serves: serves})
 	d.watchers = newWatchSet(h.Layout(), cfg.Poll, d.RequestDrain)
 	d.status = &statusWriter{root: h.Layout().Root, fullSweep: cfg.FullSweep, log: d.log}
 	return d, nil
@@ -195,7 +208,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 
 	d.status.started = d.h.Now()
-	if r := d.cfg.Router; r != nil {
+	if d.leases != nil {
+		// Other hosts' containers run: only the sessions this host serves
+		// are marked stopped (the first tick marks those that run).
+		d.serveFolders(ctx, true)
+		d.leases.Start(ctx)
+	} else if r := d.cfg.Router; r != nil {
 		// This host owns no container yet; the first tick marks those the
 		// Runtime sees running.
 		if n, err := r.reg.StopAllContainers(ctx); err != nil {
@@ -229,6 +247,13 @@ loop:
 	}); ok {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.StopTimeout)
 		w.StopAll(sctx, "host stopping")
+		cancel()
+	}
+	if d.leases != nil {
+		// Nothing is delivered or woken any more: another host may serve
+		// the sessions at once.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.StopTimeout)
+		d.leases.Stop(sctx)
 		cancel()
 	}
 	d.status.remove()
@@ -265,6 +290,14 @@ func (d *Daemon) tick(ctx context.Context) {
 	if full {
 		d.lastFull = now
 	}
+	if d.leases != nil {
+		d.serveFolders(ctx, false)
+		if n, err := d.cfg.Router.TakeHandOffs(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("router: taking handed-off rows failed", "written", n, "err", err)
+		} else if n > 0 {
+			d.log.Info("router: wrote rows handed off by other hosts", "rows", n)
+		}
+	}
 	res, err := d.sweeper.Sweep(ctx, full)
 	if err != nil && ctx.Err() == nil {
 		d.log.Warn("mailbox: sweep failed", "err", err)
@@ -289,6 +322,9 @@ func (d *Daemon) tick(ctx context.Context) {
 	refs, err := d.h.SessionFolders(ctx)
 	if err != nil {
 		return
+	}
+	if d.leases != nil {
+		refs = slices.DeleteFunc(refs, func(ref mailbox.SessionRef) bool { return !d.leases.Holds(ref.SessionID) })
 	}
 	// The Runtime is asked once per folder per tick; the drain plan and
 	// the status file share its answer.
@@ -324,6 +360,9 @@ func (g gatedWaker) Wake(ctx context.Context, ref mailbox.SessionRef) error {
 	if g.d.stopping.Load() {
 		return sessiondb.Errorf(sessiondb.EBUSY, "wake %s: the host is stopping", ref)
 	}
+	if g.d.leases != nil && !g.d.leases.Holds(ref.SessionID) {
+		return sessiondb.Errorf(sessiondb.EBUSY, "wake %s: another host serves the session", ref)
+	}
 	return g.d.cfg.Waker.Wake(ctx, ref)
 }
 
@@ -347,5 +386,47 @@ func (d *Daemon) centralTick(ctx context.Context, refs []mailbox.SessionRef, run
 	}
 	if res.Questions+res.Approvals > 0 {
 		d.log.Info("router: cards expired", "questions", res.Questions, "approvals", res.Approvals)
+	}
+}
+
+// serveFolders claims the lease of every session folder under the data
+// root this host does not serve yet: at start the folders it served
+// before, later those another process made (route --direct). A folder
+// whose session another host serves is asked about again once a lease
+// could have run out. At start the sessions it serves are marked stopped
+// in the registry (this host runs no container yet).
+func (d *Daemon) serveFolders(ctx context.Context, start bool) {
+	refs, err := d.h.SessionFolders(ctx)
+	if err != nil {
+		return
+	}
+	now := d.h.Now()
+	for _, ref := range refs {
+		if ctx.Err() != nil {
+			return
+		}
+		if d.leases.Holds(ref.SessionID) {
+			continue
+		}
+		if at, ok := d.foreign[ref.SessionID]; ok && now.Sub(at) < d.leases.TTL() && !now.Before(at) {
+			continue
+		}
+		held, holder, err := d.leases.Acquire(ctx, ref.SessionID)
+		switch {
+		case err != nil:
+			d.log.Warn("leases: cannot claim a session", "session", ref.String(), "err", err)
+		case !held:
+			if _, seen := d.foreign[ref.SessionID]; !seen {
+				d.log.Info("leases: another host serves this folder's session; left alone", "session", ref.String(), "host", holder)
+			}
+			d.foreign[ref.SessionID] = now
+		default:
+			delete(d.foreign, ref.SessionID)
+			if start {
+				if err := d.cfg.Router.reg.SetContainerStatus(ctx, ref.SessionID, sessiondb.ContainerStopped); err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+					d.log.Warn("router: could not reset a session's container status", "session", ref.String(), "err", err)
+				}
+			}
+		}
 	}
 }

@@ -23,6 +23,9 @@ type drainerConfig struct {
 	backoffMin time.Duration
 	backoffMax time.Duration
 	log        *slog.Logger
+	// serves, when set, fences every delivery: a session this host does
+	// not serve (now) is not delivered for.
+	serves func(mailbox.SessionRef) bool
 }
 
 // drainer delivers the sessions' outbound rows on its own workers, one
@@ -253,13 +256,14 @@ func (d *drainer) health(refs []mailbox.SessionRef, now time.Time, out map[mailb
 	}
 }
 
-// gatedDeliverer refuses to start deliveries once the drainer is stopping:
-// ErrNotReady leaves the row pending without counting an attempt, for the
-// next daemon to send.
+// gatedDeliverer refuses to start deliveries once the drainer is stopping,
+// or for a session this host no longer serves: ErrNotReady leaves the row
+// pending without counting an attempt, for the next daemon (or this one,
+// should it serve the session again) to send.
 type gatedDeliverer struct{ d *drainer }
 
 func (g gatedDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
-	if g.d.stopping.Load() {
+	if g.d.stopping.Load() || (g.d.cfg.serves != nil && !g.d.cfg.serves(ref)) {
 		return "", mailbox.ErrNotReady
 	}
 	return g.d.cfg.deliverer.Deliver(ctx, ref, row)

@@ -2,7 +2,9 @@ package hostd
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -338,4 +340,16 @@ func jsonKind(k string) string {
 		return "a number"
 	}
 	return "a " + k
+}
+
+// key names the event among every host's events for
+// sessiondb.HostLeaseService.ClaimEvent: the chat and the platform's
+// message id (which holds no '/'), hashed when longer than a key may be.
+func (e Event) key() string {
+	k := e.ChannelType + "/" + e.PlatformID + "/" + e.MessageID
+	if len(k) <= sessiondb.MaxPlatformID {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sha256/" + hex.EncodeToString(sum[:])
 }

@@ -43,6 +43,13 @@ type RouterConfig struct {
 	ReprojectWorkers int
 	// Logger receives the router's logs; nil is the Host's logger.
 	Logger *slog.Logger
+	// Leases shares the sessions with the other host daemons of a
+	// registry that has sessiondb.HostLeaseService (PostgreSQL): each
+	// event is routed by the first host to claim it, and a row for a
+	// session another host serves is handed off to that host through the
+	// registry. Nil: this host serves every session (one host per
+	// registry).
+	Leases *Leases
 }
 
 // ActionHandler applies an approved action request of a session (spec
@@ -168,7 +175,10 @@ type Delivery struct {
 	InboundID      string `json:"inbound_id,omitempty"`
 	Seq            int64  `json:"seq,omitempty"`
 	// Duplicate says the row was already there (a redelivered event).
-	Duplicate bool   `json:"duplicate,omitempty"`
+	Duplicate bool `json:"duplicate,omitempty"`
+	// HandedOff names the host serving the session, to which the row was
+	// handed off through the registry (several hosts, one registry).
+	HandedOff string `json:"handed_off,omitempty"`
 	Woken     bool   `json:"woken,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
@@ -186,6 +196,16 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 	res := RouteResult{MessageID: ev.MessageID}
 	if err := ev.Validate(); err != nil {
 		return res, sessiondb.Wrap(sessiondb.EINVALID, err, "event")
+	}
+	if l := r.cfg.Leases; l != nil {
+		first, err := l.ClaimEvent(ctx, ev.key())
+		if err != nil {
+			return res, err
+		}
+		if !first {
+			res.Outcome, res.Reason = RouteIgnored, "already_routed"
+			return res, nil
+		}
 	}
 	reg := r.reg
 	mention := ev.Mentioned()
@@ -315,8 +335,8 @@ func dropReason(d sessiondb.EngageDecision) string {
 	return ""
 }
 
-// deliver resolves the wiring's session, makes sure its folder exists,
-// writes the row and, when engaged, wakes the session.
+// deliver resolves the wiring's session and writes the row into it,
+// waking it when engaged.
 func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, mode sessiondb.SessionMode, del *Delivery) error {
 	s, created, err := r.reg.ResolveSession(ctx, sessiondb.SessionLookup{AgentGroupID: del.AgentGroupID,
 		MessagingGroupID: mg.ID, ThreadID: ev.ThreadID, Mode: mode})
@@ -324,27 +344,126 @@ func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Ev
 		return err
 	}
 	del.SessionID, del.SessionCreated = s.ID, created
-	if err := r.ensureFolder(ctx, s, created); err != nil {
-		return err
-	}
 	m := mailbox.InboundMessage{ID: ev.MessageID + ":" + del.AgentGroupID, Kind: mailbox.KindChat, Content: content,
 		Routing:   mailbox.Routing{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID, ThreadID: ev.ThreadID},
 		Timestamp: ev.time(r.h.Now()), ContextOnly: del.Outcome != sessiondb.OutcomeEngage}
 	del.InboundID = m.ID
-	seq, inserted, err := r.h.Enqueue(ctx, s.Ref(), m)
-	if err != nil {
-		return err
-	}
-	del.Seq, del.Duplicate = seq, !inserted
-	if inserted {
-		if err := r.reg.TouchSession(ctx, s.ID); err != nil {
-			return err
+	w, err := r.write(ctx, s, created, m, del.Outcome == sessiondb.OutcomeEngage)
+	del.Seq, del.Duplicate, del.Woken, del.HandedOff = w.seq, !w.inserted, w.woken, w.handedTo
+	return err
+}
+
+// written is what write did.
+type written struct {
+	seq      int64
+	inserted bool
+	woken    bool
+	// handedTo names the host the row was handed off to.
+	handedTo string
+}
+
+// write puts m into session s's mailbox and, when wake and the row is new,
+// wakes the session. With Leases, a session another host serves gets the
+// row through the registry instead (a hand-off that host writes and wakes);
+// otherwise this host takes the session's lease first, so it alone writes,
+// wakes and delivers for it.
+func (r *Router) write(ctx context.Context, s sessiondb.AgentSession, created bool, m mailbox.InboundMessage, wake bool) (written, error) {
+	var w written
+	if l := r.cfg.Leases; l != nil {
+		held, holder, err := l.Acquire(ctx, s.ID)
+		if err != nil {
+			return w, err
+		}
+		if !held {
+			return r.handOff(ctx, s, m, wake, holder)
 		}
 	}
-	if del.Outcome == sessiondb.OutcomeEngage && inserted {
-		del.Woken = r.wakeSession(ctx, s.Ref())
+	if err := r.ensureFolder(ctx, s, created); err != nil {
+		return w, err
 	}
-	return nil
+	seq, inserted, err := r.h.Enqueue(ctx, s.Ref(), m)
+	if err != nil {
+		return w, err
+	}
+	w.seq, w.inserted = seq, inserted
+	if !inserted {
+		return w, nil
+	}
+	if err := r.reg.TouchSession(ctx, s.ID); err != nil {
+		return w, err
+	}
+	if wake {
+		w.woken = r.wakeSession(ctx, s.Ref())
+	}
+	return w, nil
+}
+
+// handOff queues m for holder, the host serving s.
+func (r *Router) handOff(ctx context.Context, s sessiondb.AgentSession, m mailbox.InboundMessage, wake bool, holder string) (written, error) {
+	w := written{handedTo: holder}
+	if m.Timestamp.IsZero() {
+		m.Timestamp = r.h.Now()
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return w, sessiondb.Wrap(sessiondb.EINTERNAL, err, "hand off %s", m.ID)
+	}
+	w.inserted, err = r.cfg.Leases.svc.HandOff(ctx, sessiondb.HandOff{SessionID: s.ID, AgentGroupID: s.AgentGroupID, RowID: m.ID, Row: b, Wake: wake})
+	return w, err
+}
+
+// TakeHandOffs writes the rows other hosts handed off for the sessions
+// this host serves, or may now serve (their host's lease ran out), into
+// their mailboxes, waking those that asked for it, and removes them from
+// the registry once written (a row written twice is stored once: the
+// mailbox keys rows by id). It returns how many it wrote. Without Leases
+// it does nothing.
+func (r *Router) TakeHandOffs(ctx context.Context) (int, error) {
+	l := r.cfg.Leases
+	if l == nil {
+		return 0, nil
+	}
+	hs, err := l.svc.HandOffs(ctx, l.Host(), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var firstErr error
+	for _, h := range hs {
+		err := r.takeHandOff(ctx, h)
+		switch {
+		case err == nil:
+			n++
+		case firstErr == nil:
+			firstErr = err
+		}
+	}
+	return n, firstErr
+}
+
+// takeHandOff writes one handed-off row, when this host serves (or now
+// takes) its session.
+func (r *Router) takeHandOff(ctx context.Context, h sessiondb.HandOff) error {
+	held, _, err := r.cfg.Leases.Acquire(ctx, h.SessionID)
+	if err != nil || !held {
+		return err
+	}
+	var m mailbox.InboundMessage
+	if err := json.Unmarshal(h.Row, &m); err != nil || m.ID != h.RowID {
+		r.log.Error("router: dropping a hand-off this host cannot read", "session", h.SessionID, "row", h.RowID, "err", err)
+		return r.cfg.Leases.svc.DoneHandOff(ctx, h.ID)
+	}
+	s, err := r.reg.GetAgentSession(ctx, h.SessionID)
+	switch {
+	case sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND:
+		s = sessiondb.AgentSession{ID: h.SessionID, AgentGroupID: h.AgentGroupID}
+	case err != nil:
+		return err
+	}
+	if _, err := r.write(ctx, s, false, m, h.Wake); err != nil {
+		return err
+	}
+	return r.cfg.Leases.svc.DoneHandOff(ctx, h.ID)
 }
 
 // ensureFolder initialises the session's mailbox folder unless its
@@ -393,13 +512,6 @@ func (r *Router) wakeSession(ctx context.Context, ref mailbox.SessionRef) bool {
 // notify writes a host notification (text from the system) into the
 // session and wakes it (spec A7: approval results).
 func (r *Router) notify(ctx context.Context, s sessiondb.AgentSession, text string) error {
-	m := mailbox.Notification(s.AgentGroupID, text, r.h.Now())
-	if _, inserted, err := r.h.Enqueue(ctx, s.Ref(), m); err != nil || !inserted {
-		return err
-	}
-	if err := r.reg.TouchSession(ctx, s.ID); err != nil {
-		return err
-	}
-	r.wakeSession(ctx, s.Ref())
-	return nil
+	_, err := r.write(ctx, s, false, mailbox.Notification(s.AgentGroupID, text, r.h.Now()), true)
+	return err
 }

@@ -41,6 +41,10 @@ type SweeperConfig struct {
 	// BackoffMin and BackoffMax bound the per-session back-off after a
 	// failed sweep; defaults 1 s and 5 min.
 	BackoffMin, BackoffMax time.Duration
+	// Serves, when set, says which sessions this host serves: the others
+	// (served by another host sharing the registry) are left alone. Nil
+	// serves every folder.
+	Serves func(mailbox.SessionRef) bool
 }
 
 // Sweeper runs the host's sweep over the session folders under the data
@@ -143,6 +147,9 @@ func (s *Sweeper) Sweep(ctx context.Context, full bool) (SweepResult, error) {
 	for _, ref := range refs {
 		if err := ctx.Err(); err != nil {
 			return res, err
+		}
+		if s.cfg.Serves != nil && !s.cfg.Serves(ref) {
+			continue
 		}
 		dir := filepath.Join(root, ref.AgentGroupID, ref.SessionID)
 		// One stat of the folder first: every write transaction in DELETE
