@@ -3,10 +3,12 @@ package host
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,9 +34,9 @@ type group struct {
 func (g *group) hostCmd() *cobra.Command {
 	var (
 		data, deliver, wake, tz, logLevel string
-		central, listen                   string
+		central, listen, hostID           string
 		poll, sweep, deliverTimeout       time.Duration
-		expire                            time.Duration
+		expire, leaseTTL                  time.Duration
 		sharedGID, workers                int
 	)
 	c := &cobra.Command{
@@ -79,6 +81,18 @@ at PATH (a NanoClaw data/v2.db; created when missing). Then the host also
     admin's DM through --deliver;
   - expires unanswered question cards (after 5 minutes) and action
     approvals (after 7 days) every --expire-every, telling the agents.
+
+Several hosts, one registry: hosts on several machines (each with its own
+--data) share a PostgreSQL registry (--central postgres://...). Each needs
+its own --host-id (default: the machine's name and the data root). A
+session is served by one host at a time, under a lease the host renews
+every --lease-ttl/3: that host alone writes its mailbox, wakes it and
+delivers its messages. Each event is routed by the first host that takes
+it; a message for a session another host serves is handed to that host
+through the registry. When a host dies, another takes over its sessions
+once their leases run out (a fresh mailbox on the new host); on a clean stop
+its leases are handed back at once. A registry in a file (NanoClaw's
+v2.db) serves one host: a second host on the same file is refused.
 
 On stop, no new delivery starts, one in flight finishes and is recorded, and
 the containers started by --wake are stopped (SIGTERM, then SIGKILL).
@@ -155,7 +169,17 @@ object.`,
 				log.Info("mailbox host running", "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
 				return d.Run(c.Context())
 			}
-			return g.runCentral(c.Context(), central, listen, h, o, log, func() {
+			if leaseTTL <= 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--lease-ttl must be a positive duration")
+			}
+			if hostID == "" {
+				hostID = defaultHostID(data)
+			}
+			if err := sessiondb.CheckHost(hostID); err != nil {
+				return sessiondb.Wrap(sessiondb.EINVALID, err, "--host-id")
+			}
+			lease := hostd.LeaseConfig{Host: hostID, TTL: leaseTTL, Now: g.Now, Logger: log}
+			return g.runCentral(c.Context(), central, listen, lease, h, o, log, func() {
 				log.Info("mailbox host running", "central", central, "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
 			})
 		},
@@ -174,19 +198,35 @@ object.`,
 	f.StringVar(&central, "central", "", "central registry, a NanoClaw data/v2.db or a postgres:// URL: routes events, checks sends, sends approval cards")
 	f.StringVar(&listen, "listen", "", "with --central: the event endpoint, a socket path or a loopback host:port (default <data>/host.sock; off to serve none)")
 	f.DurationVar(&expire, "expire-every", hostd.DefaultExpiryEvery, "with --central: interval of the question and approval expiry sweeps")
+	f.StringVar(&hostID, "host-id", "", "with a postgres:// --central: this host's name among the hosts sharing the registry (default <machine>:<data root>)")
+	f.DurationVar(&leaseTTL, "lease-ttl", hostd.DefaultLeaseTTL, "with a postgres:// --central: how long a dead host's sessions wait before another host takes them")
 	return c
 }
 
 // runCentral runs the daemon with the control plane: the registry at
 // central, the router over it, and the event endpoint on listen until ctx
 // ends.
-func (g *group) runCentral(ctx context.Context, central, listen string, h *mailbox.Host, o hostd.Config, log *slog.Logger, started func()) error {
+func (g *group) runCentral(ctx context.Context, central, listen string, lease hostd.LeaseConfig, h *mailbox.Host, o hostd.Config, log *slog.Logger, started func()) error {
 	reg, err := g.OpenRegistry(ctx, central, cli.CreateStore)
 	if err != nil {
 		return err
 	}
 	defer reg.Close()
-	r, err := hostd.NewRouter(hostd.RouterConfig{Registry: reg, Host: h, Deliverer: o.Deliverer, Logger: log})
+	rc := hostd.RouterConfig{Registry: reg, Host: h, Deliverer: o.Deliverer, Logger: log}
+	if svc, ok := reg.(sessiondb.HostLeaseService); ok {
+		lease.Service = svc
+		if rc.Leases, err = hostd.NewLeases(lease); err != nil {
+			return err
+		}
+		log.Info("leases: sharing the registry with other hosts", "host_id", lease.Host, "lease_ttl", lease.TTL)
+	} else {
+		unlock, err := lockCentral(central)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	r, err := hostd.NewRouter(rc)
 	if err != nil {
 		return err
 	}
@@ -232,4 +272,37 @@ func redactSpec(spec string) string {
 		return "exec:" + errtext.RedactCommand(c)
 	}
 	return cli.OrDash(errtext.RedactCommand(spec))
+}
+
+// defaultHostID names this host among those sharing a registry: the
+// machine's name and the data root, so two hosts on one machine differ.
+func defaultHostID(data string) string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "localhost"
+	}
+	if abs, err := filepath.Abs(data); err == nil {
+		data = abs
+	}
+	return name + ":" + data
+}
+
+// lockCentral takes the lock file beside a registry file for as long as
+// the host runs: a file registry has no leases, so one host serves it, and
+// a second host on the same file is refused (conflict) rather than routing
+// and delivering beside the first.
+func lockCentral(path string) (unlock func(), err error) {
+	lockPath := path + ".host-lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "open %s", lockPath)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, sessiondb.Errorf(sessiondb.ECONFLICT, "another host daemon serves the registry %s (it holds %s); a registry in a file serves one host: share a postgres:// registry between hosts", path, lockPath)
+		}
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "lock %s", lockPath)
+	}
+	return func() { f.Close() }, nil
 }

@@ -36,7 +36,30 @@ func TestHostBadInput(t *testing.T) {
 		{Name: "host bad waker", Args: []string{"host", "--data", data, "--wake", "docker:x"}, Code: cli.ExitInvalid, Want: "exec:CMD"},
 		{Name: "host bad zone", Args: []string{"host", "--data", data, "--tz", "Mars/Olympus"}, Code: cli.ExitInvalid, Want: "IANA"},
 		{Name: "host bad poll", Args: []string{"host", "--data", data, "--poll", "0s"}, Code: cli.ExitInvalid, Want: "positive"},
+		{Name: "host bad lease", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--lease-ttl", "0s"}, Code: cli.ExitInvalid, Want: "--lease-ttl"},
+		{Name: "host bad host id", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--host-id", "a\x01b"}, Code: cli.ExitInvalid, Want: "host"},
 	}, Commands)
+}
+
+// A registry in a file has no leases, so it serves one host: a second host
+// on the same file is refused while the first runs, and may start once it
+// stopped.
+func TestHostFileRegistryServesOneHost(t *testing.T) {
+	dir := t.TempDir()
+	central := filepath.Join(dir, "v2.db")
+	first := []string{"host", "--central", central, "--data", filepath.Join(dir, "a"), "--listen", "off", "--poll", "20ms"}
+	_, logs, stop := clitest.Start(clitest.Options{}, first, Commands)
+	testkit.WaitFor(t, "the first host running", func() bool { return strings.Contains(logs.String(), "mailbox host running") })
+	second := []string{"host", "--central", central, "--data", filepath.Join(dir, "b"), "--listen", "off", "--poll", "20ms"}
+	clitest.Fails(t, []clitest.Failure{{Name: "second host", Args: second, Code: cli.ExitConflict, Want: "another host daemon serves the registry"}}, Commands)
+	if code := stop(); code != 0 {
+		t.Fatalf("first host exited %d\n%s", code, logs.String())
+	}
+	_, logs2, stop2 := clitest.Start(clitest.Options{}, second, Commands)
+	testkit.WaitFor(t, "the second host running once the first stopped", func() bool { return strings.Contains(logs2.String(), "mailbox host running") })
+	if code := stop2(); code != 0 {
+		t.Fatalf("second host exited %d\n%s", code, logs2.String())
+	}
 }
 
 func TestHostDeliversAndStops(t *testing.T) {
