@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessiondb/sessiondb/internal/pgtest"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

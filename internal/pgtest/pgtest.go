@@ -60,13 +60,19 @@ func URL(t testing.TB) string {
 // have started. Use it as the package's TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the cluster URL may have started, for a package whose
+// TestMain does more than Main.
+func Stop() {
 	if local.dir != "" {
 		script, err := findScript()
 		if err == nil {
 			exec.Command("bash", script, "stop", local.dir).Run()
 		}
 	}
-	os.Exit(code)
 }
 
 func startLocal() {
