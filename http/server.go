@@ -18,6 +18,7 @@ package http
 import (
 	"context"
 	"errors"
+	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -77,6 +78,8 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	handler http.Handler
+	// templates are the UI's pages, parsed once (ui.go).
+	templates map[string]*template.Template
 
 	// loopbackOnly is set by Serve from its listener: a server on a
 	// loopback address serves reads without the token.
@@ -104,6 +107,10 @@ func NewServer(cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.metrics = newMetrics(s)
+	var err error
+	if s.templates, err = s.parseTemplates(); err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "http server: web UI")
+	}
 	s.routes()
 	s.handler = s.guard(s.mux)
 	return s, nil

@@ -1,5 +1,162 @@
-// sessiondb's web UI: hand-written, no framework, no build step. The page
-// works without it; this file only adds behaviour. The server's
-// Content-Security-Policy allows scripts from this origin only, so every
-// handler is bound here, never in an attribute.
+// sessiondb's web UI: hand-written, no framework, no build step. Every
+// page works without it; this file only adds behaviour: "show all" without
+// leaving the page, the live transcript, and writes (requeue) sent as the
+// API expects them. The server's Content-Security-Policy allows scripts
+// from this origin only, so every handler is bound here, never in an
+// attribute. Text from the server is put into the page with textContent,
+// or as HTML the server rendered with its escaping templates, parsed in an
+// inert <template> element.
 "use strict";
+
+(function () {
+  // "show all": fetch a cut text whole and put it in place of the cut one.
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest && ev.target.closest("a.show-all");
+    if (!a) return;
+    ev.preventDefault();
+    var box = a.closest(".text");
+    var pre = box && box.querySelector("pre.body");
+    if (!pre) return;
+    a.textContent = "loading…";
+    fetch(a.getAttribute("href"), { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    }).then(function (text) {
+      pre.textContent = text;
+      var cut = a.closest(".cut");
+      if (cut) cut.remove();
+    }).catch(function (err) {
+      a.textContent = "could not load the whole text (" + err.message + "): open it";
+    });
+  });
+
+  // Expand or fold every tool call of a transcript at once.
+  var expand = document.getElementById("expand-all");
+  if (expand) {
+    expand.hidden = false;
+    expand.addEventListener("click", function () {
+      var calls = document.querySelectorAll("details.call");
+      var open = expand.dataset.open !== "true";
+      calls.forEach(function (d) { d.open = open; });
+      expand.dataset.open = String(open);
+      expand.textContent = open ? "fold all tool calls" : "expand all tool calls";
+    });
+  }
+
+  followTranscript();
+  bindPostForms();
+
+  // The live transcript: when the page ends at the newest message, follow
+  // the session's event stream and append each new message as the server
+  // renders it (GET /s/{id}/live?after=N).
+  function followTranscript() {
+    var box = document.getElementById("transcript");
+    if (!box || box.dataset.live !== "true" || !window.EventSource) return;
+    var id = box.dataset.session;
+    var last = box.dataset.last || "0";
+    var status = document.getElementById("live-status");
+    var busy = false, again = false;
+    var base = "/s/" + encodeURIComponent(id);
+
+    var es = new EventSource("/api/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + encodeURIComponent(last));
+    es.addEventListener("open", function () { if (status) status.hidden = false; });
+    es.addEventListener("error", function () { if (status) status.hidden = true; });
+    es.addEventListener("message", pull);
+    window.addEventListener("pagehide", function () { es.close(); });
+
+    function pull() {
+      if (busy) { again = true; return; }
+      busy = true;
+      fetch(base + "/live?after=" + encodeURIComponent(last), { credentials: "same-origin" }).then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        var more = r.headers.get("X-Has-More") === "1";
+        var next = r.headers.get("X-Last-ID");
+        return r.text().then(function (html) {
+          insert(html);
+          if (next) { last = next; box.dataset.last = next; }
+          return more;
+        });
+      }).then(function (more) {
+        busy = false;
+        if (more || again) { again = false; pull(); }
+      }).catch(function () {
+        busy = false;
+        again = false;
+      });
+    }
+
+    function insert(html) {
+      var nearEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
+      var t = document.createElement("template");
+      t.innerHTML = html;
+      var added = null;
+      Array.prototype.slice.call(t.content.children).forEach(function (el) {
+        if (document.getElementById(el.id)) return; // already shown
+        el.classList.add("fresh");
+        var slot = el.dataset.resultFor && emptySlot(el.dataset.resultFor);
+        if (slot) {
+          // A result whose call is on the page goes inside the call.
+          var h = document.createElement("h4");
+          h.textContent = "Result";
+          slot.appendChild(h);
+          slot.appendChild(el);
+          var state = slot.closest("details.call").querySelector(".call-state");
+          if (state) {
+            var n = +el.dataset.lines || 0;
+            state.textContent = "result" + (n ? " · " + n.toLocaleString("en-US") + (n === 1 ? " line" : " lines") : "");
+          }
+        } else {
+          box.appendChild(el);
+        }
+        added = el;
+      });
+      var empty = document.getElementById("no-messages");
+      if (added && empty) empty.remove();
+      if (added && nearEnd) added.scrollIntoView({ block: "end" });
+    }
+
+    function emptySlot(callID) {
+      var slots = box.querySelectorAll(".call-result");
+      for (var i = 0; i < slots.length; i++) {
+        if (slots[i].dataset.slot === callID && !slots[i].children.length) return slots[i];
+      }
+      return null;
+    }
+  }
+
+  // Writes: a <form data-post="/api/v1/..."> is sent as the API expects
+  // (a JSON body from its data-body attribute, or {}), from this origin
+  // with the token's cookie; the answer is shown in the form's
+  // [data-result] element, and the page reloads to show the new state.
+  function bindPostForms() {
+    document.querySelectorAll("form[data-post]").forEach(function (form) {
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        var ask = form.dataset.confirm;
+        if (ask && !window.confirm(ask)) return;
+        var button = form.querySelector("button");
+        var out = form.querySelector("[data-result]") || form;
+        if (button) button.disabled = true;
+        fetch(form.dataset.post, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { "Content-Type": "application/json" },
+          body: form.dataset.body || "{}"
+        }).then(function (r) {
+          return r.json().catch(function () { return {}; }).then(function (body) {
+            if (!r.ok) {
+              var msg = body && body.error ? body.error.message : "HTTP " + r.status;
+              throw new Error(msg);
+            }
+            out.textContent = "done";
+            window.location.reload();
+          });
+        }).catch(function (err) {
+          if (button) button.disabled = false;
+          out.textContent = "refused: " + err.message;
+          out.classList.add("error");
+        });
+      });
+    });
+  }
+})();

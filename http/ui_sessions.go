@@ -1,0 +1,134 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// sessionsView is the session list page: the filter form as the user
+// filled it, one page of rows, and the links to move on.
+type sessionsView struct {
+	Form    sessionsForm
+	Rows    []sessionRow
+	Sources []string
+	Models  []string
+	// Columns are the sortable column headers with their links.
+	Columns []sortColumn
+	// Next is the URL of the next page ("" on the last); First the URL
+	// of the first page when this is not it.
+	Next, First string
+	// Filtered is set when any filter is on (the page offers to clear
+	// them); MoreOpen when one of the folded ones is.
+	Filtered, MoreOpen bool
+}
+
+// sessionsForm is the filter form's values, as given.
+type sessionsForm struct {
+	Q, Source, Model, User, From, To, Sort, Order string
+	Children, Archived                            bool
+}
+
+// sessionRow is one session of the list.
+type sessionRow struct {
+	ID, Title, Preview, Source, Model, EndReason string
+	Started, LastActive                          float64
+	Ended, Archived, Child                       bool
+	Messages, ToolCalls, Tokens                  int64
+	Cost                                         float64
+}
+
+// sortColumn is a column header that sorts: its label, the link that
+// sorts by it (the other way round when it is the current sort), and the
+// arrow showing the current order.
+type sortColumn struct {
+	Label, Sort, URL, Arrow string
+}
+
+// uiSessions: GET / lists sessions with the API's filters, sorts and
+// keyset cursor (sessionQuery), so a link to a page of the UI and a
+// request to /api/v1/sessions select the same rows.
+func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
+	p := paramsOf(r.URL.Query())
+	q := sessionQuery(p)
+	if p.err != nil {
+		return p.err
+	}
+	page, err := s.cfg.History.ListSessions(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	v := sessionsView{Form: sessionsForm{Q: q.Text, Source: q.Source, Model: q.Model, User: q.UserID,
+		From: p.str("from"), To: p.str("to"), Sort: string(q.SortOrDefault()), Order: "desc",
+		Children: q.IncludeChildren, Archived: q.IncludeArchived}}
+	if q.Ascending {
+		v.Form.Order = "asc"
+	}
+	v.Filtered = q.Text != "" || q.Source != "" || q.Model != "" || q.UserID != "" || q.StartedFrom != 0 ||
+		q.StartedBefore != 0 || q.IncludeChildren || q.IncludeArchived
+	v.MoreOpen = q.Model != "" || q.UserID != "" || q.StartedFrom != 0 || q.StartedBefore != 0 || q.IncludeChildren || q.IncludeArchived
+	for _, x := range page.Sessions {
+		v.Rows = append(v.Rows, toSessionRow(&x))
+	}
+	base := r.URL.Path + "?" + r.URL.RawQuery
+	if page.Next != "" {
+		v.Next = withQuery(base, "cursor", page.Next)
+	}
+	if q.After != "" {
+		v.First = withQuery(base, "cursor", "")
+	}
+	for _, c := range []struct{ label, sort string }{
+		{"Started", string(sessiondb.SortStarted)}, {"Last active", string(sessiondb.SortLastActive)},
+		{"Tokens", string(sessiondb.SortTokens)}, {"Cost", string(sessiondb.SortCost)},
+	} {
+		col := sortColumn{Label: c.label, Sort: c.sort, URL: withQuery(base, "sort", c.sort, "order", "", "cursor", "")}
+		if c.sort == v.Form.Sort {
+			col.Arrow = "↓"
+			if q.Ascending {
+				col.Arrow = "↑"
+			} else {
+				col.URL = withQuery(base, "sort", c.sort, "order", "asc", "cursor", "")
+			}
+		}
+		v.Columns = append(v.Columns, col)
+	}
+	// The sources and models for the filter's suggestions: the usage
+	// report's groups (one pass over the sessions table, no messages).
+	if rep, err := s.cfg.History.Usage(r.Context(), sessiondb.UsageFilter{Top: -1}); err == nil {
+		for _, x := range rep.BySource {
+			v.Sources = append(v.Sources, x.Key)
+		}
+		for _, x := range rep.ByModel {
+			if x.Key != "" {
+				v.Models = append(v.Models, x.Key)
+			}
+		}
+	}
+	s.page(w, r, "index", v)
+	return nil
+}
+
+func toSessionRow(x *sessiondb.RichSession) sessionRow {
+	return sessionRow{ID: x.ID, Title: deref(x.Title), Preview: x.Preview, Source: x.Source, Model: deref(x.Model),
+		EndReason: deref(x.EndReason), Started: x.StartedAt, LastActive: x.LastActive,
+		Ended: x.EndedAt != nil, Archived: x.Archived, Child: x.ParentSessionID != nil && *x.ParentSessionID != "",
+		Messages: x.MessageCount, ToolCalls: x.ToolCallCount, Tokens: sessionTokens(&x.Session), Cost: sessionCost(&x.Session)}
+}
+
+// sessionTokens is the sum of a session's five token columns, as
+// ListSessions sorts by.
+func sessionTokens(x *sessiondb.Session) int64 {
+	return x.InputTokens + x.OutputTokens + x.CacheReadTokens + x.CacheWriteTokens + x.ReasoningTokens
+}
+
+// sessionCost is the actual cost when known, else the estimate, as
+// ListSessions sorts by.
+func sessionCost(x *sessiondb.Session) float64 {
+	switch {
+	case x.ActualCostUSD != nil:
+		return *x.ActualCostUSD
+	case x.EstimatedCostUSD != nil:
+		return *x.EstimatedCostUSD
+	}
+	return 0
+}

@@ -1,0 +1,281 @@
+// Package uitest drives sessiondb's web UI in a real browser: Debian's
+// Chromium, headless, through the DevTools protocol (chromedp). It holds
+// only tests: each one serves real SQLite stores (and session mailboxes)
+// with the http package, as `sessiondb serve` does, and uses the pages as a
+// person would, clicking, typing and reading what the browser shows.
+//
+// One browser serves the whole package run (a tab per test). Without
+// Chromium the tests are skipped, saying why, unless
+// SESSIONDB_REQUIRE_CHROMIUM=1 (CI sets it): then they fail.
+// SESSIONDB_CHROMIUM names the browser's binary (default: chromium on
+// PATH). Each test saves a screenshot of every page it opens, into
+// SESSIONDB_SCREENSHOTS when set, else into the test's temporary folder.
+package uitest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// The environment the tests read.
+const (
+	envRequire  = "SESSIONDB_REQUIRE_CHROMIUM"
+	envChromium = "SESSIONDB_CHROMIUM"
+	envShots    = "SESSIONDB_SCREENSHOTS"
+)
+
+// browser is the one Chromium of this test binary, started by the first
+// test that needs it and stopped by TestMain.
+var browser struct {
+	once sync.Once
+	ctx  context.Context // the browser's chromedp context; tabs derive from it
+	stop func()
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envAppender) != "" {
+		// This binary was started by a test as the other process that
+		// writes to the store (appender_test.go).
+		os.Exit(appenderMain())
+	}
+	code := m.Run()
+	if browser.stop != nil {
+		browser.stop()
+	}
+	os.Exit(code)
+}
+
+// chromiumPath finds the browser: $SESSIONDB_CHROMIUM, else Debian's
+// chromium (or another Chromium build) on PATH.
+func chromiumPath() (string, error) {
+	if p := os.Getenv(envChromium); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no chromium on PATH (Debian: apt-get install chromium)")
+}
+
+func startBrowser() {
+	path, err := chromiumPath()
+	if err != nil {
+		browser.err = err
+		return
+	}
+	dir, err := os.MkdirTemp("", "sessiondb-chromium-")
+	if err != nil {
+		browser.err = err
+		return
+	}
+	// A fresh profile each run; no sandbox because CI runs as root (the
+	// page is our own, served on loopback); no network of its own (the
+	// machine's network is closed, and the UI must need none).
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(dir),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	stop := func() {
+		cancel()
+		cancelAlloc()
+		os.RemoveAll(dir)
+	}
+	// The first run starts the browser; it must not carry a timeout (that
+	// would end the browser with it), so the start is bounded apart.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err = <-started:
+	case <-time.After(60 * time.Second):
+		err = errors.New("chromium did not start within 60 s")
+	}
+	if err != nil {
+		stop()
+		browser.err = fmt.Errorf("start %s: %w", path, err)
+		return
+	}
+	browser.ctx, browser.stop = ctx, stop
+}
+
+// page is one browser tab of a test, with the console messages it
+// collected (CSP refusals and script errors show there).
+type page struct {
+	t   testing.TB
+	ctx context.Context
+	mu  sync.Mutex
+	log []chromedp.ConsoleMessage
+}
+
+// newPage opens a tab in the shared browser for t: a desktop-sized
+// viewport, every action bounded by one minute. At the end of the test the
+// tab is closed and its console checked: a script error or a refusal by
+// the Content-Security-Policy fails the test (the UI must work within its
+// own policy).
+func newPage(t testing.TB) *page {
+	t.Helper()
+	browser.once.Do(startBrowser)
+	if browser.err != nil {
+		if os.Getenv(envRequire) == "1" {
+			t.Fatalf("Chromium is required (%s=1): %v", envRequire, browser.err)
+		}
+		t.Skipf("no browser: %v (set %s=1 to fail instead)", browser.err, envRequire)
+	}
+	tabCtx, closeTab := chromedp.NewContext(browser.ctx)
+	if err := chromedp.Do(tabCtx); err != nil {
+		closeTab()
+		t.Fatalf("open a tab: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(tabCtx, time.Minute)
+	p := &page{t: t, ctx: ctx}
+	go func() {
+		for m, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.log = append(p.log, m)
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		closeTab()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, m := range p.log {
+			if m.Type == chromedp.ConsoleError || m.IsException() || strings.Contains(m.Text, "Content Security Policy") {
+				t.Errorf("browser console %s: %s (%s)", m.Type, m.Text, m.URL)
+			}
+		}
+	})
+	return p
+}
+
+// do runs actions in the tab, failing the test on an error.
+func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, steps...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// open navigates to url and waits for the page's body.
+func (p *page) open(url string) {
+	p.t.Helper()
+	p.do(chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// text returns the visible text of the first element sel matches.
+func (p *page) text(sel string) string {
+	p.t.Helper()
+	s, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		p.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](p *page, expr string) T {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// texts returns the visible text of every element sel matches.
+func (p *page) texts(sel string) []string {
+	p.t.Helper()
+	return eval[[]string](p, `Array.from(document.querySelectorAll(`+jsString(sel)+`), e => e.innerText)`)
+}
+
+// waitFor waits until the JavaScript predicate is true (checked at each
+// animation frame, as the page changes). A navigation under way destroys
+// the page's JavaScript context; the wait then starts again in the next
+// page.
+func (p *page) waitFor(predicate string) {
+	p.t.Helper()
+	for {
+		_, err := chromedp.Run(p.ctx, chromedp.Poll[bool](predicate))
+		if err == nil {
+			return
+		}
+		if p.ctx.Err() == nil && (strings.Contains(err.Error(), "context with specified id") ||
+			strings.Contains(err.Error(), "context was destroyed") || strings.Contains(err.Error(), "target navigated")) {
+			continue
+		}
+		p.t.Fatalf("waiting for %s: %v", predicate, err)
+	}
+}
+
+// shot saves a screenshot of the whole page as name.png.
+func (p *page) shot(name string) string {
+	p.t.Helper()
+	return p.save(name, chromedp.FullScreenshot(100))
+}
+
+// shotScreen saves a screenshot of what the screen shows (the top of the
+// page) as name.png.
+func (p *page) shotScreen(name string) string {
+	p.t.Helper()
+	return p.save(name, chromedp.CaptureScreenshot())
+}
+
+func (p *page) save(name string, capture chromedp.Action[[]byte]) string {
+	p.t.Helper()
+	png, err := chromedp.Run(p.ctx, capture)
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := os.Getenv(envShots)
+	if dir == "" {
+		dir = p.t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	return path
+}
+
+// phone turns the tab into a phone-sized screen (390×844 CSS pixels, as an
+// iPhone 12 to 15, touch on).
+func (p *page) phone() {
+	p.t.Helper()
+	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), func(m *emulation.SetDeviceMetricsOverrideParams, tch *emulation.SetTouchEmulationEnabledParams) {
+		m.Mobile = true
+		tch.Enabled = true
+	}))
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "\u2028", `\u2028`, "\u2029", `\u2029`)
+	return `"` + r.Replace(s) + `"`
+}

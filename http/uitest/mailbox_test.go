@@ -1,0 +1,3 @@
+package uitest
+
+func (s *site) addMailboxes() {}
