@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/safetext"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // The web UI: pages rendered on the server with html/template (which
@@ -154,6 +155,13 @@ func (s *Server) templateFuncs() template.FuncMap {
 		"roles":      func() []string { return []string{"user", "assistant", "tool", "system"} },
 		"inc":        func(n int) int { return n + 1 },
 		"plural":     plural,
+		"clock":      func(t time.Time) string { return t.Local().Format("15:04:05") },
+		"isotime": func(s string) string {
+			if t, err := mailbox.ParseTime(s); err == nil {
+				return t.Local().Format("2006-01-02 15:04:05")
+			}
+			return safetext.Line(s)
+		},
 	}
 }
 
@@ -283,7 +291,7 @@ func when(t float64) string {
 // ago says how long ago, in the largest unit that fits.
 func ago(d time.Duration) string {
 	switch {
-	case d < 0:
+	case d < 2*time.Second:
 		return "just now"
 	case d < time.Minute:
 		return strconv.Itoa(int(d/time.Second)) + " s ago"

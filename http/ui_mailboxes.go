@@ -1,15 +1,201 @@
 package http
 
-import "net/http"
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
 
+	"github.com/sessiondb/sessiondb/hostd"
+	"github.com/sessiondb/sessiondb/mailbox"
+)
+
+// mailboxesView is the mailboxes page: every session under the data root
+// with its summary, troubled sessions marked, and the host daemon's state.
+type mailboxesView struct {
+	Now         time.Time
+	Host        *hostd.Status
+	HostRunning bool
+	Rows        []mailboxRow
+	// Troubled counts the sessions that are stuck, backed off,
+	// quarantined, unreadable or have failed rows.
+	Troubled int
+}
+
+// mailboxRow is one session's summary as the page shows it.
+type mailboxRow struct {
+	hostd.SessionReport
+	URL string
+	// Trouble says what is wrong in a few words ("" when nothing is).
+	Trouble      string
+	BackoffUntil time.Time
+}
+
+// uiMailboxes: GET /mailboxes shows every session's mailbox: due and
+// failed rows, undelivered outbound rows, heartbeat age, the stuck
+// verdict and the host daemon's back-off of it. The page follows the data
+// root's event stream and refreshes itself as mailboxes change.
 func (s *Server) uiMailboxes(w http.ResponseWriter, r *http.Request) error {
-	s.page(w, r, "mailboxes", nil)
+	now := s.now()
+	rep, err := hostd.Report(r.Context(), s.cfg.Mailboxes, s.cfg.DataRoot, now)
+	if err != nil {
+		return err
+	}
+	v := mailboxesView{Now: now, Host: rep.Host, HostRunning: rep.HostRunning}
+	for _, x := range rep.Sessions {
+		row := mailboxRow{SessionReport: x, Trouble: trouble(x, now),
+			URL: "/mailboxes/" + url.PathEscape(x.Ref.AgentGroupID) + "/" + url.PathEscape(x.Ref.SessionID)}
+		if x.Host != nil {
+			row.BackoffUntil = x.Host.BackoffUntil()
+		}
+		if row.Trouble != "" {
+			v.Troubled++
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	s.page(w, r, "mailboxes", v)
 	return nil
 }
 
+// trouble names what is wrong with a session, most serious first.
+func trouble(x hostd.SessionReport, now time.Time) string {
+	switch {
+	case x.Stuck == "?":
+		return "unreadable"
+	case x.Host != nil && x.Host.Quarantined:
+		return "quarantined"
+	case x.Stuck != mailbox.StuckOK.String():
+		return "stuck (" + x.Stuck + ")"
+	case x.Host != nil && x.Host.BackoffUntil().After(now):
+		return "backed off"
+	case x.OutFailed > 0 || x.Failed > 0:
+		return "failed rows"
+	case x.HotJournal:
+		return "hot journal"
+	}
+	return ""
+}
+
+// mailboxView is one session's mailbox page: its summary and its newest
+// rows, failed ones with a requeue button.
+type mailboxView struct {
+	mailboxRow
+	Now      time.Time
+	Group    string
+	Session  string
+	Inbound  []inboundRow
+	Outbound []outboundRow
+	// RequeueURL is the API route the requeue buttons post to;
+	// Requeueable counts the failed rows it would put back in line.
+	RequeueURL  string
+	EventsURL   string
+	Requeueable int
+}
+
+type inboundRow struct {
+	mailbox.InboundView
+	Content rowContent
+	// Body is the requeue request of this row alone.
+	Body string
+}
+
+type outboundRow struct {
+	mailbox.OutboundView
+	Content rowContent
+	Body    string
+}
+
+// rowContent is a row's JSON content: a line to read (its text when it
+// has one) and the whole, indented.
+type rowContent struct {
+	Brief, Full string
+}
+
+// mailboxRows is how many of a session's newest rows the page shows.
+const mailboxRows = 200
+
+// uiMailbox: GET /mailboxes/{group}/{session} shows one session's
+// mailbox: the summary, then its newest inbound and outbound rows with
+// their states; failed rows can be requeued (POST to the API, with the
+// token's cookie, from this origin). The page follows the session's event
+// stream and refreshes itself.
 func (s *Server) uiMailbox(w http.ResponseWriter, r *http.Request) error {
-	s.page(w, r, "mailbox", nil)
+	ref, err := s.mailboxRef(r)
+	if err != nil {
+		return err
+	}
+	a, err := s.mailbox(r.Context(), ref, mailboxRows)
+	if err != nil {
+		return err
+	}
+	base := "/api/v1/mailboxes/" + url.PathEscape(ref.AgentGroupID) + "/" + url.PathEscape(ref.SessionID)
+	v := mailboxView{Now: a.Now, Group: ref.AgentGroupID, Session: ref.SessionID,
+		mailboxRow: mailboxRow{SessionReport: a.Session, Trouble: trouble(a.Session, a.Now)},
+		RequeueURL: base + "/requeue", EventsURL: base + "/events"}
+	if a.Session.Host != nil {
+		v.BackoffUntil = a.Session.Host.BackoffUntil()
+	}
+	for _, x := range a.Inbound {
+		row := inboundRow{InboundView: x, Content: contentOf(x.Content)}
+		if x.State == mailbox.StatusFailed {
+			row.Body = requeueBody(x.ID)
+			v.Requeueable++
+		}
+		v.Inbound = append(v.Inbound, row)
+	}
+	for _, x := range a.Outbound {
+		row := outboundRow{OutboundView: x, Content: contentOf(x.Content)}
+		if x.Delivery.Status == mailbox.DeliveredFailed {
+			row.Body = requeueBody(x.ID)
+			v.Requeueable++
+		}
+		v.Outbound = append(v.Outbound, row)
+	}
+	s.page(w, r, "mailbox", v)
 	return nil
+}
+
+// requeueBody is the requeue request for one row.
+func requeueBody(id string) string {
+	b, _ := json.Marshal(map[string][]string{"ids": {id}})
+	return string(b)
+}
+
+// contentOf shows a row's content: the text of a chat message, else the
+// compact JSON, on one line; and the whole indented.
+func contentOf(raw json.RawMessage) rowContent {
+	var c rowContent
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") == nil {
+		c.Full = b.String()
+	} else {
+		c.Full = string(raw)
+	}
+	var m struct {
+		Text      string `json:"text"`
+		Operation string `json:"operation"`
+		Prompt    string `json:"prompt"`
+	}
+	if json.Unmarshal(raw, &m) == nil {
+		switch {
+		case m.Text != "":
+			c.Brief = m.Text
+		case m.Prompt != "":
+			c.Brief = m.Prompt
+		case m.Operation != "":
+			c.Brief = "(" + m.Operation + ")"
+		}
+	}
+	if c.Brief == "" {
+		var cb bytes.Buffer
+		if json.Compact(&cb, raw) == nil {
+			c.Brief = cb.String()
+		} else {
+			c.Brief = string(raw)
+		}
+	}
+	return c
 }
 
 func (s *Server) uiRegistry(w http.ResponseWriter, r *http.Request) error {

@@ -126,6 +126,16 @@ type page struct {
 	ctx context.Context
 	mu  sync.Mutex
 	log []chromedp.ConsoleMessage
+	// expected are console errors the test provokes (a refused write).
+	expected []string
+}
+
+// expectConsole lets console errors holding text pass (a request the test
+// expects the server to refuse shows as one).
+func (p *page) expectConsole(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expected = append(p.expected, text)
 }
 
 // newPage opens a tab in the shared browser for t: a desktop-sized
@@ -164,7 +174,13 @@ func newPage(t testing.TB) *page {
 		closeTab()
 		p.mu.Lock()
 		defer p.mu.Unlock()
+	next:
 		for _, m := range p.log {
+			for _, e := range p.expected {
+				if strings.Contains(m.Text, e) {
+					continue next
+				}
+			}
 			if m.Type == chromedp.ConsoleError || m.IsException() || strings.Contains(m.Text, "Content Security Policy") {
 				t.Errorf("browser console %s: %s (%s)", m.Type, m.Text, m.URL)
 			}

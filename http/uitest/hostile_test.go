@@ -13,12 +13,13 @@ import (
 // window.pwned), no element or link came out of them, and the texts read
 // literally, terminal escapes shown as escapes.
 func TestBrowserHostileText(t *testing.T) {
-	s := newSite(t, false)
+	s := newSite(t, true)
 	p := newPage(t)
 	sess := "/s/" + url.PathEscape(hostileID)
 	for _, path := range []string{
 		"/", "/?source=" + url.QueryEscape(hostileSource), sess, sess + "/lineage",
 		"/search?q=pwned", "/analytics?days=0", "/analytics?days=0&source=" + url.QueryEscape(hostileSource),
+		"/mailboxes", "/mailboxes/ag-main/sess-failing",
 	} {
 		p.open(s.url + path)
 		if ran := eval[string](p, `typeof window.pwned`); ran != "undefined" {
@@ -27,6 +28,15 @@ func TestBrowserHostileText(t *testing.T) {
 		if n := eval[int](p, `document.querySelectorAll("main img, main script, main iframe, main b, a[href^='javascript:' i], [onerror], [onload], [onmouseover]").length`); n != 0 {
 			t.Errorf("%s: %d elements or attributes came out of stored text", path, n)
 		}
+	}
+
+	// A mailbox row's text, unfolded.
+	p.do(chromedp.Click(chromedp.CSS(`#outbound tr[data-row="out-hostile"] details > summary`)))
+	if got := p.text(`#outbound tr[data-row="out-hostile"] details > summary`); got != hostileOutbound {
+		t.Errorf("hostile outbound row shows %q", got)
+	}
+	if ran := eval[string](p, `typeof window.pwned`); ran != "undefined" {
+		t.Errorf("a mailbox payload ran once unfolded (window.pwned is %s)", ran)
 	}
 
 	p.open(s.url + sess)

@@ -44,7 +44,8 @@
   }
 
   followTranscript();
-  bindPostForms();
+  followRefresh();
+  bindPostForms(document);
 
   // The live transcript: when the page ends at the newest message, follow
   // the session's event stream and append each new message as the server
@@ -124,18 +125,54 @@
     }
   }
 
+  // A page region with data-events (the mailboxes) follows that event
+  // stream and, when something changes, is replaced by the same region of
+  // the page fetched again. The first event of a connection is the state
+  // the page already shows; after a reconnection it may be news.
+  function followRefresh() {
+    var box = document.querySelector("[data-events]");
+    if (!box || !box.id || !window.EventSource) return;
+    var es = new EventSource(box.dataset.events);
+    var opened = 0, skip = false, timer = null;
+    es.addEventListener("open", function () { opened++; skip = opened === 1; });
+    ["report", "session", "status", "inbound", "outbound"].forEach(function (name) {
+      es.addEventListener(name, function () {
+        if (skip) { skip = false; return; }
+        clearTimeout(timer);
+        timer = setTimeout(refresh, 200);
+      });
+    });
+    window.addEventListener("pagehide", function () { es.close(); });
+
+    function refresh() {
+      fetch(window.location.href, { credentials: "same-origin" }).then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        return r.text();
+      }).then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.getElementById(box.id);
+        if (!fresh) return;
+        box.replaceChildren.apply(box, Array.prototype.map.call(Array.prototype.slice.call(fresh.childNodes), function (n) {
+          return document.adoptNode(n);
+        }));
+        bindPostForms(box);
+      }).catch(function () {});
+    }
+  }
+
   // Writes: a <form data-post="/api/v1/..."> is sent as the API expects
   // (a JSON body from its data-body attribute, or {}), from this origin
   // with the token's cookie; the answer is shown in the form's
   // [data-result] element, and the page reloads to show the new state.
-  function bindPostForms() {
-    document.querySelectorAll("form[data-post]").forEach(function (form) {
+  function bindPostForms(root) {
+    root.querySelectorAll("form[data-post]").forEach(function (form) {
       form.addEventListener("submit", function (ev) {
         ev.preventDefault();
         var ask = form.dataset.confirm;
         if (ask && !window.confirm(ask)) return;
         var button = form.querySelector("button");
-        var out = form.querySelector("[data-result]") || form;
+        var out = form.querySelector("[data-result]");
+        if (!out) { out = document.createElement("span"); form.appendChild(out); }
         if (button) button.disabled = true;
         fetch(form.dataset.post, {
           method: "POST",
