@@ -156,6 +156,12 @@ func (s *Server) templateFuncs() template.FuncMap {
 		"inc":        func(n int) int { return n + 1 },
 		"plural":     plural,
 		"clock":      func(t time.Time) string { return t.Local().Format("15:04:05") },
+		"stamp": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.Local().Format("2006-01-02 15:04")
+		},
 		"isotime": func(s string) string {
 			if t, err := mailbox.ParseTime(s); err == nil {
 				return t.Local().Format("2006-01-02 15:04:05")

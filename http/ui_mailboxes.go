@@ -197,8 +197,3 @@ func contentOf(raw json.RawMessage) rowContent {
 	}
 	return c
 }
-
-func (s *Server) uiRegistry(w http.ResponseWriter, r *http.Request) error {
-	s.page(w, r, "registry", nil)
-	return nil
-}

@@ -57,9 +57,19 @@ const longID = "long_session_0001"
 // longOutputLines is the long tool output's line count.
 const longOutputLines = 400
 
+// siteOptions say which parts a site serves beside the history store.
+type siteOptions struct {
+	mailboxes, registry bool
+}
+
 // newSite builds the stores and serves them; withMailboxes adds a data
 // root of session mailboxes.
 func newSite(t testing.TB, withMailboxes bool) *site {
+	t.Helper()
+	return newSiteWith(t, siteOptions{mailboxes: withMailboxes})
+}
+
+func newSiteWith(t testing.TB, o siteOptions) *site {
 	t.Helper()
 	dir := t.TempDir()
 	s := &site{t: t, path: filepath.Join(dir, "state.db")}
@@ -73,7 +83,10 @@ func newSite(t testing.TB, withMailboxes bool) *site {
 	s.addHostile()
 	s.addLong()
 	cfg := sdbhttp.Config{History: st, Token: testToken}
-	if withMailboxes {
+	if o.registry {
+		cfg.Registry = newRegistry(t)
+	}
+	if o.mailboxes {
 		s.root = filepath.Join(dir, "v2-sessions")
 		s.addMailboxes()
 		cfg.Mailboxes, cfg.DataRoot = s.host, s.root

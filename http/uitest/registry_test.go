@@ -1,0 +1,86 @@
+package uitest
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+// hostileSender is a dropped sender's name crafted to break out of the
+// registry page.
+const hostileSender = `<img src=x onerror=pwned=30>Mallory</td></tr><script>pwned=31</script>`
+
+// newRegistry builds a central registry with a group, two chats, their
+// wirings, a session, a pending approval and question, and a dropped
+// sender.
+func newRegistry(t testing.TB) *sqlite.Central {
+	t.Helper()
+	reg, err := sqlite.OpenCentral(ctxb, filepath.Join(t.TempDir(), "v2.db"), sqlite.CentralOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = reg.CreateAgentGroup(ctxb, sessiondb.NewAgentGroup{ID: "ag-main", Name: "Main assistant", Folder: "main"})
+	must(err)
+	ops, err := reg.CreateMessagingGroup(ctxb, sessiondb.NewMessagingGroup{ID: "mg-ops", ChannelType: "slack", PlatformID: "C042", Name: "#ops", IsGroup: true})
+	must(err)
+	dm, err := reg.CreateMessagingGroup(ctxb, sessiondb.NewMessagingGroup{ID: "mg-dana", ChannelType: "telegram", PlatformID: "1001", Name: "Dana"})
+	must(err)
+	_, err = reg.CreateWiring(ctxb, sessiondb.NewWiring{MessagingGroupID: ops.ID, AgentGroupID: "ag-main", EngageMode: sessiondb.EngageMention, SessionMode: sessiondb.ModePerThread})
+	must(err)
+	_, err = reg.CreateWiring(ctxb, sessiondb.NewWiring{MessagingGroupID: dm.ID, AgentGroupID: "ag-main", EngageMode: sessiondb.EngagePattern, EngagePattern: "^(deploy|status)\\b"})
+	must(err)
+	sess, _, err := reg.ResolveSession(ctxb, sessiondb.SessionLookup{AgentGroupID: "ag-main", MessagingGroupID: ops.ID, ThreadID: "1712.0042", Mode: sessiondb.ModePerThread})
+	must(err)
+	_, err = reg.AddApproval(ctxb, sessiondb.NewApproval{ApprovalID: "appr-1", SessionID: sess.ID, RequestID: "req-1", Action: "install_packages",
+		Payload: json.RawMessage(`{"packages":["jq"]}`), AgentGroupID: "ag-main", Title: "Install jq in the container?",
+		ExpiresAt: time.Now().Add(time.Hour), Options: []sessiondb.QuestionOption{{Label: "Approve", Value: "approve"}, {Label: "Reject", Value: "reject"}}})
+	must(err)
+	_, err = reg.AddQuestion(ctxb, sessiondb.NewQuestion{QuestionID: "q-1", SessionID: sess.ID, MessageOutID: "out-q1", ChannelType: "slack", PlatformID: "C042",
+		Title: "Roll back the 14:02 deploy?", Options: []sessiondb.QuestionOption{{Label: "Yes", Value: "yes"}, {Label: "No", Value: "no"}}})
+	must(err)
+	must(reg.RecordDroppedMessage(ctxb, sessiondb.DroppedMessage{ChannelType: "telegram", PlatformID: "666", UserID: "tg:666",
+		SenderName: hostileSender, Reason: sessiondb.DropUnknownSenderStrict}))
+	return reg
+}
+
+// TestBrowserRegistry opens the registry page and reads each section.
+func TestBrowserRegistry(t *testing.T) {
+	s := newSiteWith(t, siteOptions{registry: true})
+	p := newPage(t)
+	p.open(s.url + "/registry")
+	p.shot("registry")
+	if ran := eval[string](p, `typeof window.pwned`); ran != "undefined" {
+		t.Errorf("a payload ran (window.pwned is %s)", ran)
+	}
+	wirings := p.texts("#wirings-table tbody td.title")
+	if !slices.Equal(wirings, []string{"#ops → ag-main", "Dana → ag-main"}) && !slices.Equal(wirings, []string{"Dana → ag-main", "#ops → ag-main"}) {
+		t.Errorf("wirings %q", wirings)
+	}
+	sessions := p.texts("#registry-sessions tbody td.title")
+	if len(sessions) != 1 || !strings.HasPrefix(sessions[0], "ag-main / ") || !strings.Contains(sessions[0], "thread 1712.0042") {
+		t.Errorf("sessions %q", sessions)
+	}
+	body := p.text("main")
+	for _, want := range []string{"Install jq in the container?", "Roll back the 14:02 deploy?", `^(deploy|status)\b`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("registry page lacks %q", want)
+		}
+	}
+	dropped := eval[string](p, `document.querySelector("#dropped-table tbody td.title").firstChild.textContent`)
+	if dropped != hostileSender {
+		t.Errorf("dropped sender shows %q", dropped)
+	}
+}
