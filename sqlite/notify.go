@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/filewatch"
@@ -99,6 +100,13 @@ func (s *Store) WaitForMessages(ctx context.Context, sessionID string, afterID i
 	if err := s.changes.watch(s.path); err != nil {
 		return 0, sessiondb.Wrap(sessiondb.EINTERNAL, err, "watch %s for changes", s.path)
 	}
+	// After a wake, an empty look is looked again after short pauses: the
+	// notification of another process's commit comes from its write to
+	// the WAL, which lands a moment before the commit is published in the
+	// WAL index (-shm, written through memory, which no notification
+	// reports), so the first look can come too early. Without the second
+	// looks such a commit would wait for the watch's polling fallback.
+	rechecks := len(wakeRechecks) // none before the first wake
 	for {
 		gen := s.changes.current()
 		newest, err := s.newestAfter(ctx, sessionID, afterID)
@@ -108,13 +116,33 @@ func (s *Store) WaitForMessages(ctx context.Context, sessionID string, afterID i
 		if newest > afterID {
 			return newest, nil
 		}
+		var again *time.Timer
+		var againC <-chan time.Time
+		if rechecks < len(wakeRechecks) {
+			again = time.NewTimer(wakeRechecks[rechecks])
+			againC = again.C
+			rechecks++
+		}
 		select {
 		case <-ctx.Done():
-			return 0, s.readErr(ctx.Err(), "wait for messages of %s", sessionID)
+			err = ctx.Err()
 		case <-gen:
+			rechecks = 0
+		case <-againC:
+		}
+		if again != nil {
+			again.Stop()
+		}
+		if err != nil {
+			return 0, s.readErr(err, "wait for messages of %s", sessionID)
 		}
 	}
 }
+
+// wakeRechecks are the pauses before the second looks after a wake that
+// found nothing (see WaitForMessages): a commit is published within
+// microseconds of its WAL write, so a few short looks catch it.
+var wakeRechecks = [...]time.Duration{time.Millisecond, 5 * time.Millisecond, 25 * time.Millisecond}
 
 // newestAfter returns the session's newest visible message id above
 // afterID, or afterID when there is none. Past a cursor it walks the
