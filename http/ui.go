@@ -83,6 +83,10 @@ func (s *Server) routesUI() {
 	if s.cfg.Registry != nil {
 		s.uiPage("GET /registry", s.uiRegistry)
 	}
+	// Any other page is the UI's own "not found", not the mux's bare text.
+	s.uiPage("/", func(w http.ResponseWriter, r *http.Request) error {
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no page at %s", r.URL.Path)
+	})
 }
 
 // uiFunc is a page handler: it renders its page, or returns an error that

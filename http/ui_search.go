@@ -39,8 +39,10 @@ type segment struct {
 }
 
 // snippetSegments cuts a snippet at the search's markers (>>> opens a
-// match, <<< closes it). A marker without its pair marks, or stops
-// marking, to the end; the markers themselves are dropped.
+// match, <<< closes it). The text itself may hold '>' and '<' next to a
+// marker ("<b>" before a match reads "<b>>>>"): an opening marker is the
+// last three of a run of '>', a closing one the first three of a run of
+// '<'. A marker without its pair marks, or stops marking, to the end.
 func snippetSegments(s string) []segment {
 	var out []segment
 	mark := false
@@ -53,6 +55,11 @@ func snippetSegments(s string) []segment {
 		if i < 0 {
 			out = append(out, segment{Text: s, Mark: mark})
 			break
+		}
+		if !mark {
+			for i+len(sep) < len(s) && s[i+len(sep)] == '>' {
+				i++
+			}
 		}
 		if i > 0 {
 			out = append(out, segment{Text: s[:i], Mark: mark})
