@@ -35,6 +35,10 @@ type Config struct {
 	Runtime Runtime
 	// Logger receives the daemon's logs; nil discards them.
 	Logger *slog.Logger
+	// Observer, when set, is told each sweep and drain of a session (the
+	// host command's metrics); the router's events it learns through
+	// RouterConfig.Observer.
+	Observer Observer
 	// Poll is the change-detection tick: every Poll the daemon runs the
 	// changed-only sweep and drains sessions whose outbound.db changed or
 	// whose container runs. Default 1 s.
@@ -165,7 +169,7 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 	// drainer's workers, detached from ctx, so cancelling a sweep never
 	// cuts a delivery off between the send and its record.
 	var err error
-	d.sweeper, err = NewSweeper(SweeperConfig{Host: h, Runtime: d.rt, Waker: waker, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax, Serves: serves})
+	d.sweeper, err = NewSweeper(SweeperConfig{Host: h, Runtime: d.rt, Waker: waker, BackoffMin: cfg.BackoffMin, BackoffMax: cfg.BackoffMax, Serves: serves, Observer: cfg.Observer})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +179,7 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 		deliverer = &centralDeliverer{r: cfg.Router, host: deliverer.(*HostDeliverer), next: cfg.Deliverer}
 	}
 	d.drainer = newDrainer(drainerConfig{host: h, deliverer: deliverer,
-		workers: cfg.DrainWorkers, backoffMin: d.sweeper.cfg.BackoffMin, backoffMax: d.sweeper.cfg.BackoffMax, log: d.log, serves: serves})
+		workers: cfg.DrainWorkers, backoffMin: d.sweeper.cfg.BackoffMin, backoffMax: d.sweeper.cfg.BackoffMax, log: d.log, serves: serves, observer: cfg.Observer})
 	d.watchers = newWatchSet(h.Layout(), cfg.Poll, d.RequestDrain)
 	d.status = &statusWriter{root: h.Layout().Root, fullSweep: cfg.FullSweep, log: d.log}
 	return d, nil

@@ -25,7 +25,8 @@ type drainerConfig struct {
 	log        *slog.Logger
 	// serves, when set, fences every delivery: a session this host does
 	// not serve (now) is not delivered for.
-	serves func(mailbox.SessionRef) bool
+	serves   func(mailbox.SessionRef) bool
+	observer Observer
 }
 
 // drainer delivers the sessions' outbound rows on its own workers, one
@@ -203,6 +204,9 @@ func (d *drainer) work(ctx context.Context) {
 			return
 		}
 		res, err := h.Drain(ctx, ref, del)
+		if d.cfg.observer != nil {
+			d.cfg.observer.Drained(ref, res, err)
+		}
 		var retryAt time.Time
 		if err == nil {
 			retryAt, err = h.NextDeliveryDue(ctx, ref)

@@ -87,6 +87,9 @@ func (r *Router) routeLine(ctx context.Context, n int, line []byte) LineResult {
 			var rr RouteResult
 			rr, err = r.Route(ctx, *in.Message)
 			res.Message = &rr
+			if r.cfg.Observer != nil {
+				r.cfg.Observer.Routed(rr, err)
+			}
 		} else {
 			var cr ClickResult
 			cr, err = r.Click(ctx, *in.Click)
@@ -226,7 +229,13 @@ func listenUnix(path string) (net.Listener, error) {
 // Serve serves the endpoint for r on l until ctx ends, then shuts down,
 // letting requests in flight finish within grace.
 func Serve(ctx context.Context, l net.Listener, r *Router, grace time.Duration) error {
-	srv := &http.Server{Handler: Handler(r), ReadHeaderTimeout: 10 * time.Second,
+	return ServeHandler(ctx, l, Handler(r), grace)
+}
+
+// ServeHandler serves h on l as Serve serves the endpoint: the host
+// command mounts the endpoint beside its /metrics.
+func ServeHandler(ctx context.Context, l net.Listener, h http.Handler, grace time.Duration) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()

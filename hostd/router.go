@@ -50,6 +50,9 @@ type RouterConfig struct {
 	// registry. Nil: this host serves every session (one host per
 	// registry).
 	Leases *Leases
+	// Observer, when set, is told each event routed through the endpoint
+	// (the host command's metrics).
+	Observer Observer
 }
 
 // ActionHandler applies an approved action request of a session (spec

@@ -35,6 +35,8 @@ type SweeperConfig struct {
 	// Deliverer, when set, drains each examined session at the end of its
 	// sweep; nil leaves delivery to someone else (the Daemon's drainer).
 	Deliverer mailbox.Deliverer
+	// Observer, when set, is told each session's sweep (metrics).
+	Observer Observer
 	// Workers is how many sessions are examined at once; default
 	// DefaultSweepWorkers. Each session is still handled by one worker.
 	Workers int
@@ -114,6 +116,9 @@ type SweepResult struct {
 	Quarantined []mailbox.SessionRef `json:"quarantined,omitempty"`
 	BackedOff   int                  `json:"backed_off"`
 	Errors      []SessionError       `json:"errors,omitempty"`
+
+	// due is one session's due rows, for the Observer.
+	due int
 }
 
 // Sweep runs one tick over the session folders. Per session, in order:
@@ -263,6 +268,9 @@ func (s *Sweeper) examine(ctx context.Context, j sweepJob, now time.Time, mu *sy
 	var local SweepResult
 	nextDue, err := s.sweepSession(sctx, j.ref, j.running, &local)
 	cancel()
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Swept(j.ref, local.due, len(local.Stopped) > 0, err)
+	}
 	st := j.st
 	s.mu.Lock()
 	if err != nil {
@@ -316,6 +324,7 @@ func (s *Sweeper) sweepSession(ctx context.Context, ref mailbox.SessionRef, runn
 	if err != nil {
 		return time.Time{}, err
 	}
+	res.due = chk.Due
 	woken := false
 	if !running && s.cfg.Waker != nil && chk.Due > 0 {
 		if err := s.cfg.Waker.Wake(ctx, ref); err != nil {

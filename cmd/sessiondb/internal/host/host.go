@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/hostd"
+	sdbhttp "github.com/sessiondb/sessiondb/http"
 	"github.com/sessiondb/sessiondb/internal/errtext"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -65,6 +67,11 @@ Without --deliver, messages stay undelivered (nothing is lost).
 SESSIONDB_AGENT_GROUP, SESSIONDB_SESSION and SESSIONDB_SESSION_DIR set; while it
 runs it is the session's container. Without --wake, agents run on their own
 and count as alive while their .heartbeat is fresh.
+
+--listen ADDR (a socket path or a loopback host:port) serves Prometheus
+metrics at /metrics: rows appended by the router, events by outcome,
+deliveries by result, failed sweeps and drains, containers stopped as stuck,
+sessions stuck and rows due (queue depth) as the last sweep saw them.
 
 --central PATH connects the host to the control plane: the central registry
 at PATH (a NanoClaw data/v2.db; created when missing). Then the host also
@@ -162,9 +169,22 @@ object.`,
 				o.Waker = w
 			}
 			if central == "" {
+				var metrics *sdbhttp.HostMetrics
+				if listen != "" && listen != "off" {
+					metrics = sdbhttp.NewHostMetrics()
+					o.Observer = metrics
+				}
 				d, err := hostd.New(h, o)
 				if err != nil {
 					return err
+				}
+				if metrics != nil {
+					// Without the control plane --listen serves the
+					// metrics alone.
+					return g.serveWhileRunning(c.Context(), listen, hostMux(nil, metrics), log, func() error {
+						log.Info("mailbox host running", "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String(), "metrics", listen)
+						return d.Run(c.Context())
+					})
 				}
 				log.Info("mailbox host running", "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
 				return d.Run(c.Context())
@@ -196,7 +216,7 @@ object.`,
 	f.IntVar(&workers, "workers", hostd.DefaultDrainWorkers, "sessions delivered at once")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&central, "central", "", "central registry, a NanoClaw data/v2.db or a postgres:// URL: routes events, checks sends, sends approval cards")
-	f.StringVar(&listen, "listen", "", "with --central: the event endpoint, a socket path or a loopback host:port (default <data>/host.sock; off to serve none)")
+	f.StringVar(&listen, "listen", "", "a socket path or a loopback host:port serving Prometheus metrics at /metrics and, with --central, the event endpoint (with --central the default is <data>/host.sock; off to serve none)")
 	f.DurationVar(&expire, "expire-every", hostd.DefaultExpiryEvery, "with --central: interval of the question and approval expiry sweeps")
 	f.StringVar(&hostID, "host-id", "", "with a postgres:// --central: this host's name among the hosts sharing the registry (default <machine>:<data root>)")
 	f.DurationVar(&leaseTTL, "lease-ttl", hostd.DefaultLeaseTTL, "with a postgres:// --central: how long a dead host's sessions wait before another host takes them")
@@ -212,7 +232,9 @@ func (g *group) runCentral(ctx context.Context, central, listen string, lease ho
 		return err
 	}
 	defer reg.Close()
-	rc := hostd.RouterConfig{Registry: reg, Host: h, Deliverer: o.Deliverer, Logger: log}
+	metrics := sdbhttp.NewHostMetrics()
+	o.Observer = metrics
+	rc := hostd.RouterConfig{Registry: reg, Host: h, Deliverer: o.Deliverer, Logger: log, Observer: metrics}
 	if svc, ok := reg.(sessiondb.HostLeaseService); ok {
 		lease.Service = svc
 		if rc.Leases, err = hostd.NewLeases(lease); err != nil {
@@ -247,7 +269,7 @@ func (g *group) runCentral(ctx context.Context, central, listen string, lease ho
 			return err
 		}
 		served = make(chan error, 1)
-		go func() { served <- hostd.Serve(sctx, l, r, 10*time.Second) }()
+		go func() { served <- hostd.ServeHandler(sctx, l, hostMux(r, metrics), 10*time.Second) }()
 		log.Info("router: serving events", "listen", listen)
 	}
 	started()
@@ -305,4 +327,38 @@ func lockCentral(path string) (unlock func(), err error) {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "lock %s", lockPath)
 	}
 	return func() { f.Close() }, nil
+}
+
+// hostMux is what --listen serves: the router's event endpoint (when there
+// is a router) and the daemon's metrics at /metrics.
+func hostMux(r *hostd.Router, metrics *sdbhttp.HostMetrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler())
+	if r != nil {
+		mux.Handle("/", hostd.Handler(r))
+	} else {
+		mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"ok":true}` + "\n"))
+		})
+	}
+	return mux
+}
+
+// serveWhileRunning serves mux on listen while run runs, and stops
+// serving when it returns.
+func (g *group) serveWhileRunning(ctx context.Context, listen string, mux http.Handler, log *slog.Logger, run func() error) error {
+	l, err := hostd.Listen(listen)
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- hostd.ServeHandler(sctx, l, mux, 10*time.Second) }()
+	err = run()
+	stop()
+	if serr := <-served; err == nil {
+		err = serr
+	}
+	return err
 }

@@ -1,7 +1,10 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -204,5 +207,49 @@ func TestHostJSONLog(t *testing.T) {
 	}
 	if len(lines) < 3 {
 		t.Fatalf("log %q: want the start and stop lines", lines)
+	}
+}
+
+// TestHostMetrics: with --listen the host serves /metrics, and the
+// delivery it makes is counted there.
+func TestHostMetrics(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "mb")
+	sock := filepath.Join(t.TempDir(), "host.sock")
+	s := []string{"--data", data, "--group", "g1", "--session", "s1"}
+	mustRun(t, with(s, "mailbox", "init")...)
+	_, logs, stop := clitest.Start(clitest.Options{}, []string{"host", "--data", data, "--poll", "20ms", "--listen", sock,
+		"--deliver", `exec:cat > /dev/null; echo '{"ok":true}'`}, Commands, mailboxcmd.Commands)
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	mustRun(t, with(s, "mailbox", "send", "--id", "m1", "--text", "hello", "--channel-type", "cli", "--platform-id", "me")...)
+	mustRun(t, with(s, "mailbox", "agent", "send", "--id", "o1", "--reply-to", "m1", "--text", "hi")...)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	scrape := func() string {
+		resp, err := client.Get("http://host/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	testkit.WaitFor(t, "the delivery in the metrics", func() bool {
+		return strings.Contains(scrape(), `sessiondb_host_deliveries_total{result="delivered"} 1`)
+	})
+	m := scrape()
+	for _, want := range []string{`sessiondb_host_failures_total{stage="drain"} 0`, "sessiondb_host_stuck_sessions 0", "sessiondb_host_due_messages"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	stopped = true
+	if code := stop(); code != 0 && code != cli.ExitInterrupted {
+		t.Fatalf("host exited %d: %s", code, logs)
 	}
 }
