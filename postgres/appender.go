@@ -121,6 +121,25 @@ const insertMessageSQL = `INSERT INTO messages (session_id, role, content, conte
     token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`
 
+// appendOneSQL is a lone append as one statement, so one round trip and
+// one commit: the row (whose session must exist: the foreign key), the
+// session's counters, and the notification, sent at the commit.
+const appendOneSQL = `WITH ins AS (` + insertMessageSQL + `),
+upd AS (UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, tool_call_count = COALESCE(tool_call_count, 0) + $14
+    WHERE id = $1 AND EXISTS (SELECT 1 FROM ins))
+SELECT ins.id FROM ins, LATERAL (SELECT pg_notify($15, $1)) n`
+
+// runOne writes a lone append with appendOneSQL.
+func (a *appender) runOne(ctx context.Context, r *appendReq) {
+	args := append(append([]any{r.sessionID}, r.args...), r.toolCalls, a.s.channel())
+	r.err = a.s.retry(ctx, "append messages", func() error {
+		return a.s.pool.QueryRow(ctx, appendOneSQL, args...).Scan(&r.id)
+	})
+	if sqlState(r.err) == pgForeignKeyViolation {
+		r.id, r.err = 0, sessiondb.Errorf(sessiondb.EINVALID, "append message: session %q does not exist", r.sessionID)
+	}
+}
+
 // run writes one batch in one transaction: it locks the sessions the
 // batch names (in id order, so batches of different processes never
 // deadlock), inserts the rows of those that exist, bumps each session's
@@ -137,6 +156,11 @@ func (a *appender) run(batch []*appendReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.s.budget+10*time.Second)
 	defer cancel()
+	if len(live) == 1 {
+		a.runOne(ctx, live[0])
+		close(live[0].done)
+		return
+	}
 	var sids []string
 	seen := map[string]bool{}
 	for _, r := range live {

@@ -33,11 +33,13 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 		return []sessiondb.SearchHit{}, nil
 	}
 	cjk := sessiondb.ContainsCJK(q)
+	match := q // the FTS5 expression, for the snippets
 	tq, err := fts.TSQuery(q)
 	if errors.Is(err, fts.ErrSyntax) {
 		tq, err = fts.Query{}, nil
 		if esc := fts.Escape(query); esc != "" {
 			tq, err = fts.TSQuery(esc)
+			match = esc
 		}
 		if err != nil {
 			if !cjk {
@@ -48,7 +50,7 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	}
 	var hits []sessiondb.SearchHit
 	if tq.Text != "" {
-		if hits, err = s.wordSearch(ctx, tq, f, limit, offset); err != nil {
+		if hits, err = s.wordSearch(ctx, tq, match, f, limit, offset); err != nil {
 			return nil, s.readErr(err, "search %q", query)
 		}
 	}
@@ -112,75 +114,52 @@ func (s *Store) queryHits(ctx context.Context, sql string, args []any) ([]sessio
 	return hits, err
 }
 
-// headlineOptions make ts_headline mark matches as FTS5's snippet() does
-// here, in a window of at most 40 words.
-const headlineOptions = "StartSel=>>>, StopSel=<<<, MaxWords=40, MinWords=20, ShortWord=0, HighlightAll=false, MaxFragments=0"
+// rankWindow bounds the matches ts_rank scores: the newest rankWindow
+// matches (by id, which the word index gives without reading a row) are
+// ranked and the page taken from them. Ranking reads each match's stored
+// tsvector, so a common word (tens of thousands of matches) cost hundreds
+// of milliseconds when every match was ranked.
+const rankWindow = 1000
 
-// wordSearch ranks with the word index and cuts snippets for the page's
-// hits only (ts_headline re-reads the text, so it runs after LIMIT).
-func (s *Store) wordSearch(ctx context.Context, tq fts.Query, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
-	filters, args := searchFilters(f, []any{tq.Text, limit, offset})
-	sql := `WITH q AS (SELECT to_tsquery('sessiondb_fts', $1) AS q),
-hits AS (
-    SELECT m.id, ts_rank(m.fts, q.q, 1) AS rank
-    FROM q, messages m JOIN sessions s ON s.id = m.session_id
-    WHERE m.fts @@ q.q` + filters + `
-    ORDER BY rank DESC, m.id
-    LIMIT $2 OFFSET $3)
-SELECT ` + hitColumns + `, ts_headline('sessiondb_fts', m.content, q.q, '` + headlineOptions + `')
-FROM q, hits h JOIN messages m ON m.id = h.id JOIN sessions s ON s.id = m.session_id
-ORDER BY h.rank DESC, h.id`
-	hits, err := s.queryHits(ctx, sql, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(hits) == 0 {
-		return nil, nil
-	}
-	// ts_headline does not mark where it cut the text; FTS5's snippet()
-	// does, with "...". The window is a piece of the content, so a cut is
-	// wherever the window does not reach the content's end.
-	ids := make([]int64, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	content := map[int64]string{}
-	err = each(ctx, s.pool, "SELECT id, content FROM messages WHERE id = ANY($1)", []any{ids}, func(r pgx.Rows) error {
-		var id int64
-		var c *string
-		if err := r.Scan(&id, &c); err != nil {
-			return err
-		}
-		if c != nil {
-			content[id] = *c
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i := range hits {
-		hits[i].Snippet = markCuts(hits[i].Snippet, content[hits[i].ID])
-	}
-	return hits, nil
+// snippets makes FTS5's snippets (the SQLite backend's, byte for byte) of
+// rows that matched the FTS5 expression match, from the first
+// fts.SnippetWindow bytes of their text.
+func snippets(match string) func([]byte) string {
+	return fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "...", Tokens: 40, Tokenizer: fts.Unicode61}.Bounded(match)
 }
 
-// markCuts adds "..." to a headline at each end where it does not reach
-// the end of the content it was cut from.
-func markCuts(headline, content string) string {
-	plain := strings.NewReplacer(">>>", "", "<<<", "").Replace(headline)
-	plain = strings.TrimSpace(plain)
-	if plain == "" {
-		return headline
+// wordSearch ranks the newest rankWindow matches of the word index and
+// reads the page's hits with the beginning of their text, from which the
+// snippets are cut here (one query, no second read of the text).
+func (s *Store) wordSearch(ctx context.Context, tq fts.Query, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	filters, args := searchFilters(f, []any{tq.Text, limit, offset, max(rankWindow, offset+limit), fts.SnippetWindow + 1})
+	join := ""
+	if strings.Contains(filters, "s.") {
+		join = " JOIN sessions s ON s.id = m.session_id"
 	}
-	trimmed := strings.TrimSpace(content)
-	if !strings.HasPrefix(trimmed, plain) {
-		headline = "..." + headline
+	sql := `WITH q AS (SELECT to_tsquery('sessiondb_fts', $1) AS q),
+cand AS (
+    SELECT m.id FROM q, messages m` + join + `
+    WHERE m.fts @@ q.q` + filters + `
+    ORDER BY m.id DESC
+    LIMIT $4),
+hits AS (
+    SELECT m.id, ts_rank(m.fts, q.q, 1) AS rank
+    FROM q, cand c JOIN messages m ON m.id = c.id
+    ORDER BY rank DESC, m.id
+    LIMIT $2 OFFSET $3)
+SELECT ` + hitColumns + `, left(m.content, $5)
+FROM hits h JOIN messages m ON m.id = h.id JOIN sessions s ON s.id = m.session_id
+ORDER BY h.rank DESC, h.id`
+	// The query reads the text where the snippet goes; it becomes one.
+	hits, err := s.queryHits(ctx, sql, args)
+	snippet := snippets(match)
+	for i := range hits {
+		if hits[i].Snippet != "" {
+			hits[i].Snippet = snippet([]byte(hits[i].Snippet))
+		}
 	}
-	if !strings.HasSuffix(trimmed, plain) {
-		headline += "..."
-	}
-	return headline
+	return hits, err
 }
 
 // likeSearch is the substring fallback: every term must occur, ignoring

@@ -99,6 +99,16 @@ func TestSearchMatchesSQLite(t *testing.T) {
 				t.Errorf("%q %+v: postgres found %d hits, sqlite %d\npostgres only: %v\nsqlite only:   %v", q, f, len(got), len(want), minus(got, want), minus(want, got))
 				continue
 			}
+			// The snippets are cut by the same code from the same text.
+			want := map[int64]string{}
+			for _, h := range a {
+				want[h.ID] = h.Snippet
+			}
+			for _, h := range b {
+				if h.Snippet != want[h.ID] {
+					t.Errorf("%q %+v: hit %d's snippet\npostgres %q\nsqlite   %q", q, f, h.ID, h.Snippet, want[h.ID])
+				}
+			}
 			if len(a) > 0 {
 				agreed++
 			}

@@ -333,10 +333,17 @@ func (s *conn) write(ctx context.Context, what string, fn func(tx pgx.Tx) error)
 	if s.readOnly {
 		return sessiondb.Errorf(sessiondb.EINVALID, "%s: store opened read-only", what)
 	}
+	return s.retry(ctx, what, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+}
+
+// retry runs fn, a write in a transaction of its own (one statement, or
+// a whole transaction), again while it loses a serialization or deadlock
+// race, as write does.
+func (s *conn) retry(ctx context.Context, what string, fn func() error) error {
 	start := time.Now()
 	deadline := start.Add(s.budget)
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := fn()
 		if err == nil {
 			return nil
 		}

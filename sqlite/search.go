@@ -141,15 +141,8 @@ func (s *Store) queryHits(ctx context.Context, snippet func([]byte) string, q st
 // asText is the snippet of a query that computes it in SQL.
 func asText(raw []byte) string { return string(raw) }
 
-// snippetWindow is how many bytes of a hit's text its snippet is chosen
-// from. FTS5's own snippet() reads the whole text and takes time quadratic
-// in the matches in it; ours is linear, and this bound keeps even that
-// independent of the size of one message: a match beyond the first MiB
-// of a longer text is not shown (the snippet then starts the text).
-const snippetWindow = 1 << 20
-
 // snippetText is the SQL expression giving the text a snippet of a row of
-// the FTS5 table is computed from: the first snippetWindow+1 bytes of the
+// the FTS5 table is computed from: the first fts.SnippetWindow+1 bytes of the
 // indexed column as FTS5 reads it (the table's own copy for an inline
 // table, the content table's for an external one), as a blob so that no
 // NUL cuts it short.
@@ -158,28 +151,19 @@ func (s *Store) snippetText(table string) string {
 	if table == "messages_fts" && s.si.ftsColumn != "" {
 		col = s.si.ftsColumn
 	}
-	return "substr(CAST(" + table + "." + quoteIdent(col) + " AS BLOB), 1, " + strconv.Itoa(snippetWindow+1) + ")"
+	return "substr(CAST(" + table + "." + quoteIdent(col) + " AS BLOB), 1, " + strconv.Itoa(fts.SnippetWindow+1) + ")"
 }
 
 // snippetFor returns the function that makes a hit's snippet from the text
 // snippetText read, for a row of table that matched match: what FTS5's
 // snippet(table, 0, '>>>', '<<<', '...', 40) gives (spec 6.1), computed
-// from at most snippetWindow bytes.
+// from at most fts.SnippetWindow bytes.
 func (s *Store) snippetFor(table, match string) func([]byte) string {
 	o := fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "...", Tokens: 40, Tokenizer: fts.Unicode61}
 	if table == trigramTable || table == "messages_fts" && ftsTokenizer(s.si.ftsSQL) == fts.Trigram {
 		o.Tokenizer = fts.Trigram
 	}
-	sq := o.For(match)
-	return func(raw []byte) string {
-		if raw == nil {
-			return ""
-		}
-		if len(raw) > snippetWindow {
-			return sq.Of(raw[:snippetWindow], false)
-		}
-		return sq.Of(raw, true)
-	}
+	return o.Bounded(match)
 }
 
 // ftsTokenizer reads the tokenizer from an FTS5 table's CREATE statement.
@@ -212,7 +196,7 @@ func idList(hits []sessiondb.SearchHit) string {
 // FTS5 consumes ORDER BY rank itself: it scores every match once, sorts
 // rowids, and hands rows out in rank order, so SQLite stops after LIMIT
 // rows and reads the text for snippets of the winners only. Snippets are
-// computed here, not by FTS5's snippet() (see snippetWindow). Without
+// computed here, not by FTS5's snippet() (see fts.SnippetWindow). Without
 // filters the ranking touches the FTS table alone and the message and
 // session columns of the winners come from one keyed query; with filters
 // the join sits in the same statement, still driven by the FTS cursor in

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
 )
 
 // searchGuard bounds every search these tests run. The searches they cancel
@@ -112,13 +113,13 @@ func TestSearchLargeMessage(t *testing.T) {
 }
 
 // TestSnippetWindowContract: the snippet of a text longer than
-// snippetWindow is chosen from its first snippetWindow bytes, with FTS5's
+// fts.SnippetWindow is chosen from its first fts.SnippetWindow bytes, with FTS5's
 // markers; a match only beyond them leaves the text's start, unmarked, and
 // both end with the ellipsis of a cut.
 func TestSnippetWindowContract(t *testing.T) {
 	s := openTestStore(t, "", Options{})
 	mustCreate(t, s, "c", "cli")
-	filler := strings.Repeat("lorem ipsum ", snippetWindow/12+10) // past the window
+	filler := strings.Repeat("lorem ipsum ", fts.SnippetWindow/12+10) // past the window
 	early := "alpha beta needle gamma " + filler
 	late := "alpha beta gamma " + filler + " haystack"
 	earlyID := mustAppend(t, s, sessiondb.NewMessage{SessionID: "c", Role: "user", Content: &early})

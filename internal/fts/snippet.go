@@ -48,6 +48,30 @@ func (o Snippet) Of(query string, doc []byte, complete bool) string {
 	return o.For(query).Of(doc, complete)
 }
 
+// SnippetWindow is how many bytes of a hit's text its snippet is chosen
+// from. FTS5's snippet() is quadratic in the matches in it; ours is linear,
+// and this bound keeps even that independent of the size of one message: a
+// match beyond the first MiB of a longer text is not shown (the snippet
+// then starts the text). Callers read the first SnippetWindow+1 bytes (or
+// more) of the text, so Bounded can tell a cut text from a whole one.
+const SnippetWindow = 1 << 20
+
+// Bounded returns the function making the snippet of a row that matched
+// query from its text, of which it reads at most SnippetWindow bytes; a
+// nil text has no snippet.
+func (o Snippet) Bounded(query string) func([]byte) string {
+	sq := o.For(query)
+	return func(raw []byte) string {
+		if raw == nil {
+			return ""
+		}
+		if len(raw) > SnippetWindow {
+			return sq.Of(raw[:SnippetWindow], false)
+		}
+		return sq.Of(raw, true)
+	}
+}
+
 // For reads query once for the snippets of many rows that matched it.
 func (o Snippet) For(query string) *QuerySnippet {
 	q := parseQuery(query, o.Tokenizer)
