@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
-	"time"
+	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb/internal/regsql"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -11,11 +11,12 @@ import (
 // Central is the control plane's central registry (sessiondb.Registry) in
 // a PostgreSQL schema of its own, for host daemons on several machines
 // sharing one registry. It keeps NanoClaw's tables and columns
-// (spec/control-plane.md part A) with the same statements as the SQLite
-// backend's; the unique keys and conditional updates settle races between
-// processes.
+// (spec/control-plane.md part A) with the statements the SQLite backend
+// runs (internal/regsql); the unique keys, conditional updates and an
+// advisory lock per session lookup settle races between processes.
 type Central struct {
 	*conn
+	*regsql.Registry
 	rq poolQ
 }
 
@@ -32,7 +33,7 @@ func OpenCentral(ctx context.Context, url string, o Options) (*Central, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Central{conn: c, rq: poolQ{c.pool}}, nil
+	return &Central{conn: c, Registry: regsql.New(registryBackend{c}), rq: poolQ{c.pool}}, nil
 }
 
 // Close closes the pool.
@@ -44,40 +45,7 @@ func (c *Central) Close() error {
 // stamp is the store's now as stored.
 func (c *Central) stamp() string { return sessiondb.FormatTimestamp(c.now()) }
 
-// nullTime stores the zero time as NULL.
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return sessiondb.FormatTimestamp(t)
-}
-
-// readTime reads a stored timestamp; NULL and unknown forms read as the
-// zero time.
-func readTime(s sql.NullString) time.Time {
-	t, _ := sessiondb.ParseTimestamp(s.String)
-	return t
-}
-
-// hasRow reports whether query finds a row.
-func hasRow(ctx context.Context, q rquerier, query string, args ...any) (bool, error) {
-	rows, err := q.query(ctx, query, args...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	found := rows.Next()
-	return found, rows.Err()
-}
-
-// mustExist returns not_found naming what when query finds no row.
-func mustExist(ctx context.Context, q rquerier, what, id, query string, args ...any) error {
-	ok, err := hasRow(ctx, q, query, args...)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return sessiondb.NotFound(what, id)
-	}
-	return nil
+// writeTx runs fn in one write transaction (retried as every write is).
+func (c *Central) writeTx(ctx context.Context, what string, fn func(tx *ctxTx) error) error {
+	return c.write(ctx, what, func(tx pgx.Tx) error { return fn(&ctxTx{ctx: ctx, tx: tx}) })
 }

@@ -2,27 +2,21 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/regsql"
 )
 
-// The central registry's service code (central_*.go) follows the SQLite
-// backend's (sqlite/central_*.go) statement for statement, so both keep
-// NanoClaw's semantics exactly; where PostgreSQL differs it says so (IS
-// NOT DISTINCT FROM for SQLite's null-safe IS, ON CONFLICT DO NOTHING for
-// INSERT OR IGNORE, qualified columns in upserts, an advisory lock where
-// SQLite's single writer made a read-then-insert safe). A change to one
-// must be made to the other; storetest.RunRegistry holds both to it.
-//
-// Its statements are written with ? placeholders (and ?N for a repeated
-// one), as NanoClaw's SQL is; rebind numbers them for PostgreSQL at the
-// one place statements are sent.
+// The central registry's statements and rows are internal/regsql's,
+// shared with the SQLite backend; this file runs them on PostgreSQL
+// (regsql.Backend). They are written with ? placeholders (and ?N for a
+// repeated one), as NanoClaw's SQL is; rebind numbers them for PostgreSQL
+// at the one place statements are sent.
 
 // rebind turns ? into $1, $2, ... in order and ?N into $N, leaving quoted
 // text alone.
@@ -59,17 +53,57 @@ func rebind(q string) string {
 	return b.String()
 }
 
-// rquerier is what the registry reads through: the pool, or a
-// transaction.
-type rquerier interface {
-	query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+// registryBackend runs the registry on a pool.
+type registryBackend struct{ c *conn }
+
+var _ regsql.Backend = registryBackend{}
+
+func (b registryBackend) Reader() regsql.Querier { return poolQ{b.c.pool} }
+
+// Read runs fn in one read-only transaction: one snapshot.
+func (b registryBackend) Read(ctx context.Context, what string, fn func(regsql.Querier) error) error {
+	err := pgx.BeginTxFunc(ctx, b.c.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		return fn(&ctxTx{ctx: ctx, tx: tx})
+	})
+	return b.c.classify(err, "%s", what)
 }
+
+// Write runs fn in one write transaction, retried as every write is.
+func (b registryBackend) Write(ctx context.Context, what string, fn func(regsql.Tx) error) error {
+	return b.c.write(ctx, what, func(tx pgx.Tx) error { return fn(&ctxTx{ctx: ctx, tx: tx}) })
+}
+
+func (b registryBackend) Code(err error) string { return Code(err) }
+
+// LockResolve takes a transaction-scoped advisory lock on the key:
+// several hosts write at once here, where SQLite lets one writer in.
+func (b registryBackend) LockResolve(tx regsql.Tx, key string) error {
+	_, err := tx.Exec("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", key)
+	return err
+}
+
+func (b registryBackend) Now() time.Time { return b.c.now() }
 
 // poolQ reads through the pool.
 type poolQ struct{ p *pgxpool.Pool }
 
-func (q poolQ) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return q.p.Query(ctx, rebind(sql), args...)
+func (q poolQ) Each(ctx context.Context, sql string, args []any, fn func(regsql.Scanner) error) error {
+	rows, err := q.p.Query(ctx, rebind(sql), args...)
+	return eachOf(rows, err, fn)
+}
+
+// eachOf calls fn for every row of rows.
+func eachOf(rows pgx.Rows, err error, fn func(regsql.Scanner) error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // ctxTx is one registry transaction with its context.
@@ -86,96 +120,17 @@ func (r execResult) RowsAffected() (int64, error) { return r.n, nil }
 
 func (t *ctxTx) Context() context.Context { return t.ctx }
 
-func (t *ctxTx) Exec(sql string, args ...any) (execResult, error) {
+func (t *ctxTx) Exec(sql string, args ...any) (regsql.Result, error) {
 	tag, err := t.tx.Exec(t.ctx, rebind(sql), args...)
 	return execResult{tag.RowsAffected()}, err
 }
 
 // QueryRow reads one row.
-func (t *ctxTx) QueryRow(sql string, args ...any) pgx.Row {
+func (t *ctxTx) QueryRow(sql string, args ...any) regsql.Scanner {
 	return t.tx.QueryRow(t.ctx, rebind(sql), args...)
 }
 
-func (t *ctxTx) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return t.tx.Query(ctx, rebind(sql), args...)
-}
-
-// appendRows appends scan of every row of sql to out.
-func appendRows[T any](ctx context.Context, q rquerier, sql string, args []any, out []T, scan func(pgx.Row) (T, error)) ([]T, error) {
-	rows, err := q.query(ctx, sql, args...)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-// eachRow calls fn for every row of sql.
-func eachRow(ctx context.Context, q rquerier, sql string, args []any, fn func(pgx.Row) error) error {
-	rows, err := q.query(ctx, sql, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-// valueOf reads a one-column row.
-func valueOf[T any](r pgx.Row) (T, error) {
-	var v T
-	err := r.Scan(&v)
-	return v, err
-}
-
-// wrapErr classifies err (nil stays nil) with Code and adds context.
-func wrapErr(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	var coded *sessiondb.Error
-	if errors.As(err, &coded) {
-		return err
-	}
-	return sessiondb.Wrap(Code(err), err, format, args...)
-}
-
-// writeTx runs fn in one write transaction (retried as every write is).
-func (c *Central) writeTx(ctx context.Context, what string, fn func(tx *ctxTx) error) error {
-	return c.write(ctx, what, func(tx pgx.Tx) error { return fn(&ctxTx{ctx: ctx, tx: tx}) })
-}
-
-// readTx runs fn in one read-only transaction: one snapshot.
-func (c *Central) readTx(ctx context.Context, what string, fn func(q rquerier) error) error {
-	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		return fn(&ctxTx{ctx: ctx, tx: tx})
-	})
-	return wrapErr(err, "%s", what)
-}
-
-// placeholders returns "?, ?, ?" for n values.
-func qmarks(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Repeat("?, ", n-1) + "?"
-}
-
-// nullText is NULL for "", else s.
-func nullText(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+func (t *ctxTx) Each(ctx context.Context, sql string, args []any, fn func(regsql.Scanner) error) error {
+	rows, err := t.tx.Query(ctx, rebind(sql), args...)
+	return eachOf(rows, err, fn)
 }

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/sessiondb/sessiondb/internal/regsql"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -35,7 +35,7 @@ func (c *Central) ClaimSession(ctx context.Context, sessionID, host string, ttl 
 		var expires sql.NullString
 		l = sessiondb.SessionLease{SessionID: sessionID}
 		err := tx.QueryRow("SELECT host, expires_at, epoch FROM session_leases WHERE session_id = ?", sessionID).Scan(&l.Host, &expires, &l.Epoch)
-		l.Expires = readTime(expires)
+		l.Expires = regsql.ReadTime(expires)
 		return err
 	})
 	if err != nil {
@@ -106,18 +106,18 @@ func (c *Central) RenewSessions(ctx context.Context, host string, ttl time.Durat
 	var out []sessiondb.SessionLease
 	err := c.writeTx(ctx, "renew leases of "+host, func(tx *ctxTx) error {
 		var err error
-		out, err = appendRows(ctx, tx, "UPDATE session_leases SET expires_at = ? WHERE host = ? AND expires_at > ? RETURNING session_id, host, expires_at, epoch",
+		out, err = regsql.AppendRows(ctx, tx, "UPDATE session_leases SET expires_at = ? WHERE host = ? AND expires_at > ? RETURNING session_id, host, expires_at, epoch",
 			[]any{sessiondb.FormatTimestamp(now.Add(ttl)), host, sessiondb.FormatTimestamp(now)}, out[:0], scanLease)
 		return err
 	})
 	return out, err
 }
 
-func scanLease(r pgx.Row) (sessiondb.SessionLease, error) {
+func scanLease(r regsql.Scanner) (sessiondb.SessionLease, error) {
 	var l sessiondb.SessionLease
 	var expires sql.NullString
 	err := r.Scan(&l.SessionID, &l.Host, &expires, &l.Epoch)
-	l.Expires = readTime(expires)
+	l.Expires = regsql.ReadTime(expires)
 	return l, err
 }
 
@@ -148,17 +148,17 @@ func (c *Central) HandOffs(ctx context.Context, host string, limit int) ([]sessi
 	if limit <= 0 {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "limit %d is not positive", limit)
 	}
-	out, err := appendRows(ctx, c.rq, `SELECT h.id, h.session_id, h.agent_group_id, h.row_id, h.row_data, h.wake, h.created_at
+	out, err := regsql.AppendRows(ctx, c.rq, `SELECT h.id, h.session_id, h.agent_group_id, h.row_id, h.row_data, h.wake, h.created_at
 FROM session_handoffs h LEFT JOIN session_leases l ON l.session_id = h.session_id
 WHERE l.session_id IS NULL OR l.host = ? OR l.expires_at <= ? ORDER BY h.id LIMIT ?`,
-		[]any{host, c.stamp(), limit}, []sessiondb.HandOff{}, func(r pgx.Row) (sessiondb.HandOff, error) {
+		[]any{host, c.stamp(), limit}, []sessiondb.HandOff{}, func(r regsql.Scanner) (sessiondb.HandOff, error) {
 			var h sessiondb.HandOff
 			var created sql.NullString
 			err := r.Scan(&h.ID, &h.SessionID, &h.AgentGroupID, &h.RowID, &h.Row, &h.Wake, &created)
-			h.Created = readTime(created)
+			h.Created = regsql.ReadTime(created)
 			return h, err
 		})
-	return out, wrapErr(err, "read hand-offs")
+	return out, c.classify(err, "read hand-offs")
 }
 
 // DoneHandOff implements sessiondb.HostLeaseService.

@@ -2,12 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/regsql"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -32,6 +32,7 @@ type CentralOptions struct {
 // what NanoClaw wrote. It implements sessiondb.Registry and is safe for
 // concurrent use, also by other processes.
 type Central struct {
+	*regsql.Registry
 	f         *fileConns
 	closeOnce sync.Once
 	closeErr  error
@@ -51,7 +52,7 @@ func OpenCentral(ctx context.Context, path string, o CentralOptions) (*Central, 
 	if err != nil {
 		return nil, sessiondb.Wrap("", err, "open central registry")
 	}
-	c := &Central{f: f}
+	c := &Central{Registry: regsql.New(registryBackend{f}), f: f}
 	if err := c.migrate(ctx); err != nil {
 		f.close()
 		return nil, err
@@ -127,42 +128,46 @@ func CentralMigrationNames() []string {
 	return out
 }
 
-// now is the store's clock.
-func (c *Central) now() time.Time { return c.f.now() }
+// registryBackend runs the registry's statements (internal/regsql) on the
+// file: writes through its one writer (BEGIN IMMEDIATE), reads on the
+// reader pool.
+type registryBackend struct{ f *fileConns }
 
-// stamp is the store's now as stored.
-func (c *Central) stamp() string { return sessiondb.FormatTimestamp(c.now()) }
+var _ regsql.Backend = registryBackend{}
 
-// nullTime stores the zero time as NULL.
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return sessiondb.FormatTimestamp(t)
+func (b registryBackend) Reader() regsql.Querier { return querier{b.f.rp} }
+
+func (b registryBackend) Read(ctx context.Context, what string, fn func(regsql.Querier) error) error {
+	return b.f.read(ctx, what, func(q sqlitedb.Querier) error { return fn(querier{q}) })
 }
 
-// readTime reads a stored timestamp; NULL and forms ParseTimestamp does
-// not know read as the zero time.
-func readTime(s sql.NullString) time.Time {
-	t, _ := sessiondb.ParseTimestamp(s.String)
-	return t
+func (b registryBackend) Write(ctx context.Context, what string, fn func(regsql.Tx) error) error {
+	return b.f.write(ctx, what, func(tx *sqlitedb.Tx) error { return fn(registryTx{querier{tx}, tx}) })
 }
 
-// hasRow reports whether query finds a row.
-func hasRow(ctx context.Context, q sqlitedb.Querier, query string, args ...any) (bool, error) {
-	found := false
-	err := sqlitedb.Each(ctx, q, query, args, func(sqlitedb.Row) error { found = true; return nil })
-	return found, err
+func (b registryBackend) Code(err error) string { return sqlitedb.Code(err) }
+
+// LockResolve has nothing to do: a write transaction holds the file's
+// write lock (BEGIN IMMEDIATE) until it ends, so resolutions take turns.
+func (b registryBackend) LockResolve(regsql.Tx, string) error { return nil }
+
+func (b registryBackend) Now() time.Time { return b.f.now() }
+
+// querier is a sqlitedb.Querier as the registry reads.
+type querier struct{ q sqlitedb.Querier }
+
+func (q querier) Each(ctx context.Context, query string, args []any, fn func(regsql.Scanner) error) error {
+	return sqlitedb.Each(ctx, q.q, query, args, func(r sqlitedb.Row) error { return fn(r) })
 }
 
-// mustExist returns not_found naming what when query finds no row.
-func mustExist(ctx context.Context, q sqlitedb.Querier, what, id, query string, args ...any) error {
-	ok, err := hasRow(ctx, q, query, args...)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return sessiondb.NotFound(what, id)
-	}
-	return nil
+// registryTx is the writer's transaction as the registry writes.
+type registryTx struct {
+	querier
+	tx *sqlitedb.Tx
+}
+
+func (t registryTx) Context() context.Context { return t.tx.Context() }
+
+func (t registryTx) Exec(query string, args ...any) (regsql.Result, error) {
+	return t.tx.Exec(query, args...)
 }

@@ -188,6 +188,20 @@ func scanSubagent(r sqlitedb.Row) (sessiondb.Subagent, error) {
 	return a, err
 }
 
+// one runs query and returns its only row scanned, or not_found naming
+// what and id.
+func one[T any](ctx context.Context, q sqlitedb.Querier, what, id, query string, args []any, scan func(sqlitedb.Row) (T, error)) (T, error) {
+	rows, err := sqlitedb.Append(ctx, q, query, args, nil, scan)
+	var zero T
+	if err != nil {
+		return zero, sqlitedb.Wrap(err, "read %s %q", what, id)
+	}
+	if len(rows) == 0 {
+		return zero, sessiondb.NotFound(what, id)
+	}
+	return rows[0], nil
+}
+
 func getSubagent(ctx context.Context, q sqlitedb.Querier, id string) (sessiondb.Subagent, error) {
 	return one(ctx, q, "subagent", id, "SELECT "+subagentCols+" FROM subagent_sessions WHERE id = ?", []any{id}, scanSubagent)
 }

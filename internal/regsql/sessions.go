@@ -1,4 +1,4 @@
-package postgres
+package regsql
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -14,11 +13,11 @@ import (
 
 const agentSessionCols = "id, agent_group_id, messaging_group_id, thread_id, agent_provider, status, container_status, last_active, created_at"
 
-func scanAgentSession(r pgx.Row) (sessiondb.AgentSession, error) { return scanAgentSessionAnd(r) }
+func scanAgentSession(r Scanner) (sessiondb.AgentSession, error) { return scanAgentSessionAnd(r) }
 
 // scanAgentSessionAnd scans agentSessionCols and then extra columns into
 // extra.
-func scanAgentSessionAnd(r pgx.Row, extra ...any) (sessiondb.AgentSession, error) {
+func scanAgentSessionAnd(r Scanner, extra ...any) (sessiondb.AgentSession, error) {
 	var s sessiondb.AgentSession
 	var mg, thread, provider, status, cstatus, last, created sql.NullString
 	err := r.Scan(append([]any{&s.ID, &s.AgentGroupID, &mg, &thread, &provider, &status, &cstatus, &last, &created}, extra...)...)
@@ -36,7 +35,7 @@ const (
 )
 
 // findSession runs the lookup k describes.
-func findSession(ctx context.Context, q rquerier, k sessiondb.SessionKey) ([]sessiondb.AgentSession, error) {
+func findSession(ctx context.Context, q Querier, k sessiondb.SessionKey) ([]sessiondb.AgentSession, error) {
 	if k.NoLookup {
 		return nil, nil
 	}
@@ -49,29 +48,30 @@ func findSession(ctx context.Context, q rquerier, k sessiondb.SessionKey) ([]ses
 // ResolveSession implements sessiondb.AgentSessionService. A hit is
 // answered from a reader; a miss looks again inside the write transaction
 // before it inserts.
-func (c *Central) ResolveSession(ctx context.Context, l sessiondb.SessionLookup) (sessiondb.AgentSession, bool, error) {
+func (c *Registry) ResolveSession(ctx context.Context, l sessiondb.SessionLookup) (sessiondb.AgentSession, bool, error) {
 	if err := l.Validate(); err != nil {
 		return sessiondb.AgentSession{}, false, err
 	}
 	k := l.Key()
 	found, err := findSession(ctx, c.rq, k)
 	if err != nil {
-		return sessiondb.AgentSession{}, false, wrapErr(err, "resolve session")
+		return sessiondb.AgentSession{}, false, c.wrap(err, "resolve session")
 	}
 	if len(found) > 0 {
 		return found[0], false, nil
 	}
 	var s sessiondb.AgentSession
 	created := false
-	err = c.writeTx(ctx, "resolve session", func(tx *ctxTx) error {
+	err = c.write(ctx, "resolve session", func(tx Tx) error {
 		ctx := tx.Context()
-		// Resolutions of one key take turns: a transaction-scoped advisory
-		// lock on the key, then the lookup again, which (read committed)
-		// sees a session another host committed while we waited. A unique
-		// index cannot say it: which sessions count as the same depends on
-		// the wiring's mode (one per chat and thread, or one per agent
-		// group), and rows other programs wrote may hold twins.
-		if _, err := tx.Exec("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", resolveLockKey(k)); err != nil {
+		// Resolutions of one key take turns: the backend's lock on the key
+		// (SQLite's write transaction already holds the file's lock;
+		// PostgreSQL takes an advisory lock), then the lookup again, which
+		// sees a session another process committed while we waited. A
+		// unique index cannot say it: which sessions count as the same
+		// depends on the wiring's mode (one per chat and thread, or one per
+		// agent group), and rows other programs wrote may hold twins.
+		if err := c.b.LockResolve(tx, resolveLockKey(k)); err != nil {
 			return err
 		}
 		found, err := findSession(ctx, tx, k)
@@ -96,7 +96,7 @@ func (c *Central) ResolveSession(ctx context.Context, l sessiondb.SessionLookup)
 			id, l.AgentGroupID, nullText(l.MessagingGroupID), nullText(k.ThreadID), sessiondb.FormatTimestamp(now)); err != nil {
 			return err
 		}
-		s, err = one(ctx, tx, "session", id, "SELECT "+agentSessionCols+" FROM sessions WHERE id = ?", []any{id}, scanAgentSession)
+		s, err = one(c, ctx, tx, "session", id, "SELECT "+agentSessionCols+" FROM sessions WHERE id = ?", []any{id}, scanAgentSession)
 		created = err == nil
 		return err
 	})
@@ -106,7 +106,7 @@ func (c *Central) ResolveSession(ctx context.Context, l sessiondb.SessionLookup)
 	return s, created, nil
 }
 
-// resolveLockKey names the advisory lock of a lookup key.
+// resolveLockKey names the lock of a lookup key.
 func resolveLockKey(k sessiondb.SessionKey) string {
 	if k.AnyChat {
 		return "sessiondb.resolve.any\x1f" + k.AgentGroupID
@@ -115,20 +115,20 @@ func resolveLockKey(k sessiondb.SessionKey) string {
 }
 
 // FindActiveSession implements sessiondb.AgentSessionService.
-func (c *Central) FindActiveSession(ctx context.Context, l sessiondb.SessionLookup) (sessiondb.AgentSession, bool, error) {
+func (c *Registry) FindActiveSession(ctx context.Context, l sessiondb.SessionLookup) (sessiondb.AgentSession, bool, error) {
 	if err := l.Validate(); err != nil {
 		return sessiondb.AgentSession{}, false, err
 	}
 	found, err := findSession(ctx, c.rq, l.Key())
 	if err != nil || len(found) == 0 {
-		return sessiondb.AgentSession{}, false, wrapErr(err, "find session")
+		return sessiondb.AgentSession{}, false, c.wrap(err, "find session")
 	}
 	return found[0], true, nil
 }
 
 // GetAgentSession implements sessiondb.AgentSessionService.
-func (c *Central) GetAgentSession(ctx context.Context, id string) (sessiondb.AgentSession, error) {
-	return one(ctx, c.rq, "session", id, "SELECT "+agentSessionCols+" FROM sessions WHERE id = ?", []any{id}, scanAgentSession)
+func (c *Registry) GetAgentSession(ctx context.Context, id string) (sessiondb.AgentSession, error) {
+	return one(c, ctx, c.rq, "session", id, "SELECT "+agentSessionCols+" FROM sessions WHERE id = ?", []any{id}, scanAgentSession)
 }
 
 // sessionCursor encodes the keyset position after s.
@@ -137,7 +137,7 @@ func sessionCursor(s sessiondb.AgentSession, createdAt string) string {
 }
 
 // ListAgentSessions implements sessiondb.AgentSessionService.
-func (c *Central) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessionFilter) (sessiondb.AgentSessionPage, error) {
+func (c *Registry) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessionFilter) (sessiondb.AgentSessionPage, error) {
 	if err := f.Validate(); err != nil {
 		return sessiondb.AgentSessionPage{}, err
 	}
@@ -171,13 +171,13 @@ func (c *Central) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessio
 		s   sessiondb.AgentSession
 		raw string
 	}
-	rows, err := appendRows(ctx, c.rq, q, args, nil, func(r pgx.Row) (row, error) {
+	rows, err := appendRows(ctx, c.rq, q, args, nil, func(r Scanner) (row, error) {
 		var raw string
 		s, err := scanAgentSessionAnd(r, &raw)
 		return row{s, raw}, err
 	})
 	if err != nil {
-		return sessiondb.AgentSessionPage{}, wrapErr(err, "list sessions")
+		return sessiondb.AgentSessionPage{}, c.wrap(err, "list sessions")
 	}
 	page := sessiondb.AgentSessionPage{Sessions: []sessiondb.AgentSession{}}
 	for i, r := range rows {
@@ -193,8 +193,8 @@ func (c *Central) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessio
 
 // updateSession runs an UPDATE of one session by id (the last argument),
 // not_found when it changes nothing.
-func (c *Central) updateSession(ctx context.Context, what, id, query string, args ...any) error {
-	return c.writeTx(ctx, what, func(tx *ctxTx) error {
+func (c *Registry) updateSession(ctx context.Context, what, id, query string, args ...any) error {
+	return c.write(ctx, what, func(tx Tx) error {
 		res, err := tx.Exec(query, args...)
 		if err != nil {
 			return err
@@ -207,12 +207,12 @@ func (c *Central) updateSession(ctx context.Context, what, id, query string, arg
 }
 
 // TouchSession implements sessiondb.AgentSessionService.
-func (c *Central) TouchSession(ctx context.Context, id string) error {
+func (c *Registry) TouchSession(ctx context.Context, id string) error {
 	return c.updateSession(ctx, "touch session", id, "UPDATE sessions SET last_active = ? WHERE id = ?", c.stamp(), id)
 }
 
 // SetContainerStatus implements sessiondb.AgentSessionService.
-func (c *Central) SetContainerStatus(ctx context.Context, id string, st sessiondb.ContainerStatus) error {
+func (c *Registry) SetContainerStatus(ctx context.Context, id string, st sessiondb.ContainerStatus) error {
 	if err := st.Validate(); err != nil {
 		return err
 	}
@@ -223,9 +223,9 @@ func (c *Central) SetContainerStatus(ctx context.Context, id string, st sessiond
 }
 
 // StopAllContainers implements sessiondb.AgentSessionService.
-func (c *Central) StopAllContainers(ctx context.Context) (int, error) {
+func (c *Registry) StopAllContainers(ctx context.Context) (int, error) {
 	n := 0
-	err := c.writeTx(ctx, "stop all containers", func(tx *ctxTx) error {
+	err := c.write(ctx, "stop all containers", func(tx Tx) error {
 		res, err := tx.Exec("UPDATE sessions SET container_status = 'stopped' WHERE container_status IN ('running', 'idle')")
 		if err != nil {
 			return err
@@ -238,6 +238,6 @@ func (c *Central) StopAllContainers(ctx context.Context) (int, error) {
 }
 
 // CloseSession implements sessiondb.AgentSessionService.
-func (c *Central) CloseSession(ctx context.Context, id string) error {
+func (c *Registry) CloseSession(ctx context.Context, id string) error {
 	return c.updateSession(ctx, "close session", id, "UPDATE sessions SET status = 'closed' WHERE id = ?", id)
 }

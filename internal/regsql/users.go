@@ -1,4 +1,4 @@
-package postgres
+package regsql
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -14,7 +13,7 @@ import (
 
 const userCols = "id, kind, display_name, created_at"
 
-func scanUser(r pgx.Row) (sessiondb.User, error) {
+func scanUser(r Scanner) (sessiondb.User, error) {
 	var u sessiondb.User
 	var name, created sql.NullString
 	err := r.Scan(&u.ID, &u.Kind, &name, &created)
@@ -23,7 +22,7 @@ func scanUser(r pgx.Row) (sessiondb.User, error) {
 }
 
 // EnsureUser implements sessiondb.UserService.
-func (c *Central) EnsureUser(ctx context.Context, n sessiondb.NewUser) (sessiondb.User, bool, error) {
+func (c *Registry) EnsureUser(ctx context.Context, n sessiondb.NewUser) (sessiondb.User, bool, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.User{}, false, err
 	}
@@ -38,7 +37,7 @@ func (c *Central) EnsureUser(ctx context.Context, n sessiondb.NewUser) (sessiond
 	}
 	var u sessiondb.User
 	created := false
-	err := c.writeTx(ctx, "ensure user", func(tx *ctxTx) error {
+	err := c.write(ctx, "ensure user", func(tx Tx) error {
 		found, err := appendRows(tx.Context(), tx, "SELECT "+userCols+" FROM users WHERE id = ?", []any{n.ID}, nil, scanUser)
 		if err != nil {
 			return err
@@ -53,26 +52,26 @@ func (c *Central) EnsureUser(ctx context.Context, n sessiondb.NewUser) (sessiond
 		if err != nil {
 			return err
 		}
-		u, err = one(tx.Context(), tx, "user", n.ID, "SELECT "+userCols+" FROM users WHERE id = ?", []any{n.ID}, scanUser)
+		u, err = one(c, tx.Context(), tx, "user", n.ID, "SELECT "+userCols+" FROM users WHERE id = ?", []any{n.ID}, scanUser)
 		return err
 	})
 	return u, created, err
 }
 
 // GetUser implements sessiondb.UserService.
-func (c *Central) GetUser(ctx context.Context, id string) (sessiondb.User, error) {
-	return one(ctx, c.rq, "user", id, "SELECT "+userCols+" FROM users WHERE id = ?", []any{id}, scanUser)
+func (c *Registry) GetUser(ctx context.Context, id string) (sessiondb.User, error) {
+	return one(c, ctx, c.rq, "user", id, "SELECT "+userCols+" FROM users WHERE id = ?", []any{id}, scanUser)
 }
 
 // ListUsers implements sessiondb.UserService.
-func (c *Central) ListUsers(ctx context.Context) ([]sessiondb.User, error) {
+func (c *Registry) ListUsers(ctx context.Context) ([]sessiondb.User, error) {
 	out, err := appendRows(ctx, c.rq, "SELECT "+userCols+" FROM users ORDER BY id", nil, []sessiondb.User{}, scanUser)
-	return out, wrapErr(err, "list users")
+	return out, c.wrap(err, "list users")
 }
 
 const roleCols = "user_id, role, agent_group_id, granted_by, granted_at"
 
-func scanRole(r pgx.Row) (sessiondb.RoleGrant, error) {
+func scanRole(r Scanner) (sessiondb.RoleGrant, error) {
 	var g sessiondb.RoleGrant
 	var role string
 	var ag, by, at sql.NullString
@@ -82,12 +81,12 @@ func scanRole(r pgx.Row) (sessiondb.RoleGrant, error) {
 }
 
 // GrantRole implements sessiondb.UserService.
-func (c *Central) GrantRole(ctx context.Context, g sessiondb.NewRoleGrant) (bool, error) {
+func (c *Registry) GrantRole(ctx context.Context, g sessiondb.NewRoleGrant) (bool, error) {
 	if err := g.Validate(); err != nil {
 		return false, err
 	}
 	granted := false
-	err := c.writeTx(ctx, "grant role", func(tx *ctxTx) error {
+	err := c.write(ctx, "grant role", func(tx Tx) error {
 		ctx := tx.Context()
 		if err := mustExist(ctx, tx, "user", g.UserID, "SELECT 1 FROM users WHERE id = ?", g.UserID); err != nil {
 			return err
@@ -115,9 +114,9 @@ func (c *Central) GrantRole(ctx context.Context, g sessiondb.NewRoleGrant) (bool
 }
 
 // RevokeRole implements sessiondb.UserService.
-func (c *Central) RevokeRole(ctx context.Context, userID string, role sessiondb.Role, agentGroupID string) (bool, error) {
+func (c *Registry) RevokeRole(ctx context.Context, userID string, role sessiondb.Role, agentGroupID string) (bool, error) {
 	revoked := false
-	err := c.writeTx(ctx, "revoke role", func(tx *ctxTx) error {
+	err := c.write(ctx, "revoke role", func(tx Tx) error {
 		res, err := tx.Exec("DELETE FROM user_roles WHERE user_id = ? AND role = ? AND agent_group_id IS NOT DISTINCT FROM ?", userID, string(role), nullText(agentGroupID))
 		if err != nil {
 			return err
@@ -130,11 +129,11 @@ func (c *Central) RevokeRole(ctx context.Context, userID string, role sessiondb.
 }
 
 // ListRoles implements sessiondb.UserService.
-func (c *Central) ListRoles(ctx context.Context, f sessiondb.RoleFilter) ([]sessiondb.RoleGrant, error) {
-	return listRoles(ctx, c.rq, f)
+func (c *Registry) ListRoles(ctx context.Context, f sessiondb.RoleFilter) ([]sessiondb.RoleGrant, error) {
+	return c.listRoles(ctx, c.rq, f)
 }
 
-func listRoles(ctx context.Context, q rquerier, f sessiondb.RoleFilter) ([]sessiondb.RoleGrant, error) {
+func (c *Registry) listRoles(ctx context.Context, q Querier, f sessiondb.RoleFilter) ([]sessiondb.RoleGrant, error) {
 	query := "SELECT " + roleCols + " FROM user_roles WHERE 1 = 1"
 	var args []any
 	if f.UserID != "" {
@@ -153,7 +152,7 @@ func listRoles(ctx context.Context, q rquerier, f sessiondb.RoleFilter) ([]sessi
 	}
 	out, err := appendRows(ctx, q, query+" ORDER BY user_id, role, agent_group_id", args, []sessiondb.RoleGrant{}, scanRole)
 	if err != nil {
-		return nil, wrapErr(err, "list roles")
+		return nil, c.wrap(err, "list roles")
 	}
 	// By the moment of the grant, not its text: NanoClaw's ncl writes
 	// SQLite's "YYYY-MM-DD HH:MM:SS", which sorts before the ISO form of
@@ -163,7 +162,7 @@ func listRoles(ctx context.Context, q rquerier, f sessiondb.RoleFilter) ([]sessi
 }
 
 // AddMember implements sessiondb.UserService.
-func (c *Central) AddMember(ctx context.Context, userID, agentGroupID, addedBy string) (bool, error) {
+func (c *Registry) AddMember(ctx context.Context, userID, agentGroupID, addedBy string) (bool, error) {
 	if err := sessiondb.CheckUserID("user_id", userID); err != nil {
 		return false, err
 	}
@@ -173,7 +172,7 @@ func (c *Central) AddMember(ctx context.Context, userID, agentGroupID, addedBy s
 		}
 	}
 	added := false
-	err := c.writeTx(ctx, "add member", func(tx *ctxTx) error {
+	err := c.write(ctx, "add member", func(tx Tx) error {
 		ctx := tx.Context()
 		if err := mustExist(ctx, tx, "user", userID, "SELECT 1 FROM users WHERE id = ?", userID); err != nil {
 			return err
@@ -199,9 +198,9 @@ func (c *Central) AddMember(ctx context.Context, userID, agentGroupID, addedBy s
 }
 
 // RemoveMember implements sessiondb.UserService.
-func (c *Central) RemoveMember(ctx context.Context, userID, agentGroupID string) (bool, error) {
+func (c *Registry) RemoveMember(ctx context.Context, userID, agentGroupID string) (bool, error) {
 	removed := false
-	err := c.writeTx(ctx, "remove member", func(tx *ctxTx) error {
+	err := c.write(ctx, "remove member", func(tx Tx) error {
 		res, err := tx.Exec("DELETE FROM agent_group_members WHERE user_id = ? AND agent_group_id = ?", userID, agentGroupID)
 		if err != nil {
 			return err
@@ -215,7 +214,7 @@ func (c *Central) RemoveMember(ctx context.Context, userID, agentGroupID string)
 
 const memberCols = "user_id, agent_group_id, added_by, added_at"
 
-func scanMember(r pgx.Row) (sessiondb.Membership, error) {
+func scanMember(r Scanner) (sessiondb.Membership, error) {
 	var m sessiondb.Membership
 	var by, at sql.NullString
 	err := r.Scan(&m.UserID, &m.AgentGroupID, &by, &at)
@@ -224,28 +223,28 @@ func scanMember(r pgx.Row) (sessiondb.Membership, error) {
 }
 
 // ListMembers implements sessiondb.UserService.
-func (c *Central) ListMembers(ctx context.Context, agentGroupID string) ([]sessiondb.Membership, error) {
+func (c *Registry) ListMembers(ctx context.Context, agentGroupID string) ([]sessiondb.Membership, error) {
 	out, err := appendRows(ctx, c.rq, "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID}, []sessiondb.Membership{}, scanMember)
 	if err != nil {
-		return nil, wrapErr(err, "list members")
+		return nil, c.wrap(err, "list members")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].AddedAt.Before(out[j].AddedAt) })
 	return out, nil
 }
 
 // UserAccess implements sessiondb.UserService.
-func (c *Central) UserAccess(ctx context.Context, userID string) (sessiondb.UserAccess, error) {
+func (c *Registry) UserAccess(ctx context.Context, userID string) (sessiondb.UserAccess, error) {
 	a := sessiondb.UserAccess{UserID: userID}
 	if userID == "" {
 		return a, nil
 	}
-	err := c.readTx(ctx, "read the access of user "+userID, func(q rquerier) error {
+	err := c.read(ctx, "read the access of user "+userID, func(q Querier) error {
 		users, err := appendRows(ctx, q, "SELECT "+userCols+" FROM users WHERE id = ?", []any{userID}, nil, scanUser)
 		if err != nil || len(users) == 0 {
 			return err
 		}
 		a.User = &users[0]
-		if a.Roles, err = listRoles(ctx, q, sessiondb.RoleFilter{UserID: userID}); err != nil {
+		if a.Roles, err = c.listRoles(ctx, q, sessiondb.RoleFilter{UserID: userID}); err != nil {
 			return err
 		}
 		a.Memberships, err = appendRows(ctx, q, "SELECT "+memberCols+" FROM agent_group_members WHERE user_id = ? ORDER BY agent_group_id", []any{userID}, nil, scanMember)
@@ -255,10 +254,10 @@ func (c *Central) UserAccess(ctx context.Context, userID string) (sessiondb.User
 }
 
 // GetUserDM implements sessiondb.UserService.
-func (c *Central) GetUserDM(ctx context.Context, userID, channelType string) (sessiondb.UserDM, error) {
-	return one(ctx, c.rq, "DM of user", userID+" on "+channelType,
+func (c *Registry) GetUserDM(ctx context.Context, userID, channelType string) (sessiondb.UserDM, error) {
+	return one(c, ctx, c.rq, "DM of user", userID+" on "+channelType,
 		"SELECT user_id, channel_type, messaging_group_id, resolved_at FROM user_dms WHERE user_id = ? AND channel_type = ?",
-		[]any{userID, channelType}, func(r pgx.Row) (sessiondb.UserDM, error) {
+		[]any{userID, channelType}, func(r Scanner) (sessiondb.UserDM, error) {
 			var d sessiondb.UserDM
 			var at sql.NullString
 			err := r.Scan(&d.UserID, &d.ChannelType, &d.MessagingGroupID, &at)
@@ -268,12 +267,12 @@ func (c *Central) GetUserDM(ctx context.Context, userID, channelType string) (se
 }
 
 // SaveUserDM implements sessiondb.UserService.
-func (c *Central) SaveUserDM(ctx context.Context, n sessiondb.NewUserDM) (sessiondb.MessagingGroup, error) {
+func (c *Registry) SaveUserDM(ctx context.Context, n sessiondb.NewUserDM) (sessiondb.MessagingGroup, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.MessagingGroup{}, err
 	}
 	var m sessiondb.MessagingGroup
-	err := c.writeTx(ctx, "save user DM", func(tx *ctxTx) error {
+	err := c.write(ctx, "save user DM", func(tx Tx) error {
 		if err := mustExist(tx.Context(), tx, "user", n.UserID, "SELECT 1 FROM users WHERE id = ?", n.UserID); err != nil {
 			return err
 		}
@@ -284,7 +283,7 @@ func (c *Central) SaveUserDM(ctx context.Context, n sessiondb.NewUserDM) (sessio
 		}
 		if len(found) > 0 {
 			m = found[0]
-		} else if m, err = insertMessagingGroup(tx, sessiondb.NewMessagingGroup{ChannelType: n.ChannelType, PlatformID: n.PlatformID,
+		} else if m, err = c.insertMessagingGroup(tx, sessiondb.NewMessagingGroup{ChannelType: n.ChannelType, PlatformID: n.PlatformID,
 			Name: n.Name, UnknownSenderPolicy: sessiondb.PolicyStrict}, now); err != nil {
 			return err
 		}

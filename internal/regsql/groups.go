@@ -1,4 +1,4 @@
-package sqlite
+package regsql
 
 import (
 	"context"
@@ -6,14 +6,13 @@ import (
 	"fmt"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // Agent groups, chats and the wirings between them.
 
 const agentGroupCols = "id, name, folder, agent_provider, created_at"
 
-func scanAgentGroup(r sqlitedb.Row) (sessiondb.AgentGroup, error) {
+func scanAgentGroup(r Scanner) (sessiondb.AgentGroup, error) {
 	var g sessiondb.AgentGroup
 	var provider, created sql.NullString
 	err := r.Scan(&g.ID, &g.Name, &g.Folder, &provider, &created)
@@ -23,11 +22,11 @@ func scanAgentGroup(r sqlitedb.Row) (sessiondb.AgentGroup, error) {
 
 // one runs query and returns its only row scanned, or not_found naming
 // what and id.
-func one[T any](ctx context.Context, q sqlitedb.Querier, what, id, query string, args []any, scan func(sqlitedb.Row) (T, error)) (T, error) {
-	rows, err := sqlitedb.Append(ctx, q, query, args, nil, scan)
+func one[T any](c *Registry, ctx context.Context, q Querier, what, id, query string, args []any, scan func(Scanner) (T, error)) (T, error) {
+	rows, err := appendRows(ctx, q, query, args, nil, scan)
 	var zero T
 	if err != nil {
-		return zero, sqlitedb.Wrap(err, "read %s %q", what, id)
+		return zero, c.wrap(err, "read %s %q", what, id)
 	}
 	if len(rows) == 0 {
 		return zero, sessiondb.NotFound(what, id)
@@ -36,7 +35,7 @@ func one[T any](ctx context.Context, q sqlitedb.Querier, what, id, query string,
 }
 
 // CreateAgentGroup implements sessiondb.AgentGroupService.
-func (c *Central) CreateAgentGroup(ctx context.Context, n sessiondb.NewAgentGroup) (sessiondb.AgentGroup, error) {
+func (c *Registry) CreateAgentGroup(ctx context.Context, n sessiondb.NewAgentGroup) (sessiondb.AgentGroup, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.AgentGroup{}, err
 	}
@@ -45,7 +44,7 @@ func (c *Central) CreateAgentGroup(ctx context.Context, n sessiondb.NewAgentGrou
 	if g.ID == "" {
 		g.ID = sessiondb.NewID("ag", now)
 	}
-	err := c.f.write(ctx, "create agent group", func(tx *sqlitedb.Tx) error {
+	err := c.write(ctx, "create agent group", func(tx Tx) error {
 		if taken, err := hasRow(tx.Context(), tx, "SELECT 1 FROM agent_groups WHERE id = ?", g.ID); err != nil || taken {
 			return orConflict(err, "agent group id %q is taken", g.ID)
 		}
@@ -53,7 +52,7 @@ func (c *Central) CreateAgentGroup(ctx context.Context, n sessiondb.NewAgentGrou
 			return orConflict(err, "folder %q belongs to another agent group", g.Folder)
 		}
 		_, err := tx.Exec("INSERT INTO agent_groups ("+agentGroupCols+") VALUES (?, ?, ?, ?, ?)",
-			g.ID, g.Name, g.Folder, nullStr(g.AgentProvider), sessiondb.FormatTimestamp(now))
+			g.ID, g.Name, g.Folder, nullText(g.AgentProvider), sessiondb.FormatTimestamp(now))
 		return err
 	})
 	if err != nil {
@@ -72,30 +71,30 @@ func orConflict(err error, format string, args ...any) error {
 }
 
 // GetAgentGroup implements sessiondb.AgentGroupService.
-func (c *Central) GetAgentGroup(ctx context.Context, id string) (sessiondb.AgentGroup, error) {
-	return one(ctx, c.f.rp, "agent group", id, "SELECT "+agentGroupCols+" FROM agent_groups WHERE id = ?", []any{id}, scanAgentGroup)
+func (c *Registry) GetAgentGroup(ctx context.Context, id string) (sessiondb.AgentGroup, error) {
+	return one(c, ctx, c.rq, "agent group", id, "SELECT "+agentGroupCols+" FROM agent_groups WHERE id = ?", []any{id}, scanAgentGroup)
 }
 
 // GetAgentGroupByFolder implements sessiondb.AgentGroupService.
-func (c *Central) GetAgentGroupByFolder(ctx context.Context, folder string) (sessiondb.AgentGroup, error) {
-	return one(ctx, c.f.rp, "agent group with folder", folder, "SELECT "+agentGroupCols+" FROM agent_groups WHERE folder = ?", []any{folder}, scanAgentGroup)
+func (c *Registry) GetAgentGroupByFolder(ctx context.Context, folder string) (sessiondb.AgentGroup, error) {
+	return one(c, ctx, c.rq, "agent group with folder", folder, "SELECT "+agentGroupCols+" FROM agent_groups WHERE folder = ?", []any{folder}, scanAgentGroup)
 }
 
 // ListAgentGroups implements sessiondb.AgentGroupService.
-func (c *Central) ListAgentGroups(ctx context.Context) ([]sessiondb.AgentGroup, error) {
-	out, err := sqlitedb.Append(ctx, c.f.rp, "SELECT "+agentGroupCols+" FROM agent_groups ORDER BY name, id", nil, []sessiondb.AgentGroup{}, scanAgentGroup)
-	return out, sqlitedb.Wrap(err, "list agent groups")
+func (c *Registry) ListAgentGroups(ctx context.Context) ([]sessiondb.AgentGroup, error) {
+	out, err := appendRows(ctx, c.rq, "SELECT "+agentGroupCols+" FROM agent_groups ORDER BY name, id", nil, []sessiondb.AgentGroup{}, scanAgentGroup)
+	return out, c.wrap(err, "list agent groups")
 }
 
 // UpdateAgentGroup implements sessiondb.AgentGroupService.
-func (c *Central) UpdateAgentGroup(ctx context.Context, id string, u sessiondb.AgentGroupUpdate) (sessiondb.AgentGroup, error) {
+func (c *Registry) UpdateAgentGroup(ctx context.Context, id string, u sessiondb.AgentGroupUpdate) (sessiondb.AgentGroup, error) {
 	if err := u.Validate(); err != nil {
 		return sessiondb.AgentGroup{}, err
 	}
 	var g sessiondb.AgentGroup
-	err := c.f.write(ctx, "update agent group", func(tx *sqlitedb.Tx) error {
+	err := c.write(ctx, "update agent group", func(tx Tx) error {
 		var err error
-		if g, err = one(tx.Context(), tx, "agent group", id, "SELECT "+agentGroupCols+" FROM agent_groups WHERE id = ?", []any{id}, scanAgentGroup); err != nil {
+		if g, err = one(c, tx.Context(), tx, "agent group", id, "SELECT "+agentGroupCols+" FROM agent_groups WHERE id = ?", []any{id}, scanAgentGroup); err != nil {
 			return err
 		}
 		if u.Name != nil {
@@ -104,15 +103,15 @@ func (c *Central) UpdateAgentGroup(ctx context.Context, id string, u sessiondb.A
 		if u.AgentProvider != nil {
 			g.AgentProvider = *u.AgentProvider
 		}
-		_, err = tx.Exec("UPDATE agent_groups SET name = ?, agent_provider = ? WHERE id = ?", g.Name, nullStr(g.AgentProvider), id)
+		_, err = tx.Exec("UPDATE agent_groups SET name = ?, agent_provider = ? WHERE id = ?", g.Name, nullText(g.AgentProvider), id)
 		return err
 	})
 	return g, err
 }
 
 // DeleteAgentGroup implements sessiondb.AgentGroupService.
-func (c *Central) DeleteAgentGroup(ctx context.Context, id string) error {
-	return c.f.write(ctx, "delete agent group", func(tx *sqlitedb.Tx) error {
+func (c *Registry) DeleteAgentGroup(ctx context.Context, id string) error {
+	return c.write(ctx, "delete agent group", func(tx Tx) error {
 		ctx := tx.Context()
 		if err := mustExist(ctx, tx, "agent group", id, "SELECT 1 FROM agent_groups WHERE id = ?", id); err != nil {
 			return err
@@ -141,7 +140,7 @@ func (c *Central) DeleteAgentGroup(ctx context.Context, id string) error {
 
 const messagingGroupCols = "id, channel_type, platform_id, name, is_group, unknown_sender_policy, created_at, denied_at"
 
-func scanMessagingGroup(r sqlitedb.Row) (sessiondb.MessagingGroup, error) {
+func scanMessagingGroup(r Scanner) (sessiondb.MessagingGroup, error) {
 	var m sessiondb.MessagingGroup
 	var name, created, denied sql.NullString
 	var isGroup sql.NullInt64
@@ -154,7 +153,7 @@ func scanMessagingGroup(r sqlitedb.Row) (sessiondb.MessagingGroup, error) {
 
 // insertMessagingGroup inserts a chat built from n (validated) and
 // returns it as stored.
-func insertMessagingGroup(tx *sqlitedb.Tx, n sessiondb.NewMessagingGroup, now string) (sessiondb.MessagingGroup, error) {
+func (c *Registry) insertMessagingGroup(tx Tx, n sessiondb.NewMessagingGroup, now string) (sessiondb.MessagingGroup, error) {
 	if n.UnknownSenderPolicy == "" {
 		n.UnknownSenderPolicy = sessiondb.PolicyStrict
 	}
@@ -170,29 +169,29 @@ func insertMessagingGroup(tx *sqlitedb.Tx, n sessiondb.NewMessagingGroup, now st
 		isGroup = 1
 	}
 	if _, err := tx.Exec("INSERT INTO messaging_groups (id, channel_type, platform_id, name, is_group, unknown_sender_policy, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		n.ID, n.ChannelType, n.PlatformID, nullStr(n.Name), isGroup, string(n.UnknownSenderPolicy), now); err != nil {
+		n.ID, n.ChannelType, n.PlatformID, nullText(n.Name), isGroup, string(n.UnknownSenderPolicy), now); err != nil {
 		return sessiondb.MessagingGroup{}, err
 	}
-	return one(tx.Context(), tx, "messaging group", n.ID, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{n.ID}, scanMessagingGroup)
+	return one(c, tx.Context(), tx, "messaging group", n.ID, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{n.ID}, scanMessagingGroup)
 }
 
-func findChat(tx *sqlitedb.Tx, channelType, platformID string) ([]sessiondb.MessagingGroup, error) {
-	return sqlitedb.Append(tx.Context(), tx, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE channel_type = ? AND platform_id = ?",
+func findChat(tx Tx, channelType, platformID string) ([]sessiondb.MessagingGroup, error) {
+	return appendRows(tx.Context(), tx, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE channel_type = ? AND platform_id = ?",
 		[]any{channelType, platformID}, nil, scanMessagingGroup)
 }
 
 // CreateMessagingGroup implements sessiondb.MessagingGroupService.
-func (c *Central) CreateMessagingGroup(ctx context.Context, n sessiondb.NewMessagingGroup) (sessiondb.MessagingGroup, error) {
+func (c *Registry) CreateMessagingGroup(ctx context.Context, n sessiondb.NewMessagingGroup) (sessiondb.MessagingGroup, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.MessagingGroup{}, err
 	}
 	var m sessiondb.MessagingGroup
-	err := c.f.write(ctx, "create messaging group", func(tx *sqlitedb.Tx) error {
+	err := c.write(ctx, "create messaging group", func(tx Tx) error {
 		found, err := findChat(tx, n.ChannelType, n.PlatformID)
 		if err != nil || len(found) > 0 {
 			return orConflict(err, "chat %s %q is already messaging group %q", n.ChannelType, n.PlatformID, firstID(found))
 		}
-		m, err = insertMessagingGroup(tx, n, c.stamp())
+		m, err = c.insertMessagingGroup(tx, n, c.stamp())
 		return err
 	})
 	return m, err
@@ -206,7 +205,7 @@ func firstID(ms []sessiondb.MessagingGroup) string {
 }
 
 // EnsureMessagingGroup implements sessiondb.MessagingGroupService.
-func (c *Central) EnsureMessagingGroup(ctx context.Context, n sessiondb.NewMessagingGroup) (sessiondb.MessagingGroup, bool, error) {
+func (c *Registry) EnsureMessagingGroup(ctx context.Context, n sessiondb.NewMessagingGroup) (sessiondb.MessagingGroup, bool, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.MessagingGroup{}, false, err
 	}
@@ -215,7 +214,7 @@ func (c *Central) EnsureMessagingGroup(ctx context.Context, n sessiondb.NewMessa
 	}
 	var m sessiondb.MessagingGroup
 	created := false
-	err := c.f.write(ctx, "ensure messaging group", func(tx *sqlitedb.Tx) error {
+	err := c.write(ctx, "ensure messaging group", func(tx Tx) error {
 		found, err := findChat(tx, n.ChannelType, n.PlatformID)
 		if err != nil {
 			return err
@@ -225,25 +224,25 @@ func (c *Central) EnsureMessagingGroup(ctx context.Context, n sessiondb.NewMessa
 			return nil
 		}
 		m, created = sessiondb.MessagingGroup{}, true
-		m, err = insertMessagingGroup(tx, n, c.stamp())
+		m, err = c.insertMessagingGroup(tx, n, c.stamp())
 		return err
 	})
 	return m, created, err
 }
 
 // GetMessagingGroup implements sessiondb.MessagingGroupService.
-func (c *Central) GetMessagingGroup(ctx context.Context, id string) (sessiondb.MessagingGroup, error) {
-	return one(ctx, c.f.rp, "messaging group", id, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{id}, scanMessagingGroup)
+func (c *Registry) GetMessagingGroup(ctx context.Context, id string) (sessiondb.MessagingGroup, error) {
+	return one(c, ctx, c.rq, "messaging group", id, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{id}, scanMessagingGroup)
 }
 
 // FindMessagingGroup implements sessiondb.MessagingGroupService.
-func (c *Central) FindMessagingGroup(ctx context.Context, channelType, platformID string) (sessiondb.MessagingGroup, error) {
-	return one(ctx, c.f.rp, "messaging group", channelType+":"+platformID,
+func (c *Registry) FindMessagingGroup(ctx context.Context, channelType, platformID string) (sessiondb.MessagingGroup, error) {
+	return one(c, ctx, c.rq, "messaging group", channelType+":"+platformID,
 		"SELECT "+messagingGroupCols+" FROM messaging_groups WHERE channel_type = ? AND platform_id = ?", []any{channelType, platformID}, scanMessagingGroup)
 }
 
 // ListMessagingGroups implements sessiondb.MessagingGroupService.
-func (c *Central) ListMessagingGroups(ctx context.Context, f sessiondb.MessagingGroupFilter) ([]sessiondb.MessagingGroup, error) {
+func (c *Registry) ListMessagingGroups(ctx context.Context, f sessiondb.MessagingGroupFilter) ([]sessiondb.MessagingGroup, error) {
 	q := "SELECT " + messagingGroupCols + " FROM messaging_groups"
 	var args []any
 	if f.ChannelType != "" {
@@ -251,19 +250,19 @@ func (c *Central) ListMessagingGroups(ctx context.Context, f sessiondb.Messaging
 		args = append(args, f.ChannelType)
 	}
 	q += " ORDER BY name IS NULL OR name = '', name, channel_type, platform_id"
-	out, err := sqlitedb.Append(ctx, c.f.rp, q, args, []sessiondb.MessagingGroup{}, scanMessagingGroup)
-	return out, sqlitedb.Wrap(err, "list messaging groups")
+	out, err := appendRows(ctx, c.rq, q, args, []sessiondb.MessagingGroup{}, scanMessagingGroup)
+	return out, c.wrap(err, "list messaging groups")
 }
 
 // UpdateMessagingGroup implements sessiondb.MessagingGroupService.
-func (c *Central) UpdateMessagingGroup(ctx context.Context, id string, u sessiondb.MessagingGroupUpdate) (sessiondb.MessagingGroup, error) {
+func (c *Registry) UpdateMessagingGroup(ctx context.Context, id string, u sessiondb.MessagingGroupUpdate) (sessiondb.MessagingGroup, error) {
 	if err := u.Validate(); err != nil {
 		return sessiondb.MessagingGroup{}, err
 	}
 	var m sessiondb.MessagingGroup
-	err := c.f.write(ctx, "update messaging group", func(tx *sqlitedb.Tx) error {
+	err := c.write(ctx, "update messaging group", func(tx Tx) error {
 		get := func() (sessiondb.MessagingGroup, error) {
-			return one(tx.Context(), tx, "messaging group", id, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{id}, scanMessagingGroup)
+			return one(c, tx.Context(), tx, "messaging group", id, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{id}, scanMessagingGroup)
 		}
 		if _, err := get(); err != nil {
 			return err
@@ -273,7 +272,7 @@ func (c *Central) UpdateMessagingGroup(ctx context.Context, id string, u session
 			return err
 		}
 		if u.Name != nil {
-			if err := set("name", nullStr(*u.Name)); err != nil {
+			if err := set("name", nullText(*u.Name)); err != nil {
 				return err
 			}
 		}
@@ -310,8 +309,8 @@ func (c *Central) UpdateMessagingGroup(ctx context.Context, id string, u session
 }
 
 // DeleteMessagingGroup implements sessiondb.MessagingGroupService.
-func (c *Central) DeleteMessagingGroup(ctx context.Context, id string) error {
-	return c.f.write(ctx, "delete messaging group", func(tx *sqlitedb.Tx) error {
+func (c *Registry) DeleteMessagingGroup(ctx context.Context, id string) error {
+	return c.write(ctx, "delete messaging group", func(tx Tx) error {
 		ctx := tx.Context()
 		if err := mustExist(ctx, tx, "messaging group", id, "SELECT 1 FROM messaging_groups WHERE id = ?", id); err != nil {
 			return err
@@ -337,7 +336,7 @@ func (c *Central) DeleteMessagingGroup(ctx context.Context, id string) error {
 
 const wiringCols = "id, messaging_group_id, agent_group_id, engage_mode, engage_pattern, sender_scope, ignored_message_policy, session_mode, priority, created_at"
 
-func scanWiring(r sqlitedb.Row) (sessiondb.Wiring, error) {
+func scanWiring(r Scanner) (sessiondb.Wiring, error) {
 	var w sessiondb.Wiring
 	var mode, pattern, scope, policy, smode, created sql.NullString
 	var prio sql.NullInt64
@@ -349,7 +348,7 @@ func scanWiring(r sqlitedb.Row) (sessiondb.Wiring, error) {
 }
 
 // CreateWiring implements sessiondb.WiringService.
-func (c *Central) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sessiondb.Wired, error) {
+func (c *Registry) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sessiondb.Wired, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.Wired{}, err
 	}
@@ -359,9 +358,9 @@ func (c *Central) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sess
 		n.ID = sessiondb.NewID("mga", now)
 	}
 	var out sessiondb.Wired
-	err := c.f.write(ctx, "create wiring", func(tx *sqlitedb.Tx) error {
+	err := c.write(ctx, "create wiring", func(tx Tx) error {
 		ctx := tx.Context()
-		chat, err := one(ctx, tx, "messaging group", n.MessagingGroupID, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{n.MessagingGroupID}, scanMessagingGroup)
+		chat, err := one(c, ctx, tx, "messaging group", n.MessagingGroupID, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE id = ?", []any{n.MessagingGroupID}, scanMessagingGroup)
 		if err != nil {
 			return err
 		}
@@ -376,11 +375,11 @@ func (c *Central) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sess
 		}
 		stamp := sessiondb.FormatTimestamp(now)
 		if _, err := tx.Exec("INSERT INTO messaging_group_agents ("+wiringCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			n.ID, n.MessagingGroupID, n.AgentGroupID, string(n.EngageMode), nullStr(n.EngagePattern), string(n.SenderScope),
+			n.ID, n.MessagingGroupID, n.AgentGroupID, string(n.EngageMode), nullText(n.EngagePattern), string(n.SenderScope),
 			string(n.IgnoredMessagePolicy), string(n.SessionMode), n.Priority, stamp); err != nil {
 			return err
 		}
-		if out.Wiring, err = one(ctx, tx, "wiring", n.ID, "SELECT "+wiringCols+" FROM messaging_group_agents WHERE id = ?", []any{n.ID}, scanWiring); err != nil {
+		if out.Wiring, err = one(c, ctx, tx, "wiring", n.ID, "SELECT "+wiringCols+" FROM messaging_group_agents WHERE id = ?", []any{n.ID}, scanWiring); err != nil {
 			return err
 		}
 		out.Destination = nil
@@ -388,7 +387,7 @@ func (c *Central) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sess
 		if err != nil || has {
 			return err
 		}
-		names, err := sqlitedb.Append(ctx, tx, "SELECT local_name FROM agent_destinations WHERE agent_group_id = ?", []any{n.AgentGroupID}, nil, sqlitedb.Value[string])
+		names, err := appendRows(ctx, tx, "SELECT local_name FROM agent_destinations WHERE agent_group_id = ?", []any{n.AgentGroupID}, nil, valueOf[string])
 		if err != nil {
 			return err
 		}
@@ -413,12 +412,12 @@ func (c *Central) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (sess
 }
 
 // GetWiring implements sessiondb.WiringService.
-func (c *Central) GetWiring(ctx context.Context, id string) (sessiondb.Wiring, error) {
-	return one(ctx, c.f.rp, "wiring", id, "SELECT "+wiringCols+" FROM messaging_group_agents WHERE id = ?", []any{id}, scanWiring)
+func (c *Registry) GetWiring(ctx context.Context, id string) (sessiondb.Wiring, error) {
+	return one(c, ctx, c.rq, "wiring", id, "SELECT "+wiringCols+" FROM messaging_group_agents WHERE id = ?", []any{id}, scanWiring)
 }
 
 // ListWirings implements sessiondb.WiringService.
-func (c *Central) ListWirings(ctx context.Context, f sessiondb.WiringFilter) ([]sessiondb.Wiring, error) {
+func (c *Registry) ListWirings(ctx context.Context, f sessiondb.WiringFilter) ([]sessiondb.Wiring, error) {
 	q := "SELECT " + wiringCols + " FROM messaging_group_agents WHERE 1 = 1"
 	var args []any
 	if f.MessagingGroupID != "" {
@@ -430,15 +429,15 @@ func (c *Central) ListWirings(ctx context.Context, f sessiondb.WiringFilter) ([]
 		args = append(args, f.AgentGroupID)
 	}
 	q += " ORDER BY COALESCE(priority, 0) DESC, created_at, id"
-	out, err := sqlitedb.Append(ctx, c.f.rp, q, args, []sessiondb.Wiring{}, scanWiring)
-	return out, sqlitedb.Wrap(err, "list wirings")
+	out, err := appendRows(ctx, c.rq, q, args, []sessiondb.Wiring{}, scanWiring)
+	return out, c.wrap(err, "list wirings")
 }
 
 // UpdateWiring implements sessiondb.WiringService.
-func (c *Central) UpdateWiring(ctx context.Context, id string, u sessiondb.WiringUpdate) (sessiondb.Wiring, error) {
+func (c *Registry) UpdateWiring(ctx context.Context, id string, u sessiondb.WiringUpdate) (sessiondb.Wiring, error) {
 	var w sessiondb.Wiring
-	err := c.f.write(ctx, "update wiring", func(tx *sqlitedb.Tx) error {
-		old, err := one(tx.Context(), tx, "wiring", id, "SELECT "+wiringCols+" FROM messaging_group_agents WHERE id = ?", []any{id}, scanWiring)
+	err := c.write(ctx, "update wiring", func(tx Tx) error {
+		old, err := one(c, tx.Context(), tx, "wiring", id, "SELECT "+wiringCols+" FROM messaging_group_agents WHERE id = ?", []any{id}, scanWiring)
 		if err != nil {
 			return err
 		}
@@ -447,7 +446,7 @@ func (c *Central) UpdateWiring(ctx context.Context, id string, u sessiondb.Wirin
 		}
 		_, err = tx.Exec(`UPDATE messaging_group_agents SET engage_mode = ?, engage_pattern = ?, sender_scope = ?,
 ignored_message_policy = ?, session_mode = ?, priority = ? WHERE id = ?`,
-			string(w.EngageMode), nullStr(w.EngagePattern), string(w.SenderScope), string(w.IgnoredMessagePolicy), string(w.SessionMode), w.Priority, id)
+			string(w.EngageMode), nullText(w.EngagePattern), string(w.SenderScope), string(w.IgnoredMessagePolicy), string(w.SessionMode), w.Priority, id)
 		return err
 	})
 	if err != nil {
@@ -457,8 +456,8 @@ ignored_message_policy = ?, session_mode = ?, priority = ? WHERE id = ?`,
 }
 
 // DeleteWiring implements sessiondb.WiringService.
-func (c *Central) DeleteWiring(ctx context.Context, id string) error {
-	return c.f.write(ctx, "delete wiring", func(tx *sqlitedb.Tx) error {
+func (c *Registry) DeleteWiring(ctx context.Context, id string) error {
+	return c.write(ctx, "delete wiring", func(tx Tx) error {
 		res, err := tx.Exec("DELETE FROM messaging_group_agents WHERE id = ?", id)
 		if err != nil {
 			return err

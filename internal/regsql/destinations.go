@@ -1,10 +1,9 @@
-package postgres
+package regsql
 
 import (
 	"context"
 	"database/sql"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -12,7 +11,7 @@ import (
 
 const destinationCols = "agent_group_id, local_name, target_type, target_id, created_at"
 
-func scanDestination(r pgx.Row) (sessiondb.Destination, error) {
+func scanDestination(r Scanner) (sessiondb.Destination, error) {
 	var d sessiondb.Destination
 	var tt string
 	var at sql.NullString
@@ -22,12 +21,12 @@ func scanDestination(r pgx.Row) (sessiondb.Destination, error) {
 }
 
 // AddDestination implements sessiondb.DestinationService.
-func (c *Central) AddDestination(ctx context.Context, n sessiondb.NewDestination) (sessiondb.Destination, error) {
+func (c *Registry) AddDestination(ctx context.Context, n sessiondb.NewDestination) (sessiondb.Destination, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.Destination{}, err
 	}
 	var d sessiondb.Destination
-	err := c.writeTx(ctx, "add destination", func(tx *ctxTx) error {
+	err := c.write(ctx, "add destination", func(tx Tx) error {
 		ctx := tx.Context()
 		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
 			return err
@@ -48,7 +47,7 @@ func (c *Central) AddDestination(ctx context.Context, n sessiondb.NewDestination
 			return err
 		}
 		var err error
-		d, err = one(ctx, tx, "destination", n.LocalName, "SELECT "+destinationCols+" FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?",
+		d, err = one(c, ctx, tx, "destination", n.LocalName, "SELECT "+destinationCols+" FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?",
 			[]any{n.AgentGroupID, n.LocalName}, scanDestination)
 		return err
 	})
@@ -56,8 +55,8 @@ func (c *Central) AddDestination(ctx context.Context, n sessiondb.NewDestination
 }
 
 // RemoveDestination implements sessiondb.DestinationService.
-func (c *Central) RemoveDestination(ctx context.Context, agentGroupID, localName string) error {
-	return c.writeTx(ctx, "remove destination", func(tx *ctxTx) error {
+func (c *Registry) RemoveDestination(ctx context.Context, agentGroupID, localName string) error {
+	return c.write(ctx, "remove destination", func(tx Tx) error {
 		res, err := tx.Exec("DELETE FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", agentGroupID, localName)
 		if err != nil {
 			return err
@@ -70,15 +69,15 @@ func (c *Central) RemoveDestination(ctx context.Context, agentGroupID, localName
 }
 
 // ListDestinations implements sessiondb.DestinationService.
-func (c *Central) ListDestinations(ctx context.Context, agentGroupID string) ([]sessiondb.Destination, error) {
+func (c *Registry) ListDestinations(ctx context.Context, agentGroupID string) ([]sessiondb.Destination, error) {
 	out, err := appendRows(ctx, c.rq, "SELECT "+destinationCols+" FROM agent_destinations WHERE agent_group_id = ? ORDER BY local_name",
 		[]any{agentGroupID}, []sessiondb.Destination{}, scanDestination)
-	return out, wrapErr(err, "list destinations")
+	return out, c.wrap(err, "list destinations")
 }
 
 // ResolveDestinations implements sessiondb.DestinationService: one query,
 // so one snapshot.
-func (c *Central) ResolveDestinations(ctx context.Context, agentGroupID string) ([]sessiondb.ResolvedDestination, error) {
+func (c *Registry) ResolveDestinations(ctx context.Context, agentGroupID string) ([]sessiondb.ResolvedDestination, error) {
 	const q = `SELECT d.agent_group_id, d.local_name, d.target_type, d.target_id, d.created_at,
   mg.id, mg.channel_type, mg.platform_id, mg.name, mg.is_group, mg.unknown_sender_policy, mg.created_at, mg.denied_at,
   ag.id, ag.name, ag.folder, ag.agent_provider, ag.created_at
@@ -86,7 +85,7 @@ FROM agent_destinations d
 LEFT JOIN messaging_groups mg ON d.target_type = 'channel' AND mg.id = d.target_id
 LEFT JOIN agent_groups ag ON d.target_type = 'agent' AND ag.id = d.target_id
 WHERE d.agent_group_id = ? ORDER BY d.local_name`
-	out, err := appendRows(ctx, c.rq, q, []any{agentGroupID}, []sessiondb.ResolvedDestination{}, func(r pgx.Row) (sessiondb.ResolvedDestination, error) {
+	out, err := appendRows(ctx, c.rq, q, []any{agentGroupID}, []sessiondb.ResolvedDestination{}, func(r Scanner) (sessiondb.ResolvedDestination, error) {
 		var d sessiondb.ResolvedDestination
 		var tt string
 		var at sql.NullString
@@ -108,5 +107,5 @@ WHERE d.agent_group_id = ? ORDER BY d.local_name`
 		}
 		return d, err
 	})
-	return out, wrapErr(err, "resolve destinations")
+	return out, c.wrap(err, "resolve destinations")
 }

@@ -1,4 +1,4 @@
-package sqlite
+package regsql
 
 import (
 	"context"
@@ -6,46 +6,45 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // The dropped-message audit (spec A9).
 
 // RecordDroppedMessage implements sessiondb.DroppedService.
-func (c *Central) RecordDroppedMessage(ctx context.Context, d sessiondb.DroppedMessage) error {
+func (c *Registry) RecordDroppedMessage(ctx context.Context, d sessiondb.DroppedMessage) error {
 	if err := d.Validate(); err != nil {
 		return err
 	}
-	return c.f.write(ctx, "record dropped message", func(tx *sqlitedb.Tx) error {
+	return c.write(ctx, "record dropped message", func(tx Tx) error {
 		now := c.stamp()
 		_, err := tx.Exec(`INSERT INTO unregistered_senders
   (channel_type, platform_id, user_id, sender_name, reason, messaging_group_id, agent_group_id, message_count, first_seen, last_seen)
 VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
 ON CONFLICT(channel_type, platform_id) DO UPDATE SET
-  user_id = COALESCE(excluded.user_id, user_id),
-  sender_name = COALESCE(excluded.sender_name, sender_name),
+  user_id = COALESCE(excluded.user_id, unregistered_senders.user_id),
+  sender_name = COALESCE(excluded.sender_name, unregistered_senders.sender_name),
   reason = excluded.reason,
   messaging_group_id = excluded.messaging_group_id,
   agent_group_id = excluded.agent_group_id,
-  message_count = message_count + 1,
+  message_count = unregistered_senders.message_count + 1,
   last_seen = excluded.last_seen`,
-			d.ChannelType, d.PlatformID, nullStr(d.UserID), nullStr(d.SenderName), string(d.Reason),
-			nullStr(d.MessagingGroupID), nullStr(d.AgentGroupID), now, now)
+			d.ChannelType, d.PlatformID, nullText(d.UserID), nullText(d.SenderName), string(d.Reason),
+			nullText(d.MessagingGroupID), nullText(d.AgentGroupID), now, now)
 		return err
 	})
 }
 
 // ListDropped implements sessiondb.DroppedService.
-func (c *Central) ListDropped(ctx context.Context, limit int) ([]sessiondb.DroppedSender, error) {
+func (c *Registry) ListDropped(ctx context.Context, limit int) ([]sessiondb.DroppedSender, error) {
 	if err := sessiondb.CheckWindow(limit, 0); err != nil {
 		return nil, err
 	}
 	if limit == 0 {
 		limit = 50
 	}
-	out, err := sqlitedb.Append(ctx, c.f.rp, `SELECT channel_type, platform_id, user_id, sender_name, reason, messaging_group_id, agent_group_id,
+	out, err := appendRows(ctx, c.rq, `SELECT channel_type, platform_id, user_id, sender_name, reason, messaging_group_id, agent_group_id,
   message_count, first_seen, last_seen FROM unregistered_senders ORDER BY last_seen DESC, channel_type, platform_id LIMIT ?`,
-		[]any{limit}, []sessiondb.DroppedSender{}, func(r sqlitedb.Row) (sessiondb.DroppedSender, error) {
+		[]any{limit}, []sessiondb.DroppedSender{}, func(r Scanner) (sessiondb.DroppedSender, error) {
 			var d sessiondb.DroppedSender
 			var user, name, mg, ag, first, last sql.NullString
 			var reason string
@@ -54,15 +53,15 @@ func (c *Central) ListDropped(ctx context.Context, limit int) ([]sessiondb.Dropp
 			d.MessagingGroupID, d.AgentGroupID, d.FirstSeen, d.LastSeen = mg.String, ag.String, readTime(first), readTime(last)
 			return d, err
 		})
-	return out, sqlitedb.Wrap(err, "list dropped messages")
+	return out, c.wrap(err, "list dropped messages")
 }
 
 // PruneDropped implements sessiondb.DroppedService. last_seen is always
 // written in TimestampFormat (by NanoClaw too), so text order is time
 // order and the index serves the comparison.
-func (c *Central) PruneDropped(ctx context.Context, cutoff time.Time) (int, error) {
+func (c *Registry) PruneDropped(ctx context.Context, cutoff time.Time) (int, error) {
 	n := 0
-	err := c.f.write(ctx, "prune dropped messages", func(tx *sqlitedb.Tx) error {
+	err := c.write(ctx, "prune dropped messages", func(tx Tx) error {
 		res, err := tx.Exec("DELETE FROM unregistered_senders WHERE last_seen < ?", sessiondb.FormatTimestamp(cutoff))
 		if err != nil {
 			return err

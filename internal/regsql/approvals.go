@@ -1,4 +1,4 @@
-package postgres
+package regsql
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -43,7 +42,7 @@ func rawJSON(s string) json.RawMessage {
 
 const questionCols = "question_id, session_id, message_out_id, channel_type, platform_id, thread_id, title, options_json, created_at"
 
-func scanQuestion(r pgx.Row) (sessiondb.PendingQuestion, error) {
+func scanQuestion(r Scanner) (sessiondb.PendingQuestion, error) {
 	var q sessiondb.PendingQuestion
 	var ch, pid, thread, at sql.NullString
 	var opts string
@@ -54,7 +53,7 @@ func scanQuestion(r pgx.Row) (sessiondb.PendingQuestion, error) {
 }
 
 // AddQuestion implements sessiondb.ApprovalService.
-func (c *Central) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (bool, error) {
+func (c *Registry) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (bool, error) {
 	if err := n.Validate(); err != nil {
 		return false, err
 	}
@@ -66,7 +65,7 @@ func (c *Central) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (boo
 		return false, sessiondb.Wrap(sessiondb.EINVALID, err, "options")
 	}
 	added := false
-	err = c.writeTx(ctx, "add question", func(tx *ctxTx) error {
+	err = c.write(ctx, "add question", func(tx Tx) error {
 		if err := mustExist(tx.Context(), tx, "session", n.SessionID, "SELECT 1 FROM sessions WHERE id = ?", n.SessionID); err != nil {
 			return err
 		}
@@ -83,28 +82,28 @@ func (c *Central) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (boo
 }
 
 // GetQuestion implements sessiondb.ApprovalService.
-func (c *Central) GetQuestion(ctx context.Context, id string) (sessiondb.PendingQuestion, error) {
-	return one(ctx, c.rq, "question", id, "SELECT "+questionCols+" FROM pending_questions WHERE question_id = ?", []any{id}, scanQuestion)
+func (c *Registry) GetQuestion(ctx context.Context, id string) (sessiondb.PendingQuestion, error) {
+	return one(c, ctx, c.rq, "question", id, "SELECT "+questionCols+" FROM pending_questions WHERE question_id = ?", []any{id}, scanQuestion)
 }
 
 // ListQuestions implements sessiondb.ApprovalService.
-func (c *Central) ListQuestions(ctx context.Context, sessionID string) ([]sessiondb.PendingQuestion, error) {
+func (c *Registry) ListQuestions(ctx context.Context, sessionID string) ([]sessiondb.PendingQuestion, error) {
 	q, args := "SELECT "+questionCols+" FROM pending_questions", []any(nil)
 	if sessionID != "" {
 		q, args = q+" WHERE session_id = ?", []any{sessionID}
 	}
 	out, err := appendRows(ctx, c.rq, q+" ORDER BY question_id", args, []sessiondb.PendingQuestion{}, scanQuestion)
 	if err != nil {
-		return nil, wrapErr(err, "list questions")
+		return nil, c.wrap(err, "list questions")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
 }
 
 // deleteOne runs a DELETE and reports whether it removed a row.
-func (c *Central) deleteOne(ctx context.Context, what, query string, args ...any) (bool, error) {
+func (c *Registry) deleteOne(ctx context.Context, what, query string, args ...any) (bool, error) {
 	removed := false
-	err := c.writeTx(ctx, what, func(tx *ctxTx) error {
+	err := c.write(ctx, what, func(tx Tx) error {
 		res, err := tx.Exec(query, args...)
 		if err != nil {
 			return err
@@ -117,15 +116,15 @@ func (c *Central) deleteOne(ctx context.Context, what, query string, args ...any
 }
 
 // DeleteQuestion implements sessiondb.ApprovalService.
-func (c *Central) DeleteQuestion(ctx context.Context, id string) (bool, error) {
+func (c *Registry) DeleteQuestion(ctx context.Context, id string) (bool, error) {
 	return c.deleteOne(ctx, "delete question", "DELETE FROM pending_questions WHERE question_id = ?", id)
 }
 
 // ExpireQuestions implements sessiondb.ApprovalService. Rows are compared
 // by their parsed created_at, whatever form another program wrote.
-func (c *Central) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]sessiondb.PendingQuestion, error) {
+func (c *Registry) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]sessiondb.PendingQuestion, error) {
 	var out []sessiondb.PendingQuestion
-	err := c.writeTx(ctx, "expire questions", func(tx *ctxTx) error {
+	err := c.write(ctx, "expire questions", func(tx Tx) error {
 		all, err := appendRows(tx.Context(), tx, "SELECT "+questionCols+" FROM pending_questions ORDER BY question_id", nil, nil, scanQuestion)
 		if err != nil {
 			return err
@@ -150,7 +149,7 @@ func (c *Central) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]sess
 
 const approvalCols = "approval_id, session_id, request_id, action, payload, agent_group_id, channel_type, platform_id, platform_message_id, expires_at, status, title, options_json, created_at"
 
-func scanApproval(r pgx.Row) (sessiondb.PendingApproval, error) {
+func scanApproval(r Scanner) (sessiondb.PendingApproval, error) {
 	var a sessiondb.PendingApproval
 	var sess, ag, ch, pid, pmid, expires, at sql.NullString
 	var payload, status, opts string
@@ -163,7 +162,7 @@ func scanApproval(r pgx.Row) (sessiondb.PendingApproval, error) {
 
 // AddApproval implements sessiondb.ApprovalService. The row records the
 // agent group whose admins may answer: the session's unless n names one.
-func (c *Central) AddApproval(ctx context.Context, n sessiondb.NewApproval) (sessiondb.PendingApproval, error) {
+func (c *Registry) AddApproval(ctx context.Context, n sessiondb.NewApproval) (sessiondb.PendingApproval, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.PendingApproval{}, err
 	}
@@ -185,10 +184,10 @@ func (c *Central) AddApproval(ctx context.Context, n sessiondb.NewApproval) (ses
 		return sessiondb.PendingApproval{}, sessiondb.Wrap(sessiondb.EINVALID, err, "options")
 	}
 	var a sessiondb.PendingApproval
-	err = c.writeTx(ctx, "add approval", func(tx *ctxTx) error {
+	err = c.write(ctx, "add approval", func(tx Tx) error {
 		ctx := tx.Context()
 		if n.SessionID != "" {
-			ag, err := one(ctx, tx, "session", n.SessionID, "SELECT agent_group_id FROM sessions WHERE id = ?", []any{n.SessionID}, valueOf[string])
+			ag, err := one(c, ctx, tx, "session", n.SessionID, "SELECT agent_group_id FROM sessions WHERE id = ?", []any{n.SessionID}, valueOf[string])
 			if err != nil {
 				return err
 			}
@@ -211,19 +210,19 @@ func (c *Central) AddApproval(ctx context.Context, n sessiondb.NewApproval) (ses
 			return err
 		}
 		var err error
-		a, err = one(ctx, tx, "approval", n.ApprovalID, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{n.ApprovalID}, scanApproval)
+		a, err = one(c, ctx, tx, "approval", n.ApprovalID, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{n.ApprovalID}, scanApproval)
 		return err
 	})
 	return a, err
 }
 
 // GetApproval implements sessiondb.ApprovalService.
-func (c *Central) GetApproval(ctx context.Context, id string) (sessiondb.PendingApproval, error) {
-	return one(ctx, c.rq, "approval", id, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, scanApproval)
+func (c *Registry) GetApproval(ctx context.Context, id string) (sessiondb.PendingApproval, error) {
+	return one(c, ctx, c.rq, "approval", id, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, scanApproval)
 }
 
 // ListApprovals implements sessiondb.ApprovalService.
-func (c *Central) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter) ([]sessiondb.PendingApproval, error) {
+func (c *Registry) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter) ([]sessiondb.PendingApproval, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -239,7 +238,7 @@ func (c *Central) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter)
 	}
 	out, err := appendRows(ctx, c.rq, q+" ORDER BY approval_id", args, []sessiondb.PendingApproval{}, scanApproval)
 	if err != nil {
-		return nil, wrapErr(err, "list approvals")
+		return nil, c.wrap(err, "list approvals")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	limit := f.Limit
@@ -253,8 +252,8 @@ func (c *Central) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter)
 }
 
 // SetApprovalCard implements sessiondb.ApprovalService.
-func (c *Central) SetApprovalCard(ctx context.Context, id, channelType, platformID, platformMessageID string) error {
-	return c.writeTx(ctx, "record approval card", func(tx *ctxTx) error {
+func (c *Registry) SetApprovalCard(ctx context.Context, id, channelType, platformID, platformMessageID string) error {
+	return c.write(ctx, "record approval card", func(tx Tx) error {
 		res, err := tx.Exec("UPDATE pending_approvals SET channel_type = ?, platform_id = ?, platform_message_id = ? WHERE approval_id = ?",
 			nullText(channelType), nullText(platformID), nullText(platformMessageID), id)
 		if err != nil {
@@ -268,7 +267,7 @@ func (c *Central) SetApprovalCard(ctx context.Context, id, channelType, platform
 }
 
 // ResolveApproval implements sessiondb.ApprovalService.
-func (c *Central) ResolveApproval(ctx context.Context, id string, st sessiondb.ApprovalStatus) (sessiondb.PendingApproval, error) {
+func (c *Registry) ResolveApproval(ctx context.Context, id string, st sessiondb.ApprovalStatus) (sessiondb.PendingApproval, error) {
 	if err := st.Validate(); err != nil {
 		return sessiondb.PendingApproval{}, err
 	}
@@ -276,10 +275,10 @@ func (c *Central) ResolveApproval(ctx context.Context, id string, st sessiondb.A
 		return sessiondb.PendingApproval{}, sessiondb.Errorf(sessiondb.EINVALID, "status: an approval is resolved to approved, rejected or expired, not pending")
 	}
 	var a sessiondb.PendingApproval
-	err := c.writeTx(ctx, "resolve approval", func(tx *ctxTx) error {
+	err := c.write(ctx, "resolve approval", func(tx Tx) error {
 		ctx := tx.Context()
 		var err error
-		if a, err = one(ctx, tx, "approval", id, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, scanApproval); err != nil {
+		if a, err = one(c, ctx, tx, "approval", id, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, scanApproval); err != nil {
 			return err
 		}
 		if a.Status != sessiondb.ApprovalPending {
@@ -298,17 +297,17 @@ func (c *Central) ResolveApproval(ctx context.Context, id string, st sessiondb.A
 }
 
 // DeleteApproval implements sessiondb.ApprovalService.
-func (c *Central) DeleteApproval(ctx context.Context, id string) (bool, error) {
+func (c *Registry) DeleteApproval(ctx context.Context, id string) (bool, error) {
 	return c.deleteOne(ctx, "delete approval", "DELETE FROM pending_approvals WHERE approval_id = ?", id)
 }
 
 // ExpireApprovals implements sessiondb.ApprovalService.
-func (c *Central) ExpireApprovals(ctx context.Context, now time.Time, ttl time.Duration) ([]sessiondb.PendingApproval, error) {
+func (c *Registry) ExpireApprovals(ctx context.Context, now time.Time, ttl time.Duration) ([]sessiondb.PendingApproval, error) {
 	if ttl <= 0 {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "ttl %s is not positive", ttl)
 	}
 	var out []sessiondb.PendingApproval
-	err := c.writeTx(ctx, "expire approvals", func(tx *ctxTx) error {
+	err := c.write(ctx, "expire approvals", func(tx Tx) error {
 		pending, err := appendRows(tx.Context(), tx, "SELECT "+approvalCols+" FROM pending_approvals WHERE status = 'pending' ORDER BY approval_id", nil, nil, scanApproval)
 		if err != nil {
 			return err
@@ -338,7 +337,7 @@ func (c *Central) ExpireApprovals(ctx context.Context, now time.Time, ttl time.D
 
 const senderApprovalCols = "id, messaging_group_id, agent_group_id, sender_identity, sender_name, original_message, approver_user_id, title, options_json, created_at"
 
-func scanSenderApproval(r pgx.Row) (sessiondb.PendingSenderApproval, error) {
+func scanSenderApproval(r Scanner) (sessiondb.PendingSenderApproval, error) {
 	var a sessiondb.PendingSenderApproval
 	var name, at sql.NullString
 	var msg, opts string
@@ -348,7 +347,7 @@ func scanSenderApproval(r pgx.Row) (sessiondb.PendingSenderApproval, error) {
 }
 
 // AddSenderApproval implements sessiondb.ApprovalService.
-func (c *Central) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderApproval) (sessiondb.PendingSenderApproval, bool, error) {
+func (c *Registry) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderApproval) (sessiondb.PendingSenderApproval, bool, error) {
 	if err := n.Validate(); err != nil {
 		return sessiondb.PendingSenderApproval{}, false, err
 	}
@@ -365,7 +364,7 @@ func (c *Central) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderAp
 	}
 	var a sessiondb.PendingSenderApproval
 	added := false
-	err = c.writeTx(ctx, "add sender approval", func(tx *ctxTx) error {
+	err = c.write(ctx, "add sender approval", func(tx Tx) error {
 		ctx := tx.Context()
 		found, err := appendRows(ctx, tx, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE messaging_group_id = ? AND sender_identity = ?",
 			[]any{n.MessagingGroupID, n.SenderIdentity}, nil, scanSenderApproval)
@@ -390,7 +389,7 @@ func (c *Central) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderAp
 			n.ApproverUserID, n.Title, opts, sessiondb.FormatTimestamp(now)); err != nil {
 			return err
 		}
-		a, err = one(ctx, tx, "sender approval", n.ID, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{n.ID}, scanSenderApproval)
+		a, err = one(c, ctx, tx, "sender approval", n.ID, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{n.ID}, scanSenderApproval)
 		added = err == nil
 		return err
 	})
@@ -398,32 +397,32 @@ func (c *Central) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderAp
 }
 
 // GetSenderApproval implements sessiondb.ApprovalService.
-func (c *Central) GetSenderApproval(ctx context.Context, id string) (sessiondb.PendingSenderApproval, error) {
-	return one(ctx, c.rq, "sender approval", id, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{id}, scanSenderApproval)
+func (c *Registry) GetSenderApproval(ctx context.Context, id string) (sessiondb.PendingSenderApproval, error) {
+	return one(c, ctx, c.rq, "sender approval", id, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{id}, scanSenderApproval)
 }
 
 // ListSenderApprovals implements sessiondb.ApprovalService.
-func (c *Central) ListSenderApprovals(ctx context.Context, messagingGroupID string) ([]sessiondb.PendingSenderApproval, error) {
+func (c *Registry) ListSenderApprovals(ctx context.Context, messagingGroupID string) ([]sessiondb.PendingSenderApproval, error) {
 	q, args := "SELECT "+senderApprovalCols+" FROM pending_sender_approvals", []any(nil)
 	if messagingGroupID != "" {
 		q, args = q+" WHERE messaging_group_id = ?", []any{messagingGroupID}
 	}
 	out, err := appendRows(ctx, c.rq, q+" ORDER BY id", args, []sessiondb.PendingSenderApproval{}, scanSenderApproval)
 	if err != nil {
-		return nil, wrapErr(err, "list sender approvals")
+		return nil, c.wrap(err, "list sender approvals")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
 }
 
 // DeleteSenderApproval implements sessiondb.ApprovalService.
-func (c *Central) DeleteSenderApproval(ctx context.Context, id string) (bool, error) {
+func (c *Registry) DeleteSenderApproval(ctx context.Context, id string) (bool, error) {
 	return c.deleteOne(ctx, "delete sender approval", "DELETE FROM pending_sender_approvals WHERE id = ?", id)
 }
 
 const channelApprovalCols = "messaging_group_id, agent_group_id, original_message, approver_user_id, title, options_json, created_at"
 
-func scanChannelApproval(r pgx.Row) (sessiondb.PendingChannelApproval, error) {
+func scanChannelApproval(r Scanner) (sessiondb.PendingChannelApproval, error) {
 	var a sessiondb.PendingChannelApproval
 	var at sql.NullString
 	var msg, opts string
@@ -433,7 +432,7 @@ func scanChannelApproval(r pgx.Row) (sessiondb.PendingChannelApproval, error) {
 }
 
 // AddChannelApproval implements sessiondb.ApprovalService.
-func (c *Central) AddChannelApproval(ctx context.Context, p sessiondb.PendingChannelApproval) (sessiondb.PendingChannelApproval, bool, error) {
+func (c *Registry) AddChannelApproval(ctx context.Context, p sessiondb.PendingChannelApproval) (sessiondb.PendingChannelApproval, bool, error) {
 	if err := p.Validate(); err != nil {
 		return sessiondb.PendingChannelApproval{}, false, err
 	}
@@ -443,7 +442,7 @@ func (c *Central) AddChannelApproval(ctx context.Context, p sessiondb.PendingCha
 	}
 	var a sessiondb.PendingChannelApproval
 	added := false
-	err = c.writeTx(ctx, "add channel approval", func(tx *ctxTx) error {
+	err = c.write(ctx, "add channel approval", func(tx Tx) error {
 		ctx := tx.Context()
 		found, err := appendRows(ctx, tx, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
 			[]any{p.MessagingGroupID}, nil, scanChannelApproval)
@@ -464,7 +463,7 @@ func (c *Central) AddChannelApproval(ctx context.Context, p sessiondb.PendingCha
 			p.MessagingGroupID, p.AgentGroupID, string(p.OriginalMessage), p.ApproverUserID, p.Title, opts, c.stamp()); err != nil {
 			return err
 		}
-		a, err = one(ctx, tx, "channel approval", p.MessagingGroupID, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
+		a, err = one(c, ctx, tx, "channel approval", p.MessagingGroupID, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
 			[]any{p.MessagingGroupID}, scanChannelApproval)
 		added = err == nil
 		return err
@@ -473,24 +472,24 @@ func (c *Central) AddChannelApproval(ctx context.Context, p sessiondb.PendingCha
 }
 
 // GetChannelApproval implements sessiondb.ApprovalService.
-func (c *Central) GetChannelApproval(ctx context.Context, messagingGroupID string) (sessiondb.PendingChannelApproval, error) {
-	return one(ctx, c.rq, "channel approval", messagingGroupID, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
+func (c *Registry) GetChannelApproval(ctx context.Context, messagingGroupID string) (sessiondb.PendingChannelApproval, error) {
+	return one(c, ctx, c.rq, "channel approval", messagingGroupID, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
 		[]any{messagingGroupID}, scanChannelApproval)
 }
 
 // ListChannelApprovals implements sessiondb.ApprovalService.
-func (c *Central) ListChannelApprovals(ctx context.Context) ([]sessiondb.PendingChannelApproval, error) {
+func (c *Registry) ListChannelApprovals(ctx context.Context) ([]sessiondb.PendingChannelApproval, error) {
 	out, err := appendRows(ctx, c.rq, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
 		[]sessiondb.PendingChannelApproval{}, scanChannelApproval)
 	if err != nil {
-		return nil, wrapErr(err, "list channel approvals")
+		return nil, c.wrap(err, "list channel approvals")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
 }
 
 // UpdateChannelApprovalCard implements sessiondb.ApprovalService.
-func (c *Central) UpdateChannelApprovalCard(ctx context.Context, messagingGroupID, title string, options []sessiondb.QuestionOption) error {
+func (c *Registry) UpdateChannelApprovalCard(ctx context.Context, messagingGroupID, title string, options []sessiondb.QuestionOption) error {
 	if err := sessiondb.CheckCard(title, options); err != nil {
 		return err
 	}
@@ -498,7 +497,7 @@ func (c *Central) UpdateChannelApprovalCard(ctx context.Context, messagingGroupI
 	if err != nil {
 		return sessiondb.Wrap(sessiondb.EINVALID, err, "options")
 	}
-	return c.writeTx(ctx, "update channel approval card", func(tx *ctxTx) error {
+	return c.write(ctx, "update channel approval card", func(tx Tx) error {
 		res, err := tx.Exec("UPDATE pending_channel_approvals SET title = ?, options_json = ? WHERE messaging_group_id = ?", title, opts, messagingGroupID)
 		if err != nil {
 			return err
@@ -511,15 +510,15 @@ func (c *Central) UpdateChannelApprovalCard(ctx context.Context, messagingGroupI
 }
 
 // DeleteChannelApproval implements sessiondb.ApprovalService.
-func (c *Central) DeleteChannelApproval(ctx context.Context, messagingGroupID string) (bool, error) {
+func (c *Registry) DeleteChannelApproval(ctx context.Context, messagingGroupID string) (bool, error) {
 	return c.deleteOne(ctx, "delete channel approval", "DELETE FROM pending_channel_approvals WHERE messaging_group_id = ?", messagingGroupID)
 }
 
 // FindCard implements sessiondb.ApprovalService: the four lookups in one
 // snapshot, in the order clicks are offered.
-func (c *Central) FindCard(ctx context.Context, id string) (sessiondb.Card, error) {
+func (c *Registry) FindCard(ctx context.Context, id string) (sessiondb.Card, error) {
 	var card sessiondb.Card
-	err := c.readTx(ctx, "find card", func(q rquerier) error {
+	err := c.read(ctx, "find card", func(q Querier) error {
 		if s, err := appendRows(ctx, q, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{id}, nil, scanSenderApproval); err != nil || len(s) > 0 {
 			if len(s) > 0 {
 				card = sessiondb.Card{Kind: sessiondb.CardSenderApproval, Sender: &s[0]}

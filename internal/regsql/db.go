@@ -1,0 +1,169 @@
+// Package regsql is the control plane's central registry
+// (sessiondb.Registry) written once over a small database interface: its
+// statements (NanoClaw's tables and columns, in SQL both SQLite and
+// PostgreSQL run: ON CONFLICT for INSERT OR IGNORE, IS NOT DISTINCT FROM
+// for the null-safe comparison, ? placeholders that the PostgreSQL backend
+// numbers at send time) and the mapping of rows to the root's types. The
+// backends (sqlite, postgres) open the database, run its migrations and
+// implement Backend: how a transaction is run and retried, how a driver's
+// errors map to codes, and how two processes resolving one session take
+// turns.
+package regsql
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// Scanner is a row being read.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// Querier runs reads: a connection pool, or a transaction.
+type Querier interface {
+	// Each calls fn for every row of query.
+	Each(ctx context.Context, query string, args []any, fn func(Scanner) error) error
+}
+
+// Result is what a statement changed.
+type Result interface {
+	RowsAffected() (int64, error)
+}
+
+// Tx is one write transaction with its context.
+type Tx interface {
+	Querier
+	Context() context.Context
+	Exec(query string, args ...any) (Result, error)
+}
+
+// Backend is the database under the registry.
+type Backend interface {
+	// Reader reads outside a transaction.
+	Reader() Querier
+	// Read runs fn in one read-only snapshot.
+	Read(ctx context.Context, what string, fn func(Querier) error) error
+	// Write runs fn in one write transaction, retried as the backend does;
+	// its errors carry codes and what names the operation.
+	Write(ctx context.Context, what string, fn func(Tx) error) error
+	// Code classifies a driver error (sessiondb's codes).
+	Code(err error) string
+	// LockResolve makes resolutions of the session lookup key take turns
+	// inside tx, until it ends.
+	LockResolve(tx Tx, key string) error
+	// Now is the store's clock.
+	Now() time.Time
+}
+
+// Registry implements sessiondb.Registry over a Backend.
+type Registry struct {
+	b  Backend
+	rq Querier
+}
+
+// New returns the registry over b.
+func New(b Backend) *Registry { return &Registry{b: b, rq: b.Reader()} }
+
+func (c *Registry) write(ctx context.Context, what string, fn func(Tx) error) error {
+	return c.b.Write(ctx, what, fn)
+}
+
+func (c *Registry) read(ctx context.Context, what string, fn func(Querier) error) error {
+	return c.b.Read(ctx, what, fn)
+}
+
+// wrap classifies err (nil stays nil) and adds context.
+func (c *Registry) wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return sessiondb.Wrap(c.b.Code(err), err, format, args...)
+}
+
+// now is the store's clock.
+func (c *Registry) now() time.Time { return c.b.Now() }
+
+// stamp is the store's now as stored.
+func (c *Registry) stamp() string { return sessiondb.FormatTimestamp(c.now()) }
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return sessiondb.FormatTimestamp(t)
+}
+
+// readTime reads a stored timestamp; NULL and forms ParseTimestamp does
+// not know read as the zero time.
+func readTime(s sql.NullString) time.Time {
+	t, _ := sessiondb.ParseTimestamp(s.String)
+	return t
+}
+
+// ReadTime is readTime for the backends' own tables.
+func ReadTime(s sql.NullString) time.Time { return readTime(s) }
+
+// nullText is NULL for "", else s.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// qmarks returns "?, ?, ?" for n values.
+func qmarks(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// hasRow reports whether query finds a row.
+func hasRow(ctx context.Context, q Querier, query string, args ...any) (bool, error) {
+	found := false
+	err := q.Each(ctx, query, args, func(Scanner) error { found = true; return nil })
+	return found, err
+}
+
+// mustExist returns not_found naming what when query finds no row.
+func mustExist(ctx context.Context, q Querier, what, id, query string, args ...any) error {
+	ok, err := hasRow(ctx, q, query, args...)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return sessiondb.NotFound(what, id)
+	}
+	return nil
+}
+
+// appendRows appends scan of every row of query to out.
+func appendRows[T any](ctx context.Context, q Querier, query string, args []any, out []T, scan func(Scanner) (T, error)) ([]T, error) {
+	err := q.Each(ctx, query, args, func(r Scanner) error {
+		v, err := scan(r)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// AppendRows is appendRows for the backends' own tables.
+func AppendRows[T any](ctx context.Context, q Querier, query string, args []any, out []T, scan func(Scanner) (T, error)) ([]T, error) {
+	return appendRows(ctx, q, query, args, out, scan)
+}
+
+// valueOf reads a one-column row.
+func valueOf[T any](r Scanner) (T, error) {
+	var v T
+	err := r.Scan(&v)
+	return v, err
+}
