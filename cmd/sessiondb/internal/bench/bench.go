@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -24,14 +25,21 @@ import (
 // Commands returns the `bench` command (the shared workload replay) and its
 // hidden helper `bench-worker`, the child process of the concurrent phase.
 func Commands(f *cli.Factory) []*cobra.Command {
-	cfg := benchConfig{groupCommitMessages: defaultGroupCommitMessages}
-	var syncFlag string
+	cfg := benchConfig{groupCommitMessages: defaultGroupCommitMessages, gen: defaultGenConfig()}
+	gcfg := defaultGrowthConfig()
+	var syncFlag, stepsFlag string
+	var growth bool
 	cmd := &cobra.Command{
-		Use:   "bench --workload FILE",
-		Short: "Replay the shared benchmark workload against a fresh store and print one JSON object",
-		Long: `bench replays a workload written by ../shared/bench/workload.py against fresh
-stores in a temporary folder and prints one JSON object whose keys line up with
-every other implementation's (see ../shared/bench/README.md):
+		Use:   "bench [--workload FILE | --messages N | --growth]",
+		Short: "Run the history store benchmark (a generated or shared workload, or the growth curve) and print JSON",
+		Long: `bench replays a workload against fresh stores in a temporary folder and prints
+one JSON object whose keys line up with every other implementation's (see
+../shared/bench/README.md). Without --workload the workload is generated here,
+deterministically from --seed, in the shape ../shared/bench/workload.py writes
+(--messages, --sessions, --long-session, --procs and --proc-messages size it
+as that script's flags do; --dump FILE writes it out instead of running it).
+With --workload FILE it replays a file that script wrote, for comparisons
+with other implementations. The phases:
 
   append        every message record appended one call at a time, in order
   import        the same messages through the bulk import path
@@ -54,22 +62,43 @@ phase's write-back does not land in the next one's fsyncs. The output is JSON
 whether or not --json is given. Progress goes to stderr when it is a terminal
 (--quiet silences it).
 
+With --growth it measures instead how the store behaves as it grows: one
+store is built in steps (--steps, messages; default 100k, 1M and 10M across
+--sessions sessions at the last step) through the bulk import path, and at
+each step it prints one JSON line of figures: appends one call at a time,
+search, session listings (first and deep pages, keyset and offset, with and
+without a source filter, by last activity), the first and last page of a
+long session, stats, prune of 1% of the sessions, export, file size and the
+peak memory of this process and of each read command run as a child process
+(--read-commands). --store FILE builds in (or continues) that file and keeps
+it, so a large store is built once.
+
+  sessiondb bench                                  # generated, 100,000 messages
+  sessiondb bench --messages 2000 --sessions 20 --long-session 100
   python3 ../shared/bench/workload.py --dump workload.jsonl
-  sessiondb bench --workload workload.jsonl --include-raw --synchronous full`,
+  sessiondb bench --workload workload.jsonl --include-raw --synchronous full
+  sessiondb bench --growth --steps 2000,20000
+  sessiondb bench --growth --store /srv/growth/state.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := cli.ParseSynchronous(syncFlag)
 			if err != nil {
 				return err
 			}
-			if cfg.workload == "" {
-				return sessiondb.Errorf(sessiondb.EINVALID, "--workload is required: generate one with python3 workload.py --dump FILE")
+			cfg.synchronous = s
+			cfg.now = f.Now
+			if growth {
+				return runGrowthCommand(cmd, f, cfg, gcfg, stepsFlag)
+			}
+			if err := cfg.checkWorkloadFlags(cmd); err != nil {
+				return err
+			}
+			if cfg.dump != "" {
+				return dumpGenerated(cfg.gen, cfg.dump)
 			}
 			if cfg.groupCommitMessages < 0 {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--group-commit-messages %d: must be >= 0", cfg.groupCommitMessages)
 			}
-			cfg.synchronous = s
-			cfg.now = f.Now
 			if f.DB != "" && !store.IsURL(f.DB) {
 				return sessiondb.Errorf(sessiondb.EINVALID, "bench --db takes a postgres:// URL to compare with; SQLite stores are made in --dir")
 			}
@@ -108,7 +137,19 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.workload, "workload", "", "workload JSONL file written by workload.py --dump (required)")
+	fl.StringVar(&cfg.workload, "workload", "", "replay this workload JSONL file (written by workload.py --dump) instead of generating one")
+	fl.IntVar(&cfg.gen.Messages, "messages", cfg.gen.Messages, "generated workload: messages appended")
+	fl.IntVar(&cfg.gen.Sessions, "sessions", cfg.gen.Sessions, "generated workload: sessions they are spread over (--growth: sessions at the last step, default 1 per 100 messages)")
+	fl.IntVar(&cfg.gen.LongSession, "long-session", cfg.gen.LongSession, "generated workload: messages of the one long session get_messages reads (--growth: default 20000)")
+	fl.Uint64Var(&cfg.gen.Seed, "seed", cfg.gen.Seed, "generated workload: random seed (the same seed and sizes give the same workload)")
+	fl.IntVar(&cfg.gen.Procs, "procs", cfg.gen.Procs, "generated workload: processes of the concurrent phase")
+	fl.IntVar(&cfg.gen.ProcMessages, "proc-messages", cfg.gen.ProcMessages, "generated workload: messages each concurrent process appends")
+	fl.StringVar(&cfg.dump, "dump", "", "write the generated workload to this file as JSONL (workload.py's format) and exit")
+	fl.BoolVar(&growth, "growth", false, "run the growth benchmark instead: one store built in steps, one JSON line per step")
+	fl.StringVar(&stepsFlag, "steps", "", "--growth: message counts to measure at, comma-separated (default 100000,1000000,10000000)")
+	fl.StringVar(&gcfg.store, "store", "", "--growth: build in (or continue) this store file and keep it, instead of a temporary one")
+	fl.IntVar(&gcfg.appends, "append-messages", gcfg.appends, "--growth: messages appended one call at a time at each step")
+	fl.BoolVar(&gcfg.readCommands, "read-commands", true, "--growth: also run the read commands as child processes and report their peak memory")
 	fl.StringVar(&syncFlag, "synchronous", "normal", "durability of every store in the run: normal or full")
 	fl.BoolVar(&cfg.includeRaw, "include-raw", false, "also time the same SQL in a bare database/sql loop (raw.append)")
 	fl.StringVar(&cfg.dir, "dir", "", "folder in which to make the temporary run folder (default: the system temp folder)")
@@ -119,12 +160,15 @@ whether or not --json is given. Progress goes to stderr when it is a terminal
 	fl.IntSliceVar(&cfg.scaling, "scaling", nil, "also run the concurrent appends split over each of these process counts (default 1,4,8,16 with --db)")
 	fl.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	fl.MarkHidden("cpuprofile")
-	return []*cobra.Command{cmd, benchWorkerCommand(f)}
+	return []*cobra.Command{cmd, benchWorkerCommand(f), benchRusageCommand(f)}
 }
 
 // benchConfig is one bench run's settings.
 type benchConfig struct {
+	// workload is the file to replay; "" generates one from gen.
 	workload    string
+	gen         genConfig
+	dump        string
 	synchronous string // "NORMAL" or "FULL"
 	includeRaw  bool
 	dir         string
@@ -263,8 +307,7 @@ func runAll(ctx context.Context, stderr io.Writer, cfg benchConfig) (any, error)
 // when db is "", else fresh schemas on the PostgreSQL server at db.
 func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string) (*benchResult, error) {
 	p := newProgress(stderr, cfg.quiet, cfg.now)
-	p.phase("loading workload %s", cfg.workload)
-	wl, err := loadWorkload(cfg.workload)
+	wl, err := cfg.loadWorkload(p)
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +373,50 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	}
 	p.phase("done")
 	return res, nil
+}
+
+// checkWorkloadFlags refuses generator flags beside --workload (the file
+// has its own sizes) and generator sizes that make no workload.
+func (cfg *benchConfig) checkWorkloadFlags(cmd *cobra.Command) error {
+	if cfg.workload != "" {
+		for _, name := range []string{"messages", "sessions", "long-session", "seed", "procs", "proc-messages", "dump"} {
+			if cmd.Flags().Changed(name) {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--%s sizes a generated workload: it cannot be given with --workload, whose file has its own", name)
+			}
+		}
+		return nil
+	}
+	return cfg.gen.validate()
+}
+
+// loadWorkload reads the --workload file, or generates the workload.
+func (cfg *benchConfig) loadWorkload(p *progress) (*workload, error) {
+	if cfg.workload != "" {
+		p.phase("loading workload %s", cfg.workload)
+		return loadWorkload(cfg.workload)
+	}
+	g := cfg.gen
+	p.phase("generating the workload: %d messages in %d sessions (seed %d)", g.Messages, g.Sessions, g.Seed)
+	return newGenerator(g.Seed).workload(g), nil
+}
+
+// dumpGenerated writes the generated workload of c to path (0600: it is
+// made of invented text, but it is a conversation store's input all the
+// same), replacing the file once complete.
+func dumpGenerated(c genConfig, path string) error {
+	f, err := safefile.Create("--dump", path, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := newGenerator(c.Seed).workload(c).dump(bw, c); err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write --dump %s", path)
+	}
+	if err := bw.Flush(); err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write --dump %s", path)
+	}
+	return f.Commit()
 }
 
 func lowerSync(s string) string {
