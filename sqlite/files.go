@@ -27,6 +27,9 @@ type readerPool struct {
 	db    *sql.DB
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// trace, when set (by tests only), sees every query and its
+	// arguments before it runs: the plan tests explain them.
+	trace func(query string, args []any)
 }
 
 func newReaderPool(db *sql.DB) *readerPool {
@@ -54,6 +57,9 @@ func (p *readerPool) stmt(ctx context.Context, query string) (*sql.Stmt, error) 
 
 // QueryContext runs query through a cached prepared statement.
 func (p *readerPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if p.trace != nil {
+		p.trace(query, args)
+	}
 	st, err := p.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -66,6 +72,9 @@ func (p *readerPool) QueryContext(ctx context.Context, query string, args ...any
 
 // QueryRowContext runs a query expected to return at most one row.
 func (p *readerPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if p.trace != nil {
+		p.trace(query, args)
+	}
 	st, err := p.stmt(ctx, query)
 	if err != nil || st == nil {
 		// A prepare error surfaces through Scan, as database/sql does.

@@ -11,17 +11,23 @@ import (
 
 // richExtra is the preview source (first 63 code points of the first user
 // message with content, in insertion order, IMP-1) and the last activity
-// appended to the session columns. The session's ids come from the index
-// and are walked in id order, so the walk stops at the first user message
-// instead of sorting the session's rows. Last comes the archived flag of a
-// newer Hermes (0 on a file without it).
+// appended to the session columns. The session's messages are walked in id
+// order so the walk stops at the first user message instead of sorting
+// the session's rows: through the (session_id, id) index where the file
+// has it, else through the ids the (session_id, timestamp) index lists
+// (all of the session's, which a long session makes costly). Last comes
+// the archived flag of a newer Hermes (0 on a file without it).
 func (s *Store) richExtra() string {
 	archived := "0"
 	if s.q.archived != "" {
 		archived = s.q.archived
 	}
+	inSession := "m.id IN (SELECT id FROM messages WHERE session_id = s.id)"
+	if s.si.indexes["idx_messages_session_id"] {
+		inSession = "m.session_id = s.id"
+	}
 	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
-        WHERE m.id IN (SELECT id FROM messages WHERE session_id = s.id) AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
+        WHERE ` + inSession + ` AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
         ORDER BY m.id LIMIT 1), ''),
     COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at), ` + archived
 }
@@ -96,26 +102,46 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 // projectTips shows, on each root row that ended in compression, its
 // chain's tip (ListSessionsRich's projection): the tip's id, end, counts,
 // title, activity, preview, model and prompt, with LineageRootID naming
-// the root whose started_at the row keeps.
+// the root whose started_at the row keeps. Two queries serve the whole
+// page, however many of its rows are compressed: the chains' walk and the
+// tips' rows.
 func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([]sessiondb.RichSession, error) {
+	var roots []string
+	for i := range out {
+		if r := &out[i]; r.EndReason != nil && *r.EndReason == "compression" {
+			roots = append(roots, r.ID)
+		}
+	}
+	if len(roots) == 0 {
+		return out, nil
+	}
+	tips, err := s.compressionTips(ctx, roots)
+	if err != nil {
+		return nil, s.readErr(err, "list sessions: compression tips")
+	}
+	var ids []string
+	for _, root := range roots {
+		if tip := tips[root]; tip != root {
+			ids = append(ids, tip)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := sqlitedb.Append(ctx, readers{s}, "SELECT "+s.q.sessSel+s.richExtra()+" FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
+		[]any{jsonStrings(ids)}, nil, func(row sqlitedb.Row) (*sessiondb.RichSession, error) { return s.scanRich(row) })
+	if err != nil {
+		return nil, s.readErr(err, "list sessions: tips")
+	}
+	byID := make(map[string]*sessiondb.RichSession, len(rows))
+	for _, t := range rows {
+		byID[t.ID] = t
+	}
 	for i := range out {
 		r := &out[i]
-		if r.EndReason == nil || *r.EndReason != "compression" {
+		t := byID[tips[r.ID]]
+		if t == nil || t.ID == r.ID {
 			continue
-		}
-		tip, err := s.CompressionTip(ctx, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		if tip == r.ID {
-			continue
-		}
-		t, err := s.scanRich(s.queryRow(ctx, "SELECT "+s.q.sessSel+s.richExtra()+" FROM sessions s WHERE s.id = ?", tip))
-		if err == sql.ErrNoRows {
-			continue
-		}
-		if err != nil {
-			return nil, s.readErr(err, "list sessions: tip of %s", r.ID)
 		}
 		root := r.ID
 		r.ID, r.EndedAt, r.EndReason = t.ID, t.EndedAt, t.EndReason
@@ -207,8 +233,10 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	}
 	page := "SELECT rid, k FROM (" + inner + ")"
 	if cur != nil {
-		page += " WHERE (k " + cmp + " ? OR (k = ? AND id " + cmp + " ?))"
-		args = append(args, cur.Key, cur.Key, cur.ID)
+		// A row value: SQLite seeks the (started_at, id) listing indexes
+		// to it, where an OR of the two comparisons walks every row before.
+		page += " WHERE (k, id) " + cmp + " (?, ?)"
+		args = append(args, cur.Key, cur.ID)
 	}
 	limit := q.PageLimit()
 	page += " ORDER BY k " + dir + ", id " + dir + " LIMIT ?"

@@ -155,6 +155,49 @@ var messageColumns = []column{
 // v6Indexes are the index names section 2 creates, the title index included.
 var v6Indexes = []string{"idx_sessions_source", "idx_sessions_parent", "idx_sessions_started", "idx_messages_session", "idx_sessions_title_unique"}
 
+// readIndexes are the indexes of ours that keep reads bounded as a store
+// grows (docs/benchmarks.md, the growth benchmark): without them the last
+// page of a long session, a search hit's neighbours and a listing's preview
+// read the whole session, and a listing's page reads every session row
+// before it. They are plain column indexes, which every SQLite Hermes runs
+// can read and keeps up to date on its own writes; a v6 reader does not
+// know them and needs not. The first is newer Hermes' own index, under its
+// name and definition, so its CREATE INDEX IF NOT EXISTS finds it made;
+// ours are prefixed sessiondb_, a prefix Hermes does not use. Newer Hermes
+// reconciles its schema by table columns only, so an extra index never
+// trips it. Files of a newer Hermes are not given them (we never change
+// such a file's structure).
+var readIndexes = []struct{ name, ddl string }{
+	{"idx_messages_session_id", "CREATE INDEX IF NOT EXISTS idx_messages_session_id ON messages(session_id, id)"},
+	// The listings' pages: top-level sessions newest first, all or of
+	// one source, in keyset order (started_at, id).
+	{"sessiondb_sessions_roots", "CREATE INDEX IF NOT EXISTS sessiondb_sessions_roots ON sessions(parent_session_id, started_at DESC, id DESC)"},
+	{"sessiondb_sessions_source_roots", "CREATE INDEX IF NOT EXISTS sessiondb_sessions_source_roots ON sessions(source, parent_session_id, started_at DESC, id DESC)"},
+}
+
+// needsReadIndexes reports whether a writable open should add readIndexes.
+func (si *schemaInfo) needsReadIndexes() bool {
+	if si.newer() || !si.tables["sessions"] || !si.tables["messages"] {
+		return false
+	}
+	for _, ix := range readIndexes {
+		if !si.indexes[ix.name] {
+			return true
+		}
+	}
+	return false
+}
+
+// addReadIndexes creates the missing readIndexes inside tx.
+func addReadIndexes(tx txRunner) error {
+	for _, ix := range readIndexes {
+		if err := tx.ExecScript(ix.ddl); err != nil {
+			return sqlitedb.Wrap(err, "create index %s", ix.name)
+		}
+	}
+	return nil
+}
+
 // schemaInfo is what Open learned about the file: which tables and columns
 // exist. Queries are built from it (IMP-7), so an older file opened
 // read-only or a newer Hermes file never meets "no such column".
@@ -373,6 +416,9 @@ func migrate(tx txRunner) error {
 				return sqlitedb.Wrap(err, "fill full-text index")
 			}
 		}
+	}
+	if err := addReadIndexes(tx); err != nil {
+		return err
 	}
 	if si.hasVersion {
 		_, err = tx.Exec("UPDATE schema_version SET version = ?", SchemaVersion6)

@@ -228,6 +228,15 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 			if si, err = s.inspectUsable(ctx, false); err != nil {
 				return fail(err)
 			}
+		} else if si.needsReadIndexes() {
+			// A v6 file Hermes (or an older sessiondb) wrote. The indexes
+			// only speed reads up: a writer holding the lock longer than
+			// the budget (or a full disk) leaves them for the next open.
+			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return addReadIndexes(tx) }); err != nil {
+				s.log.Warn("could not add the read indexes; reads of long sessions and deep listings stay slower until a later open adds them", "path", path, "err", err)
+			} else if si, err = s.inspectUsable(ctx, false); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	s.si = si
