@@ -58,8 +58,11 @@ func TestPrintPlans(t *testing.T) {
 		mustAppend(t, s, sessiondb.NewMessage{SessionID: "long", Role: []string{"user", "assistant"}[i%2], Content: str(fmt.Sprintf("message %d about docker", i))})
 	}
 	reads := map[string]func() error{
-		"last page":  func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10}); return err },
-		"first page": func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, FromStart: true}); return err },
+		"last page": func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10}); return err },
+		"first page": func() error {
+			_, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, FromStart: true})
+			return err
+		},
 		"search":     func() error { _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); return err },
 		"rich":       func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Offset: 0}); return err },
 		"rich src":   func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Source: "cli"}); return err },
@@ -71,7 +74,7 @@ func TestPrintPlans(t *testing.T) {
 			_, err := s.ListSessions(ctx, q)
 			return err
 		},
-		"get":  func() error { _, err := s.GetMessages(ctx, "long"); return err },
+		"get": func() error { _, err := s.GetMessages(ctx, "long"); return err },
 	}
 	for name, read := range reads {
 		for _, q := range traceReads(t, s, read) {

@@ -21,7 +21,7 @@ import (
 // concurrent phase of bench re-executes os.Executable() as
 // `sessiondb --db FILE bench-worker ...`, which in a test is this binary.
 func TestMain(m *testing.M) {
-	if slices.Contains(os.Args[1:], "bench-worker") {
+	if slices.Contains(os.Args[1:], "bench-worker") || slices.Contains(os.Args[1:], "bench-rusage") {
 		os.Exit(cli.Run(context.Background(), cli.New(os.Stdin, os.Stdout, os.Stderr), os.Args[1:], Commands))
 	}
 	pgtest.Main(m)
@@ -265,7 +265,14 @@ func TestBenchRejectsBadInput(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"no workload flag", []string{"bench"}, cli.ExitInvalid, "--workload is required"},
+		{"generator flag beside a file", []string{"bench", "--workload", write("both.jsonl", sess+msg), "--messages", "10"}, cli.ExitInvalid, "--messages sizes a generated workload"},
+		{"no messages to generate", []string{"bench", "--messages", "0"}, cli.ExitInvalid, "--messages 0"},
+		{"long session longer than the workload", []string{"bench", "--messages", "10", "--long-session", "11"}, cli.ExitInvalid, "--long-session 11"},
+		{"growth steps not increasing", []string{"bench", "--growth", "--steps", "2000,1000"}, cli.ExitInvalid, "each step must hold more"},
+		{"growth steps not numbers", []string{"bench", "--growth", "--steps", "2000,many"}, cli.ExitInvalid, `--steps "2000,many"`},
+		{"growth with a workload file", []string{"bench", "--growth", "--workload", write("g.jsonl", sess+msg)}, cli.ExitInvalid, "--workload does not apply to --growth"},
+		{"growth long session past the first step", []string{"bench", "--growth", "--steps", "100,1000", "--long-session", "200"}, cli.ExitInvalid, "--long-session 200"},
+		{"rusage without a command", []string{"bench-rusage"}, cli.ExitInvalid, "requires at least 1 arg"},
 		{"missing file", []string{"bench", "--workload", filepath.Join(dir, "nope.jsonl")}, cli.ExitNotFound, "does not exist"},
 		{"bad synchronous", []string{"bench", "--workload", write("ok.jsonl", sess+msg), "--synchronous", "extra"}, cli.ExitInvalid, `--synchronous "extra"`},
 		{"not JSON", []string{"bench", "--workload", write("junk.jsonl", sess+"{oops\n")}, cli.ExitInvalid, "line 2: not a JSON object"},

@@ -227,7 +227,7 @@ func (p *growthPlan) record(i int) map[string]any {
 		"id": growthID(i), "source": src, "model": model, "started_at": started, "messages": out,
 		"input_tokens": float64(in), "output_tokens": float64(outTok),
 		"estimated_cost_usd": float64(in)*3e-6 + float64(outTok)*15e-6,
-		"title": fmt.Sprintf("growth session %d", i),
+		"title":              fmt.Sprintf("growth session %d", i),
 	}
 	if i > 0 { // the long session is still going
 		rec["ended_at"], rec["end_reason"] = started+sessionLength, "user_exit"
@@ -823,19 +823,24 @@ func (gr *grower) prunePhase(ctx context.Context, res *growthStep) error {
 	if n == 0 {
 		return nil
 	}
-	// The session after the n oldest (the long one, which never ends and
-	// is the oldest, is not among them).
-	q := sessiondb.SessionQuery{IncludeChildren: true, IncludeArchived: true, Ascending: true, Limit: 1}
-	cursor, err := gr.cursorAt(ctx, q, n+1)
+	// Ascending by start, the first row is the long session (the oldest,
+	// never ended); rows 1 to n go. The cutoff lies halfway between the
+	// starts of rows n and n+1, clear of the clock moving on meanwhile.
+	q := sessiondb.SessionQuery{IncludeChildren: true, IncludeArchived: true, Ascending: true}
+	cursor, err := gr.cursorAt(ctx, q, n)
 	if err != nil {
 		return err
 	}
-	q.After = cursor
+	q.After, q.Limit = cursor, 2
 	p, err := gr.st.ListSessions(ctx, q)
-	if err != nil || len(p.Sessions) == 0 {
+	if err != nil {
 		return err
 	}
-	days := (sessiondb.EpochSeconds(gr.cfg.now()) - p.Sessions[0].StartedAt) / 86400
+	if len(p.Sessions) < 2 {
+		return nil
+	}
+	cutoff := (p.Sessions[0].StartedAt + p.Sessions[1].StartedAt) / 2
+	days := (sessiondb.EpochSeconds(gr.cfg.now()) - cutoff) / 86400
 	before, err := gr.st.MessageCount(ctx, "")
 	if err != nil {
 		return err
@@ -855,7 +860,7 @@ func (gr *grower) prunePhase(ctx context.Context, res *growthStep) error {
 	res.Prune.Sessions, res.Prune.Messages = pruned, before-after
 	// The pruned sessions are imported again by the next step.
 	for i := range gr.have {
-		if i > 0 && growthBase+float64(i)*sessionSpacing < p.Sessions[0].StartedAt {
+		if i > 0 && growthBase+float64(i)*sessionSpacing < cutoff {
 			delete(gr.have, i)
 		}
 	}
