@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
@@ -953,4 +955,72 @@ func FuzzParseRecord(f *testing.F) {
 			t.Fatalf("parseRecord(%q) = %+v without an error", s, p)
 		}
 	})
+}
+
+// TestShowLongSessionInPages: show reads a long session a page at a time
+// (so it is never held whole) and prints exactly what one read of the
+// whole session gives: every message once, in order, and --json the same
+// bytes as the whole value encoded at once.
+func TestShowLongSessionInPages(t *testing.T) {
+	const n = 2*showPage + 150
+	msgs := make([]any, 0, n)
+	for i := 0; len(msgs) < n; i++ {
+		ts := 1.7e9 + float64(len(msgs))
+		msgs = append(msgs, map[string]any{"role": "user", "content": "turn <" + strings.Repeat("x", i%7) + "> & more", "timestamp": ts})
+		if i%3 == 0 { // a tool call group, which a page never splits
+			msgs = append(msgs,
+				map[string]any{"role": "assistant", "content": "", "timestamp": ts + 0.1,
+					"tool_calls": []any{map[string]any{"id": "c" + strings.Repeat("1", i%5+1), "type": "function", "function": map[string]any{"name": "terminal", "arguments": "{}"}}}},
+				map[string]any{"role": "tool", "content": "result", "tool_call_id": "c1", "tool_name": "terminal", "timestamp": ts + 0.2})
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": "answer", "timestamp": ts + 0.3})
+	}
+	rec, err := json.Marshal(map[string]any{"id": "long1", "source": "cli", "started_at": 1.7e9, "messages": msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "state.db")
+	if r := runCLI(t, string(rec)+"\n", "--db", db, "import", "-"); r.Code != 0 {
+		t.Fatalf("import: %s", r.Stderr)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := st.GetMessages(ctx, "long1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := st.GetSession(ctx, "long1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if len(whole) != len(msgs) || len(whole) <= 2*showPage {
+		t.Fatalf("%d messages stored, want %d (more than two pages)", len(whole), len(msgs))
+	}
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(map[string]any{"session": sess, "messages": whole, "has_earlier": false}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustCLI(t, "--db", db, "--json", "show", "long1").Stdout; got != want.String() {
+		t.Errorf("show --json differs from the whole session encoded at once (%d bytes, want %d)", len(got), want.Len())
+	}
+	text := mustCLI(t, "--db", db, "show", "long1").Stdout
+	at := 0
+	for _, m := range whole {
+		head := "#" + strconv.FormatInt(m.ID, 10) + " " + m.Role
+		i := strings.Index(text[at:], head)
+		if i < 0 {
+			t.Fatalf("message %d is missing from the transcript, or out of order", m.ID)
+		}
+		at += i + len(head)
+	}
+	if c := strings.Count(text, "\n#"); c != len(whole) {
+		t.Errorf("the transcript shows %d messages, want %d", c, len(whole))
+	}
 }

@@ -1,6 +1,9 @@
 package history
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -113,25 +116,37 @@ Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
 					return err
 				}
 				id := s.ID
-				var msgs []sessiondb.Message
-				earlier := false
 				if last > 0 {
 					p, err := st.GetMessagesPage(ctx, id, sessiondb.Page{Limit: last})
 					if err != nil {
 						return err
 					}
-					msgs, earlier = p.Messages, p.HasBefore
-				} else if msgs, err = st.GetMessages(ctx, id); err != nil {
-					return err
+					if h.JSON {
+						return h.printShowJSON(s, p.HasBefore, func() ([]sessiondb.Message, error) {
+							msgs := p.Messages
+							p.Messages = nil
+							return msgs, nil
+						})
+					}
+					t := h.newTranscript(s, p.HasBefore, full)
+					t.messages(p.Messages)
+					return nil
 				}
-				if msgs == nil {
-					msgs = []sessiondb.Message{}
-				}
+				// The whole session, a page at a time: a long session is
+				// never held whole (20,000 messages took 200 MB as one slice
+				// encoded at once).
+				next := showPages(ctx, st, id)
 				if h.JSON {
-					return h.PrintJSON(map[string]any{"session": s, "messages": msgs, "has_earlier": earlier})
+					return h.printShowJSON(s, false, next)
 				}
-				h.printTranscript(s, msgs, earlier, full)
-				return nil
+				t := h.newTranscript(s, false, full)
+				for {
+					msgs, err := next()
+					if err != nil || msgs == nil {
+						return err
+					}
+					t.messages(msgs)
+				}
 			})
 		},
 	}
@@ -144,7 +159,97 @@ Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
 // --full: results (file dumps, build logs) can run to megabytes.
 const maxToolResult = 1000
 
-func (h *group) printTranscript(s *sessiondb.Session, msgs []sessiondb.Message, earlier, full bool) {
+// showPage is how many messages show reads at a time.
+const showPage = 500
+
+// showPages returns the pages of session id in order, one per call, and
+// nil after the last.
+func showPages(ctx context.Context, st sessiondb.Store, id string) func() ([]sessiondb.Message, error) {
+	var after int64
+	done := false
+	return func() ([]sessiondb.Message, error) {
+		if done {
+			return nil, nil
+		}
+		p, err := st.GetMessagesPage(ctx, id, sessiondb.Page{AfterID: after, FromStart: true, Limit: showPage})
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Messages) == 0 {
+			return nil, nil
+		}
+		after, done = p.Messages[len(p.Messages)-1].ID, !p.HasAfter
+		return p.Messages, nil
+	}
+}
+
+// printShowJSON writes show's JSON object, {"has_earlier", "messages",
+// "session"} exactly as PrintJSON lays it out, taking the messages a page
+// at a time from next (nil ends them).
+func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, next func() ([]sessiondb.Message, error)) error {
+	w := bufio.NewWriterSize(h.Out, 1<<16)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	put := func(prefix string, v any) error {
+		// The encoder ends each value with a newline, where the
+		// surrounding layout wants the separator.
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		e.SetIndent(prefix, "  ")
+		if err := e.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+		return err
+	}
+	fmt.Fprintf(w, "{\n  \"has_earlier\": %t,\n  \"messages\": [", earlier)
+	n := 0
+	for {
+		msgs, err := next()
+		if err != nil {
+			return err
+		}
+		if msgs == nil {
+			break
+		}
+		for i := range msgs {
+			if n > 0 {
+				w.WriteString(",")
+			}
+			w.WriteString("\n    ")
+			if err := put("    ", &msgs[i]); err != nil {
+				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		w.WriteString("\n  ")
+	}
+	w.WriteString("],\n  \"session\": ")
+	if err := put("  ", s); err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
+	}
+	w.WriteString("\n}\n")
+	if err := w.Flush(); err != nil {
+		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
+	}
+	return nil
+}
+
+// transcript prints a session's messages as a readable transcript, one
+// page after another.
+type transcript struct {
+	h    *group
+	tty  bool
+	full bool
+	day  string // the local day of the last message printed
+}
+
+// newTranscript prints the session's header and returns the printer of
+// its messages.
+func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool) *transcript {
 	tty := h.Styled()
 	// Every stored value is escaped before it is styled (cli.Printable):
 	// a title or message must not reach the terminal as a control sequence.
@@ -166,22 +271,27 @@ func (h *group) printTranscript(s *sessiondb.Session, msgs []sessiondb.Message, 
 	if earlier {
 		h.Printf("\n  … earlier messages not shown (drop --last to see them all)\n")
 	}
-	day := ""
+	return &transcript{h: h, tty: tty, full: full}
+}
+
+// messages prints msgs, the next in the transcript.
+func (t *transcript) messages(msgs []sessiondb.Message) {
+	h, tty, line := t.h, t.tty, cli.PrintableLine
 	for i := range msgs {
 		m := &msgs[i]
 		head := fmt.Sprintf("#%d %s", m.ID, line(m.Role))
 		if m.Role == "tool" {
 			head += fmt.Sprintf(" %s ← %s", line(cli.OrDash(deref(m.ToolName))), line(cli.OrDash(deref(m.ToolCallID))))
 		}
-		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, fmtClock(m.Timestamp, day)))
-		day = sessiondb.FromEpochSeconds(m.Timestamp).Local().Format("2006-01-02")
+		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, fmtClock(m.Timestamp, t.day)))
+		t.day = sessiondb.FromEpochSeconds(m.Timestamp).Local().Format("2006-01-02")
 		if r := deref(m.Reasoning); r != "" {
 			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent(cli.Printable("reasoning: "+r), "  │ ")))
 		}
 		// Multimodal content of a newer Hermes shows its text and names
 		// its other parts; --json keeps the stored form.
 		text := m.Text()
-		if m.Role == "tool" && !full && utf8.RuneCountInString(text) > maxToolResult {
+		if m.Role == "tool" && !t.full && utf8.RuneCountInString(text) > maxToolResult {
 			r := []rune(text)
 			text = string(r[:maxToolResult]) + fmt.Sprintf("\n… %d more characters (--full shows them)", len(r)-maxToolResult)
 		}
