@@ -423,3 +423,79 @@ func TestDeleteTrippingNewerForeignKeyIsConflict(t *testing.T) {
 		})
 	}
 }
+
+// readIndexesIn lists which of readIndexes the file at path has.
+func readIndexesIn(t *testing.T, path string) []string {
+	t.Helper()
+	var out []string
+	master := strings.Join(masterSQL(t, path), "\n")
+	for _, ix := range readIndexes {
+		if strings.Contains(master, "index "+ix.name+" ") {
+			out = append(out, ix.name)
+		}
+	}
+	return out
+}
+
+// TestReadIndexes: a writable open gives a v6 file (Hermes' own, or ours
+// from before them) the read indexes, leaving its version at 6; a writer
+// holding the lock past the budget only postpones them to a later open.
+func TestReadIndexes(t *testing.T) {
+	ctx := context.Background()
+	all := len(readIndexes)
+	t.Run("a v6 file Hermes wrote", func(t *testing.T) {
+		path := buildFixture(t, 6, true)
+		if got := readIndexesIn(t, path); len(got) != 0 {
+			t.Fatalf("the fixture already has %v", got)
+		}
+		s := openTestStore(t, path, Options{})
+		if v, err := s.SchemaVersion(ctx); err != nil || v != 6 {
+			t.Errorf("version %d, %v; want 6", v, err)
+		}
+		s.Close()
+		if got := readIndexesIn(t, path); len(got) != all {
+			t.Errorf("read indexes %v, want all %d", got, all)
+		}
+		// Hermes' own DDL for its index finds ours made: the same name and
+		// definition, so CREATE INDEX IF NOT EXISTS leaves it.
+		master := strings.Join(masterSQL(t, path), "\n")
+		if !strings.Contains(master, "CREATE INDEX idx_messages_session_id ON messages(session_id, id)") {
+			t.Errorf("idx_messages_session_id is not newer Hermes' definition:\n%s", master)
+		}
+	})
+	t.Run("a writer holding the lock postpones them", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "state.db")
+		s := openTestStore(t, path, Options{})
+		mustCreate(t, s, "a", "cli")
+		s.Close()
+		db := rawDB(t, path)
+		for _, ix := range readIndexes {
+			execAll(t, db, "DROP INDEX "+ix.name)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Open(ctx, path, Options{WriteBudget: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("Open under a held lock = %v; want it to open without the indexes", err)
+		}
+		if _, err := s2.ListSessionsRich(ctx, sessiondb.RichFilter{}); err != nil {
+			t.Errorf("listing without the indexes: %v", err)
+		}
+		s2.Close()
+		conn.ExecContext(ctx, "ROLLBACK")
+		conn.Close()
+		db.Close()
+		if got := readIndexesIn(t, path); len(got) != 0 {
+			t.Fatalf("indexes %v made while another writer held the lock", got)
+		}
+		openTestStore(t, path, Options{}).Close()
+		if got := readIndexesIn(t, path); len(got) != all {
+			t.Errorf("after a later open: %v, want all %d", got, all)
+		}
+	})
+}

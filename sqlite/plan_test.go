@@ -50,35 +50,75 @@ func queryPlan(t *testing.T, s *Store, q tracedQuery) []string {
 	return out
 }
 
-func TestPrintPlans(t *testing.T) {
+// TestReadPlansUseIndexes checks the plans of the reads whose cost must
+// not grow with the store (docs/benchmarks.md, the growth benchmark):
+// pages of a long session, listings' pages, previews and search context
+// seek the read indexes instead of reading a whole session or every row
+// before a page.
+func TestReadPlansUseIndexes(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, filepath.Join(t.TempDir(), "state.db"), Options{})
 	mustCreate(t, s, "long", "cli")
+	var mid int64
 	for i := range 60 {
-		mustAppend(t, s, sessiondb.NewMessage{SessionID: "long", Role: []string{"user", "assistant"}[i%2], Content: str(fmt.Sprintf("message %d about docker", i))})
+		id := mustAppend(t, s, sessiondb.NewMessage{SessionID: "long", Role: []string{"user", "assistant"}[i%2], Content: str(fmt.Sprintf("message %d about docker", i))})
+		if i == 30 {
+			mid = id
+		}
 	}
-	reads := map[string]func() error{
-		"last page": func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10}); return err },
-		"first page": func() error {
+	after := sessiondb.SessionQuery{}
+	after.After = after.NextCursor(5, "x")
+	srcAfter := sessiondb.SessionQuery{Source: "cli"}
+	srcAfter.After = srcAfter.NextCursor(5, "x")
+	type rule struct {
+		forbid  []string // no plan line may contain these
+		require string   // some plan line must contain this
+	}
+	seekOnly := rule{forbid: []string{"TEMP B-TREE", "SCAN", "LIST SUBQUERY"}}
+	listing := rule{forbid: []string{"SCAN m", "SCAN messages", "SCAN s", "SCAN sessions", "LIST SUBQUERY"}}
+	cases := []struct {
+		name string
+		read func() error
+		rule rule
+	}{
+		{"last page", func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10}); return err }, seekOnly},
+		{"first page", func() error {
 			_, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, FromStart: true})
 			return err
-		},
-		"search":     func() error { _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); return err },
-		"rich":       func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Offset: 0}); return err },
-		"rich src":   func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Source: "cli"}); return err },
-		"keyset":     func() error { _, err := s.ListSessions(ctx, sessiondb.SessionQuery{}); return err },
-		"keyset src": func() error { _, err := s.ListSessions(ctx, sessiondb.SessionQuery{Source: "cli"}); return err },
-		"keyset after": func() error {
-			q := sessiondb.SessionQuery{}
-			q.After = q.NextCursor(5, "x")
-			_, err := s.ListSessions(ctx, q)
-			return err
-		},
-		"get": func() error { _, err := s.GetMessages(ctx, "long"); return err },
+		}, seekOnly},
+		{"page before", func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, BeforeID: mid}); return err }, seekOnly},
+		{"page after", func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, AfterID: mid}); return err }, seekOnly},
+		{"offset listing", func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Offset: 10}); return err },
+			rule{forbid: listing.forbid, require: "COVERING INDEX sessiondb_sessions_roots"}},
+		{"offset listing of a source", func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Source: "cli"}); return err },
+			rule{forbid: listing.forbid, require: "COVERING INDEX sessiondb_sessions_source_roots"}},
+		{"keyset listing", func() error { _, err := s.ListSessions(ctx, sessiondb.SessionQuery{}); return err },
+			rule{forbid: listing.forbid, require: "sessiondb_sessions_roots"}},
+		{"keyset listing, a later page", func() error { _, err := s.ListSessions(ctx, after); return err },
+			rule{forbid: listing.forbid, require: "(started_at,id)<(?,?)"}},
+		{"keyset listing of a source, a later page", func() error { _, err := s.ListSessions(ctx, srcAfter); return err },
+			rule{forbid: listing.forbid, require: "source=? AND parent_session_id=? AND (started_at,id)<(?,?)"}},
+		{"search context", func() error { _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); return err },
+			rule{forbid: []string{"SCAN m", "SCAN messages"}, require: "p USING COVERING INDEX idx_messages_session_id (session_id=? AND id<?)"}},
 	}
-	for name, read := range reads {
-		for _, q := range traceReads(t, s, read) {
-			t.Logf("%s: %s\n    %s", name, strings.ReplaceAll(q.q, "\n", " "), strings.Join(queryPlan(t, s, q), "\n    "))
-		}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var all []string
+			for _, q := range traceReads(t, s, tc.read) {
+				plan := queryPlan(t, s, q)
+				all = append(all, plan...)
+				for _, line := range plan {
+					for _, bad := range tc.rule.forbid {
+						// "SCAN m" is a whole-table scan of m, not of m_fts.
+						if strings.Contains(line+" ", bad+" ") || !strings.HasPrefix(bad, "SCAN") && strings.Contains(line, bad) {
+							t.Errorf("plan of %s\nhas %q:\n    %s", q.q, bad, strings.Join(plan, "\n    "))
+						}
+					}
+				}
+			}
+			if tc.rule.require != "" && !strings.Contains(strings.Join(all, "\n"), tc.rule.require) {
+				t.Errorf("no plan line has %q:\n    %s", tc.rule.require, strings.Join(all, "\n    "))
+			}
+		})
 	}
 }

@@ -210,18 +210,26 @@ func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchF
 func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	snippet := s.snippetFor(table, match)
 	filters, fargs := s.searchFilters(f)
+	window, bounded, err := s.windowStart(ctx, table, match, filters, fargs, offset+limit)
+	if err != nil {
+		return nil, err
+	}
+	bound, bargs := "", []any{}
+	if bounded {
+		bound, bargs = " AND "+table+".rowid >= ?", []any{window}
+	}
 	if filters != "" {
 		args := append([]any{match}, fargs...)
-		args = append(args, limit, offset)
+		args = append(append(args, bargs...), limit, offset)
 		return s.queryHits(ctx, snippet, "SELECT "+table+".rowid, "+s.snippetText(table)+", "+hitColumns+
 			" FROM "+table+" JOIN messages m ON m.id = "+table+".rowid JOIN sessions s ON s.id = m.session_id"+
-			" WHERE "+table+" MATCH ?"+filters+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
+			" WHERE "+table+" MATCH ?"+filters+bound+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
 	}
 
 	var hits []sessiondb.SearchHit
 	var raw []byte
-	err := sqlitedb.Each(ctx, readers{s}, "SELECT rowid, "+s.snippetText(table)+" FROM "+table+
-		" WHERE "+table+" MATCH ? ORDER BY rank LIMIT ? OFFSET ?", []any{match, limit, offset}, func(r sqlitedb.Row) error {
+	err = sqlitedb.Each(ctx, readers{s}, "SELECT rowid, "+s.snippetText(table)+" FROM "+table+
+		" WHERE "+table+" MATCH ?"+bound+" ORDER BY rank LIMIT ? OFFSET ?", append(append([]any{match}, bargs...), limit, offset), func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
 		if err := r.Scan(&h.ID, &raw); err != nil {
 			return err
@@ -255,6 +263,41 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// DefaultSearchWindow is how many of a query's newest matches a search
+// ranks when Options.SearchWindow is 0.
+const DefaultSearchWindow = 10_000
+
+// windowStart bounds a search's ranking to the store's newest matches.
+// FTS5 scores every match of a query to rank it (bm25 reads each one's
+// size and positions), so a common word costs time in proportion to the
+// store: a second and more at ten million messages. Walking the matches
+// newest first costs almost nothing, so the search ranks the newest
+// max(window, need) of them (need = offset + limit), found by that walk:
+// it returns the rowid of the oldest one, and false when the query has no
+// more matches than that, which are then all ranked, exactly as Hermes
+// does. Filters take part in the walk, so the window holds that many
+// matches that pass them.
+func (s *Store) windowStart(ctx context.Context, table, match, filters string, fargs []any, need int) (int64, bool, error) {
+	n := s.searchWindow
+	if n < 0 {
+		return 0, false, nil
+	}
+	n = max(n, need)
+	q := "SELECT rowid FROM " + table + " WHERE " + table + " MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+	args := []any{match, n - 1}
+	if filters != "" {
+		q = "SELECT " + table + ".rowid FROM " + table + " JOIN messages m ON m.id = " + table + ".rowid JOIN sessions s ON s.id = m.session_id" +
+			" WHERE " + table + " MATCH ?" + filters + " ORDER BY " + table + ".rowid DESC LIMIT 1 OFFSET ?"
+		args = append(append([]any{match}, fargs...), n-1)
+	}
+	var start int64
+	err := s.queryRow(ctx, q, args...).Scan(&start)
+	if err == sql.ErrNoRows {
+		return 0, false, nil
+	}
+	return start, err == nil, err
 }
 
 // likeSearch is the substring fallback: every term must occur (escaped

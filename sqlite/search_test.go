@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -187,4 +189,123 @@ func TestSearchRetriesEscapedQuery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// naiveWindowIDs is the windowed ranking done the slow way: the newest n
+// matches passing f, ranked by bm25 among themselves.
+func naiveWindowIDs(t *testing.T, s *Store, match string, f sessiondb.SearchFilter, n int) []int64 {
+	t.Helper()
+	filters, args := s.searchFilters(f)
+	from := " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?" + filters
+	newest, err := sqlitedb.Append(context.Background(), s.db, "SELECT m.id"+from+" ORDER BY m.id DESC LIMIT ?", append(append([]any{match}, args...), n), []int64{}, sqlitedb.Value[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[int64]bool{}
+	for _, id := range newest {
+		in[id] = true
+	}
+	var out []int64
+	for _, id := range naiveAllIDs(t, s, match, f) {
+		if in[id] && len(out) < 20 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// naiveAllIDs is every match passing f in bm25 order.
+func naiveAllIDs(t *testing.T, s *Store, match string, f sessiondb.SearchFilter) []int64 {
+	t.Helper()
+	filters, args := s.searchFilters(f)
+	ids, err := sqlitedb.Append(context.Background(), s.db, "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?"+
+		filters+" ORDER BY rank", append([]any{match}, args...), []int64{}, sqlitedb.Value[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestSearchWindow: a search ranks the newest SearchWindow matches (those
+// passing its filters); with no more matches than that, or a negative
+// window, it ranks them all, as Hermes does.
+func TestSearchWindow(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTestStore(t, path, Options{})
+	fillSearchCorpus(t, s, 30, 40)
+	s.Close()
+	ids := func(hits []sessiondb.SearchHit) []int64 {
+		out := []int64{}
+		for _, h := range hits {
+			out = append(out, h.ID)
+		}
+		return out
+	}
+	cli := sessiondb.SearchFilter{Sources: []string{"cli"}}
+	for _, tc := range []struct {
+		name   string
+		window int
+		query  string
+		f      sessiondb.SearchFilter
+	}{
+		{"a window of 60", 60, "docker", sessiondb.SearchFilter{}},
+		{"a window of 60 with a filter", 60, "docker", cli},
+		{"a window of 60, two words", 60, "alpha omega", sessiondb.SearchFilter{}},
+		{"a window of 30, a phrase", 30, `"alpha beta"`, sessiondb.SearchFilter{}},
+		{"no window", -1, "docker", sessiondb.SearchFilter{}},
+		{"a window larger than the matches", 100_000, "docker", cli},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := openTestStore(t, path, Options{SearchWindow: tc.window})
+			hits, err := w.SearchMessages(ctx, tc.query, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := naiveAllIDs(t, w, fts.Sanitize(tc.query), tc.f)
+			if len(all) <= 30 || tc.window > 0 && tc.window <= 60 && len(all) <= tc.window {
+				t.Fatalf("corpus too small: %q has %d matches, the window %d", tc.query, len(all), tc.window)
+			}
+			want := all[:20]
+			if tc.window > 0 && tc.window < len(all) {
+				want = naiveWindowIDs(t, w, fts.Sanitize(tc.query), tc.f, tc.window)
+				if reflect.DeepEqual(want, all[:20]) {
+					t.Fatal("the window changes nothing here: the test proves nothing")
+				}
+			}
+			if got := ids(hits); !reflect.DeepEqual(got, want) {
+				t.Errorf("ids = %v\nwant %v", got, want)
+			}
+		})
+	}
+	// A page past the window widens it: offset 50 + limit 20 > 60.
+	w := openTestStore(t, path, Options{SearchWindow: 60})
+	hits, err := w.SearchMessages(ctx, "docker", sessiondb.SearchFilter{Offset: 50, Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := naiveWindowIDs70(t, w); !reflect.DeepEqual(ids(hits), want) {
+		t.Errorf("page at offset 50 = %v\nwant %v", ids(hits), want)
+	}
+}
+
+// naiveWindowIDs70 is the third page of 20 (offset 50) of "docker" ranked
+// among its newest 70 matches.
+func naiveWindowIDs70(t *testing.T, s *Store) []int64 {
+	t.Helper()
+	newest, err := sqlitedb.Append(context.Background(), s.db, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'docker' ORDER BY rowid DESC LIMIT 70", nil, []int64{}, sqlitedb.Value[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[int64]bool{}
+	for _, id := range newest {
+		in[id] = true
+	}
+	var ranked []int64
+	for _, id := range naiveAllIDs(t, s, "docker", sessiondb.SearchFilter{}) {
+		if in[id] {
+			ranked = append(ranked, id)
+		}
+	}
+	return ranked[50:70]
 }

@@ -49,6 +49,11 @@ type Options struct {
 	// background. Needs SQLite 3.34+, in every program that writes the
 	// file. Ignored for read-only opens and files of a newer Hermes.
 	Trigram bool
+	// SearchWindow is how many of a query's newest matches a search ranks
+	// by bm25 (see windowStart): 0 means DefaultSearchWindow; negative
+	// ranks every match, Hermes v6's order at any size, in time that grows
+	// with the store.
+	SearchWindow int
 }
 
 // checkpointEvery is how many committed writes pass between PASSIVE
@@ -91,6 +96,8 @@ type Store struct {
 
 	changes *changes // wakes WaitForMessages
 
+	searchWindow int // Options.SearchWindow, the default filled in
+
 	trigramReady atomic.Bool // the trigram index exists and is backfilled
 	stopBackfill context.CancelFunc
 	bgWG         sync.WaitGroup
@@ -120,6 +127,10 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, pendingParents: map[string][]string{}, changes: newChanges()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s.searchWindow = o.SearchWindow
+	if s.searchWindow == 0 {
+		s.searchWindow = DefaultSearchWindow
 	}
 	s.now = time.Now
 	if o.Now != nil {
