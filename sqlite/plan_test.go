@@ -86,8 +86,14 @@ func TestReadPlansUseIndexes(t *testing.T) {
 			_, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, FromStart: true})
 			return err
 		}, seekOnly},
-		{"page before", func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, BeforeID: mid}); return err }, seekOnly},
-		{"page after", func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, AfterID: mid}); return err }, seekOnly},
+		{"page before", func() error {
+			_, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, BeforeID: mid})
+			return err
+		}, seekOnly},
+		{"page after", func() error {
+			_, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, AfterID: mid})
+			return err
+		}, seekOnly},
 		{"offset listing", func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Offset: 10}); return err },
 			rule{forbid: listing.forbid, require: "COVERING INDEX sessiondb_sessions_roots"}},
 		{"offset listing of a source", func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Source: "cli"}); return err },
