@@ -3,7 +3,9 @@ package sessiondb
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"strconv"
 )
 
 // SessionRecord is one session as ExportSession writes it and
@@ -14,12 +16,18 @@ import (
 // import methods take it as a plain map[string]any.
 type SessionRecord map[string]any
 
-// Validate checks the shape every backend needs before it can import r:
-// id and source non-empty strings, started_at a number, messages absent,
-// null or a list of objects each with a non-empty string role and a number
-// timestamp. The error is invalid and names the field ("messages[2].role").
-// Whether the other values fit their columns is for the backend, which
-// knows the columns.
+// Validate checks a record against the rules the API keeps, so an import
+// stores nothing the API would have refused: id and source non-empty
+// strings; started_at, ended_at (when set) and every message's timestamp
+// finite epoch seconds from 1970 to the year 9999 (MaxEpoch); a title that
+// SanitizeTitle accepts (at most MaxTitleLength code points once cleaned;
+// ImportValue stores the cleaned title, as SetSessionTitle does);
+// model_config and every message's tool_calls, reasoning_details and
+// codex_reasoning_items, when given as text, valid JSON; messages absent,
+// null or a list of objects each with a non-empty string role. The error
+// is invalid and names the field ("messages[2].tool_calls"). Whether the
+// other values fit their columns is for the backend, which knows the
+// columns (ImportValue).
 func (r SessionRecord) Validate() error {
 	if id, ok := r["id"].(string); !ok || id == "" {
 		return Errorf(EINVALID, "id must be a non-empty string")
@@ -27,8 +35,19 @@ func (r SessionRecord) Validate() error {
 	if src, ok := r["source"].(string); !ok || src == "" {
 		return Errorf(EINVALID, "source must be a non-empty string")
 	}
-	if !isJSONNumber(r["started_at"]) {
-		return Errorf(EINVALID, "started_at must be a number")
+	if err := checkEpoch("started_at", r["started_at"], true); err != nil {
+		return err
+	}
+	if err := checkEpoch("ended_at", r["ended_at"], false); err != nil {
+		return err
+	}
+	if t, ok := r["title"].(string); ok {
+		if _, err := SanitizeTitle(t); err != nil {
+			return Wrap(EINVALID, err, "title")
+		}
+	}
+	if err := checkJSONText("model_config", r["model_config"]); err != nil {
+		return err
 	}
 	switch msgs := r["messages"].(type) {
 	case nil:
@@ -41,8 +60,13 @@ func (r SessionRecord) Validate() error {
 			if role, ok := m["role"].(string); !ok || role == "" {
 				return Errorf(EINVALID, "messages[%d].role must be a non-empty string", i)
 			}
-			if !isJSONNumber(m["timestamp"]) {
-				return Errorf(EINVALID, "messages[%d].timestamp must be a number", i)
+			if err := checkEpoch(fmt.Sprintf("messages[%d].timestamp", i), m["timestamp"], true); err != nil {
+				return err
+			}
+			for _, k := range messageJSONFields {
+				if err := checkJSONText(fmt.Sprintf("messages[%d].%s", i, k), m[k]); err != nil {
+					return err
+				}
 			}
 		}
 	case []Message:
@@ -50,11 +74,78 @@ func (r SessionRecord) Validate() error {
 			if m.Role == "" {
 				return Errorf(EINVALID, "messages[%d].role must be a non-empty string", i)
 			}
+			if err := checkEpoch(fmt.Sprintf("messages[%d].timestamp", i), m.Timestamp, true); err != nil {
+				return err
+			}
+			for k, v := range map[string]*string{"reasoning_details": m.ReasoningDetails, "codex_reasoning_items": m.CodexReasoningItems} {
+				if v != nil {
+					if err := checkJSONText(fmt.Sprintf("messages[%d].%s", i, k), *v); err != nil {
+						return err
+					}
+				}
+			}
 		}
 	default:
 		return Errorf(EINVALID, "messages must be a list, not %T", r["messages"])
 	}
 	return nil
+}
+
+// MaxEpoch is the last timestamp a store takes, in epoch seconds: the end
+// of the year 9999, the last one a date can be written in four digits.
+// Later times (1e308 was one) and earlier than 1970 are refused on import.
+const MaxEpoch = 253402300799
+
+// messageJSONFields are the message columns that hold JSON text.
+var messageJSONFields = []string{"tool_calls", "reasoning_details", "codex_reasoning_items"}
+
+// checkEpoch refuses v, the value of field, unless it is epoch seconds in
+// [0, MaxEpoch] (or absent, when not required).
+func checkEpoch(field string, v any, required bool) error {
+	if v == nil && !required {
+		return nil
+	}
+	if !isJSONNumber(v) {
+		return Errorf(EINVALID, "%s must be a number (epoch seconds), not %T", field, v)
+	}
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int64:
+		f = float64(x)
+	case int:
+		f = float64(x)
+	case json.Number:
+		var err error
+		if f, err = x.Float64(); err != nil {
+			return Errorf(EINVALID, "%s must be a number (epoch seconds): %v", field, err)
+		}
+	}
+	if math.IsNaN(f) || f < 0 || f > MaxEpoch {
+		return Errorf(EINVALID, "%s must be epoch seconds from 0 (1970) to %d (the year 9999), not %v", field, int64(MaxEpoch), f)
+	}
+	return nil
+}
+
+// checkJSONText refuses v, the value of field, when it is text that is not
+// JSON (an empty text stands for none). Decoded values (lists, objects) are
+// JSON already.
+func checkJSONText(field string, v any) error {
+	t, ok := v.(string)
+	if !ok || t == "" || json.Valid([]byte(t)) {
+		return nil
+	}
+	return Errorf(EINVALID, "%s must be JSON: %s is not", field, clipQuote(t, 40))
+}
+
+// clipQuote quotes at most n code points of s for an error message.
+func clipQuote(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return strconv.Quote(string(r[:n])) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // isJSONNumber reports whether v is a number as a JSON decoder (or a Go
@@ -165,6 +256,23 @@ func ImportValue(field string, k ColumnKind, v any) (any, error) {
 	}
 	switch x := v.(type) {
 	case string:
+		switch {
+		case field == "title":
+			// As SetSessionTitle stores it: control and invisible
+			// characters gone, white space collapsed; "" is no title.
+			t, err := SanitizeTitle(x)
+			if err != nil {
+				return nil, Wrap(EINVALID, err, "import: title")
+			}
+			if t == "" {
+				return nil, nil
+			}
+			return t, nil
+		case k == KindJSON && x == "":
+			return nil, nil
+		case k == KindJSON && !json.Valid([]byte(x)):
+			return nil, Errorf(EINVALID, "import: %s must be JSON: %s is not", field, clipQuote(x, 40))
+		}
 		return x, nil
 	case map[string]any, []any:
 		if k != KindJSON {

@@ -189,6 +189,30 @@ func testImport(t *testing.T, h Harness) {
 		wantCode(t, "GetSession after a refused import", err, sessiondb.ENOTFOUND)
 	})
 
+	t.Run("CleansAsTheAPIDoes", func(t *testing.T) {
+		// A title is stored as SetSessionTitle stores it; JSON text that
+		// is JSON is kept.
+		e := newEnv(t, h)
+		r := importRecord("s")
+		r["title"] = "  Deploy\x1b]0;PWNED\x07\x1b[2J  fix\u200b  "
+		r["model_config"] = `{"t": 0.5}`
+		r["messages"].([]any)[0].(map[string]any)["reasoning_details"] = `[{"type": "reasoning.text"}]`
+		ok, err := e.s.ImportSession(e.ctx, r)
+		if !ok || err != nil {
+			t.Fatalf("ImportSession = %v, %v", ok, err)
+		}
+		title, _, err := e.s.GetSessionTitle(e.ctx, "s")
+		noErr(t, "GetSessionTitle", err)
+		if want := "Deploy]0;PWNED[2J fix"; title != want {
+			t.Errorf("title = %q, want %q (as SetSessionTitle cleans it)", title, want)
+		}
+		sess, err := e.s.GetSession(e.ctx, "s")
+		noErr(t, "GetSession", err)
+		if sess.ModelConfig == nil || *sess.ModelConfig != `{"t": 0.5}` {
+			t.Errorf("model_config = %v", sess.ModelConfig)
+		}
+	})
+
 	t.Run("WrongShapes", func(t *testing.T) {
 		msg0 := func(r map[string]any) map[string]any { return r["messages"].([]any)[0].(map[string]any) }
 		cases := []struct {
@@ -216,6 +240,17 @@ func testImport(t *testing.T, h Harness) {
 			{"second message bad", func(r map[string]any) {
 				r["messages"] = append(r["messages"].([]any), map[string]any{"role": "user", "timestamp": "later"})
 			}, "messages[2].timestamp"},
+			// The rules the API keeps (issue 8, defect 5).
+			{"title of a million characters", func(r map[string]any) { r["title"] = strings.Repeat("t", 1_000_000) }, "title"},
+			{"title too long once cleaned", func(r map[string]any) { r["title"] = strings.Repeat("ab\x07", 51) }, "title"},
+			{"started_at 1e308", func(r map[string]any) { r["started_at"] = 1e308 }, "started_at"},
+			{"started_at before 1970", func(r map[string]any) { r["started_at"] = -1.0 }, "started_at"},
+			{"ended_at past the year 9999", func(r map[string]any) { r["ended_at"] = 1e13 }, "ended_at"},
+			{"timestamp 1e308", func(r map[string]any) { msg0(r)["timestamp"] = 1e308 }, "messages[0].timestamp"},
+			{"tool_calls not JSON", func(r map[string]any) { msg0(r)["tool_calls"] = "notjson" }, "messages[0].tool_calls"},
+			{"reasoning_details not JSON", func(r map[string]any) { msg0(r)["reasoning_details"] = "[1," }, "messages[0].reasoning_details"},
+			{"codex_reasoning_items not JSON", func(r map[string]any) { msg0(r)["codex_reasoning_items"] = "{" }, "messages[0].codex_reasoning_items"},
+			{"model_config not JSON", func(r map[string]any) { r["model_config"] = "{bad" }, "model_config"},
 		}
 		e := newEnv(t, h)
 		for _, tc := range cases {

@@ -162,6 +162,20 @@ func TestImportInputs(t *testing.T) {
 			present:    []string{dockerID, cronID},
 		},
 		{
+			name: "the API's rules: titles, timestamps, JSON (issue 8)",
+			input: []string{
+				lines[dockerID],
+				`{"id":"esc","source":"cli","started_at":1700000000,"title":"Deploy\u001b]0;PWNED\u0007\u001b[2J fix","messages":[]}`,
+				`{"id":"long","source":"cli","started_at":1700000000,"title":"` + strings.Repeat("t", 1_000_000) + `","messages":[]}`,
+				`{"id":"far","source":"cli","started_at":1e308,"messages":[]}`,
+				`{"id":"tc","source":"cli","started_at":1700000000,"messages":[{"role":"assistant","timestamp":1700000001,"tool_calls":"notjson"}]}`,
+				lines[cronID],
+			},
+			wantCode: cli.ExitInvalid, imported: 3, failed: 3, failLines: []int{3, 4, 5},
+			errorsHave: []string{"title: Title too long (1000000 chars, max 100)", "started_at must be epoch seconds", "messages[0].tool_calls must be JSON"},
+			present:    []string{dockerID, cronID, "esc"},
+		},
+		{
 			name:     "a parent in neither store nor file",
 			input:    []string{strings.Replace(lines[proj2ID], `"parent_session_id":"`+projID, `"parent_session_id":"nope`, 1)},
 			wantCode: cli.ExitInvalid, failed: 1, failLines: []int{1},
