@@ -17,6 +17,11 @@ type SQLiteMaintainer interface {
 	// IntegrityCheck runs PRAGMA integrity_check and returns its rows: a
 	// single "ok" when the file is sound.
 	IntegrityCheck(ctx context.Context) ([]string, error)
+	// ExplainIntegrity sorts IntegrityCheck's lines into damage and
+	// version skew: complaints that only differences between SQLite
+	// versions cause (a trigram index written by an SQLite that read text
+	// differently), each with an explanation naming the versions.
+	ExplainIntegrity(ctx context.Context, lines []string) (damage, skew []string, err error)
 	// FTSIntegrityCheck verifies the full-text index against the messages;
 	// a mismatch is internal, a file without the index invalid.
 	FTSIntegrityCheck(ctx context.Context) error

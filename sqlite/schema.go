@@ -213,9 +213,15 @@ type schemaInfo struct {
 	// ftsColumn is the first column of messages_fts (the one search
 	// snippets show) and ftsSQL its CREATE statement.
 	ftsColumn, ftsSQL string
+	// trigramView is the CREATE statement of the trigram index's view.
+	trigramView string
 }
 
 func (si *schemaInfo) hasFTS() bool { return si.tables["messages_fts"] }
+
+// hasTrigramOfHermes reports a trigram index a newer Hermes made
+// (messages_fts_trigram).
+func (si *schemaInfo) hasTrigramOfHermes() bool { return si.tables["messages_fts_trigram"] }
 
 // tableNames returns up to n of the file's table names, sorted, with "..."
 // when there are more.
@@ -250,8 +256,11 @@ func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 		if err := r.Scan(&typ, &name, &text); err != nil {
 			return err
 		}
-		if name == "messages_fts" {
+		switch name {
+		case "messages_fts":
 			si.ftsSQL = text.String
+		case "sessiondb_fts_trigram_src":
+			si.trigramView = text.String
 		}
 		if typ == "index" {
 			si.indexes[name] = true

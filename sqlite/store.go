@@ -281,6 +281,16 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 	if !s.si.tables[trigramTable] {
 		return nil
 	}
+	if !o.ReadOnly && !s.si.newer() && !strings.Contains(s.si.trigramView, trigramNULFree) {
+		if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return upgradeTrigram(tx) }); err != nil {
+			return sqlitedb.Wrap(err, "rebuild the trigram index of %s without NUL bytes", s.path)
+		}
+		si, err := inspect(ctx, s.db)
+		if err != nil {
+			return openErr(err, s.path, "inspect schema")
+		}
+		s.si = si
+	}
 	done, hw, err := s.trigramProgress(ctx)
 	if err != nil {
 		s.log.Warn("trigram index unusable", "path", s.path, "err", err)
@@ -392,10 +402,11 @@ func (s *Store) SQLiteVersion(ctx context.Context) (string, error) {
 	return v, nil
 }
 
-// IntegrityCheck runs PRAGMA integrity_check and returns its rows: a single
-// "ok" when the file is sound.
+// IntegrityCheck runs PRAGMA integrity_check and returns its lines: a
+// single "ok" when the file is sound (see integrityLines for a check that
+// damage stops).
 func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
-	out, err := sqlitedb.Append(ctx, s.db, "PRAGMA integrity_check", nil, nil, sqlitedb.Value[string])
+	out, err := integrityLines(ctx, s.db)
 	if err != nil {
 		return nil, s.readErr(err, "integrity check")
 	}
@@ -507,7 +518,15 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx)
 }
 
 // writeErr classifies a write failure (the package's writeErr).
-func (s *Store) writeErr(err error, what string) error { return writeErr(err, what) }
+func (s *Store) writeErr(err error, what string) error {
+	if sqlitedb.IsCorrupt(err) && s.si != nil && s.si.newer() && s.si.hasTrigramOfHermes() {
+		// A newer Hermes' trigram index over multimodal content, written
+		// by an SQLite older than 3.49.2, cannot lose rows through this
+		// SQLite (README, Compatibility); say so rather than "malformed".
+		return sqlitedb.Wrap(err, "%s: %s holds a newer Hermes' trigram index, and one written by SQLite older than 3.49.2 over text with NUL bytes (multimodal content) cannot be changed by SQLite 3.49.2 or later; `sessiondb doctor` tells that version skew from damage, and Hermes itself can delete these rows", what, s.path)
+	}
+	return writeErr(err, what)
+}
 
 // readErr classifies a read failure with sqlitedb.Code.
 func (s *Store) readErr(err error, format string, args ...any) error {

@@ -41,11 +41,30 @@ func trigramIndexed(r string) string {
       OR ` + r + `.id <= (SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = '` + metaBackfill + `'))`
 }
 
+// trigramText is the SQL for the text the trigram index holds for a
+// message's content c: the content without a leading NUL byte (a newer
+// Hermes' multimodal content is a NUL, then "json:" and the JSON), cut at
+// any further NUL. SQLite's trigram tokenizer stopped reading at a NUL
+// until 3.49.1 and reads past it from 3.49.2, so an index of text holding
+// one, written by one of them, fails the other's integrity check, and a
+// delete by the other errs or leaves terms behind; text without NUL is
+// tokenized alike by both, so this index works whichever SQLite writes and
+// reads it. It is computed on the bytes (a blob): SQLite before 3.49
+// cannot replace() a NUL, and its text functions stop at one.
+func trigramText(c string) string {
+	b := "CAST(" + c + " AS BLOB)"
+	rest := "(CASE WHEN substr(" + b + ", 1, 1) = X'00' THEN substr(" + b + ", 2) ELSE " + b + " END)"
+	return "CAST(CASE WHEN instr(" + rest + ", X'00') > 0 THEN substr(" + rest + ", 1, instr(" + rest + ", X'00') - 1) ELSE " + rest + " END AS TEXT)"
+}
+
+// trigramNULFree is in the view of an index built with trigramText.
+const trigramNULFree = "X'00'"
+
 func trigramSchema() string {
 	return `CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT);
 
 CREATE VIEW IF NOT EXISTS sessiondb_fts_trigram_src AS
-    SELECT m.id AS id, m.content AS content FROM messages m JOIN sessions s ON s.id = m.session_id
+    SELECT m.id AS id, ` + trigramText("m.content") + ` AS content FROM messages m JOIN sessions s ON s.id = m.session_id
     WHERE m.role <> 'tool' AND s.source <> 'cron';
 
 CREATE VIRTUAL TABLE IF NOT EXISTS sessiondb_fts_trigram USING fts5(
@@ -58,20 +77,20 @@ CREATE VIRTUAL TABLE IF NOT EXISTS sessiondb_fts_trigram USING fts5(
 CREATE TRIGGER IF NOT EXISTS sessiondb_fts_trigram_insert AFTER INSERT ON messages
 WHEN ` + trigramIndexed("new") + `
 BEGIN
-    INSERT INTO sessiondb_fts_trigram(rowid, content) VALUES (new.id, new.content);
+    INSERT INTO sessiondb_fts_trigram(rowid, content) VALUES (new.id, ` + trigramText("new.content") + `);
 END;
 
 CREATE TRIGGER IF NOT EXISTS sessiondb_fts_trigram_delete AFTER DELETE ON messages
 WHEN ` + trigramIndexed("old") + `
 BEGIN
-    INSERT INTO sessiondb_fts_trigram(sessiondb_fts_trigram, rowid, content) VALUES('delete', old.id, old.content);
+    INSERT INTO sessiondb_fts_trigram(sessiondb_fts_trigram, rowid, content) VALUES('delete', old.id, ` + trigramText("old.content") + `);
 END;
 
 CREATE TRIGGER IF NOT EXISTS sessiondb_fts_trigram_update AFTER UPDATE ON messages BEGIN
     INSERT INTO sessiondb_fts_trigram(sessiondb_fts_trigram, rowid, content)
-        SELECT 'delete', old.id, old.content WHERE ` + trigramIndexed("old") + `;
+        SELECT 'delete', old.id, ` + trigramText("old.content") + ` WHERE ` + trigramIndexed("old") + `;
     INSERT INTO sessiondb_fts_trigram(rowid, content)
-        SELECT new.id, new.content WHERE ` + trigramIndexed("new") + `;
+        SELECT new.id, ` + trigramText("new.content") + ` WHERE ` + trigramIndexed("new") + `;
 END;
 `
 }
@@ -114,6 +133,34 @@ func createTrigram(tx *sqlitedb.Tx) error {
 		}
 	}
 	return tx.ExecScript(trigramSchema())
+}
+
+// upgradeTrigram rebuilds a trigram index made before trigramText (its view
+// indexes the content as it is, NUL bytes and all): view and triggers
+// replaced, the index rebuilt from the new view, and the backfill marked
+// complete (the rebuild indexed every row), in one transaction.
+func upgradeTrigram(tx *sqlitedb.Tx) error {
+	var view sql.NullString
+	if err := tx.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'sessiondb_fts_trigram_src'").Scan(&view); err != nil && err != sql.ErrNoRows {
+		return err
+	}
+	if strings.Contains(view.String, trigramNULFree) {
+		return nil // another process did it meanwhile
+	}
+	if err := tx.ExecScript(`DROP VIEW IF EXISTS sessiondb_fts_trigram_src;
+DROP TRIGGER IF EXISTS sessiondb_fts_trigram_insert;
+DROP TRIGGER IF EXISTS sessiondb_fts_trigram_delete;
+DROP TRIGGER IF EXISTS sessiondb_fts_trigram_update;`); err != nil {
+		return err
+	}
+	if err := tx.ExecScript(trigramSchema()); err != nil {
+		return err
+	}
+	if _, err := tx.Exec("INSERT INTO sessiondb_fts_trigram(sessiondb_fts_trigram) VALUES('rebuild')"); err != nil {
+		return err
+	}
+	_, err := tx.Exec("UPDATE state_meta SET value = (SELECT value FROM state_meta WHERE key = ?) WHERE key = ?", metaHighWater, metaBackfill)
+	return err
 }
 
 // trigramProgress reads the backfill's position and goal.

@@ -319,6 +319,15 @@ func Version(ctx context.Context, db *sql.DB) (string, error) {
 	return v, err
 }
 
+// LibraryVersion returns the linked SQLite library's version, asked of an
+// in-memory database, "" if it cannot be read.
+func LibraryVersion(ctx context.Context) string {
+	db := sql.OpenDB(&connector{drv: newDriver(), dsn: ":memory:"})
+	defer db.Close()
+	v, _ := Version(ctx, db)
+	return v
+}
+
 // HasFTS5 reports whether the linked SQLite was compiled with FTS5.
 func HasFTS5(ctx context.Context, db *sql.DB) (bool, error) {
 	var n int

@@ -1,10 +1,10 @@
 package history
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,16 +15,24 @@ import (
 
 // doctorReport is what `doctor` finds, in its --json form.
 type doctorReport struct {
-	Path          string   `json:"path"`
-	Driver        string   `json:"driver"`
-	GoVersion     string   `json:"go_version"`
-	SQLiteVersion string   `json:"sqlite_version"`
-	SchemaVersion int      `json:"schema_version"`
-	FileBytes     int64    `json:"file_bytes"`
-	WALBytes      int64    `json:"wal_bytes"`
-	FileMode      string   `json:"file_mode"`
-	Sessions      int64    `json:"sessions"`
+	Path string `json:"path"`
+	// Opened is false when the file would not open as a store: only the
+	// integrity check and the file's facts are known.
+	Opened        bool   `json:"opened"`
+	Driver        string `json:"driver"`
+	GoVersion     string `json:"go_version"`
+	SQLiteVersion string `json:"sqlite_version"`
+	SchemaVersion int    `json:"schema_version"`
+	FileBytes     int64  `json:"file_bytes"`
+	WALBytes      int64  `json:"wal_bytes"`
+	FileMode      string `json:"file_mode"`
+	Sessions      int64  `json:"sessions"`
+	// Integrity is integrity_check's own lines, at most maxIntegrityLines,
+	// IntegrityMore how many more it gave; VersionSkew the complaints that
+	// are differences between SQLite versions, not damage (explained).
 	Integrity     []string `json:"integrity_check"`
+	IntegrityMore int      `json:"integrity_check_more,omitempty"`
+	VersionSkew   []string `json:"version_skew,omitempty"`
 	FTS           string   `json:"fts_integrity_check"`
 	RebuiltFTS    bool     `json:"rebuilt_fts,omitempty"`
 	OptimizedFTS  bool     `json:"optimized_fts,omitempty"`
@@ -39,6 +47,12 @@ func (h *group) doctorCmd() *cobra.Command {
 		Long: `Report the store's schema version, the SQLite library and driver in this
 build, the file's size and permissions, and run SQLite's integrity_check and
 the full-text index's own integrity check. Exits 1 when a check fails.
+
+integrity_check's own lines are shown (the first 20, and how many more),
+also for a file too damaged to open as a store. A trigram index that this
+SQLite calls malformed only because an SQLite older than 3.49.2 wrote it
+over text with NUL bytes (a newer Hermes' multimodal content) is reported
+as version skew, naming both versions, not as damage.
 
 --rebuild-fts rebuilds the search index from the messages (the cure when the
 index check fails); --optimize-fts merges the index's segments, which makes
@@ -56,12 +70,12 @@ search a little faster on a store that has taken many writes.`,
 				access = cli.WriteStore
 			}
 			ctx := c.Context()
-			return h.withStore(ctx, access, func(s sessiondb.Store) error {
+			err := h.withStore(ctx, access, func(s sessiondb.Store) error {
 				st, ok := s.(sessiondb.SQLiteMaintainer)
 				if !ok {
 					return sessiondb.Errorf(sessiondb.EINVALID, "doctor checks a SQLite store file, and this store is not one")
 				}
-				r := &doctorReport{Path: st.Path(), Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}}
+				r := &doctorReport{Path: st.Path(), Opened: true, Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}}
 				var err error
 				if rebuild {
 					if err := h.Spin("rebuilding the search index", func() error { return st.RebuildFTS(ctx) }); err != nil {
@@ -93,12 +107,21 @@ search a little faster on a store that has taken many writes.`,
 				if fi, err := os.Stat(st.Path() + "-wal"); err == nil {
 					r.WALBytes = fi.Size()
 				}
-				if r.Integrity, err = st.IntegrityCheck(ctx); err != nil {
+				lines, err := st.IntegrityCheck(ctx)
+				if err != nil {
 					return err
 				}
-				if len(r.Integrity) != 1 || r.Integrity[0] != "ok" {
-					r.Problems = append(r.Problems, "integrity_check found damage: copy the file aside and restore from a backup or an export")
+				damage, skew := lines, []string(nil)
+				if len(lines) != 1 || lines[0] != "ok" {
+					if damage, skew, err = st.ExplainIntegrity(ctx, lines); err != nil {
+						return err
+					}
 				}
+				r.VersionSkew = skew
+				if len(damage) == 0 {
+					damage = []string{"ok"}
+				}
+				r.setIntegrity(damage)
 				r.FTS = "ok"
 				if h.ReadOnly {
 					// FTS5 runs its check as an INSERT command, which a
@@ -123,18 +146,14 @@ search a little faster on a store that has taken many writes.`,
 						r.Problems = append(r.Problems, "the search index does not match the messages: run `sessiondb doctor --rebuild-fts`")
 					}
 				}
-				if h.JSON {
-					if err := h.PrintJSON(r); err != nil {
-						return err
-					}
-				} else {
-					h.printDoctor(r)
-				}
-				if len(r.Problems) > 0 {
-					return sessiondb.Errorf(sessiondb.EINTERNAL, "%d problem(s) found in %s", len(r.Problems), st.Path())
-				}
-				return nil
+				return h.finishDoctor(r)
 			})
+			if access == cli.ReadStore && store.IsDamaged(err) {
+				// A file too damaged to open as a store still gets its
+				// integrity_check, the only account of the damage.
+				return h.doctorDamaged(ctx, err)
+			}
+			return err
 		},
 	}
 	c.Flags().BoolVar(&rebuild, "rebuild-fts", false, "rebuild the full-text search index from the messages")
@@ -143,13 +162,91 @@ search a little faster on a store that has taken many writes.`,
 	return c
 }
 
+// maxIntegrityLines is how many of integrity_check's lines doctor shows;
+// a damaged file can give thousands.
+const maxIntegrityLines = 20
+
+// setIntegrity keeps the first maxIntegrityLines of lines and counts the
+// rest; anything but a lone "ok" is a problem.
+func (r *doctorReport) setIntegrity(lines []string) {
+	r.Integrity = lines
+	if len(lines) > maxIntegrityLines {
+		r.Integrity, r.IntegrityMore = lines[:maxIntegrityLines], len(lines)-maxIntegrityLines
+	}
+	if len(lines) != 1 || lines[0] != "ok" {
+		r.Problems = append(r.Problems, "integrity_check found damage: copy the file aside and restore from a backup or an export")
+	}
+}
+
+// finishDoctor prints r and fails when it holds a problem.
+func (h *group) finishDoctor(r *doctorReport) error {
+	if h.JSON {
+		if err := h.PrintJSON(r); err != nil {
+			return err
+		}
+	} else {
+		h.printDoctor(r)
+	}
+	if len(r.Problems) > 0 {
+		return sessiondb.Errorf(sessiondb.EINTERNAL, "%d problem(s) found in %s", len(r.Problems), r.Path)
+	}
+	return nil
+}
+
+// doctorDamaged reports a file that would not open as a store (openErr):
+// what the file is and integrity_check's lines on it, read without opening
+// it as a store.
+func (h *group) doctorDamaged(ctx context.Context, openErr error) error {
+	path, err := h.HistoryPath()
+	if err != nil {
+		return err
+	}
+	lines, err := store.CheckFile(ctx, path)
+	if err != nil {
+		return openErr
+	}
+	r := &doctorReport{Path: path, Driver: store.Driver, GoVersion: runtime.Version(), FTS: "not checked (the store does not open)", Problems: []string{}}
+	if fi, err := os.Stat(path); err == nil {
+		r.FileBytes, r.FileMode = fi.Size(), fmt.Sprintf("%04o", fi.Mode().Perm())
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		r.WALBytes = fi.Size()
+	}
+	r.SQLiteVersion = store.SQLiteVersion(ctx)
+	if len(lines) == 1 && lines[0] == "ok" {
+		// Sound pages, but not a store we can open: say why.
+		r.Problems = append(r.Problems, openErr.Error())
+		r.Integrity = lines
+	} else {
+		r.setIntegrity(lines)
+	}
+	return h.finishDoctor(r)
+}
+
 func (h *group) printDoctor(r *doctorReport) {
 	h.Printf("store           %s\n", cli.PrintableLine(r.Path))
 	h.Printf("file            %s bytes (+ %s WAL), mode %s\n", fmtCount(r.FileBytes), fmtCount(r.WALBytes), cli.OrDash(r.FileMode))
-	h.Printf("schema version  %d\n", r.SchemaVersion)
-	h.Printf("sessions        %d\n", r.Sessions)
+	if r.Opened {
+		h.Printf("schema version  %d\n", r.SchemaVersion)
+		h.Printf("sessions        %d\n", r.Sessions)
+	} else {
+		h.Printf("schema version  - (the file does not open as a store)\n")
+	}
 	h.Printf("sqlite          %s (driver %s, %s)\n", r.SQLiteVersion, r.Driver, r.GoVersion)
-	h.Printf("integrity       %s\n", cli.PrintableLine(strings.Join(r.Integrity, "; ")))
+	if len(r.Integrity) == 1 {
+		h.Printf("integrity       %s\n", cli.PrintableLine(r.Integrity[0]))
+	} else {
+		h.Printf("integrity       %d lines from integrity_check:\n", len(r.Integrity)+r.IntegrityMore)
+		for _, l := range r.Integrity {
+			h.Printf("                %s\n", cli.PrintableLine(l))
+		}
+		if r.IntegrityMore > 0 {
+			h.Printf("                ... and %d more (`sqlite3 FILE 'PRAGMA integrity_check'` lists them all)\n", r.IntegrityMore)
+		}
+	}
+	for _, sk := range r.VersionSkew {
+		h.Printf("version skew    %s\n", cli.PrintableLine(sk))
+	}
 	h.Printf("search index    %s\n", cli.PrintableLine(r.FTS))
 	if r.RebuiltFTS {
 		h.Printf("                rebuilt\n")

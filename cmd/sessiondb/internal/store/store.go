@@ -15,6 +15,7 @@ import (
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 	"github.com/sessiondb/sessiondb/open"
 	"github.com/sessiondb/sessiondb/postgres"
+	"github.com/sessiondb/sessiondb/sqlite"
 )
 
 // Options are how a store is opened.
@@ -45,6 +46,22 @@ func Open(ctx context.Context, target string, o Options) (sessiondb.Store, error
 		Logger:      o.Logger,
 	})
 }
+
+// IsDamaged reports an error of Open that says the SQLite database is
+// damaged (not a file that is no database at all): doctor then reads it
+// with CheckFile.
+func IsDamaged(err error) bool { return sqlitedb.IsCorrupt(err) && !sqlitedb.IsNotADB(err) }
+
+// CheckFile runs SQLite's integrity_check on the file at target without
+// opening it as a store (sqlite.CheckFile): what doctor reports on a file
+// Open refuses as damaged.
+func CheckFile(ctx context.Context, target string) ([]string, error) {
+	return sqlite.CheckFile(ctx, target)
+}
+
+// SQLiteVersion returns the linked SQLite library's version, "" if it
+// cannot be read.
+func SQLiteVersion(ctx context.Context) string { return sqlite.LibraryVersion(ctx) }
 
 // IsURL reports whether target names a PostgreSQL server, not a file.
 func IsURL(target string) bool { return open.IsURL(target) }
