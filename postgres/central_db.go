@@ -68,9 +68,25 @@ func (b registryBackend) Read(ctx context.Context, what string, fn func(regsql.Q
 	return b.c.classify(err, "%s", what)
 }
 
-// Write runs fn in one write transaction, retried as every write is.
+// uniqueRetries is how many times a registry write that lost a race to
+// insert the same key is run again.
+const uniqueRetries = 3
+
+// Write runs fn in one write transaction, retried as every write is, and
+// also when it loses a race to insert a key another transaction inserted
+// first: under read committed two hosts can both look for a user (a
+// chat, a DM) before either inserts it, and the second's insert then
+// violates the key. Run again, fn finds the row the first committed, as
+// it would have had the two come one after the other (on SQLite they do).
+// A key that really is taken fails the same way every time and is
+// reported as the conflict it is.
 func (b registryBackend) Write(ctx context.Context, what string, fn func(regsql.Tx) error) error {
-	return b.c.write(ctx, what, func(tx pgx.Tx) error { return fn(&ctxTx{ctx: ctx, tx: tx}) })
+	for attempt := 1; ; attempt++ {
+		err := b.c.write(ctx, what, func(tx pgx.Tx) error { return fn(&ctxTx{ctx: ctx, tx: tx}) })
+		if err == nil || attempt > uniqueRetries || sqlState(err) != pgUniqueViolation || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 func (b registryBackend) Code(err error) string { return Code(err) }
