@@ -42,6 +42,7 @@ func RunRegistry(t *testing.T, h RegistryHarness) {
 	t.Run("Destinations", func(t *testing.T) { t.Parallel(); testDestinations(t, h) })
 	t.Run("Questions", func(t *testing.T) { t.Parallel(); testQuestions(t, h) })
 	t.Run("ActionApprovals", func(t *testing.T) { t.Parallel(); testActionApprovals(t, h) })
+	t.Run("ExpireConcurrently", func(t *testing.T) { t.Parallel(); testExpireConcurrently(t, h) })
 	t.Run("SenderApprovals", func(t *testing.T) { t.Parallel(); testSenderApprovals(t, h) })
 	t.Run("ChannelApprovals", func(t *testing.T) { t.Parallel(); testChannelApprovals(t, h) })
 	t.Run("FindCard", func(t *testing.T) { t.Parallel(); testFindCard(t, h) })

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -364,5 +366,67 @@ func testDropped(t *testing.T, h RegistryHarness) {
 	}
 	if list, _ := e.r.ListDropped(e.ctx, 0); len(list) != 1 || list[0].ChannelType != "discord" {
 		t.Errorf("after prune: %+v", list)
+	}
+}
+
+// testExpireConcurrently: expiry sweeps on two handles at once (two hosts
+// sharing the registry) report each expired question and approval exactly
+// once, so exactly one host tells its agent.
+func testExpireConcurrently(t *testing.T, h RegistryHarness) {
+	e := newRenv(t, h)
+	e.group("ag", "Agent")
+	s, _ := e.resolve("ag", "", "", sessiondb.ModeShared)
+	opts, err := sessiondb.NormalizeOptions(json.RawMessage(`["Yes","No"]`))
+	noErr(t, "options", err)
+	const n = 12
+	for i := 0; i < n; i++ {
+		_, err := e.r.AddQuestion(e.ctx, sessiondb.NewQuestion{QuestionID: fmt.Sprintf("q-%d", i), SessionID: s.ID, Title: "t", Options: opts})
+		noErr(t, "AddQuestion", err)
+		_, err = e.r.AddApproval(e.ctx, sessiondb.NewApproval{SessionID: s.ID, Action: "install_packages", Payload: json.RawMessage(`{}`), Title: "t"})
+		noErr(t, "AddApproval", err)
+	}
+	e.clock.Advance(sessiondb.ApprovalTTL + time.Minute)
+	handles := []sessiondb.Registry{e.r, e.reopen()}
+	var mu sync.Mutex
+	questions, approvals := map[string]int{}, map[string]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(r sessiondb.Registry) {
+			defer wg.Done()
+			<-start
+			qs, err := r.ExpireQuestions(e.ctx, e.clock.Now())
+			if err != nil {
+				t.Errorf("ExpireQuestions: %v", err)
+			}
+			as, err := r.ExpireApprovals(e.ctx, e.clock.Now(), sessiondb.ApprovalTTL)
+			if err != nil {
+				t.Errorf("ExpireApprovals: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, q := range qs {
+				questions[q.QuestionID]++
+			}
+			for _, a := range as {
+				approvals[a.ApprovalID]++
+			}
+		}(handles[i%len(handles)])
+	}
+	close(start)
+	wg.Wait()
+	if len(questions) != n || len(approvals) != n {
+		t.Errorf("%d questions and %d approvals expired, want %d of each", len(questions), len(approvals), n)
+	}
+	for id, c := range questions {
+		if c != 1 {
+			t.Errorf("question %s reported expired by %d sweeps", id, c)
+		}
+	}
+	for id, c := range approvals {
+		if c != 1 {
+			t.Errorf("approval %s reported expired by %d sweeps", id, c)
+		}
 	}
 }

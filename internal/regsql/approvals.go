@@ -134,10 +134,17 @@ func (c *Registry) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]ses
 			if !q.CreatedAt.Before(cutoff) {
 				continue
 			}
-			if _, err := tx.Exec("DELETE FROM pending_questions WHERE question_id = ?", q.QuestionID); err != nil {
+			// Only the rows this sweep deleted: another host's sweep at the
+			// same moment reports the others.
+			res, err := tx.Exec("DELETE FROM pending_questions WHERE question_id = ?", q.QuestionID)
+			if err != nil {
 				return err
 			}
-			out = append(out, q)
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				out = append(out, q)
+			}
 		}
 		return nil
 	})
@@ -321,11 +328,18 @@ func (c *Registry) ExpireApprovals(ctx context.Context, now time.Time, ttl time.
 			if due.After(now) {
 				continue
 			}
-			if _, err := tx.Exec("UPDATE pending_approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending'", a.ApprovalID); err != nil {
+			// Only the rows this sweep moved: another host's sweep at the
+			// same moment tells the others' agents.
+			res, err := tx.Exec("UPDATE pending_approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending'", a.ApprovalID)
+			if err != nil {
 				return err
 			}
-			a.Status = sessiondb.ApprovalExpired
-			out = append(out, a)
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				a.Status = sessiondb.ApprovalExpired
+				out = append(out, a)
+			}
 		}
 		return nil
 	})
