@@ -58,6 +58,8 @@ type Leases struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// stopped: the host no longer serves sessions; it takes no lease.
+	stopped bool
 }
 
 // heldLease is a lease this host holds: its epoch, and until when this
@@ -112,6 +114,14 @@ func (l *Leases) trust(start time.Time) time.Time { return start.Add(l.cfg.TTL -
 func (l *Leases) Acquire(ctx context.Context, sessionID string) (held bool, holder string, err error) {
 	if l.Holds(sessionID) {
 		return true, l.cfg.Host, nil
+	}
+	l.mu.Lock()
+	stopped := l.stopped
+	l.mu.Unlock()
+	if stopped {
+		// A row routed while the host stops is handed off: the next host
+		// to claim the session writes it.
+		return false, "", nil
 	}
 	start := l.cfg.Now()
 	lease, held, err := l.svc.ClaimSession(ctx, sessionID, l.cfg.Host, l.cfg.TTL)
@@ -237,12 +247,14 @@ func (l *Leases) Start(ctx context.Context) {
 }
 
 // Stop ends the renewals and hands every lease back, so another host may
-// serve the sessions at once. Call it once the host no longer delivers or
-// wakes anything.
+// serve the sessions at once; from then on Acquire takes no lease (rows
+// routed meanwhile are handed off to whichever host claims the session).
+// Call it once the host no longer delivers or wakes anything.
 func (l *Leases) Stop(ctx context.Context) {
 	l.mu.Lock()
 	stop, done := l.stop, l.done
 	l.stop = nil
+	l.stopped = true
 	ids := make([]string, 0, len(l.held))
 	for id := range l.held {
 		ids = append(ids, id)

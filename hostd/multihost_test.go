@@ -295,11 +295,21 @@ func TestHostTakesOverAfterLeaseRunsOut(t *testing.T) {
 	if !b.leases.Holds(s1) {
 		t.Error("b's renewed lease did not hold")
 	}
-	// A clean stop hands the leases back at once.
+	// A clean stop hands the leases back at once; what the stopping host
+	// still routes is handed to the next host that claims the session.
 	b.leases.Stop(ctxb)
-	held, _, err = a.leases.Acquire(ctxb, s1)
+	res, err = b.router.Route(ctxb, ev("m6"))
 	must(t, err)
-	if !held || a.leases.Epoch(s1) != 3 {
-		t.Errorf("a after b released: held %v epoch %d", held, a.leases.Epoch(s1))
+	if res.Deliveries[0].HandedOff != "next" || b.leases.Holds(s1) {
+		t.Errorf("b routes m6 while stopping: %+v", res.Deliveries[0])
+	}
+	takeAll(t, hosts)
+	if !a.leases.Holds(s1) || a.leases.Epoch(s1) != 3 {
+		t.Errorf("a after b released: held %v epoch %d", a.leases.Holds(s1), a.leases.Epoch(s1))
+	}
+	rows = map[string][]string{}
+	a.rows(t, rows)
+	if len(rows["m6:ag-1"]) != 1 {
+		t.Errorf("m6 did not reach a: %v", rows)
 	}
 }

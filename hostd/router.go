@@ -180,7 +180,8 @@ type Delivery struct {
 	// Duplicate says the row was already there (a redelivered event).
 	Duplicate bool `json:"duplicate,omitempty"`
 	// HandedOff names the host serving the session, to which the row was
-	// handed off through the registry (several hosts, one registry).
+	// handed off through the registry (several hosts, one registry);
+	// "next" when no host serves it now (the next to claim it takes it).
 	HandedOff string `json:"handed_off,omitempty"`
 	Woken     bool   `json:"woken,omitempty"`
 	Error     string `json:"error,omitempty"`
@@ -404,6 +405,9 @@ func (r *Router) write(ctx context.Context, s sessiondb.AgentSession, created bo
 // handOff queues m for holder, the host serving s.
 func (r *Router) handOff(ctx context.Context, s sessiondb.AgentSession, m mailbox.InboundMessage, wake bool, holder string) (written, error) {
 	w := written{handedTo: holder}
+	if holder == "" {
+		w.handedTo = "next"
+	}
 	if m.Timestamp.IsZero() {
 		m.Timestamp = r.h.Now()
 	}
