@@ -271,3 +271,19 @@ func (l *Leases) Stop(ctx context.Context) {
 		}
 	}
 }
+
+// NotServing returns, for a registry that several hosts share (one with
+// sessiondb.HostLeaseService), the Leases of a process that routes but
+// serves no session (`sessiondb route --direct`, `admin`): it claims each
+// event as the hosts do, and hands every row off to the host serving its
+// session (or the next to claim it), never writing a mailbox of its own.
+// For other registries it returns nil: the process writes the mailboxes
+// under its data root, as the one host does.
+func NotServing(reg sessiondb.Registry, name string) *Leases {
+	svc, ok := reg.(sessiondb.HostLeaseService)
+	if !ok {
+		return nil
+	}
+	return &Leases{svc: svc, cfg: LeaseConfig{Service: svc, Host: name, TTL: DefaultLeaseTTL, EventTTL: DefaultEventTTL, Now: time.Now},
+		log: slog.New(slog.DiscardHandler), held: map[string]heldLease{}, stopped: true}
+}

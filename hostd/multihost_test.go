@@ -313,3 +313,52 @@ func TestHostTakesOverAfterLeaseRunsOut(t *testing.T) {
 		t.Errorf("m6 did not reach a: %v", rows)
 	}
 }
+
+// A process that routes without serving (route --direct, admin) on a
+// shared registry claims events as the hosts do and hands every row off:
+// it never writes a mailbox of its own.
+func TestNotServingRouterHandsEverythingOff(t *testing.T) {
+	clk := newClock()
+	hosts := newPGHosts(t, clk, time.Minute, []string{"chat-0"}, 1)
+	a := hosts[0]
+	dir := t.TempDir()
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: dir}, Now: clk.Now})
+	must(t, err)
+	l := NotServing(a.reg, "route --direct")
+	if l == nil || NotServing(newCentral(t).reg, "x") != nil {
+		t.Fatal("NotServing: want Leases for a registry with leases only")
+	}
+	direct, err := NewRouter(RouterConfig{Registry: a.reg, Host: h, Leases: l})
+	must(t, err)
+	ev := Event{ChannelType: "telegram", PlatformID: "chat-0", MessageID: "m1", Sender: Sender{ID: "42"}, Text: "hi", IsGroup: true}
+	res, err := direct.Route(ctxb, ev)
+	must(t, err)
+	if res.Outcome != RouteRouted || res.Deliveries[0].HandedOff != "next" {
+		t.Fatalf("direct route of a new session's first message: %+v", res)
+	}
+	if res, _ := a.router.Route(ctxb, ev); res.Reason != "already_routed" {
+		t.Errorf("the host routed the event again: %+v", res)
+	}
+	takeAll(t, hosts)
+	rows := map[string][]string{}
+	a.rows(t, rows)
+	if len(rows["m1:ag-1"]) != 1 || len(rows["m1:ag-2"]) != 1 {
+		t.Errorf("the host's mailboxes: %v", rows)
+	}
+	// Now that the host serves the session, the row handed off reaches it.
+	ev.MessageID = "m2"
+	res, err = direct.Route(ctxb, ev)
+	must(t, err)
+	if res.Deliveries[0].HandedOff != "next" {
+		t.Errorf("direct route to a served session: %+v", res.Deliveries[0])
+	}
+	takeAll(t, hosts)
+	rows = map[string][]string{}
+	a.rows(t, rows)
+	if len(rows["m2:ag-1"]) != 1 {
+		t.Errorf("m2 did not reach the host serving its session: %v", rows)
+	}
+	if refs, _ := h.Sessions(ctxb); len(refs) != 0 {
+		t.Errorf("the direct router wrote folders: %v", refs)
+	}
+}

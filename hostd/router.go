@@ -181,7 +181,9 @@ type Delivery struct {
 	Duplicate bool `json:"duplicate,omitempty"`
 	// HandedOff names the host serving the session, to which the row was
 	// handed off through the registry (several hosts, one registry);
-	// "next" when no host serves it now (the next to claim it takes it).
+	// "next" when this process cannot name one (it is stopping, or serves
+	// no session: route --direct): the host serving the session, or the
+	// next to claim it, takes the row.
 	HandedOff string `json:"handed_off,omitempty"`
 	Woken     bool   `json:"woken,omitempty"`
 	Error     string `json:"error,omitempty"`

@@ -84,7 +84,7 @@ func (a *group) router(reg sessiondb.Registry, ifFolders bool) (*hostd.Router, e
 	if err != nil {
 		return nil, err
 	}
-	return hostd.NewRouter(hostd.RouterConfig{Registry: reg, Host: h, Logger: log})
+	return hostd.NewRouter(hostd.RouterConfig{Registry: reg, Host: h, Logger: log, Leases: hostd.NotServing(reg, "admin")})
 }
 
 // reproject rewrites the destinations of the active sessions of groups and

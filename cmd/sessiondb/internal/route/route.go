@@ -137,7 +137,7 @@ func (g *group) direct(ctx context.Context, central, data, deliver string, in io
 		if err != nil {
 			return err
 		}
-		cfg := hostd.RouterConfig{Registry: reg, Host: h, Logger: log}
+		cfg := hostd.RouterConfig{Registry: reg, Host: h, Logger: log, Leases: hostd.NotServing(reg, "route --direct")}
 		if deliver != "" {
 			if cfg.Deliverer, err = hostd.NewDeliverer(deliver, layout, 0); err != nil {
 				return err
