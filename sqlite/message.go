@@ -118,6 +118,22 @@ func (s *Store) queryMessages(ctx context.Context, what, q string, args ...any) 
 	return out, nil
 }
 
+// pageSQL selects the session's visible messages that also match cond
+// (alias m, with its own arguments after the session id) in id order,
+// ascending or descending, at most LIMIT (the last argument) of them. The
+// page's ids are cut from the (session_id, timestamp) index first and only
+// its rows are read: ORDER BY id over the session's rows would sort every
+// row of a long session, text and all, to keep fifty (150 ms against 13
+// ms on a 20,000-message session).
+func (s *Store) pageSQL(cond string, desc bool) string {
+	dir := ""
+	if desc {
+		dir = " DESC"
+	}
+	return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.id IN (SELECT m.id FROM messages m WHERE m.session_id = ?" +
+		s.q.visible + cond + " ORDER BY m.id" + dir + " LIMIT ?) ORDER BY m.id" + dir
+}
+
 // sessionMessagesSQL selects a session's messages in id order. The ids
 // come from the (session_id, timestamp) index and are looked up in rowid
 // order, so SQLite never sorts whole rows (message text included), which
@@ -151,21 +167,20 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 		limit = defaultPageLimit
 	}
 	what := "get messages page of " + sessionID
-	sel := "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.visible
 	var msgs []sessiondb.Message
 	var err error
 	forward := (p.AfterID > 0 || p.FromStart) && p.BeforeID == 0
 	switch {
 	case forward:
-		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, limit)
+		msgs, err = s.queryMessages(ctx, what, s.pageSQL(" AND m.id > ?", false), sessionID, p.AfterID, limit)
 	case p.AfterID > 0:
-		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > ? AND m.id < ? ORDER BY m.id LIMIT ?", sessionID, p.AfterID, p.BeforeID, limit)
+		msgs, err = s.queryMessages(ctx, what, s.pageSQL(" AND m.id > ? AND m.id < ?", false), sessionID, p.AfterID, p.BeforeID, limit)
 		forward = true
 	case p.BeforeID > 0:
-		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, p.BeforeID, limit)
+		msgs, err = s.queryMessages(ctx, what, s.pageSQL(" AND m.id < ?", true), sessionID, p.BeforeID, limit)
 		reverse(msgs)
 	default:
-		msgs, err = s.queryMessages(ctx, what, sel+" ORDER BY m.id DESC LIMIT ?", sessionID, limit)
+		msgs, err = s.queryMessages(ctx, what, s.pageSQL("", true), sessionID, limit)
 		reverse(msgs)
 	}
 	if err != nil {
@@ -176,7 +191,7 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 			// Extend the newest edge over the tool results that follow.
 			last := msgs[len(msgs)-1]
 			if last.Role == "tool" || (last.Role == "assistant" && len(last.ToolCalls) > 0) {
-				more, err := s.followingTools(ctx, what, sel, sessionID, last.ID)
+				more, err := s.followingTools(ctx, what, sessionID, last.ID)
 				if err != nil {
 					return nil, err
 				}
@@ -185,7 +200,7 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 		} else if msgs[0].Role == "tool" {
 			// Extend the oldest edge back to the assistant row that made
 			// the calls.
-			more, err := s.precedingGroup(ctx, what, sel, sessionID, msgs[0].ID)
+			more, err := s.precedingGroup(ctx, what, sessionID, msgs[0].ID)
 			if err != nil {
 				return nil, err
 			}
@@ -242,10 +257,10 @@ func reverse(m []sessiondb.Message) {
 const groupScan = 32
 
 // followingTools returns the run of tool rows right after id.
-func (s *Store) followingTools(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
+func (s *Store) followingTools(ctx context.Context, what, sessionID string, id int64) ([]sessiondb.Message, error) {
 	var out []sessiondb.Message
 	for {
-		next, err := s.queryMessages(ctx, what, sel+" AND m.id > ? ORDER BY m.id LIMIT ?", sessionID, id, groupScan)
+		next, err := s.queryMessages(ctx, what, s.pageSQL(" AND m.id > ?", false), sessionID, id, groupScan)
 		if err != nil {
 			return nil, err
 		}
@@ -264,10 +279,10 @@ func (s *Store) followingTools(ctx context.Context, what, sel, sessionID string,
 
 // precedingGroup returns the tool rows before id and the row that started
 // them (normally the assistant row with the calls), oldest first.
-func (s *Store) precedingGroup(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
+func (s *Store) precedingGroup(ctx context.Context, what, sessionID string, id int64) ([]sessiondb.Message, error) {
 	var out []sessiondb.Message
 	for {
-		prev, err := s.queryMessages(ctx, what, sel+" AND m.id < ? ORDER BY m.id DESC LIMIT ?", sessionID, id, groupScan)
+		prev, err := s.queryMessages(ctx, what, s.pageSQL(" AND m.id < ?", true), sessionID, id, groupScan)
 		if err != nil {
 			return nil, err
 		}

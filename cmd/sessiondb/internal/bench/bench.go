@@ -49,6 +49,10 @@ with other implementations. The phases:
                 after one process alone appending the same messages (the baseline)
   group_commit  16 goroutines in one process against a serial run of the same messages
   raw           with --include-raw: the same SQL in a bare database/sql loop
+  serve         with --serve: the HTTP server over the main store, timed from a
+                Go client on loopback: session list pages in each order, the
+                first transcript page of an added 20,000-message session,
+                search beside the library's, append-to-event live latency
 
 With --db postgres://... the whole run is made twice, on SQLite files and on
 PostgreSQL (a fresh schema per store, dropped at the end), and the output
@@ -157,6 +161,7 @@ it, so a large store is built once.
 	fl.BoolVar(&cfg.quiet, "quiet", false, "no progress on stderr")
 	fl.IntVar(&cfg.groupCommitMessages, "group-commit-messages", defaultGroupCommitMessages, "messages in the group-commit phase (0 skips it)")
 	fl.MarkHidden("group-commit-messages")
+	fl.BoolVar(&cfg.serve, "serve", false, "also time the HTTP server over the main store (serve): session list pages, the first transcript page of a 20,000-message session, search, live events")
 	fl.IntSliceVar(&cfg.scaling, "scaling", nil, "also run the concurrent appends split over each of these process counts (default 1,4,8,16 with --db)")
 	fl.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	fl.MarkHidden("cpuprofile")
@@ -186,6 +191,8 @@ type benchConfig struct {
 	db string
 	// scaling lists the process counts of the scaling phase.
 	scaling []int
+	// serve adds the serve phase (the HTTP server over the main store).
+	serve bool
 }
 
 // The result keys follow ../shared/bench/README.md exactly, so figures from
@@ -206,6 +213,7 @@ type benchResult struct {
 	GroupCommit   groupCommitResult `json:"group_commit"`
 	Raw           *rawResult        `json:"raw,omitempty"`
 	Scaling       []scalingResult   `json:"concurrent_scaling,omitempty"`
+	Serve         *serveResult      `json:"serve,omitempty"`
 }
 
 // scalingResult is one process count of the scaling phase.

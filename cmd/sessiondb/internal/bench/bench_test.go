@@ -424,3 +424,31 @@ func TestBenchOnPostgres(t *testing.T) {
 		t.Errorf("%d bench schemas left on the server", n)
 	}
 }
+
+// TestBenchServe: --serve adds the serve figures, taken over the HTTP API
+// on the main store with the 20,000-message session added.
+func TestBenchServe(t *testing.T) {
+	wl := tinyWorkload(t)
+	code, out, errOut := benchRunCLI(t, "bench", "--workload", wl, "--quiet", "--serve", "--group-commit-messages", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := jsonPath(res, "serve.long_session_messages"); v != float64(20000) {
+		t.Errorf("long_session_messages = %v", v)
+	}
+	for _, p := range []string{"serve.list_page.started_first.p95_ms", "serve.list_page.cost_first.p95_ms",
+		"serve.transcript_first_page.start.p95_ms", "serve.transcript_first_page.end.p50_ms", "serve.search.p95_ms",
+		"serve.search_p95_ratio_vs_library", "serve.live_append_to_event.other_handle.p50_ms", "serve.live_append_to_event.same_store.p50_ms"} {
+		v, ok := jsonPath(res, p)
+		if f, isNum := v.(float64); !ok || !isNum || f <= 0 {
+			t.Errorf("%s = %v, want a positive number", p, v)
+		}
+	}
+	if v, _ := jsonPath(res, "serve.live_append_to_event.other_handle.n"); v != float64(serveLiveRuns) {
+		t.Errorf("live samples = %v, want %d", v, serveLiveRuns)
+	}
+}

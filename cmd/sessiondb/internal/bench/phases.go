@@ -62,6 +62,11 @@ func (b *bencher) mainStore(ctx context.Context, res *benchResult) (err error) {
 	if err := b.exportForImport(ctx, st); err != nil {
 		return err
 	}
+	if b.cfg.serve {
+		if err := b.servePhase(ctx, st, path, res); err != nil {
+			return err
+		}
+	}
 	closed = true
 	if err := st.Close(); err != nil {
 		return sessiondb.Wrap("", err, "close the main store")
