@@ -109,7 +109,10 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 // `sessiondb export`, which `sessiondb import` reads back).
 func startExport(w http.ResponseWriter, name string) *json.Encoder {
 	rc := http.NewResponseController(w)
+	// An export lasts as long as the store is large: no deadlines (the
+	// server's read timeout would otherwise end the request's context).
 	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	return json.NewEncoder(w)
