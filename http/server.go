@@ -18,7 +18,6 @@ package http
 import (
 	"context"
 	"errors"
-	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -78,8 +77,9 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	handler http.Handler
-	// templates are the UI's pages, parsed once (ui.go).
-	templates map[string]*template.Template
+	// ui is the web UI's state: its pages, parsed once, and what it
+	// caches (ui.go).
+	ui uiState
 
 	// loopbackOnly is set by Serve from its listener: a server on a
 	// loopback address serves reads without the token.
@@ -108,7 +108,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.metrics = newMetrics(s)
 	var err error
-	if s.templates, err = s.parseTemplates(); err != nil {
+	if s.ui.templates, err = s.parseTemplates(); err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "http server: web UI")
 	}
 	s.routes()

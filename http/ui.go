@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -49,6 +51,47 @@ var staticFS embed.FS
 // uiPages are the pages, each parsed with the frame and the shared parts
 // once, when the server is built.
 var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "error"}
+
+// uiState is the web UI's part of a Server.
+type uiState struct {
+	templates map[string]*template.Template
+
+	// facets are the sources and models the session list offers, read
+	// from the usage report at most every facetsTTL: the report groups
+	// every session, too much work for each view of a list page on a
+	// large store, and sources and models seldom change.
+	mu       sync.Mutex
+	facetsAt time.Time
+	sources  []string
+	models   []string
+}
+
+// facetsTTL is how long the list's sources and models are reused.
+const facetsTTL = time.Minute
+
+// facets returns the sources and models of the store's sessions, read
+// again when older than facetsTTL. A failed read leaves the old ones.
+func (s *Server) facets(ctx context.Context) (sources, models []string) {
+	u := &s.ui
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := s.now()
+	if u.facetsAt.IsZero() || now.Sub(u.facetsAt) >= facetsTTL || now.Before(u.facetsAt) {
+		if rep, err := s.cfg.History.Usage(ctx, sessiondb.UsageFilter{Top: -1}); err == nil {
+			u.sources, u.models = nil, nil
+			for _, x := range rep.BySource {
+				u.sources = append(u.sources, x.Key)
+			}
+			for _, x := range rep.ByModel {
+				if x.Key != "" {
+					u.models = append(u.models, x.Key)
+				}
+			}
+			u.facetsAt = now
+		}
+	}
+	return u.sources, u.models
+}
 
 // uiData is what every page's template receives: the page's own data in
 // Data, and what the frame needs.
@@ -182,7 +225,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, name string, data 
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
-	t := s.templates[name]
+	t := s.ui.templates[name]
 	if t == nil {
 		s.log.Error("render page: no such page", "page", name)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
@@ -209,7 +252,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 // live transcript's new messages.
 func (s *Server) fragment(w http.ResponseWriter, page, name string, data any) error {
 	var buf bytes.Buffer
-	if err := s.templates[page].ExecuteTemplate(&buf, name, data); err != nil {
+	if err := s.ui.templates[page].ExecuteTemplate(&buf, name, data); err != nil {
 		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "render %s", name)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

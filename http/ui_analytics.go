@@ -122,11 +122,7 @@ func (s *Server) uiAnalytics(w http.ResponseWriter, r *http.Request) error {
 		}
 		v.Ranges = append(v.Ranges, l)
 	}
-	if all, err := s.cfg.History.Usage(ctx, sessiondb.UsageFilter{Top: -1}); err == nil {
-		for _, x := range all.BySource {
-			v.Sources = append(v.Sources, x.Key)
-		}
-	}
+	v.Sources, _ = s.facets(ctx)
 	for _, x := range rep.BySource {
 		addUsage(&v.Totals, x)
 	}

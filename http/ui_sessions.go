@@ -92,18 +92,7 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 		}
 		v.Columns = append(v.Columns, col)
 	}
-	// The sources and models for the filter's suggestions: the usage
-	// report's groups (one pass over the sessions table, no messages).
-	if rep, err := s.cfg.History.Usage(r.Context(), sessiondb.UsageFilter{Top: -1}); err == nil {
-		for _, x := range rep.BySource {
-			v.Sources = append(v.Sources, x.Key)
-		}
-		for _, x := range rep.ByModel {
-			if x.Key != "" {
-				v.Models = append(v.Models, x.Key)
-			}
-		}
-	}
+	v.Sources, v.Models = s.facets(r.Context())
 	s.page(w, r, "index", v)
 	return nil
 }

@@ -51,6 +51,9 @@ func TestBrowserLive(t *testing.T) {
 	if len(ids) != 4 || !slices.Equal(ids[1:], want) {
 		t.Errorf("transcript holds %q, want the first message then %q", ids, want)
 	}
+	if n := p.text("#message-count"); n != "4" {
+		t.Errorf("message count shows %s, want 4", n)
+	}
 	p.shot("live")
 
 	// The latency from another process's commit to the message on the

@@ -90,9 +90,10 @@
       var nearEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
       var t = document.createElement("template");
       t.innerHTML = html;
-      var added = null;
+      var added = null, n = 0;
       Array.prototype.slice.call(t.content.children).forEach(function (el) {
         if (document.getElementById(el.id)) return; // already shown
+        n++;
         el.classList.add("fresh");
         var slot = el.dataset.resultFor && emptySlot(el.dataset.resultFor);
         if (slot) {
@@ -103,14 +104,19 @@
           slot.appendChild(el);
           var state = slot.closest("details.call").querySelector(".call-state");
           if (state) {
-            var n = +el.dataset.lines || 0;
-            state.textContent = "result" + (n ? " · " + n.toLocaleString("en-US") + (n === 1 ? " line" : " lines") : "");
+            var lines = +el.dataset.lines || 0;
+            state.textContent = "result" + (lines ? " · " + lines.toLocaleString("en-US") + (lines === 1 ? " line" : " lines") : "");
           }
         } else {
           box.appendChild(el);
         }
         added = el;
       });
+      var count = document.getElementById("message-count");
+      if (count && n) {
+        var was = parseInt(count.textContent.replace(/,/g, ""), 10) || 0;
+        count.textContent = (was + n).toLocaleString("en-US");
+      }
       var empty = document.getElementById("no-messages");
       if (added && empty) empty.remove();
       if (added && nearEnd) added.scrollIntoView({ block: "end" });
