@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,7 +70,8 @@ type uiState struct {
 // facetsTTL is how long the list's sources and models are reused.
 const facetsTTL = time.Minute
 
-// facets returns the sources and models of the store's sessions, read
+// facets returns the sources and models of the store's sessions, in
+// alphabetical order, read
 // again when older than facetsTTL. A failed read leaves the old ones.
 func (s *Server) facets(ctx context.Context) (sources, models []string) {
 	u := &s.ui
@@ -87,6 +89,8 @@ func (s *Server) facets(ctx context.Context) (sources, models []string) {
 					u.models = append(u.models, x.Key)
 				}
 			}
+			slices.Sort(u.sources)
+			slices.Sort(u.models)
 			u.facetsAt = now
 		}
 	}

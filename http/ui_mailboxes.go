@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/sessiondb/sessiondb/hostd"
@@ -152,6 +153,17 @@ func (s *Server) uiMailbox(w http.ResponseWriter, r *http.Request) error {
 		}
 		v.Outbound = append(v.Outbound, row)
 	}
+	// The page follows the session's traffic from the newest row it
+	// shows: a row written between this read and the stream's start is
+	// news to it.
+	var newest int64
+	for _, x := range a.Inbound {
+		newest = max(newest, x.Seq)
+	}
+	for _, x := range a.Outbound {
+		newest = max(newest, x.Seq)
+	}
+	v.EventsURL = withQuery(v.EventsURL, "after", strconv.FormatInt(newest, 10))
 	s.page(w, r, "mailbox", v)
 	return nil
 }

@@ -138,7 +138,8 @@ func (p *page) expectConsole(text string) {
 	p.expected = append(p.expected, text)
 }
 
-// newPage opens a tab in the shared browser for t: a desktop-sized
+// newPage opens a tab in the shared browser for t, in a browser context
+// of its own: a desktop-sized
 // viewport, every action bounded by one minute. At the end of the test the
 // tab is closed and its console checked: a script error or a refusal by
 // the Content-Security-Policy fails the test (the UI must work within its
@@ -152,8 +153,13 @@ func newPage(t testing.TB) *page {
 		}
 		t.Skipf("no browser: %v (set %s=1 to fail instead)", browser.err, envRequire)
 	}
-	tabCtx, closeTab := chromedp.NewContext(browser.ctx)
-	if err := chromedp.Do(tabCtx); err != nil {
+	// Each test's tab has a browser context of its own (its own cookies
+	// and cache, as a private window): the token one test signs in with
+	// must not open another's writes.
+	tabCtx, closeTab := chromedp.NewContext(browser.ctx, chromedp.WithNewBrowserContext())
+	// A tab of a new browser context has no window size of its own: the
+	// viewport is set, as a laptop's screen.
+	if err := chromedp.Do(tabCtx, chromedp.EmulateViewport(1280, 900)); err != nil {
 		closeTab()
 		t.Fatalf("open a tab: %v", err)
 	}
@@ -203,14 +209,14 @@ func (p *page) open(url string) {
 	p.do(chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS("body")))
 }
 
-// text returns the visible text of the first element sel matches.
+// text returns the visible text of the first element sel matches, once
+// there is one. It is read in one evaluation, so a page region that
+// refreshes itself (the mailboxes) cannot swap the element between finding
+// and reading it.
 func (p *page) text(sel string) string {
 	p.t.Helper()
-	s, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		p.t.Fatalf("text of %s: %v", sel, err)
-	}
-	return s
+	p.waitFor(`document.querySelector(` + jsString(sel) + `) !== null`)
+	return eval[string](p, `(document.querySelector(`+jsString(sel)+`) || {innerText: ""}).innerText`)
 }
 
 // eval evaluates a JavaScript expression in the page.

@@ -30,6 +30,25 @@ func rowTitles(p *page) []string {
 	return p.texts("#sessions tbody td.title > a")
 }
 
+// TestBrowserFirstVisit is what a new user sees first: `sessiondb
+// quickstart`, then `sessiondb serve`, then the URL it prints (which
+// carries the token once and leads to the session list).
+func TestBrowserFirstVisit(t *testing.T) {
+	s := newSiteWith(t, siteOptions{examplesOnly: true})
+	p := newPage(t)
+	p.open(s.url + "/?token=" + testToken)
+	if loc := eval[string](p, `location.href`); loc != s.url+"/" {
+		t.Errorf("the printed URL leads to %s", loc)
+	}
+	if got := rowTitles(p); !slices.Equal(got, exampleTitles) {
+		t.Errorf("first page lists %q", got)
+	}
+	if tabs := p.texts("nav.tabs a"); !slices.Equal(tabs, []string{"all", "cli", "cron", "slack", "telegram"}) {
+		t.Errorf("source tabs %q", tabs)
+	}
+	p.shotScreen("first-visit")
+}
+
 // TestBrowserSessionList opens the list, filters it by text and by source,
 // sorts it by cost, and pages through it with the keyset cursor.
 func TestBrowserSessionList(t *testing.T) {

@@ -164,3 +164,36 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 	}
 	p.shot("mailbox-requeued")
 }
+
+// TestBrowserMailboxFollows keeps a mailbox page open while the agent
+// sends: the new row appears without a reload, and the row the reader
+// unfolded stays unfolded.
+func TestBrowserMailboxFollows(t *testing.T) {
+	s := newSite(t, true)
+	p := newPage(t)
+	p.open(s.url + "/mailboxes/ag-main/sess-healthy")
+	eval[bool](p, `window.notReloaded = true`)
+	p.do(chromedp.Click(chromedp.CSS(`#outbound tr[data-row="out-hello"] details > summary`)))
+	p.waitFor(`document.querySelector('#outbound tr[data-row="out-hello"] details').open`)
+
+	dir, _ := s.host.Layout().SessionDir(okRef)
+	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "out-later", Content: json.RawMessage(`{"text":"One more thing."}`),
+		Routing: mailbox.Routing{ChannelType: "slack", PlatformID: "C042"}}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(`!!document.querySelector('#outbound tr[data-row="out-later"]')`)
+	if !eval[bool](p, `window.notReloaded === true`) {
+		t.Error("the page reloaded")
+	}
+	if !eval[bool](p, `document.querySelector('#outbound tr[data-row="out-hello"] details').open`) {
+		t.Error("the unfolded row folded again")
+	}
+	if st := p.text(`#outbound tr[data-row="out-later"] td[data-label=delivery]`); st != "undelivered" {
+		t.Errorf("new row shows %q", st)
+	}
+}

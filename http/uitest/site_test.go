@@ -60,6 +60,9 @@ const longOutputLines = 400
 // siteOptions say which parts a site serves beside the history store.
 type siteOptions struct {
 	mailboxes, registry bool
+	// examplesOnly leaves out the hostile and long sessions: the store as
+	// `sessiondb quickstart` leaves it.
+	examplesOnly bool
 }
 
 // newSite builds the stores and serves them; withMailboxes adds a data
@@ -80,8 +83,10 @@ func newSiteWith(t testing.TB, o siteOptions) *site {
 	t.Cleanup(func() { st.Close() })
 	s.st = st
 	s.importExamples()
-	s.addHostile()
-	s.addLong()
+	if !o.examplesOnly {
+		s.addHostile()
+		s.addLong()
+	}
 	cfg := sdbhttp.Config{History: st, Token: testToken}
 	if o.registry {
 		cfg.Registry = newRegistry(t)

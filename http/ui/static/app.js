@@ -43,6 +43,9 @@
     });
   }
 
+  // posting counts the writes in flight: a refresh waits for them.
+  var posting = 0;
+
   followTranscript();
   followRefresh();
   bindPostForms(document);
@@ -133,8 +136,9 @@
 
   // A page region with data-events (the mailboxes) follows that event
   // stream and, when something changes, is replaced by the same region of
-  // the page fetched again. The first event of a connection is the state
-  // the page already shows; after a reconnection it may be news.
+  // the page fetched again. A stream starts with the whole state (a
+  // "status" or "report" event), which the page already shows, unless it
+  // is a reconnection; rows come as news from the seq the page gave.
   function followRefresh() {
     var box = document.querySelector("[data-events]");
     if (!box || !box.id || !window.EventSource) return;
@@ -143,7 +147,9 @@
     es.addEventListener("open", function () { opened++; skip = opened === 1; });
     ["report", "session", "status", "inbound", "outbound"].forEach(function (name) {
       es.addEventListener(name, function () {
-        if (skip) { skip = false; return; }
+        var first = skip;
+        skip = false;
+        if (first && (name === "status" || name === "report")) return;
         clearTimeout(timer);
         timer = setTimeout(refresh, 200);
       });
@@ -151,16 +157,32 @@
     window.addEventListener("pagehide", function () { es.close(); });
 
     function refresh() {
+      if (posting > 0) { timer = setTimeout(refresh, 500); return; }
       fetch(window.location.href, { credentials: "same-origin" }).then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status);
         return r.text();
       }).then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById(box.id);
-        if (!fresh) return;
+        if (!fresh || posting > 0) return;
+        // What the reader opened and the answers to their writes stay.
+        var open = {}, said = {};
+        box.querySelectorAll("[data-row] details[open]").forEach(function (d) { open[d.closest("[data-row]").dataset.row] = true; });
+        box.querySelectorAll("form[data-post]").forEach(function (f) {
+          var r = f.querySelector("[data-result]");
+          if (r && r.textContent) said[f.dataset.post + " " + f.dataset.body] = r;
+        });
         box.replaceChildren.apply(box, Array.prototype.map.call(Array.prototype.slice.call(fresh.childNodes), function (n) {
           return document.adoptNode(n);
         }));
+        box.querySelectorAll("[data-row]").forEach(function (row) {
+          var d = row.querySelector("details");
+          if (d && open[row.dataset.row]) d.open = true;
+        });
+        box.querySelectorAll("form[data-post]").forEach(function (f) {
+          var old = said[f.dataset.post + " " + f.dataset.body], r = f.querySelector("[data-result]");
+          if (old && r) r.replaceWith(old);
+        });
         bindPostForms(box);
       }).catch(function () {});
     }
@@ -180,12 +202,16 @@
         var out = form.querySelector("[data-result]");
         if (!out) { out = document.createElement("span"); form.appendChild(out); }
         if (button) button.disabled = true;
+        posting++;
+        var held = true;
+        function release() { if (held) { held = false; posting--; } }
         fetch(form.dataset.post, {
           method: "POST",
           credentials: "same-origin",
           headers: { "Content-Type": "application/json" },
           body: form.dataset.body || "{}"
         }).then(function (r) {
+          release();
           return r.json().catch(function () { return {}; }).then(function (body) {
             if (!r.ok) {
               var msg = body && body.error ? body.error.message : "HTTP " + r.status;
@@ -195,6 +221,7 @@
             window.location.reload();
           });
         }).catch(function (err) {
+          release();
           if (button) button.disabled = false;
           out.textContent = "refused: " + err.message;
           out.classList.add("error");
