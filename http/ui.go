@@ -51,7 +51,7 @@ var staticFS embed.FS
 
 // uiPages are the pages, each parsed with the frame and the shared parts
 // once, when the server is built.
-var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "error"}
+var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "subagents", "error"}
 
 // uiState is the web UI's part of a Server.
 type uiState struct {
@@ -130,6 +130,9 @@ func (s *Server) routesUI() {
 	if s.cfg.Registry != nil {
 		s.uiPage("GET /registry", s.uiRegistry)
 	}
+	if s.cfg.Subagents != nil {
+		s.uiPage("GET /subagents", s.uiSubagents)
+	}
 	// Any other page is the UI's own "not found", not the mux's bare text.
 	s.uiPage("/", func(w http.ResponseWriter, r *http.Request) error {
 		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no page at %s", r.URL.Path)
@@ -206,7 +209,10 @@ func (s *Server) templateFuncs() template.FuncMap {
 		"roles":      func() []string { return []string{"user", "assistant", "tool", "system"} },
 		"inc":        func(n int) int { return n + 1 },
 		"plural":     plural,
-		"clock":      func(t time.Time) string { return t.Local().Format("15:04:05") },
+		"subagentStatuses": func() []string {
+			return []string{string(sessiondb.SubagentIdle), string(sessiondb.SubagentRunning), string(sessiondb.SubagentError)}
+		},
+		"clock": func(t time.Time) string { return t.Local().Format("15:04:05") },
 		"stamp": func(t time.Time) string {
 			if t.IsZero() {
 				return ""

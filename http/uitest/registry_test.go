@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
@@ -54,6 +56,51 @@ func newRegistry(t testing.TB) *sqlite.Central {
 	must(reg.RecordDroppedMessage(ctxb, sessiondb.DroppedMessage{ChannelType: "telegram", PlatformID: "666", UserID: "tg:666",
 		SenderName: hostileSender, Reason: sessiondb.DropUnknownSenderStrict}))
 	return reg
+}
+
+// newSubagents builds janebot's subagent store with an idle subagent and
+// one whose last run failed with a hostile error.
+func newSubagents(t testing.TB) *sqlite.Subagents {
+	t.Helper()
+	st, err := sqlite.OpenSubagents(ctxb, filepath.Join(t.TempDir(), "state.sqlite"), sqlite.SubagentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now().UnixMilli()
+	for _, x := range []sessiondb.Subagent{
+		{ID: "sa-1", Key: "C042:1712.0042", ChannelID: "C042", ThreadTS: "1712.0042", SandboxName: "sbx-1", PISessionFile: "/sessions/sa-1.jsonl", Status: sessiondb.SubagentIdle, Turns: 7, CreatedAt: now - 3600e3, UpdatedAt: now - 60e3},
+		{ID: "sa-2", Key: "C042:1712.0099", ChannelID: "C042", ThreadTS: "1712.0099", SandboxName: "sbx-2", PISessionFile: "/sessions/sa-2.jsonl", Status: sessiondb.SubagentError, Turns: 2,
+			LastError: `<script>pwned=40</script>exit status 137`, CreatedAt: now - 7200e3, UpdatedAt: now - 30e3},
+	} {
+		if err := st.UpsertSubagent(ctxb, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+// TestBrowserSubagents opens the subagents page and its status tabs.
+func TestBrowserSubagents(t *testing.T) {
+	s := newSiteWith(t, siteOptions{subagents: true})
+	p := newPage(t)
+	p.open(s.url + "/subagents")
+	p.shot("subagents")
+	rows := eval[[]string](p, `Array.from(document.querySelectorAll("#subagents tbody tr"), r => r.dataset.subagent + " " + r.className)`)
+	if !slices.Equal(rows, []string{"sa-2 bad", "sa-1 "}) {
+		t.Errorf("subagents %q", rows)
+	}
+	if e := p.text(`#subagents tr[data-subagent="sa-2"] .error`); e != `<script>pwned=40</script>exit status 137` {
+		t.Errorf("error shows %q", e)
+	}
+	p.do(chromedp.Click(chromedp.Search(`//nav[@class="tabs"]/a[text()="idle"]`)))
+	p.waitFor(`location.search === "?status=idle"`)
+	if rows := eval[[]string](p, `Array.from(document.querySelectorAll("#subagents tbody tr"), r => r.dataset.subagent)`); !slices.Equal(rows, []string{"sa-1"}) {
+		t.Errorf("idle tab %q", rows)
+	}
+	if ran := eval[string](p, `typeof window.pwned`); ran != "undefined" {
+		t.Errorf("a payload ran (window.pwned is %s)", ran)
+	}
 }
 
 // TestBrowserRegistry opens the registry page and reads each section.

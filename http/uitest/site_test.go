@@ -59,7 +59,7 @@ const longOutputLines = 400
 
 // siteOptions say which parts a site serves beside the history store.
 type siteOptions struct {
-	mailboxes, registry bool
+	mailboxes, registry, subagents bool
 	// examplesOnly leaves out the hostile and long sessions: the store as
 	// `sessiondb quickstart` leaves it.
 	examplesOnly bool
@@ -90,6 +90,9 @@ func newSiteWith(t testing.TB, o siteOptions) *site {
 	cfg := sdbhttp.Config{History: st, Token: testToken}
 	if o.registry {
 		cfg.Registry = newRegistry(t)
+	}
+	if o.subagents {
+		cfg.Subagents = newSubagents(t)
 	}
 	if o.mailboxes {
 		s.root = filepath.Join(dir, "v2-sessions")
