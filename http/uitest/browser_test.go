@@ -85,9 +85,17 @@ func startBrowser() {
 	// A fresh profile each run; no sandbox because CI runs as root (the
 	// page is our own, served on loopback); no network of its own (the
 	// machine's network is closed, and the UI must need none).
+	// Its profile and its temporary files (shared memory goes there, see
+	// disable-dev-shm-usage) live in one folder, removed when it stops.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		browser.err = err
+		return
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
-		chromedp.UserDataDir(dir),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.WindowSize(1280, 900),
