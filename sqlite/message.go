@@ -134,11 +134,16 @@ func (s *Store) pageSQL(cond string, desc bool) string {
 		s.q.visible + cond + " ORDER BY m.id" + dir + " LIMIT ?) ORDER BY m.id" + dir
 }
 
-// sessionMessagesSQL selects a session's messages in id order. The ids
-// come from the (session_id, timestamp) index and are looked up in rowid
-// order, so SQLite never sorts whole rows (message text included), which
-// ORDER BY id over the index's timestamp order would make it do.
+// sessionMessagesSQL selects a session's messages in id order. Where the
+// file has the (session_id, id) index the rows come straight from it, in
+// order; else their ids come from the (session_id, timestamp) index and
+// are looked up in rowid order, so SQLite never sorts whole rows (message
+// text included), which ORDER BY id over the index's timestamp order
+// would make it do.
 func (s *Store) sessionMessagesSQL() string {
+	if s.si.indexes["idx_messages_session_id"] {
+		return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.visible + " ORDER BY m.id"
+	}
 	return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.id IN (SELECT id FROM messages WHERE session_id = ?)" + s.q.visible + " ORDER BY m.id"
 }
 

@@ -104,6 +104,7 @@ func TestReadPlansUseIndexes(t *testing.T) {
 			rule{forbid: listing.forbid, require: "(started_at,id)<(?,?)"}},
 		{"keyset listing of a source, a later page", func() error { _, err := s.ListSessions(ctx, srcAfter); return err },
 			rule{forbid: listing.forbid, require: "source=? AND parent_session_id=? AND (started_at,id)<(?,?)"}},
+		{"whole session", func() error { _, err := s.GetMessages(ctx, "long"); return err }, seekOnly},
 		{"search context", func() error { _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); return err },
 			rule{forbid: []string{"SCAN m", "SCAN messages"}, require: "p USING COVERING INDEX idx_messages_session_id (session_id=? AND id<?)"}},
 	}
