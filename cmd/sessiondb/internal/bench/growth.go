@@ -272,6 +272,10 @@ type growthStep struct {
 	ReadPeakMB float64 `json:"read_peak_mb,omitempty"`
 	PeakMB     float64 `json:"peak_mb"`
 	Seconds    float64 `json:"seconds"`
+	// LoadAverage is the machine's 1-minute load average when the step
+	// ended (Linux; absent elsewhere): figures from a busy machine are
+	// not a quiet one's.
+	LoadAverage *float64 `json:"load_average,omitempty"`
 }
 
 type growthAppend struct {
@@ -459,6 +463,7 @@ func (gr *grower) step(ctx context.Context, k int) (*growthStep, error) {
 		return nil, err
 	}
 	res.PeakMB = selfPeakMB()
+	res.LoadAverage = loadAverage()
 	return res, nil
 }
 
@@ -810,6 +815,24 @@ func (gr *grower) exportPhase(ctx context.Context, res *growthStep) error {
 	res.Export = growthExport{Sessions: sessions, Messages: msgs, MsgsPerS: rate(msgs, took),
 		MBPerS: round(float64(cw.n)/(1<<20)/took.Seconds(), 1)}
 	return nil
+}
+
+// loadAverage reads the 1-minute load average from /proc/loadavg; nil
+// where there is none.
+func loadAverage() *float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return nil
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return nil
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return nil
+	}
+	return &v
 }
 
 type countingWriter struct{ n int64 }
