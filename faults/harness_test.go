@@ -23,8 +23,12 @@ import (
 // SQLite driver of the test binary itself.
 var binary string
 
-// TestMain builds cmd/sessiondb once for every test of the package.
+// TestMain builds cmd/sessiondb once for every test of the package. Run as
+// a child role (see childRoles), the test binary plays that role instead.
 func TestMain(m *testing.M) {
+	if role := os.Getenv(childRoleEnv); role != "" {
+		os.Exit(runChildRole(role, os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "sessiondb-faults-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
@@ -357,4 +361,60 @@ func (s snapshot) differences(now snapshot) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// childRoleEnv names the role a child copy of the test binary plays; its
+// arguments follow the binary's name.
+const childRoleEnv = "SESSIONDB_FAULTS_CHILD"
+
+// childRoles are what a child copy of this test binary can do, by name;
+// each gets the child's arguments and returns its exit status.
+var childRoles = map[string]func(args []string) int{}
+
+func runChildRole(role string, args []string) int {
+	f, ok := childRoles[role]
+	if !ok {
+		fmt.Fprintln(os.Stderr, "faults: unknown child role", role)
+		return 3
+	}
+	return f(args)
+}
+
+// child returns a command running this test binary as role with args.
+func child(role string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), childRoleEnv+"="+role)
+	return cmd
+}
+
+// runCmd runs cmd (made by command, perhaps wrapped) to completion with its
+// output collected, failing t as a hang at the guard.
+func (e env) runCmd(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(guard)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-timer.C:
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s: still running after %v (a hang)", strings.Join(cmd.Args, " "), guard)
+	}
+	r := result{Stdout: out.String(), Stderr: errOut.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.Code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
+	}
+	return r
 }
