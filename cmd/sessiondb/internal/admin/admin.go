@@ -101,15 +101,28 @@ func (a *group) reproject(ctx context.Context, reg sessiondb.Registry, groups ..
 	return res.Sessions, err
 }
 
-// targeting lists the groups holding a destination to the target (a chat
-// or an agent group about to be renamed or deleted), to re-project after
-// the change; none when no session folder exists.
-func (a *group) targeting(ctx context.Context, reg sessiondb.Registry, tt sessiondb.TargetType, id string) ([]string, error) {
+// reprojectTargeting re-projects, after change has run (nil: it has run),
+// the groups holding a destination to the target (a chat or an agent group
+// renamed or deleted), listed before the change since deleting a target
+// removes the destinations naming it; none when no session folder exists.
+// It returns how many folders it wrote.
+func (a *group) reprojectTargeting(ctx context.Context, reg sessiondb.Registry, tt sessiondb.TargetType, id string, change func() error) (int, error) {
+	var groups []string
 	r, err := a.router(reg, true)
-	if err != nil || r == nil {
-		return nil, err
+	if err != nil {
+		return 0, err
 	}
-	return r.GroupsTargeting(ctx, tt, id)
+	if r != nil {
+		if groups, err = r.GroupsTargeting(ctx, tt, id); err != nil {
+			return 0, err
+		}
+	}
+	if change != nil {
+		if err := change(); err != nil {
+			return 0, err
+		}
+	}
+	return a.reproject(ctx, reg, groups...)
 }
 
 // done prints what a change did: v as JSON, else msg.

@@ -155,11 +155,7 @@ func (a *group) groupsUpdateCmd() *cobra.Command {
 				n := 0
 				if u.Name != nil {
 					// Other groups' agent destinations show this name.
-					groups, err := a.targeting(ctx, reg, sessiondb.TargetAgent, g.ID)
-					if err != nil {
-						return err
-					}
-					if n, err = a.reproject(ctx, reg, groups...); err != nil {
+					if n, err = a.reprojectTargeting(ctx, reg, sessiondb.TargetAgent, g.ID, nil); err != nil {
 						return err
 					}
 				}
@@ -200,14 +196,7 @@ a terminal.`,
 				if err := a.Confirm(yes, show, fmt.Sprintf("Delete agent group %s and its configuration?", g.ID)); err != nil {
 					return err
 				}
-				groups, err := a.targeting(ctx, reg, sessiondb.TargetAgent, g.ID)
-				if err != nil {
-					return err
-				}
-				if err := reg.DeleteAgentGroup(ctx, g.ID); err != nil {
-					return err
-				}
-				n, err := a.reproject(ctx, reg, groups...)
+				n, err := a.reprojectTargeting(ctx, reg, sessiondb.TargetAgent, g.ID, func() error { return reg.DeleteAgentGroup(ctx, g.ID) })
 				if err != nil {
 					return err
 				}
@@ -363,11 +352,7 @@ func (a *group) channelsUpdateCmd() *cobra.Command {
 				}
 				n := 0
 				if changedName {
-					groups, err := a.targeting(ctx, reg, sessiondb.TargetChannel, m.ID)
-					if err != nil {
-						return err
-					}
-					if n, err = a.reproject(ctx, reg, groups...); err != nil {
+					if n, err = a.reprojectTargeting(ctx, reg, sessiondb.TargetChannel, m.ID, nil); err != nil {
 						return err
 					}
 				}
@@ -402,14 +387,7 @@ func (a *group) channelsDeleteCmd() *cobra.Command {
 				if err := a.Confirm(yes, show, fmt.Sprintf("Delete chat %s, its wirings and the destinations naming it?", m.ID)); err != nil {
 					return err
 				}
-				groups, err := a.targeting(ctx, reg, sessiondb.TargetChannel, m.ID)
-				if err != nil {
-					return err
-				}
-				if err := reg.DeleteMessagingGroup(ctx, m.ID); err != nil {
-					return err
-				}
-				n, err := a.reproject(ctx, reg, groups...)
+				n, err := a.reprojectTargeting(ctx, reg, sessiondb.TargetChannel, m.ID, func() error { return reg.DeleteMessagingGroup(ctx, m.ID) })
 				if err != nil {
 					return err
 				}
