@@ -120,15 +120,19 @@ func (s *Store) queryMessages(ctx context.Context, what, q string, args ...any) 
 
 // pageSQL selects the session's visible messages that also match cond
 // (alias m, with its own arguments after the session id) in id order,
-// ascending or descending, at most LIMIT (the last argument) of them. The
-// page's ids are cut from the (session_id, timestamp) index first and only
-// its rows are read: ORDER BY id over the session's rows would sort every
-// row of a long session, text and all, to keep fifty (150 ms against 13
-// ms on a 20,000-message session).
+// ascending or descending, at most LIMIT (the last argument) of them.
+// Where the file has the (session_id, id) index the page is a seek in it,
+// in order. Else the page's ids are cut from the (session_id, timestamp)
+// index first and only its rows are read: ORDER BY id over the session's
+// rows would sort every row of a long session, text and all, to keep
+// fifty (150 ms against 13 ms on a 20,000-message session).
 func (s *Store) pageSQL(cond string, desc bool) string {
 	dir := ""
 	if desc {
 		dir = " DESC"
+	}
+	if s.si.indexes["idx_messages_session_id"] {
+		return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.visible + cond + " ORDER BY m.id" + dir + " LIMIT ?"
 	}
 	return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.id IN (SELECT m.id FROM messages m WHERE m.session_id = ?" +
 		s.q.visible + cond + " ORDER BY m.id" + dir + " LIMIT ?) ORDER BY m.id" + dir
