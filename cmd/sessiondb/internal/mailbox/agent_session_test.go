@@ -3,6 +3,8 @@ package mailbox
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/hostd"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
@@ -40,9 +43,11 @@ func agentSend(t *testing.T, s []string, args ...string) sentAnswer {
 	return a
 }
 
-// hostSide is the host of the session under test, in Go: it delivers what
-// the agent sends, recording each row and answering with platform ids
-// P-<seq>.
+// hostSide is the host of the session under test, in Go, as the daemon
+// behind `sessiondb host` drives it: it delivers what the agent sends,
+// recording each row and answering with platform ids P-<seq>; system rows
+// (the host actions) go through hostd's HostDeliverer, which carries them
+// out in the session's files.
 type hostSide struct {
 	t         *testing.T
 	h         *mailbox.Host
@@ -52,9 +57,13 @@ type hostSide struct {
 
 func (hs *hostSide) drain() mailbox.DrainResult {
 	hs.t.Helper()
-	res, err := hs.h.Drain(context.Background(), hs.ref, mailbox.DelivererFunc(func(_ context.Context, _ mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
+	actions := &hostd.HostDeliverer{Host: hs.h}
+	res, err := hs.h.Drain(context.Background(), hs.ref, mailbox.DelivererFunc(func(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 		hs.delivered = append(hs.delivered, row)
-		if row.Kind == mailbox.KindSystem || strings.Contains(string(row.Content), `"operation"`) {
+		switch {
+		case row.Kind == mailbox.KindSystem:
+			return actions.Deliver(ctx, ref, row)
+		case strings.Contains(string(row.Content), `"operation"`):
 			return "", nil
 		}
 		return "P-" + strconv.FormatInt(row.Seq, 10), nil
@@ -73,14 +82,73 @@ func (hs *hostSide) last() mailbox.OutboundRow {
 	return hs.delivered[len(hs.delivered)-1]
 }
 
+// sessionFiles reads a session's inbound.db and outbound.db as another
+// process would (a fresh read-only connection per query), so a test sees
+// what is in the files, not what a command printed.
+type sessionFiles struct {
+	t   *testing.T
+	dir string
+}
+
+func (f sessionFiles) in(q string, args ...any) [][]any {
+	f.t.Helper()
+	return sqlitetest.QueryFile(f.t, filepath.Join(f.dir, mailbox.InboundFile), q, args...)
+}
+
+func (f sessionFiles) out(q string, args ...any) [][]any {
+	f.t.Helper()
+	return sqlitetest.QueryFile(f.t, filepath.Join(f.dir, mailbox.OutboundFile), q, args...)
+}
+
+// outRow is the agent's row id in outbound.db: kind, in_reply_to,
+// routing, content and deliver_after, NULLs as "<nil>".
+func (f sessionFiles) outRow(id string) []string {
+	f.t.Helper()
+	rows := f.out("SELECT kind, in_reply_to, channel_type, platform_id, thread_id, content, deliver_after FROM messages_out WHERE id = ?", id)
+	if len(rows) != 1 {
+		f.t.Fatalf("outbound.db has %d rows with id %s, want 1", len(rows), id)
+	}
+	return texts(rows[0])
+}
+
+// acks is processing_ack as message id → status.
+func (f sessionFiles) acks() map[string]string {
+	f.t.Helper()
+	m := map[string]string{}
+	for _, r := range f.out("SELECT message_id, status FROM processing_ack") {
+		m[r[0].(string)] = r[1].(string)
+	}
+	return m
+}
+
+// inStates is messages_in as id → status.
+func (f sessionFiles) inStates() map[string]string {
+	f.t.Helper()
+	m := map[string]string{}
+	for _, r := range f.in("SELECT id, status FROM messages_in") {
+		m[r[0].(string)] = r[1].(string)
+	}
+	return m
+}
+
+func texts(row []any) []string {
+	out := make([]string, len(row))
+	for i, v := range row {
+		out[i] = fmt.Sprint(v)
+	}
+	return out
+}
+
 // TestAgentSessionFromTheShell runs a whole agent session through the
 // `mailbox agent` command line alone, against a host driven in Go: poll and
 // claim a batch, reply, edit the reply by its seq, react, ask a question
 // and get the answer, delay a message, keep state, record a tool in flight,
-// ack one message completed and fail another, and check what the host saw.
+// ack one message completed and fail another. Each step is checked in the
+// commands' output and in the session's two files.
 func TestAgentSessionFromTheShell(t *testing.T) {
 	data, s := mbSession(t)
 	dir := filepath.Join(data, "g1", "s1")
+	files := sessionFiles{t, dir}
 	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: data}})
 	if err != nil {
 		t.Fatal(err)
@@ -90,17 +158,38 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 	// The host side: the session's chat and destinations, then traffic.
 	mustMB(t, with(s, "mailbox", "project", "--channel-type", "slack", "--platform-id", "C1", "--thread-id", "T9",
 		"--channel", "home=slack:C1", "--channel", "ops=slack:C2", "--agent", "research=g-research")...)
+	if got := files.in("SELECT channel_type, platform_id, thread_id FROM session_routing"); len(got) != 1 || !slices.Equal(texts(got[0]), []string{"slack", "C1", "T9"}) {
+		t.Fatalf("session_routing in inbound.db: %v", got)
+	}
+	if got := files.in("SELECT name, type, channel_type, platform_id, agent_group_id FROM destinations ORDER BY name"); len(got) != 3 ||
+		!slices.Equal(texts(got[0]), []string{"home", "channel", "slack", "C1", "<nil>"}) ||
+		!slices.Equal(texts(got[2]), []string{"research", "agent", "<nil>", "<nil>", "g-research"}) {
+		t.Fatalf("destinations in inbound.db: %v", got)
+	}
 	mustMB(t, with(s, "mailbox", "send", "--id", "c1", "--text", "earlier chatter", "--context-only", "--channel-type", "slack", "--platform-id", "C1")...)
 	mustMB(t, with(s, "mailbox", "send", "--id", "m1", "--text", "deploy please", "--sender", "Ada", "--sender-id", "U7",
 		"--channel-type", "slack", "--platform-id", "C1", "--thread-id", "T9")...)
 	mustMB(t, with(s, "mailbox", "send", "--id", "t1", "--task", "--prompt", "nightly report")...)
 	mustMB(t, with(s, "mailbox", "send", "--id", "note", "--text", "you were restarted", "--on-wake")...)
+	var inbound [][]string
+	for _, r := range files.in("SELECT id, seq, kind, trigger, on_wake, status FROM messages_in ORDER BY seq") {
+		inbound = append(inbound, texts(r))
+	}
+	if want := [][]string{
+		{"c1", "2", "chat", "0", "0", "pending"}, {"m1", "4", "chat", "1", "0", "pending"},
+		{"t1", "6", "task", "1", "0", "pending"}, {"note", "8", "chat", "1", "1", "pending"},
+	}; !slices.EqualFunc(inbound, want, slices.Equal) {
+		t.Fatalf("messages_in = %v, want %v (the host's even seqs; context and on-wake flags)", inbound, want)
+	}
 
 	// pending shows every due row, waking or not; poll the batch.
 	var pending []mailbox.InboundRow
 	agentJSON(t, s, &pending, "pending")
 	if got := ids(pending); !slices.Equal(got, []string{"c1", "m1", "t1"}) {
 		t.Fatalf("pending = %v, want c1 m1 t1 (the on_wake row only on a first poll)", got)
+	}
+	if got := files.acks(); len(got) != 0 {
+		t.Fatalf("pending wrote acks: %v", got)
 	}
 	var batch []mailbox.InboundRow
 	agentJSON(t, s, &batch, "poll", "--claim", "--first")
@@ -117,26 +206,60 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 	if len(acks) != 4 || acks[0].Status != mailbox.AckProcessing {
 		t.Fatalf("acks after --claim: %+v, want four processing claims", acks)
 	}
+	if got := files.acks(); !maps.Equal(got, map[string]string{"c1": "processing", "m1": "processing", "t1": "processing", "note": "processing"}) {
+		t.Fatalf("processing_ack in outbound.db after poll --claim: %v", got)
+	}
+	// The agent writes only outbound.db: inbound.db's rows are as the host left them.
+	for id, st := range files.inStates() {
+		if st != "pending" {
+			t.Fatalf("inbound.db's %s is %s after the agent's poll, want pending", id, st)
+		}
+	}
 
 	// Reply in the thread, then edit the delivered reply by its seq.
 	reply := agentSend(t, s, "--reply-to", "m1", "--text", "deploying now")
+	if reply.Seq%2 != 1 || reply.Seq < 9 || !strings.HasPrefix(reply.ID, "msg-") {
+		t.Fatalf("send --json = %+v, want a msg- id and an odd seq after the host's 8", reply)
+	}
+	if got := files.outRow(reply.ID); !slices.Equal(got, []string{"chat", "m1", "slack", "C1", "T9", `{"text":"deploying now"}`, "<nil>"}) {
+		t.Fatalf("the reply in outbound.db: %v", got)
+	}
+	if got := files.out("SELECT seq FROM messages_out WHERE id = ?", reply.ID); got[0][0] != reply.Seq {
+		t.Fatalf("the reply's seq in outbound.db %v, send said %d", got[0][0], reply.Seq)
+	}
 	hs.drain()
 	if r := hs.last(); r.ID != reply.ID || r.InReplyTo != "m1" || r.Routing != (mailbox.Routing{ChannelType: "slack", PlatformID: "C1", ThreadID: "T9"}) {
 		t.Fatalf("reply delivered as %+v", r)
 	}
-	agentSend(t, s, "--edit", strconv.FormatInt(reply.Seq, 10), "--text", "deploying now (v2)")
+	replyPID := "P-" + strconv.FormatInt(reply.Seq, 10)
+	if got := files.in("SELECT platform_message_id, status FROM delivered WHERE message_out_id = ?", reply.ID); len(got) != 1 ||
+		!slices.Equal(texts(got[0]), []string{replyPID, "delivered"}) {
+		t.Fatalf("delivered row of the reply in inbound.db: %v", got)
+	}
+	edit := agentSend(t, s, "--edit", strconv.FormatInt(reply.Seq, 10), "--text", "deploying now (v2)")
+	if edit.Seq <= reply.Seq || edit.Seq%2 != 1 {
+		t.Fatalf("edit seq %d after reply seq %d", edit.Seq, reply.Seq)
+	}
+	wantEdit := `{"operation":"edit","messageId":"` + replyPID + `","text":"deploying now (v2)"}`
+	if got := files.outRow(edit.ID); !slices.Equal(got, []string{"chat", "<nil>", "slack", "C1", "T9", wantEdit, "<nil>"}) {
+		t.Fatalf("the edit in outbound.db: %v (want the reply's platform id and chat)", got)
+	}
 	hs.drain()
-	if c := string(hs.last().Content); c != `{"operation":"edit","messageId":"P-`+strconv.FormatInt(reply.Seq, 10)+`","text":"deploying now (v2)"}` {
+	if c := string(hs.last().Content); c != wantEdit {
 		t.Fatalf("edit delivered as %s", c)
 	}
-	agentSend(t, s, "--react", "2", "--emoji", "thumbs_up") // m1 is seq 4: c1 is 2
+	react := agentSend(t, s, "--react", "2", "--emoji", "thumbs_up") // seq 2 is c1, the host's first row
+	wantReact := `{"operation":"reaction","messageId":"c1","emoji":"thumbs_up"}`
+	if got := files.outRow(react.ID); !slices.Equal(got, []string{"chat", "<nil>", "slack", "C1", "<nil>", wantReact, "<nil>"}) {
+		t.Fatalf("the reaction in outbound.db: %v (want c1's chat, which has no thread)", got)
+	}
 	hs.drain()
-	if c := string(hs.last().Content); c != `{"operation":"reaction","messageId":"c1","emoji":"thumbs_up"}` {
+	if c := string(hs.last().Content); c != wantReact {
 		t.Fatalf("reaction delivered as %s", c)
 	}
 	var look mailbox.SeqTarget
 	agentJSON(t, s, &look, "lookup", strconv.FormatInt(reply.Seq, 10))
-	if look.ID != reply.ID || look.MessageID != "P-"+strconv.FormatInt(reply.Seq, 10) || !look.Outbound {
+	if look.ID != reply.ID || look.MessageID != replyPID || !look.Outbound {
 		t.Fatalf("lookup %d = %+v", reply.Seq, look)
 	}
 
@@ -147,8 +270,12 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 		hs.drain()
 		return len(hs.delivered) > 0 && hs.last().ID == "q1"
 	})
-	if c := string(hs.last().Content); c != `{"type":"ask_question","questionId":"q1","title":"Roll back?","question":"Roll back?","options":[{"label":"Yes","selectedLabel":"Yes","value":"Yes"},{"label":"Not yet","selectedLabel":"Not yet","value":"later"}]}` {
+	wantQ := `{"type":"ask_question","questionId":"q1","title":"Roll back?","question":"Roll back?","options":[{"label":"Yes","selectedLabel":"Yes","value":"Yes"},{"label":"Not yet","selectedLabel":"Not yet","value":"later"}]}`
+	if c := string(hs.last().Content); c != wantQ {
 		t.Fatalf("question delivered as %s", c)
+	}
+	if got := files.outRow("q1"); !slices.Equal(got, []string{mailbox.KindChatSDK, "<nil>", "slack", "C1", "T9", wantQ, "<nil>"}) {
+		t.Fatalf("the question in outbound.db: %v", got)
 	}
 	ans, err := mailbox.QuestionResponse("q1", "later", "U7", hs.last().Routing, time.Now())
 	if err != nil {
@@ -161,9 +288,15 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Fatalf("send --question --wait exit %d: %s", code, errOut.String())
 	}
+	if got := files.acks()[ans.ID]; got != mailbox.AckCompleted {
+		t.Fatalf("the answer %s is %q in processing_ack, want completed (the waiting send consumed it)", ans.ID, got)
+	}
 
-	// A delayed message is not delivered yet, and says so.
+	// A delayed message is not delivered yet, and says so; its
+	// deliver_after is an hour on, in the form NanoClaw's host compares.
+	before := time.Now().UTC()
 	later := agentSend(t, s, "--text", "reminder", "--after", "+1h")
+	after := time.Now().UTC()
 	if res := hs.drain(); res.Delivered != 0 {
 		t.Fatalf("a message delayed by an hour was delivered: %+v", res)
 	}
@@ -174,10 +307,32 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 			"SELECT deliver_after FROM messages_out WHERE id = ?", later.ID)[0][0].(string)) {
 		t.Fatalf("sent = %+v", own)
 	}
+	da, err := time.Parse(time.DateTime, files.outRow(later.ID)[6])
+	if err != nil || da.Before(before.Add(time.Hour).Truncate(time.Second)) || da.After(after.Add(time.Hour+time.Second)) {
+		t.Fatalf("deliver_after %v (%v), want an hour after %v", da, err, before)
+	}
+	if got := files.in("SELECT count(*) FROM delivered WHERE message_out_id = ?", later.ID); got[0][0] != int64(0) {
+		t.Fatalf("the delayed message has a delivered row")
+	}
+	due := files.out("SELECT id FROM messages_out WHERE deliver_after IS NULL OR deliver_after <= datetime('now')") // NanoClaw's host
+	for _, r := range due {
+		if r[0] == later.ID {
+			t.Fatalf("NanoClaw's delivery query selects the delayed message now")
+		}
+	}
+	if len(due) == 0 {
+		t.Fatalf("NanoClaw's delivery query selects nothing: the undelayed rows are due")
+	}
 
 	// To its own chat by name: the thread is kept. To another agent.
 	home := agentSend(t, s, "--to", "home", "--text", "status: green")
-	agentSend(t, s, "--to", "research", "--text", "look into the outage")
+	research := agentSend(t, s, "--to", "research", "--text", "look into the outage")
+	if got := files.outRow(home.ID); !slices.Equal(got[2:5], []string{"slack", "C1", "T9"}) {
+		t.Fatalf("--to home in outbound.db: %v", got)
+	}
+	if got := files.outRow(research.ID); !slices.Equal(got[2:5], []string{mailbox.ChannelAgent, "g-research", "<nil>"}) {
+		t.Fatalf("--to research in outbound.db: %v", got)
+	}
 	hs.drain()
 	byID := map[string]mailbox.OutboundRow{}
 	for _, r := range hs.delivered {
@@ -190,20 +345,35 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 		t.Fatalf("--to research: routing %+v", r)
 	}
 
-	// A host action: schedule a task.
+	// A host action: schedule a task. The host turns it into a task row.
 	task := agentSend(t, s, "--action", "schedule_task", "--prompt", "weekly digest", "--at", "2030-01-07T09:00:00Z", "--every", "0 9 * * 1")
 	hs.drain()
 	if c := string(hs.last().Content); hs.last().Kind != mailbox.KindSystem || c != `{"action":"schedule_task","taskId":"`+task.ID+
 		`","prompt":"weekly digest","script":null,"processAfter":"2030-01-07T09:00:00.000Z","recurrence":"0 9 * * 1","platformId":"C1","channelType":"slack","threadId":"T9"}` {
 		t.Fatalf("schedule_task delivered as %s %s", hs.last().Kind, c)
 	}
+	if got := files.in("SELECT kind, status, process_after, recurrence, series_id, channel_type, platform_id, thread_id FROM messages_in WHERE id = ?", task.ID); len(got) != 1 ||
+		!slices.Equal(texts(got[0]), []string{"task", "pending", "2030-01-07T09:00:00.000Z", "0 9 * * 1", task.ID, "slack", "C1", "T9"}) {
+		t.Fatalf("the scheduled task in inbound.db: %v", got)
+	}
 
 	// State, the tool in flight, the heartbeat.
 	mustMB(t, with(s, "mailbox", "agent", "state", "set", "topic", "deploys")...)
+	if got := files.out("SELECT value FROM session_state WHERE key = 'topic'"); len(got) != 1 || got[0][0] != "deploys" {
+		t.Fatalf("session_state in outbound.db: %v", got)
+	}
 	if got := mustMB(t, with(s, "mailbox", "agent", "state", "get", "topic")...); got != "deploys\n" {
 		t.Fatalf("state get = %q", got)
 	}
+	var kv map[string]string
+	agentJSON(t, s, &kv, "state", "get", "topic")
+	if !maps.Equal(kv, map[string]string{"key": "topic", "value": "deploys"}) {
+		t.Fatalf("state get --json = %v", kv)
+	}
 	mustMB(t, with(s, "mailbox", "agent", "state", "clear", "topic")...)
+	if got := files.out("SELECT count(*) FROM session_state WHERE key = 'topic'"); got[0][0] != int64(0) {
+		t.Fatalf("state clear left the row in outbound.db")
+	}
 	if r := mb(t, with(s, "mailbox", "agent", "state", "get", "topic")...); r.Code != cli.ExitNotFound {
 		t.Fatalf("state get after clear: exit %d", r.Code)
 	}
@@ -212,6 +382,9 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 	if st.CurrentTool != "Bash" || st.ToolDeclaredTimeoutMS != 600000 {
 		t.Fatalf("tool start: %+v", st)
 	}
+	if got := files.out("SELECT current_tool, tool_declared_timeout_ms FROM container_state"); len(got) != 1 || !slices.Equal(texts(got[0]), []string{"Bash", "600000"}) {
+		t.Fatalf("container_state in outbound.db: %v", got)
+	}
 	if got, err := h.ContainerState(context.Background(), hs.ref); err != nil || got.CurrentTool != "Bash" {
 		t.Fatalf("the host reads the tool in flight as %+v, %v", got, err)
 	}
@@ -219,6 +392,9 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 	agentJSON(t, s, &st, "tool", "end")
 	if st.CurrentTool != "" {
 		t.Fatalf("tool end: %+v", st)
+	}
+	if got := files.out("SELECT current_tool FROM container_state"); len(got) > 1 || (len(got) == 1 && got[0][0] != nil) {
+		t.Fatalf("container_state after tool end: %v, want no tool", got)
 	}
 	os.Remove(filepath.Join(dir, ".heartbeat"))
 	mustMB(t, with(s, "mailbox", "agent", "heartbeat")...)
@@ -237,8 +413,24 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 			t.Fatalf("the refused ack wrote m1 as %s", a.Status)
 		}
 	}
-	mustMB(t, with(s, "mailbox", "agent", "ack", "m1", "c1", "note")...)
-	mustMB(t, with(s, "mailbox", "agent", "fail", "t1")...)
+	if got := files.acks(); got["m1"] != mailbox.AckProcessing || got["no-such-id"] != "" {
+		t.Fatalf("processing_ack after the refused ack: %v", got)
+	}
+	var acked struct {
+		Acked  []string
+		Status string
+	}
+	agentJSON(t, s, &acked, "ack", "m1", "c1", "note")
+	if !slices.Equal(acked.Acked, []string{"m1", "c1", "note"}) || acked.Status != mailbox.AckCompleted {
+		t.Fatalf("ack --json = %+v", acked)
+	}
+	agentJSON(t, s, &acked, "fail", "t1")
+	if !slices.Equal(acked.Acked, []string{"t1"}) || acked.Status != mailbox.AckFailed {
+		t.Fatalf("fail --json = %+v", acked)
+	}
+	if got := files.acks(); got["m1"] != "completed" || got["c1"] != "completed" || got["note"] != "completed" || got["t1"] != "failed" {
+		t.Fatalf("processing_ack after ack and fail: %v", got)
+	}
 	hs.drain()
 	states := map[string]string{}
 	for _, r := range lsJSON(t, s).Inbound {
@@ -246,6 +438,10 @@ func TestAgentSessionFromTheShell(t *testing.T) {
 	}
 	if states["m1"] != "completed" || states["t1"] != "failed" || states["c1"] != "completed" {
 		t.Fatalf("inbound states after the acks: %v", states)
+	}
+	// The host mirrored the acks into inbound.db.
+	if got := files.inStates(); got["m1"] != "completed" || got["c1"] != "completed" || got["note"] != "completed" || got["t1"] != "failed" || got[task.ID] != "pending" {
+		t.Fatalf("messages_in after the host synced the acks: %v", got)
 	}
 	if out := mustMB(t, with(s, "mailbox", "agent", "poll")...); out != "" {
 		t.Fatalf("poll after everything was acked: %q", out)
