@@ -210,14 +210,18 @@ func TestTimestampForms(t *testing.T) {
 		Routing: Routing{ChannelType: "slack", PlatformID: "C1"}}); err != nil {
 		t.Fatal(err)
 	}
+	f.send("o3", `{"text":"retried"}`)
 	calls := 0
 	if _, err := h.Drain(ctxb, f.ref, DelivererFunc(func(_ ctxT, _ SessionRef, r OutboundRow) (string, error) {
 		calls++
-		if r.ID == "o2" {
+		switch r.ID {
+		case "o2":
 			return "", Permanent(errors.New("no such chat"))
+		case "o3":
+			return "", errors.New("platform down") // retried later: next_attempt_at
 		}
 		return "P1", nil
-	})); err != nil || calls != 2 {
+	})); err != nil || calls != 3 {
 		t.Fatalf("drain: %d calls, %v", calls, err)
 	}
 	// The task runs and its next occurrence is inserted.
@@ -240,8 +244,9 @@ func TestTimestampForms(t *testing.T) {
 		{InboundFile, "SELECT timestamp FROM messages_in", isoForm, 4}, // m1, t1, its next run, the failure notification
 		{InboundFile, "SELECT process_after FROM messages_in WHERE process_after IS NOT NULL", isoForm, 2},
 		{InboundFile, "SELECT delivered_at FROM delivered", isoForm, 2},
-		{InboundFile, "SELECT last_attempt_at FROM delivery_attempts", isoForm, 1},
-		{OutboundFile, "SELECT timestamp FROM messages_out", isoForm, 2},
+		{InboundFile, "SELECT last_attempt_at FROM delivery_attempts", isoForm, 2},
+		{InboundFile, "SELECT next_attempt_at FROM delivery_attempts WHERE next_attempt_at IS NOT NULL", isoForm, 1},
+		{OutboundFile, "SELECT timestamp FROM messages_out", isoForm, 3},
 		{OutboundFile, "SELECT deliver_after FROM messages_out WHERE deliver_after IS NOT NULL", sqliteForm, 1},
 		{OutboundFile, "SELECT status_changed FROM processing_ack", isoForm, 2},
 		{OutboundFile, "SELECT updated_at FROM session_state", isoForm, 1},

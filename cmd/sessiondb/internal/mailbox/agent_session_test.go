@@ -580,3 +580,187 @@ func TestProjectCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentShapesAndReadsFromTheShell covers what the whole-session test
+// does not: routing and destinations as the agent sees them, the other
+// outbound shapes (markdown, raw content, card, another chat by name or by
+// routing flags, a delay to a fixed time, every host action), a
+// continuation id, the state list, tool show and pending --wait; each
+// written row is checked in outbound.db.
+func TestAgentShapesAndReadsFromTheShell(t *testing.T) {
+	data, s := mbSession(t)
+	files := sessionFiles{t, filepath.Join(data, "g1", "s1")}
+	a := func(args ...string) []string { return with(s, append([]string{"mailbox", "agent"}, args...)...) }
+	aj := func(args ...string) []string {
+		return with(s, append([]string{"--json", "mailbox", "agent"}, args...)...)
+	}
+
+	// No chat projected yet: no default target, and routing says why.
+	var rv routingView
+	if err := json.Unmarshal([]byte(mustMB(t, aj("routing")...)), &rv); err != nil {
+		t.Fatal(err)
+	}
+	if rv.Default != nil || !strings.Contains(rv.Error, "no default target") || !rv.Session.IsZero() {
+		t.Fatalf("routing --json before any projection: %+v", rv)
+	}
+	if out := mustMB(t, a("routing")...); !strings.HasPrefix(out, "session: -\ndefault: none (") {
+		t.Fatalf("routing before any projection: %q", out)
+	}
+	if out := mustMB(t, aj("destinations")...); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("destinations --json before any projection: %q", out)
+	}
+
+	mustMB(t, with(s, "mailbox", "project", "--channel-type", "slack", "--platform-id", "C1", "--thread-id", "T1",
+		"--channel", "ops=slack:C2", "--agent", "research=g-research")...)
+	rv = routingView{}
+	if err := json.Unmarshal([]byte(mustMB(t, aj("routing")...)), &rv); err != nil {
+		t.Fatal(err)
+	}
+	chat := mailbox.Routing{ChannelType: "slack", PlatformID: "C1", ThreadID: "T1"}
+	if rv.Session != chat || rv.Default == nil || *rv.Default != chat || rv.Error != "" {
+		t.Fatalf("routing --json: %+v", rv)
+	}
+	if out := mustMB(t, a("routing")...); out != "session: slack:C1/T1\ndefault: slack:C1/T1\n" {
+		t.Fatalf("routing: %q", out)
+	}
+	var ds []mailbox.Destination
+	if err := json.Unmarshal([]byte(mustMB(t, aj("destinations")...)), &ds); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]mailbox.Destination{}
+	for _, d := range ds {
+		byName[d.Name] = d
+	}
+	if len(ds) != 2 || byName["ops"].Type != mailbox.DestinationChannel || byName["ops"].PlatformID != "C2" ||
+		byName["research"].Type != "agent" || byName["research"].AgentGroupID != "g-research" {
+		t.Fatalf("destinations --json: %+v", ds)
+	}
+	out := mustMB(t, a("destinations")...)
+	for _, re := range []string{`(?m)^ops\s+channel\s+slack:C2\s+ops$`, `(?m)^research\s+agent\s+g-research\s+research$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Fatalf("destinations table lacks a line matching %s:\n%s", re, out)
+		}
+	}
+
+	// Shapes with ids of our own: kind, routing and content in outbound.db.
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string // kind, in_reply_to, channel_type, platform_id, thread_id, content, deliver_after
+	}{
+		{"markdown", []string{"--id", "o-md", "--markdown", "**done**"},
+			[]string{"chat", "<nil>", "slack", "C1", "T1", `{"markdown":"**done**"}`, "<nil>"}},
+		{"raw content", []string{"--id", "o-raw", "--content", `{"text":"raw","isFromMe":true}`, "--kind", "chat-sdk"},
+			[]string{"chat-sdk", "<nil>", "slack", "C1", "T1", `{"text":"raw","isFromMe":true}`, "<nil>"}},
+		{"card", []string{"--id", "o-card", "--card", `{"title":"Deploy","actions":[{"label":"Open","url":"https://ci.example/1"}]}`, "--text", "Deploy: see CI"},
+			[]string{"chat-sdk", "<nil>", "slack", "C1", "T1", `{"type":"card","card":{"title":"Deploy","actions":[{"label":"Open","url":"https://ci.example/1"}]},"fallbackText":"Deploy: see CI"}`, "<nil>"}},
+		{"another chat by name", []string{"--id", "o-ops", "--to", "ops", "--text", "heads up"},
+			[]string{"chat", "<nil>", "slack", "C2", "<nil>", `{"text":"heads up"}`, "<nil>"}},
+		{"routing flags", []string{"--id", "o-dm", "--channel-type", "discord", "--platform-id", "D1", "--thread-id", "X", "--text", "dm"},
+			[]string{"chat", "<nil>", "discord", "D1", "X", `{"text":"dm"}`, "<nil>"}},
+		{"fixed delay, rounded up to the second", []string{"--id", "o-at", "--text", "later", "--after", "2031-02-03T04:05:06.5Z"},
+			[]string{"chat", "<nil>", "slack", "C1", "T1", `{"text":"later"}`, "2031-02-03 04:05:07"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			files := sessionFiles{t, files.dir}
+			id := c.args[1]
+			if got := agentSend(t, s, c.args...); got.ID != id || got.Seq%2 != 1 {
+				t.Fatalf("send --json = %+v, want id %s and an odd seq", got, id)
+			}
+			if got := files.outRow(id); !slices.Equal(got, c.want) {
+				t.Fatalf("outbound.db row %v\nwant %v", got, c.want)
+			}
+		})
+	}
+
+	// The host actions: kind system, the section 16 shapes.
+	for _, c := range []struct {
+		name, idPrefix string
+		args           []string
+		content        func(id string) string
+	}{
+		{"cancel_task", "sys-", []string{"--action", "cancel_task", "--task-id", "t9"},
+			func(string) string { return `{"action":"cancel_task","taskId":"t9"}` }},
+		{"pause_task", "sys-", []string{"--action", "pause_task", "--task-id", "t9"},
+			func(string) string { return `{"action":"pause_task","taskId":"t9"}` }},
+		{"resume_task", "sys-", []string{"--action", "resume_task", "--task-id", "t9"},
+			func(string) string { return `{"action":"resume_task","taskId":"t9"}` }},
+		{"update_task", "sys-", []string{"--action", "update_task", "--task-id", "t9", "--prompt", "p2", "--at", "2031-01-01T00:00:00Z", "--no-every", "--no-script"},
+			func(string) string {
+				return `{"action":"update_task","taskId":"t9","prompt":"p2","processAfter":"2031-01-01T00:00:00.000Z","recurrence":null,"script":null}`
+			}},
+		{"create_agent", "msg-", []string{"--action", "create_agent", "--args", `{"name":"helper"}`},
+			func(id string) string {
+				return `{"action":"create_agent","requestId":"` + id + `","name":"helper","instructions":null}`
+			}},
+		{"install_packages", "msg-", []string{"--action", "install_packages", "--args", `{"apt":["jq"],"reason":"parse JSON"}`},
+			func(string) string {
+				return `{"action":"install_packages","apt":["jq"],"npm":[],"reason":"parse JSON"}`
+			}},
+		{"add_mcp_server", "msg-", []string{"--action", "add_mcp_server", "--args", `{"name":"fs","command":"mcp-fs","args":["/srv"]}`},
+			func(string) string {
+				return `{"action":"add_mcp_server","name":"fs","command":"mcp-fs","args":["/srv"],"env":{}}`
+			}},
+		{"cli_request with its own id", "req-7", []string{"--action", "cli_request", "--args", `{"requestId":"req-7","command":"status"}`},
+			func(string) string {
+				return `{"action":"cli_request","requestId":"req-7","command":"status","args":null}`
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			files := sessionFiles{t, files.dir}
+			got := agentSend(t, s, c.args...)
+			if !strings.HasPrefix(got.ID, c.idPrefix) {
+				t.Fatalf("send --json id %q, want prefix %s", got.ID, c.idPrefix)
+			}
+			if row := files.outRow(got.ID); row[0] != mailbox.KindSystem || row[5] != c.content(got.ID) {
+				t.Fatalf("outbound.db row %v\nwant kind system, content %s", row, c.content(got.ID))
+			}
+		})
+	}
+
+	// A continuation id per provider (NanoClaw's key), beside plain keys.
+	mustMB(t, a("state", "set", "--continuation", "Claude", "sess-42")...)
+	mustMB(t, a("state", "set", "topic", "deploys")...)
+	if got := files.out("SELECT key, value FROM session_state ORDER BY key"); len(got) != 2 ||
+		!slices.Equal(texts(got[0]), []string{"continuation:claude", "sess-42"}) || !slices.Equal(texts(got[1]), []string{"topic", "deploys"}) {
+		t.Fatalf("session_state in outbound.db: %v", got)
+	}
+	if out := mustMB(t, a("state", "get", "--continuation", "claude")...); out != "sess-42\n" {
+		t.Fatalf("state get --continuation: %q", out)
+	}
+	var kv map[string]string
+	if err := json.Unmarshal([]byte(mustMB(t, aj("state", "list")...)), &kv); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(kv, map[string]string{"continuation:claude": "sess-42", "topic": "deploys"}) {
+		t.Fatalf("state list --json: %v", kv)
+	}
+	mustMB(t, a("state", "clear", "--continuation", "claude")...)
+	if got := files.out("SELECT key FROM session_state"); len(got) != 1 || got[0][0] != "topic" {
+		t.Fatalf("session_state after clearing the continuation: %v", got)
+	}
+
+	// tool show: nothing, then the tool with its timeout, as recorded.
+	if out := mustMB(t, a("tool", "show")...); out != "no tool in flight\n" {
+		t.Fatalf("tool show with none: %q", out)
+	}
+	mustMB(t, a("tool", "start", "Read")...)
+	started := files.out("SELECT tool_started_at, tool_declared_timeout_ms FROM container_state")
+	if len(started) != 1 || started[0][1] != int64(0) && started[0][1] != nil {
+		t.Fatalf("container_state after tool start Read: %v", started)
+	}
+	if out := mustMB(t, a("tool", "show")...); out != "Read since "+started[0][0].(string)+"\n" {
+		t.Fatalf("tool show: %q, want the start time in outbound.db (%v)", out, started[0][0])
+	}
+
+	// pending --wait returns once a row is due, waking or not.
+	pend, _, stop := mbStart(a("pending", "--wait", "--poll", "10ms")...)
+	mustMB(t, with(s, "mailbox", "send", "--id", "ctx1", "--text", "fyi", "--context-only")...)
+	testkit.WaitFor(t, "pending --wait to print the context row", func() bool { return strings.HasPrefix(pend.String(), "ctx1\t") })
+	if code := stop(); code != 0 {
+		t.Fatalf("pending --wait exit %d", code)
+	}
+	if got := files.acks(); len(got) != 0 {
+		t.Fatalf("pending wrote acks: %v", got)
+	}
+}
