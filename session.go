@@ -148,6 +148,19 @@ func CheckWindow(limit, offset int) error {
 	return nil
 }
 
+// DefaultLimit is the page size of SearchSessions, ListSessionsRich and
+// SearchMessages when the caller passes a limit of 0.
+const DefaultLimit = 20
+
+// PageSize is the page size for a limit CheckWindow accepted: DefaultLimit
+// for 0.
+func PageSize(limit int) int {
+	if limit == 0 {
+		return DefaultLimit
+	}
+	return limit
+}
+
 // RichSession is a session row plus its preview and last activity. When a
 // compression chain was projected onto its root, LineageRootID names the
 // root whose started_at the row keeps.
@@ -159,6 +172,18 @@ type RichSession struct {
 	// Archived is set on a session a newer Hermes archived; only listed
 	// with RichFilter.IncludeArchived.
 	Archived bool `json:"archived,omitempty"`
+}
+
+// ShowTip shows on r, the root of a compression chain, the chain's tip t
+// (the projection of ListSessionsRich and ListSessions): the tip's id, end,
+// counts, title, activity, preview, model and prompt, with LineageRootID
+// naming the root whose started_at r keeps.
+func (r *RichSession) ShowTip(t *RichSession) {
+	root := r.ID
+	r.ID, r.EndedAt, r.EndReason = t.ID, t.EndedAt, t.EndReason
+	r.MessageCount, r.ToolCallCount, r.Title = t.MessageCount, t.ToolCallCount, t.Title
+	r.LastActive, r.Preview, r.Model, r.SystemPrompt = t.LastActive, t.Preview, t.Model, t.SystemPrompt
+	r.LineageRootID = root
 }
 
 // SessionService is the session half of the history store contract

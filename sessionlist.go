@@ -166,6 +166,18 @@ func (q SessionQuery) filterDigest() string {
 	return strconv.FormatUint(h.Sum64(), 36)
 }
 
+// Page cuts q's page from rows read in q's order, PageLimit plus one when
+// more follow, keys[i] being rows[i]'s sort key: at most PageLimit rows,
+// and Next set when a row was left over.
+func (q SessionQuery) Page(rows []RichSession, keys []float64) *SessionPage {
+	n := min(len(rows), q.PageLimit())
+	out := &SessionPage{Sessions: append(make([]RichSession, 0, n), rows[:n]...)}
+	if n < len(rows) {
+		out.Next = q.NextCursor(keys[n-1], rows[n-1].ID)
+	}
+	return out
+}
+
 // SessionPage is one page of ListSessions: the rows in order, and the
 // cursor of the next page ("" when this is the last).
 type SessionPage struct {

@@ -34,7 +34,7 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 		return nil, sessiondb.Wrap("", err, "list sessions")
 	}
 	var where []string
-	args := []any{pageSize(f.Limit), f.Offset}
+	args := []any{sessiondb.PageSize(f.Limit), f.Offset}
 	if !f.IncludeChildren {
 		where = append(where, "parent_session_id IS NULL")
 	}
@@ -95,11 +95,7 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 		if err != nil {
 			return nil, s.readErr(err, "list sessions: tip of %s", r.ID)
 		}
-		root := r.ID
-		r.ID, r.EndedAt, r.EndReason = t.ID, t.EndedAt, t.EndReason
-		r.MessageCount, r.ToolCallCount, r.Title = t.MessageCount, t.ToolCallCount, t.Title
-		r.LastActive, r.Preview, r.Model, r.SystemPrompt = t.LastActive, t.Preview, t.Model, t.SystemPrompt
-		r.LineageRootID = root
+		r.ShowTip(t)
 	}
 	return out, nil
 }
@@ -165,11 +161,8 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	limit := q.PageLimit()
 	page += " ORDER BY k " + dir + ", id COLLATE \"C\" " + dir + " LIMIT " + arg(limit+1)
 	sel := "SELECT " + sessionColumnsOf("s") + richExtra + ", p.k FROM (" + page + ") p JOIN sessions s ON s.id = p.id ORDER BY p.k " + dir + ", s.id COLLATE \"C\" " + dir
-	type keyed struct {
-		r sessiondb.RichSession
-		k float64
-	}
-	var rows []keyed
+	var rows []sessiondb.RichSession
+	var keys []float64
 	err := each(ctx, s.pool, sel, args, func(r pgx.Rows) error {
 		var raw string
 		var last, key float64
@@ -177,21 +170,14 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 		if err != nil {
 			return err
 		}
-		rows = append(rows, keyed{sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last}, key})
+		rows = append(rows, sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last})
+		keys = append(keys, key)
 		return nil
 	})
 	if err != nil {
 		return nil, s.readErr(err, "list sessions")
 	}
-	out := &sessiondb.SessionPage{Sessions: make([]sessiondb.RichSession, 0, min(len(rows), limit))}
-	for i, r := range rows {
-		if i == limit {
-			last := rows[limit-1]
-			out.Next = q.NextCursor(last.k, last.r.ID)
-			break
-		}
-		out.Sessions = append(out.Sessions, r.r)
-	}
+	out := q.Page(rows, keys)
 	if q.IncludeChildren || q.ParentID != "" {
 		return out, nil
 	}

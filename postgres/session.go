@@ -10,16 +10,6 @@ import (
 	"github.com/sessiondb/sessiondb/internal/fts"
 )
 
-// defaultLimit is the page size when a caller passes 0.
-const defaultLimit = 20
-
-func pageSize(limit int) int {
-	if limit == 0 {
-		return defaultLimit
-	}
-	return limit
-}
-
 // CreateSession inserts a session started now, or fills the NULL columns
 // of an existing row (IMP-3). An unknown parent is invalid.
 func (s *Store) CreateSession(ctx context.Context, n sessiondb.NewSession) (string, error) {
@@ -201,7 +191,7 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 		args = append(args, source)
 	}
 	q += " ORDER BY started_at DESC, seq LIMIT $1 OFFSET $2"
-	args = append([]any{pageSize(limit), offset}, args...)
+	args = append([]any{sessiondb.PageSize(limit), offset}, args...)
 	out := []sessiondb.Session{}
 	err := each(ctx, s.pool, q, args, func(r pgx.Rows) error {
 		x, err := scanSession(r)

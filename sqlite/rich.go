@@ -51,7 +51,7 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	if err := f.Validate(); err != nil {
 		return nil, sessiondb.Wrap("", err, "list sessions")
 	}
-	limit, offset := pageSize(f.Limit), f.Offset
+	limit, offset := sessiondb.PageSize(f.Limit), f.Offset
 	var where []string
 	var args []any
 	if !f.IncludeChildren {
@@ -143,11 +143,7 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 		if t == nil || t.ID == r.ID {
 			continue
 		}
-		root := r.ID
-		r.ID, r.EndedAt, r.EndReason = t.ID, t.EndedAt, t.EndReason
-		r.MessageCount, r.ToolCallCount, r.Title = t.MessageCount, t.ToolCallCount, t.Title
-		r.LastActive, r.Preview, r.Model, r.SystemPrompt = t.LastActive, t.Preview, t.Model, t.SystemPrompt
-		r.LineageRootID = root
+		r.ShowTip(t)
 	}
 	return out, nil
 }
@@ -242,32 +238,24 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	page += " ORDER BY k " + dir + ", id " + dir + " LIMIT ?"
 	args = append(args, limit+1)
 	sel := "SELECT " + s.q.sessSel + s.richExtra() + ", p.k FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY p.k " + dir + ", s.id " + dir
-	type keyed struct {
-		r sessiondb.RichSession
-		k float64
-	}
-	rows, err := sqlitedb.Append(ctx, readers{s}, sel, args, nil, func(row sqlitedb.Row) (keyed, error) {
+	var rows []sessiondb.RichSession
+	var keys []float64
+	err := sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
 		var raw string
 		var last, key sql.NullFloat64
 		var archived bool
 		x, err := scanSession(row, &raw, &last, &archived, &key)
 		if err != nil {
-			return keyed{}, err
+			return err
 		}
-		return keyed{sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived}, key.Float64}, nil
+		rows = append(rows, sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived})
+		keys = append(keys, key.Float64)
+		return nil
 	})
 	if err != nil {
 		return nil, s.readErr(err, "list sessions")
 	}
-	out := &sessiondb.SessionPage{Sessions: make([]sessiondb.RichSession, 0, min(len(rows), limit))}
-	for i, r := range rows {
-		if i == limit {
-			last := rows[limit-1]
-			out.Next = q.NextCursor(last.k, last.r.ID)
-			break
-		}
-		out.Sessions = append(out.Sessions, r.r)
-	}
+	out := q.Page(rows, keys)
 	if q.IncludeChildren || q.ParentID != "" {
 		return out, nil
 	}

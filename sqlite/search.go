@@ -26,7 +26,7 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	if err := f.Validate(); err != nil {
 		return nil, sessiondb.Wrap("", err, "search messages")
 	}
-	limit, offset := pageSize(f.Limit), f.Offset
+	limit, offset := sessiondb.PageSize(f.Limit), f.Offset
 	if strings.TrimSpace(query) == "" || (f.Sources != nil && len(f.Sources) == 0) {
 		return []sessiondb.SearchHit{}, nil
 	}

@@ -11,17 +11,6 @@ import (
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
-// defaultLimit is the page size when a caller passes 0.
-const defaultLimit = 20
-
-// pageSize is the page size for a checked limit: 0 means defaultLimit.
-func pageSize(limit int) int {
-	if limit == 0 {
-		return defaultLimit
-	}
-	return limit
-}
-
 // inputErr adds the operation to a refusal of its input, naming the
 // session when the input has its id.
 func inputErr(err error, op, id string) error {
@@ -225,7 +214,7 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 	if err := sessiondb.CheckWindow(limit, offset); err != nil {
 		return nil, sessiondb.Wrap("", err, "search sessions")
 	}
-	limit = pageSize(limit)
+	limit = sessiondb.PageSize(limit)
 	q := "SELECT " + s.q.sessSel + " FROM sessions s"
 	args := []any{}
 	if source != "" {
