@@ -38,8 +38,9 @@ type EngageDecision struct {
 	Outcome      Outcome `json:"outcome"`
 	// Engaged says the wiring's engage rule matched.
 	Engaged bool `json:"engaged"`
-	// Gate and Scope are the two gates' verdicts; set only when Engaged
-	// (the gates guard answering, not keeping context).
+	// Gate and Scope are the two gates' verdicts; set when the message
+	// would be written: engaged, or not engaged under accumulate (a
+	// sender the gates refuse puts no text into the agent's context).
 	Gate  *GateDecision `json:"gate,omitempty"`
 	Scope *GateDecision `json:"scope,omitempty"`
 	// PatternErr is set when the wiring's pattern does not compile under
@@ -82,9 +83,13 @@ func MatchEngagePattern(pattern, text string) (bool, error) {
 //     engage, else drop (an engaged message that was refused is not kept
 //     as context either);
 //   - not engaged: accumulate under ignored_message_policy accumulate,
-//     else drop. Context is kept without the gates, as NanoClaw does: in
-//     a group chat the agent sees the conversation it is later asked
-//     about.
+//     else drop. Deliberately unlike NanoClaw, which keeps context without
+//     asking the gates: context is text the agent reads, so a sender the
+//     gates would refuse could otherwise steer the agent (prompt
+//     injection) without ever addressing it. The gates run for context
+//     too and a refusal drops it; only an engaged refusal asks an approver
+//     or names the drop (SummarizeEvent), since the sender did not address
+//     the agent.
 func DecideEngage(in EngageInput) EngageDecision {
 	w := in.Wiring.WithDefaults()
 	d := EngageDecision{WiringID: w.ID, AgentGroupID: w.AgentGroupID}
@@ -96,19 +101,18 @@ func DecideEngage(in EngageInput) EngageDecision {
 	case EngageMentionSticky:
 		d.Engaged = in.IsMention || (in.Chat.IsGroup && in.ActiveSession)
 	}
-	if !d.Engaged {
-		d.Outcome = OutcomeDrop
-		if w.IgnoredMessagePolicy == IgnoredAccumulate {
-			d.Outcome = OutcomeAccumulate
-		}
+	d.Outcome = OutcomeDrop
+	if !d.Engaged && w.IgnoredMessagePolicy != IgnoredAccumulate {
 		return d
 	}
 	gate := AccessGate(in.Chat.UnknownSenderPolicy, in.Sender, w.AgentGroupID)
 	scope := SenderScopeGate(w.SenderScope, in.Sender, w.AgentGroupID)
 	d.Gate, d.Scope = &gate, &scope
-	d.Outcome = OutcomeDrop
 	if gate.Allowed && scope.Allowed {
 		d.Outcome = OutcomeEngage
+		if !d.Engaged {
+			d.Outcome = OutcomeAccumulate
+		}
 	}
 	return d
 }
@@ -133,7 +137,7 @@ type EventSummary struct {
 // SummarizeEvent folds the decisions of one event's wirings, given in
 // evaluation order (priority, highest first). With no decisions at all the
 // chat has no wiring: drop no_agent_wired. When no wiring wrote the
-// message, the drop reason is the first access gate's refusal if any (the
+// message, the drop reason is the first engaged wiring's access-gate refusal if any (the
 // gate's reason wins over no_agent_engaged), else no_agent_engaged. An
 // approval request is reported even when another wiring took the message.
 func SummarizeEvent(ds []EngageDecision) EventSummary {
@@ -151,10 +155,15 @@ func SummarizeEvent(ds []EngageDecision) EventSummary {
 		case OutcomeAccumulate:
 			s.Accumulated++
 		}
-		if d.Gate != nil && d.Gate.Drop != "" && gateDrop == nil {
+		if !d.Engaged || d.Gate == nil {
+			// Context a gate refused is no_agent_engaged and asks nobody:
+			// the sender did not address the agent.
+			continue
+		}
+		if d.Gate.Drop != "" && gateDrop == nil {
 			gateDrop = d
 		}
-		if d.Gate != nil && d.Gate.RequestApproval && s.ApprovalAgentGroupID == "" {
+		if d.Gate.RequestApproval && s.ApprovalAgentGroupID == "" {
 			s.ApprovalAgentGroupID = d.AgentGroupID
 		}
 	}

@@ -6,8 +6,8 @@ import (
 )
 
 // TestDecideEngage holds one wiring's decision to spec A4/A5/A9: the three
-// engage modes, both gates on engaged messages only, accumulate for the
-// rest, and fail-open patterns (JavaScript-only syntax included).
+// engage modes, both gates on every message that would be written (context
+// included: a deliberate deviation from NanoClaw), and fail-open patterns (JavaScript-only syntax included).
 func TestDecideEngage(t *testing.T) {
 	member := known("tg:1", nil, "ag")
 	stranger := known("tg:9", nil)
@@ -44,7 +44,11 @@ func TestDecideEngage(t *testing.T) {
 		{"sticky sticks in a group with a session", EngageInput{Wiring: wiring(EngageMentionSticky, ""), Chat: group, ActiveSession: true, Sender: member}, OutcomeEngage, true, false, ""},
 		{"sticky needs a session", EngageInput{Wiring: wiring(EngageMentionSticky, ""), Chat: group, Sender: member}, OutcomeDrop, false, false, ""},
 		{"sticky never sticks in a DM", EngageInput{Wiring: wiring(EngageMentionSticky, ""), Chat: dm, ActiveSession: true, Sender: member}, OutcomeDrop, false, false, ""},
-		{"not engaged accumulates without the gates", EngageInput{Wiring: wiring(EngageMention, "", accumulate, knownOnly), Chat: group, Sender: stranger}, OutcomeAccumulate, false, false, ""},
+		{"not engaged keeps a member's text as context", EngageInput{Wiring: wiring(EngageMention, "", accumulate, knownOnly), Chat: group, Sender: member}, OutcomeAccumulate, false, false, ""},
+		{"not engaged keeps no context from a stranger the gate refuses", EngageInput{Wiring: wiring(EngageMention, "", accumulate), Chat: group, Sender: stranger}, OutcomeDrop, false, false, DropUnknownSenderStrict},
+		{"not engaged keeps no context the sender scope refuses", EngageInput{Wiring: wiring(EngageMention, "", accumulate, knownOnly), Chat: MessagingGroup{IsGroup: true, UnknownSenderPolicy: PolicyPublic}, Sender: stranger}, OutcomeDrop, false, false, ""},
+		{"not engaged keeps a stranger's context in a public chat", EngageInput{Wiring: wiring(EngageMention, "", accumulate), Chat: MessagingGroup{IsGroup: true, UnknownSenderPolicy: PolicyPublic}, Sender: stranger}, OutcomeAccumulate, false, false, ""},
+		{"not engaged keeps no context from an unidentified sender", EngageInput{Wiring: wiring(EngageMention, "", accumulate), Chat: group}, OutcomeDrop, false, false, DropUnknownSenderStrict},
 		{"engaged stranger is dropped by the gate", EngageInput{Wiring: wiring(EngagePattern, ".", accumulate), Chat: group, Sender: stranger}, OutcomeDrop, true, false, DropUnknownSenderStrict},
 		{"public chat lets the stranger in", EngageInput{Wiring: wiring(EngagePattern, "."), Chat: MessagingGroup{IsGroup: true, UnknownSenderPolicy: PolicyPublic}, Sender: stranger}, OutcomeEngage, true, false, ""},
 		{"known scope refuses a stranger in a public chat, without a drop", EngageInput{Wiring: wiring(EngagePattern, ".", knownOnly), Chat: MessagingGroup{IsGroup: true, UnknownSenderPolicy: PolicyPublic}, Sender: stranger}, OutcomeDrop, true, false, ""},
@@ -62,8 +66,9 @@ func TestDecideEngage(t *testing.T) {
 			if d.PatternErr != nil && (ErrorCode(d.PatternErr) != EINVALID || !strings.Contains(d.PatternErr.Error(), "engage_pattern")) {
 				t.Errorf("PatternErr = %v, want invalid naming engage_pattern", d.PatternErr)
 			}
-			if c.engaged != (d.Gate != nil) {
-				t.Errorf("gates ran = %v, want only for engaged messages", d.Gate != nil)
+			written := c.engaged || c.in.Wiring.IgnoredMessagePolicy == IgnoredAccumulate
+			if written != (d.Gate != nil) || written != (d.Scope != nil) {
+				t.Errorf("gates ran = %v/%v, want %v: for every message that would be written (engaged or context)", d.Gate != nil, d.Scope != nil, written)
 			}
 			var drop DropReason
 			if d.Gate != nil {
@@ -112,6 +117,7 @@ func TestSummarizeEvent(t *testing.T) {
 	strict := EngageDecision{AgentGroupID: "d", Outcome: OutcomeDrop, Engaged: true, Gate: gate(DropUnknownSenderStrict, false)}
 	asks := EngageDecision{AgentGroupID: "e", Outcome: OutcomeDrop, Engaged: true, Gate: gate(DropUnknownSenderRequestApprove, true)}
 	asks2 := EngageDecision{AgentGroupID: "f", Outcome: OutcomeDrop, Engaged: true, Gate: gate(DropUnknownSenderRequestApprove, true)}
+	ctxRefused := EngageDecision{AgentGroupID: "h", Outcome: OutcomeDrop, Gate: gate(DropUnknownSenderRequestApprove, true), Scope: &GateDecision{Allowed: true}}
 	scoped := EngageDecision{AgentGroupID: "g", Outcome: OutcomeDrop, Engaged: true, Gate: &GateDecision{Allowed: true}, Scope: &GateDecision{Reason: "unknown_user_scope"}}
 	cases := []struct {
 		name string
@@ -126,6 +132,8 @@ func TestSummarizeEvent(t *testing.T) {
 		{"the gate's reason wins", []EngageDecision{ignored, strict, ignored}, EventSummary{Drop: DropUnknownSenderStrict, DropAgentGroupID: "d"}},
 		{"two refusing gates make one drop, the first", []EngageDecision{asks, strict, asks2}, EventSummary{Drop: DropUnknownSenderRequestApprove, DropAgentGroupID: "e", ApprovalAgentGroupID: "e"}},
 		{"an approval is asked even when another wiring answered", []EngageDecision{engaged, asks}, EventSummary{Engaged: 1, ApprovalAgentGroupID: "e"}},
+		{"refused context is no_agent_engaged and asks nobody", []EngageDecision{ignored, ctxRefused}, EventSummary{Drop: DropNoAgentEngaged}},
+		{"refused context does not hide an engaged refusal", []EngageDecision{ctxRefused, strict}, EventSummary{Drop: DropUnknownSenderStrict, DropAgentGroupID: "d"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -328,15 +328,16 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 	return res, nil
 }
 
-// dropReason words why a wiring dropped a message.
+// dropReason words why a wiring dropped a message: a gate's refusal (of
+// an answer or of context), else not_engaged.
 func dropReason(d sessiondb.EngageDecision) string {
 	switch {
-	case !d.Engaged:
-		return "not_engaged"
 	case d.Gate != nil && !d.Gate.Allowed:
 		return d.Gate.Reason
 	case d.Scope != nil && !d.Scope.Allowed:
 		return d.Scope.Reason
+	case !d.Engaged:
+		return "not_engaged"
 	}
 	return ""
 }
