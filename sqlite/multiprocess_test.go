@@ -52,6 +52,8 @@ func TestHelperProcess(t *testing.T) {
 		err = helperCrash(args)
 	case "openpath":
 		err = helperOpenPath(args)
+	case "history-open":
+		err = helperHistoryOpen(args)
 	case "central-open":
 		err = helperCentralOpen(args)
 	case "subagents-open":

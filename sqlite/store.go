@@ -201,7 +201,16 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		} else if changed {
 			s.log.Info("database file made private (0600)", "path", path)
 		}
-		wdb, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, Pragmas: append(common, "PRAGMA synchronous="+syncMode)})
+		budget := o.WriteBudget
+		if budget <= 0 {
+			budget = sqlitedb.DefaultWriteBudget
+		}
+		// The busy handler is in place before the connection's first
+		// statement: a process that opens a new file a moment after another
+		// meets that one's schema transaction (or its switch to WAL) at
+		// auto_vacuum and journal_mode, and must wait for it rather than
+		// fail with SQLITE_BUSY. The Writer sets its own wait per write.
+		wdb, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, BusyTimeout: budget, Pragmas: append(common, "PRAGMA synchronous="+syncMode)})
 		if err != nil {
 			return fail(sessiondb.Wrap(sessiondb.EINTERNAL, err, "open writer on %s", path))
 		}
@@ -209,10 +218,6 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		conn, err := wdb.Conn(ctx)
 		if err != nil {
 			return fail(openErr(err, path, "open writer connection"))
-		}
-		budget := o.WriteBudget
-		if budget <= 0 {
-			budget = sqlitedb.DefaultWriteBudget
 		}
 		if fresh {
 			// Must precede the first table; lets a retention policy reclaim
