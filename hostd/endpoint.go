@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -200,6 +202,18 @@ func loopbackHost(host string) bool {
 }
 
 func listenUnix(path string) (net.Listener, error) {
+	return listenUnixVia(path, nil)
+}
+
+// listenUnixVia binds the socket where nobody else can reach it and only
+// then puts it at path: it is bound inside a new 0700 folder beside path,
+// made 0600 there, and hard-linked into place (a link never replaces a
+// file another host put there meanwhile). Binding at path and chmodding
+// after would leave it open to every local user for a moment under a
+// permissive umask, and setting the umask around the bind would race with
+// every other goroutine creating files. bound, for tests, is called with
+// the socket's first path as soon as it is bound.
+func listenUnixVia(path string, bound func(first string)) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, sessiondb.Errorf(sessiondb.EINVALID, "%s exists and is not a socket", path)
@@ -212,18 +226,64 @@ func listenUnix(path string) (net.Listener, error) {
 			return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "remove the stale socket %s", path)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create the folder of %s", path)
 	}
-	l, err := net.Listen("unix", path)
+	private, err := os.MkdirTemp(dir, ".sock") // 0700
+	if err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "create a private folder beside %s", path)
+	}
+	defer os.RemoveAll(private)
+	first := filepath.Join(private, "s")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: first, Net: "unix"})
 	if err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "listen on %s", path)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// Closing must remove the socket at path, not at its first name.
+	l.SetUnlinkOnClose(false)
+	if bound != nil {
+		bound(first)
+	}
+	if err := os.Chmod(first, 0o600); err != nil {
 		l.Close()
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "make %s private", path)
 	}
-	return l, nil
+	if err := os.Link(first, path); err != nil {
+		l.Close()
+		if errors.Is(err, fs.ErrExist) {
+			return nil, sessiondb.Errorf(sessiondb.ECONFLICT, "%s: another host put a socket there while this one started", path)
+		}
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "put the socket at %s", path)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		l.Close()
+		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "stat %s", path)
+	}
+	return &unixListener{UnixListener: l, path: path, fi: fi}, nil
+}
+
+// unixListener removes its socket file on Close, if the file at its path
+// is still this socket (a later host may have replaced a stale one).
+type unixListener struct {
+	*net.UnixListener
+	path string
+	fi   fs.FileInfo
+	once sync.Once
+}
+
+// Addr is the socket's address at path (the first name is gone).
+func (l *unixListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
+
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() {
+		if fi, serr := os.Lstat(l.path); serr == nil && os.SameFile(fi, l.fi) {
+			_ = os.Remove(l.path)
+		}
+	})
+	return err
 }
 
 // Serve serves the endpoint for r on l until ctx ends, then shuts down,
