@@ -61,6 +61,38 @@ func TestRequireInbound(t *testing.T) {
 	}
 }
 
+// TestInboundByID: the row --reply-to names, with its routing; an unknown
+// id is not_found naming it; a file from before on_wake is read too.
+func TestInboundByID(t *testing.T) {
+	f := newFixture(t)
+	a := f.openAgent()
+	m := chat("m1", "deploy?")
+	m.Routing.ThreadID = "T1"
+	f.enqueue(chat("m0", "earlier"))
+	f.enqueue(m)
+	r, err := a.InboundByID(ctxb, "m1")
+	if err != nil || r.ID != "m1" || r.Seq != 4 || r.Kind != KindChat || r.Routing != (Routing{"slack", "C1", "T1"}) ||
+		string(r.Content) != `{"sender":"u","senderId":"u1","text":"deploy?"}` {
+		t.Fatalf("InboundByID(m1) = %+v, %v", r, err)
+	}
+	_, err = a.InboundByID(ctxb, "nope")
+	wantCode(t, err, sessiondb.ENOTFOUND)
+	if !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("error %v should name the id", err)
+	}
+
+	// A file an older host made: a fresh agent reads it unmigrated.
+	f = newFixture(t)
+	path, _ := f.host.layout.InboundPath(f.ref)
+	writeRawDB(t, path, `CREATE TABLE messages_in (id TEXT PRIMARY KEY, seq INTEGER UNIQUE, kind TEXT NOT NULL, timestamp TEXT NOT NULL,
+ status TEXT DEFAULT 'pending', process_after TEXT, recurrence TEXT, tries INTEGER DEFAULT 0, platform_id TEXT,
+ channel_type TEXT, thread_id TEXT, content TEXT NOT NULL);
+INSERT INTO messages_in (id, seq, kind, timestamp, platform_id, channel_type, content) VALUES ('old', 2, 'chat', '2026-01-01 00:00:00', 'C7', 'slack', '{"text":"x"}');`)
+	if r, err := f.openAgent().InboundByID(ctxb, "old"); err != nil || r.Seq != 2 || r.OnWake || r.Routing != (Routing{"slack", "C7", ""}) {
+		t.Fatalf("InboundByID on a file without on_wake = %+v, %v", r, err)
+	}
+}
+
 func TestLookupSeq(t *testing.T) {
 	f := newFixture(t)
 	a := f.openAgent()

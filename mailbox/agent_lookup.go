@@ -3,7 +3,6 @@ package mailbox
 import (
 	"context"
 	"database/sql"
-	"strings"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/errtext"
@@ -13,28 +12,24 @@ import (
 // InboundByID reads one messages_in row by id (read-only, fresh
 // connection); not_found when absent.
 func (a *Agent) InboundByID(ctx context.Context, id string) (InboundRow, error) {
-	var r InboundRow
-	found := false
+	var rows []InboundRow
 	err := a.withInbound(ctx, func(q queryer) error {
-		cols, err := columns(q, "messages_in")
+		// Poll's select list: an older file's missing columns get their
+		// defaults (the agent cannot migrate a read-only file).
+		sel, _, err := a.inboundSelect(q)
 		if err != nil {
 			return err
 		}
-		sel := inboundCols
-		if !cols["on_wake"] {
-			sel = strings.TrimSuffix(sel, ", on_wake")
-		}
-		return each(q, "SELECT "+sel+" FROM messages_in WHERE id = ?", []any{id}, func(row sqlitedb.Row) error {
-			found = true
-			var err error
-			r, err = scanInbound(row, cols["on_wake"])
-			return err
-		})
+		rows, err = collectInbound(q, "SELECT "+sel+" FROM messages_in WHERE id = ?", id)
+		return err
 	})
-	if err == nil && !found {
-		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "no inbound message %q", errtext.Clip(id, 64))
+	switch {
+	case err != nil:
+		return InboundRow{}, err
+	case len(rows) == 0:
+		return InboundRow{}, sessiondb.Errorf(sessiondb.ENOTFOUND, "no inbound message %q", errtext.Clip(id, 64))
 	}
-	return r, err
+	return rows[0], nil
 }
 
 // SeqTarget is the message a seq names, as LookupSeq finds it.
