@@ -7,7 +7,6 @@ package store
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -18,33 +17,15 @@ import (
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
-// Options are how a store is opened.
-type Options struct {
-	// ReadOnly opens without writing anything, not even a migration.
-	ReadOnly bool
-	// MustExist refuses (not_found) a target that holds no store yet.
-	MustExist bool
-	// Synchronous is the durability of each SQLite commit, NORMAL or FULL;
-	// "" is the store's default.
-	Synchronous string
-	// Now is the store's clock; nil means time.Now.
-	Now sessiondb.Clock
-	// Logger receives the store's warnings; nil discards them.
-	Logger *slog.Logger
-}
+// Options are how a store is opened: the library opener's (open.Options).
+type Options = open.Options
 
 // Open opens the history store at target: a state.db file (created when
 // missing, unless ReadOnly or MustExist) or a postgres:// URL. A SQLite
 // store is also a sessiondb.SQLiteMaintainer, which doctor and bench ask
 // for with a type assertion, as they would of any backend.
 func Open(ctx context.Context, target string, o Options) (sessiondb.Store, error) {
-	return open.History(ctx, target, open.Options{
-		ReadOnly:    o.ReadOnly,
-		MustExist:   o.MustExist,
-		Synchronous: o.Synchronous,
-		Now:         o.Now,
-		Logger:      o.Logger,
-	})
+	return open.History(ctx, target, o)
 }
 
 // IsDamaged reports an error of Open that says the SQLite database is
