@@ -1,6 +1,7 @@
 package sessiondb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -72,6 +73,20 @@ func ErrorCode(err error) string {
 		return c
 	}
 	return EINTERNAL
+}
+
+// CarriedCode is the code err has before any driver looks at it: the code
+// of the first *Error in its chain, else busy when a context ended (the
+// work stopped for want of time and may succeed if tried again), else ""
+// (nil included). Each backend's classification of its errors starts here.
+func CarriedCode(err error) string {
+	if c := codeOf(err); c != "" {
+		return c
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return EBUSY
+	}
+	return ""
 }
 
 func codeOf(err error) string {

@@ -1,6 +1,7 @@
 package sessiondb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -308,4 +309,28 @@ func FuzzSanitizeTitle(f *testing.F) {
 			t.Fatalf("SanitizeTitle(%q) = %q: trailing space", s, got)
 		}
 	})
+}
+
+// TestCarriedCode holds what every backend's classification decides before
+// its driver's codes: a code already carried wins (even over a context
+// error inside it), an ended context is busy, and anything else is left to
+// the backend ("").
+func TestCarriedCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"plain error", errors.New("disk I/O error"), ""},
+		{"coded", fmt.Errorf("outer: %w", Errorf(ECONFLICT, "taken")), ECONFLICT},
+		{"coded around a cancellation", Wrap(EINVALID, context.Canceled, "bad"), EINVALID},
+		{"cancelled", fmt.Errorf("query: %w", context.Canceled), EBUSY},
+		{"deadline", context.DeadlineExceeded, EBUSY},
+	}
+	for _, tc := range tests {
+		if got := CarriedCode(tc.err); got != tc.want {
+			t.Errorf("%s: CarriedCode = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

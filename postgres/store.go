@@ -284,12 +284,8 @@ func Code(err error) string {
 	if err == nil {
 		return ""
 	}
-	var coded *sessiondb.Error
-	if errors.As(err, &coded) {
-		return coded.Code
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return sessiondb.EBUSY
+	if c := sessiondb.CarriedCode(err); c != "" {
+		return c
 	}
 	switch sqlState(err) {
 	case pgSerializationFailure, pgDeadlockDetected, pgLockNotAvailable, pgTooManyConnections, pgQueryCanceled:

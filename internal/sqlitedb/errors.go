@@ -1,8 +1,6 @@
 package sqlitedb
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sessiondb/sessiondb"
@@ -63,12 +61,8 @@ func Code(err error) string {
 	if err == nil {
 		return ""
 	}
-	var coded *sessiondb.Error
-	if errors.As(err, &coded) {
-		return coded.Code
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return sessiondb.EBUSY
+	if c := sessiondb.CarriedCode(err); c != "" {
+		return c
 	}
 	primary, extended, ok := ResultCode(err)
 	if !ok {
