@@ -105,21 +105,7 @@ type poolQ struct{ p *pgxpool.Pool }
 
 func (q poolQ) Each(ctx context.Context, sql string, args []any, fn func(regsql.Scanner) error) error {
 	rows, err := q.p.Query(ctx, rebind(sql), args...)
-	return eachOf(rows, err, fn)
-}
-
-// eachOf calls fn for every row of rows.
-func eachOf(rows pgx.Rows, err error, fn func(regsql.Scanner) error) error {
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachOf(rows, err, func(r pgx.Rows) error { return fn(r) })
 }
 
 // ctxTx is one registry transaction with its context.
@@ -148,5 +134,5 @@ func (t *ctxTx) QueryRow(sql string, args ...any) regsql.Scanner {
 
 func (t *ctxTx) Each(ctx context.Context, sql string, args []any, fn func(regsql.Scanner) error) error {
 	rows, err := t.tx.Query(ctx, rebind(sql), args...)
-	return eachOf(rows, err, fn)
+	return eachOf(rows, err, func(r pgx.Rows) error { return fn(r) })
 }

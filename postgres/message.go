@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -78,19 +80,18 @@ func (s *Store) decodeToolCalls(r *rawMessage) {
 // stored.
 func (s *Store) queryRaw(ctx context.Context, q querier, sql string, args ...any) ([]*rawMessage, error) {
 	var out []*rawMessage
-	rows, err := q.Query(ctx, sql, args...)
+	err := each(ctx, q, sql, args, func(rows pgx.Rows) error {
+		r, err := scanMessage(rows)
+		if err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // queryMessages runs q (selecting messageColumns) and returns its messages

@@ -21,6 +21,12 @@ type querier interface {
 // stepped and closed.
 func each(ctx context.Context, q querier, sql string, args []any, fn func(r pgx.Rows) error) error {
 	rows, err := q.Query(ctx, sql, args...)
+	return eachOf(rows, err, fn)
+}
+
+// eachOf calls fn for every row of rows, the result of a query that failed
+// with err when err is set, and closes them.
+func eachOf(rows pgx.Rows, err error, fn func(r pgx.Rows) error) error {
 	if err != nil {
 		return err
 	}
