@@ -183,6 +183,7 @@ func (s *Server) templateFuncs() template.FuncMap {
 	return template.FuncMap{
 		"text":  safetext.Text,
 		"line":  safetext.Line,
+		"flow":  flow,
 		"deref": func(p *string) string { return deref(p) },
 		"itoa":  func(n int64) string { return strconv.FormatInt(n, 10) },
 		"num":   func(n any) string { return groupDigits(toInt64(n)) },
@@ -384,6 +385,20 @@ func brief(s string) string {
 		s = string([]rune(s)[:100]) + "…"
 	}
 	return safetext.Line(s)
+}
+
+// flow is Line for stored text that runs on inside a paragraph (a search
+// snippet, a context line): its line breaks and tabs read as spaces, as the
+// browser lays them out anyway, instead of showing as \n and \t; every
+// other control character still shows as an escape.
+func flow(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return safetext.Line(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, s))
 }
 
 // withQuery returns base with the query parameters kv (name, value, ...)

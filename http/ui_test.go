@@ -200,6 +200,28 @@ func TestUISearchMarks(t *testing.T) {
 	}
 }
 
+// A snippet and its context run on as text: a line break in the message
+// reads as a space, not as a literal \n, while a control character that
+// could act on a terminal still shows as its escape.
+func TestUISearchSnippetLineBreaks(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.session("s1", "cli", "m1")
+	f.msg("s1", "user", "before")
+	f.msg("s1", "assistant", "first line\n\n\tFROM needle AS build\r\nlast \x1b[2J line")
+	f.msg("s1", "user", "after\nthat")
+	body := f.page("/search?q=needle", http.StatusOK)
+	snippet := regexp.MustCompile(`(?s)<p class="snippet">(.*?)</p>`).FindStringSubmatch(body)
+	if snippet == nil {
+		t.Fatalf("no snippet: %.2000s", body)
+	}
+	if want := `first line   FROM <mark>needle</mark> AS build last \x1b[2J line`; snippet[1] != want {
+		t.Errorf("snippet %q, want %q", snippet[1], want)
+	}
+	if !strings.Contains(body, `<span class="role">user</span> after that</p>`) {
+		t.Errorf("context line keeps a literal line break: %.3000s", body)
+	}
+}
+
 // TestUIMailboxRequeueControls: the failed row offers a requeue, posting
 // to the API; a read-only server shows no write control.
 func TestUIMailboxRequeueControls(t *testing.T) {

@@ -71,6 +71,14 @@ func TestBrowserSessionList(t *testing.T) {
 		t.Errorf("filtered by docker: %q", got)
 	}
 	p.shot("sessions-filtered")
+	// What was typed reads as text, not as a placeholder: the field's
+	// text has the page's colour and is not smaller than the page's.
+	if !eval[bool](p, `(() => {
+		const f = getComputedStyle(document.querySelector("#filters input[name=q]")), b = getComputedStyle(document.body);
+		return f.color === b.color && parseFloat(f.fontSize) >= parseFloat(b.fontSize);
+	})()`) {
+		t.Error("the filter's value is shown smaller or paler than the page's text")
+	}
 
 	// The source tabs.
 	p.open(s.url + "/")
@@ -321,6 +329,10 @@ func TestBrowserPhone(t *testing.T) {
 		p.shotScreen(pg.name)
 		if w := eval[int](p, `document.documentElement.scrollWidth`); w > 390 {
 			t.Errorf("%s is %d px wide on a 390 px screen", pg.path, w)
+		}
+		// Line breaks of stored text never show as a literal \n.
+		if n := eval[int](p, `document.body.innerText.split("\\n").length - 1`); n != 0 {
+			t.Errorf("%s shows %d literal \\n", pg.path, n)
 		}
 	}
 }
