@@ -335,6 +335,11 @@ func (s *Server) routesMCP() {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes})
 	// No other site's page may post to it either (it could not read the
-	// answer, but the tools should not run for it at all).
-	s.mux.Handle("/mcp", s.metrics.instrument("/mcp", false, http.NewCrossOriginProtection().Handler(h)))
+	// answer, but the tools should not run for it at all); the refusal is
+	// the API's JSON error, as every other.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.refuse(w, codeForbidden, "MCP is answered only to clients and this server's own pages (the request came from another origin)")
+	}))
+	s.mux.Handle("/mcp", s.metrics.instrument("/mcp", false, cop.Handler(h)))
 }

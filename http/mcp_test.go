@@ -46,11 +46,17 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	defer cs.Close()
 	checkMCPTools(t, cs)
+
+	// A page of another site may not call the tools through the
+	// visitor's browser.
+	f.do("POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Sec-Fetch-Site", "cross-site",
+		"Accept", "application/json, text/event-stream").apiError(t, 403, "forbidden")
 }
 
-// checkMCPTools is what every transport must give: the tool list and
-// each tool's answer on the fixture data of TestMCPOverHTTP (and the
-// stdio test in the serve command).
+// checkMCPTools is what the tools must give: the tool list and each
+// tool's answer on the fixture data of TestMCPOverHTTP. (The serve
+// command's tests call the same tools over stdio and through a running
+// `sessiondb serve`.)
 func checkMCPTools(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
 	tools, err := cs.ListTools(ctxb, nil)

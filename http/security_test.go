@@ -84,6 +84,25 @@ func TestBeyondLoopbackEveryRequestNeedsToken(t *testing.T) {
 	if r := get("/healthz"); r.StatusCode != http.StatusOK {
 		t.Errorf("/healthz without token: %d", r.StatusCode)
 	}
+	// MCP over HTTP is a read like any other: no tool answers without the
+	// token.
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong"}} {
+		req, _ := http.NewRequest("POST", "http://"+real+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Host = "sessions.example:8321"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("POST /mcp with %v: %d, want 401", hdr, resp.StatusCode)
+		}
+	}
 }
 
 // claimAddr is a real listener reporting another address.
@@ -236,4 +255,56 @@ func fileDigests(t *testing.T, path string) [4][32]byte {
 		}
 	}
 	return out
+}
+
+// The usual case of --read-only: a Hermes state.db whose agent is running,
+// its latest commits still in the WAL. A read-only server reading every
+// route leaves the bytes of the file and of its WAL as they were (the -shm
+// index is shared memory every reader marks, so it is not compared), and
+// it reads what only the WAL holds.
+func TestReadOnlyKeepsBytesOfALiveFile(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	// Fewer writes than the store's checkpoint pacing: none of these
+	// frames is copied into the file while the test runs.
+	f.session("live", "cli", "m")
+	f.msg("live", "user", "restart docker on the build box")
+	f.toolCall("live", "c1", "shell", "docker restarted")
+	f.session("child", "cli", "m")
+	if fi, err := os.Stat(f.path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("the writer's WAL is empty (%v): the test needs frames in it", err)
+	}
+	before := fileDigests(t, f.path)
+
+	ro, err := sqlite.Open(ctxb, f.path, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	f.serve(sdbhttp.Config{History: ro, ReadOnly: true, Token: testToken})
+	var list listAnswer
+	f.get("/api/v1/sessions").ok(t, &list)
+	if len(list.Sessions) != 2 {
+		t.Fatalf("the read-only server lists %v, want the sessions only the WAL holds", ids(list.Sessions))
+	}
+	for _, p := range []string{
+		"/api/v1/sessions/live", "/api/v1/sessions/live/messages", "/api/v1/sessions/live/messages?from=end",
+		"/api/v1/sessions/live/lineage", "/api/v1/search?q=docker", "/api/v1/usage", "/api/v1/export",
+		"/api/v1/sessions/live/export", "/healthz", "/metrics", "/", "/s/live", "/search?q=docker", "/analytics",
+	} {
+		f.get(p).ok(t, nil)
+	}
+	f.do("POST", "/api/v1/sessions/live/end", "", auth...).apiError(t, 404, "not_found")
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := fileDigests(t, f.path)
+	if after[0] != before[0] {
+		t.Error("the store file's bytes changed under a read-only server")
+	}
+	if after[1] != before[1] {
+		t.Error("the WAL's bytes changed under a read-only server")
+	}
+	if after[3] != before[3] {
+		t.Error("a rollback journal appeared under a read-only server")
+	}
 }

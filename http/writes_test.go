@@ -3,9 +3,12 @@ package http_test
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/sqlite"
 )
 
 // Each write does what it says and answers the result; the token comes
@@ -80,4 +83,50 @@ func TestHealthAndRequestMetrics(t *testing.T) {
 	if r := f.get("/healthz"); r.status != 503 {
 		t.Fatalf("/healthz on a closed store: %d %s", r.status, r.body)
 	}
+}
+
+// A write that cannot have the store's write lock in time answers 503
+// busy with Retry-After; once the lock is free the same write lands. A
+// store that fails (closed under the server) answers 500 internal.
+func TestBusyAndInternalErrors(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.session("s1", "cli", "m")
+	st, err := sqlite.Open(ctxb, f.path, sqlite.Options{WriteBudget: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f.serve(sdbhttp.Config{History: st, Token: testToken})
+
+	// Another connection, as another process would, holds the write lock.
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: f.path, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctxb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctxb, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	r := f.do("PATCH", "/api/v1/sessions/s1", `{"title":"busy"}`, auth...)
+	r.apiError(t, 503, "busy")
+	if r.header.Get("Retry-After") != "1" {
+		t.Errorf("busy answer without Retry-After: %v", r.header)
+	}
+	if _, err := conn.ExecContext(ctxb, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	var s sessiondb.Session
+	f.do("PATCH", "/api/v1/sessions/s1", `{"title":"free"}`, auth...).ok(t, &s)
+	if s.Title == nil || *s.Title != "free" {
+		t.Fatalf("title after the lock was freed: %+v", s)
+	}
+
+	st.Close()
+	f.get("/api/v1/sessions").apiError(t, 500, "internal")
+	f.get("/api/v1/sessions/s1/messages").apiError(t, 500, "internal")
 }

@@ -2,21 +2,26 @@ package serve_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/serve"
 	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/sqlite"
 )
 
 // store makes a state.db with the example conversations.
@@ -30,15 +35,24 @@ func store(t *testing.T) string {
 var servingLine = regexp.MustCompile(`serving on (http://[^/\s]+)/`)
 
 // start runs serve in the background and returns its base URL and the
-// lines it printed.
+// lines it printed. The server stops when the test ends.
 func start(t *testing.T, args ...string) (base string, out *testkit.Buffer) {
 	t.Helper()
-	out, errOut, stop := clitest.Start(clitest.Options{}, args, serve.Commands)
-	t.Cleanup(func() {
-		if code := stop(); code != 0 && code != 130 {
+	base, out, _ = startStoppable(t, args...)
+	return base, out
+}
+
+// startStoppable is start that also returns a stop the test may call
+// before it ends (the cleanup then does nothing more).
+func startStoppable(t *testing.T, args ...string) (base string, out *testkit.Buffer, stop func()) {
+	t.Helper()
+	out, errOut, stopRun := clitest.Start(clitest.Options{}, args, serve.Commands)
+	stop = sync.OnceFunc(func() {
+		if code := stopRun(); code != 0 && code != 130 {
 			t.Errorf("serve exited %d: %s", code, errOut)
 		}
 	})
+	t.Cleanup(stop)
 	testkit.WaitFor(t, "serve to print its address", func() bool {
 		return servingLine.MatchString(out.String()) || errOut.String() != ""
 	})
@@ -46,7 +60,7 @@ func start(t *testing.T, args ...string) (base string, out *testkit.Buffer) {
 	if m == nil {
 		t.Fatalf("serve did not start: %s", errOut)
 	}
-	return m[1], out
+	return m[1], out, stop
 }
 
 func TestServeOnLoopbackMakesAToken(t *testing.T) {
@@ -105,10 +119,31 @@ func TestServeRefuses(t *testing.T) {
 	}, serve.Commands)
 }
 
-// --read-only hides the writes: they answer 404 even with the token.
+// --read-only hides the writes: they answer 404 even with the token. The
+// store is live (a writer holds it open, its last commit still in the
+// WAL, as a running agent's state.db): serving reads of every kind
+// leaves the bytes of the file and of its WAL as they were.
 func TestServeReadOnly(t *testing.T) {
 	db := store(t)
-	base, out := start(t, "--db", db, "--read-only", "serve", "--listen", "127.0.0.1:0", "--token", "tok")
+	w, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	live, err := w.CreateSession(context.Background(), sessiondb.NewSession{ID: "live_0001", Source: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "only the WAL holds this"
+	if _, err := w.AppendMessage(context.Background(), sessiondb.NewMessage{SessionID: live, Role: "user", Content: &text}); err != nil {
+		t.Fatal(err)
+	}
+	before := digests(t, db)
+	if before[1] == ([32]byte{}) {
+		t.Fatal("the writer left no WAL: the test needs frames in it")
+	}
+
+	base, out, stop := startStoppable(t, "--db", db, "--read-only", "serve", "--listen", "127.0.0.1:0", "--token", "tok")
 	if !strings.Contains(out.String(), "read-only") {
 		t.Fatalf("no read-only notice: %s", out)
 	}
@@ -122,6 +157,44 @@ func TestServeReadOnly(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Fatalf("prune on a read-only server: %d", resp.StatusCode)
 	}
+	for _, p := range []string{"/api/v1/sessions", "/api/v1/sessions/live_0001/messages", "/api/v1/search?q=docker",
+		"/api/v1/usage", "/api/v1/export", "/", "/s/live_0001", "/analytics", "/search?q=docker"} {
+		resp, err := http.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", p, resp.StatusCode, b)
+		}
+		if p == "/s/live_0001" && !strings.Contains(string(b), text) {
+			t.Errorf("the read-only server does not show what only the WAL holds")
+		}
+	}
+	stop()
+	after := digests(t, db)
+	for i, name := range []string{"file", "WAL"} {
+		if after[i] != before[i] {
+			t.Errorf("the %s's bytes changed under serve --read-only", name)
+		}
+	}
+}
+
+// digests hashes a store file and its WAL (zero when absent).
+func digests(t *testing.T, path string) [2][32]byte {
+	t.Helper()
+	var out [2][32]byte
+	for i, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(path + suffix)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err == nil {
+			out[i] = sha256.Sum256(b)
+		}
+	}
+	return out
 }
 
 // TestMCPOverStdio runs `sessiondb mcp` with its stdin and stdout on
@@ -142,6 +215,37 @@ func TestMCPOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkQuickstartTools(t, cs)
+	// Closing stdin ends the server cleanly.
+	cs.Close()
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("mcp exited %d: %s", code, errOut)
+	}
+}
+
+// TestMCPOverServe drives /mcp of a running `sessiondb serve` with the
+// SDK's streamable HTTP client: the same tools answer the same.
+func TestMCPOverServe(t *testing.T) {
+	db := store(t)
+	base, _ := start(t, "--db", db, "serve", "--listen", "127.0.0.1:0")
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	checkQuickstartTools(t, cs)
+}
+
+// continuation is the example conversation that continues another
+// ("proj #2", after a compression).
+const continuation = "20260402_141202_d07a13"
+
+// checkQuickstartTools calls each of the four tools on the quickstart
+// store, and one with bad input.
+func checkQuickstartTools(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil || len(tools.Tools) != 4 {
 		t.Fatalf("tools %v, %v", tools, err)
@@ -173,7 +277,7 @@ func TestMCPOverStdio(t *testing.T) {
 		HasAfter  bool `json:"has_after"`
 	}
 	call("read_session", map[string]any{"session_id": hits.Hits[0].SessionID, "limit": 1}, &page)
-	if page.SessionID != hits.Hits[0].SessionID || len(page.Messages) == 0 {
+	if page.SessionID != hits.Hits[0].SessionID || len(page.Messages) == 0 || !page.HasAfter {
 		t.Fatalf("read %+v", page)
 	}
 	var list struct{ Sessions []struct{ ID string } }
@@ -181,10 +285,24 @@ func TestMCPOverStdio(t *testing.T) {
 	if len(list.Sessions) != 2 {
 		t.Fatalf("list %+v", list)
 	}
-	// Closing stdin ends the server cleanly.
-	cs.Close()
-	inW.Close()
-	if code := <-done; code != 0 {
-		t.Fatalf("mcp exited %d: %s", code, errOut)
+	var tree struct {
+		Sessions []struct {
+			ID       string
+			ParentID string `json:"parent_id"`
+			Depth    int
+			Selected bool
+		}
+	}
+	call("session_lineage", map[string]any{"session_id": continuation}, &tree)
+	if len(tree.Sessions) != 2 || tree.Sessions[1].ID != continuation || !tree.Sessions[1].Selected ||
+		tree.Sessions[1].Depth != 1 || tree.Sessions[1].ParentID != tree.Sessions[0].ID {
+		t.Fatalf("lineage %+v", tree)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_session", Arguments: map[string]any{"session_id": "no_such_session"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res.Content); !res.IsError || !strings.Contains(string(b), "no_such_session") {
+		t.Fatalf("unknown session: IsError %v, %s", res.IsError, b)
 	}
 }
