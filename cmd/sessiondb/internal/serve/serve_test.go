@@ -20,8 +20,8 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/serve"
+	cmdstore "github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	"github.com/sessiondb/sessiondb/internal/testkit"
-	"github.com/sessiondb/sessiondb/sqlite"
 )
 
 // store makes a state.db with the example conversations.
@@ -125,7 +125,7 @@ func TestServeRefuses(t *testing.T) {
 // leaves the bytes of the file and of its WAL as they were.
 func TestServeReadOnly(t *testing.T) {
 	db := store(t)
-	w, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	w, err := cmdstore.Open(context.Background(), db, cmdstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
