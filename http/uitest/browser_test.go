@@ -262,6 +262,16 @@ func (p *page) waitFor(predicate string) {
 	}
 }
 
+// waitLoaded waits, after a click that leads to another page, until the
+// predicate holds on the new page and the page has finished loading: the
+// new address (or the new body's marker) shows as soon as the browser
+// commits the navigation, while the rest of the document may still be
+// on its way, and a test reading the rows then would read part of them.
+func (p *page) waitLoaded(predicate string) {
+	p.t.Helper()
+	p.waitFor(`(` + predicate + `) && document.readyState === "complete"`)
+}
+
 // shot saves a screenshot of the whole page as name.png.
 func (p *page) shot(name string) string {
 	p.t.Helper()

@@ -66,7 +66,7 @@ func TestBrowserSessionList(t *testing.T) {
 	// Filter by text: type into the form and submit it.
 	p.do(chromedp.SetValue(chromedp.CSS(`#filters input[name=q]`), "docker"),
 		chromedp.Submit(chromedp.CSS(`#filters`)))
-	p.waitFor(`location.search.includes("q=docker")`)
+	p.waitLoaded(`location.search.includes("q=docker")`)
 	if got := rowTitles(p); !slices.Equal(got, []string{"Fix Docker build"}) {
 		t.Errorf("filtered by docker: %q", got)
 	}
@@ -83,7 +83,7 @@ func TestBrowserSessionList(t *testing.T) {
 	// The source tabs.
 	p.open(s.url + "/")
 	p.do(chromedp.Click(chromedp.Search(`//nav[@class="tabs"]/a[text()="telegram"]`)))
-	p.waitFor(`location.search === "?source=telegram"`)
+	p.waitLoaded(`location.search === "?source=telegram"`)
 	if got := rowTitles(p); !slices.Equal(got, []string{"大别山徒步计划", "Lisbon weekend"}) {
 		t.Errorf("telegram tab: %q", got)
 	}
@@ -96,13 +96,13 @@ func TestBrowserSessionList(t *testing.T) {
 	// Sort by cost: the header link, twice for the other way round.
 	p.open(s.url + "/")
 	p.do(chromedp.Click(chromedp.CSS(`th a[data-sort=cost]`)))
-	p.waitFor(`location.search.includes("sort=cost")`)
+	p.waitLoaded(`location.search.includes("sort=cost")`)
 	costs := costsShown(p)
 	if len(costs) != 9 || !slices.IsSortedFunc(costs, func(a, b float64) int { return -cmpFloat(a, b) }) || costs[0] == 0 {
 		t.Errorf("by cost, largest first: %v", costs)
 	}
 	p.do(chromedp.Click(chromedp.CSS(`th a[data-sort=cost]`)))
-	p.waitFor(`location.search.includes("order=asc")`)
+	p.waitLoaded(`location.search.includes("order=asc")`)
 	if up := costsShown(p); !slices.IsSortedFunc(up, cmpFloat) || len(up) != 9 {
 		t.Errorf("by cost, smallest first: %v", up)
 	}
@@ -121,7 +121,7 @@ func TestBrowserSessionList(t *testing.T) {
 		}
 		before := eval[string](p, `location.href`)
 		p.do(chromedp.Click(chromedp.ID("next-page")))
-		p.waitFor(`location.href !== ` + jsString(before))
+		p.waitLoaded(`location.href !== ` + jsString(before))
 		if !strings.Contains(eval[string](p, `location.search`), "cursor=") {
 			t.Fatal("next page link has no cursor")
 		}
@@ -168,7 +168,7 @@ func TestBrowserTranscript(t *testing.T) {
 	p := newPage(t)
 	p.open(s.url + "/")
 	p.do(chromedp.Click(chromedp.Search(`//td[@class="title"]/a[text()="Fix Docker build"]`)))
-	p.waitFor(`document.body.dataset.page === "session"`)
+	p.waitLoaded(`document.body.dataset.page === "session"`)
 	if h := p.text("#session-title"); h != "Fix Docker build" {
 		t.Errorf("title %q", h)
 	}
@@ -213,7 +213,7 @@ func TestBrowserTranscript(t *testing.T) {
 	// continues where this one ends.
 	last := eval[int](p, `+document.getElementById("transcript").dataset.last`)
 	p.do(chromedp.Click(chromedp.ID("newer")))
-	p.waitFor(`location.search.includes("after=")`)
+	p.waitLoaded(`location.search.includes("after=")`)
 	first := eval[int](p, `+document.querySelector("#transcript > article").dataset.id`)
 	if first <= last {
 		t.Errorf("next page starts at %d, the previous ended at %d", first, last)
@@ -230,7 +230,7 @@ func TestBrowserSearch(t *testing.T) {
 	p := newPage(t)
 	p.open(s.url + "/")
 	p.do(chromedp.SendKeys(chromedp.CSS(`header .top-search input`), "restic\r"))
-	p.waitFor(`document.body.dataset.page === "search" && !!document.querySelector("#hits")`)
+	p.waitLoaded(`document.body.dataset.page === "search" && !!document.querySelector("#hits")`)
 	p.shot("search")
 	marks := p.texts("#hits .snippet mark")
 	if len(marks) == 0 {
@@ -250,7 +250,7 @@ func TestBrowserSearch(t *testing.T) {
 		t.Fatalf("hit links to %q", href)
 	}
 	p.do(chromedp.Click(chromedp.CSS(`#hits a.hit-link`)))
-	p.waitFor(`document.body.dataset.page === "session"`)
+	p.waitLoaded(`document.body.dataset.page === "session"`)
 	// The target message is on the page, marked, and scrolled into view.
 	target := `document.querySelector("#transcript article.target")`
 	p.waitFor(target + ` !== null`)
@@ -270,9 +270,9 @@ func TestBrowserLineageAndAnalytics(t *testing.T) {
 	p := newPage(t)
 	p.open(s.url + "/")
 	p.do(chromedp.Click(chromedp.Search(`//td[@class="title"]/a[text()="proj #2"]`)))
-	p.waitFor(`document.body.dataset.page === "session"`)
+	p.waitLoaded(`document.body.dataset.page === "session"`)
 	p.do(chromedp.Click(chromedp.Search(`//p[@class="actions"]/a[text()="lineage"]`)))
-	p.waitFor(`document.body.dataset.page === "lineage"`)
+	p.waitLoaded(`document.body.dataset.page === "lineage"`)
 	p.shot("lineage")
 	tree := p.texts("#lineage a")
 	if !slices.Equal(tree, []string{"proj", "proj #2"}) {

@@ -119,7 +119,7 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 	}
 
 	p.do(chromedp.Click(chromedp.Search(`//td[@class="title"]/a[contains(., "sess-failing")]`)))
-	p.waitFor(`document.body.dataset.page === "mailbox"`)
+	p.waitLoaded(`document.body.dataset.page === "mailbox"`)
 	p.shot("mailbox")
 	states := eval[map[string]string](p, `Object.fromEntries(Array.from(document.querySelectorAll("#outbound tbody tr"), r => [r.dataset.row, r.querySelector("td[data-label=delivery]").firstChild.textContent]))`)
 	want := map[string]string{"out-report": "failed", "out-retry": "retrying", "out-hostile": "failed"}
