@@ -1,5 +1,7 @@
 package sessiondb
 
+import "strings"
+
 // SearchFilter narrows SearchMessages. A nil Sources means every source; a
 // non-nil empty Sources matches nothing. Limit 0 means 20.
 type SearchFilter struct {
@@ -52,4 +54,36 @@ func ContainsCJK(s string) bool {
 		}
 	}
 	return false
+}
+
+// SearchPlan is what a search decided before it reads the store: the
+// query as the sanitizer left it, whether it holds CJK text (for which a
+// backend falls back to substring matching when the word index finds
+// nothing), and the page to return.
+type SearchPlan struct {
+	Query  string
+	CJK    bool
+	Limit  int
+	Offset int
+}
+
+// PlanSearch makes the decisions every backend's SearchMessages starts
+// with, so they are made alike: f is checked (invalid, naming the limit or
+// offset), a limit of 0 becomes DefaultLimit, and a query that is blank,
+// that sanitize (the backend's translation of Hermes' sanitizer,
+// fts.Sanitize) empties, or whose filter names an empty, non-nil list of
+// sources matches nothing: ok is false and the search returns no hits
+// without reading.
+func PlanSearch(query string, f SearchFilter, sanitize func(string) string) (plan SearchPlan, ok bool, err error) {
+	if err := f.Validate(); err != nil {
+		return SearchPlan{}, false, Wrap("", err, "search messages")
+	}
+	if strings.TrimSpace(query) == "" || (f.Sources != nil && len(f.Sources) == 0) {
+		return SearchPlan{}, false, nil
+	}
+	q := sanitize(query)
+	if q == "" {
+		return SearchPlan{}, false, nil
+	}
+	return SearchPlan{Query: q, CJK: ContainsCJK(q), Limit: PageSize(f.Limit), Offset: f.Offset}, true, nil
 }

@@ -21,18 +21,14 @@ import (
 // search (every term, ASCII case ignored, newest first) takes over,
 // served by the trigram index.
 func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
-	if err := f.Validate(); err != nil {
-		return nil, sessiondb.Wrap("", err, "search messages")
+	plan, ok, err := sessiondb.PlanSearch(query, f, fts.Sanitize)
+	if err != nil {
+		return nil, err
 	}
-	limit, offset := sessiondb.PageSize(f.Limit), f.Offset
-	if strings.TrimSpace(query) == "" || (f.Sources != nil && len(f.Sources) == 0) {
+	if !ok {
 		return []sessiondb.SearchHit{}, nil
 	}
-	q := fts.Sanitize(query)
-	if q == "" {
-		return []sessiondb.SearchHit{}, nil
-	}
-	cjk := sessiondb.ContainsCJK(q)
+	q, cjk, limit, offset := plan.Query, plan.CJK, plan.Limit, plan.Offset
 	match := q // the FTS5 expression, for the snippets
 	tq, err := fts.TSQuery(q)
 	if errors.Is(err, fts.ErrSyntax) {

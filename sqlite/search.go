@@ -23,20 +23,15 @@ import (
 // the messages/sessions join, snippets are computed for the winners only,
 // and the context rows of all hits come from one query.
 func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
-	if err := f.Validate(); err != nil {
-		return nil, sessiondb.Wrap("", err, "search messages")
+	plan, ok, err := sessiondb.PlanSearch(query, f, fts.Sanitize)
+	if err != nil {
+		return nil, err
 	}
-	limit, offset := sessiondb.PageSize(f.Limit), f.Offset
-	if strings.TrimSpace(query) == "" || (f.Sources != nil && len(f.Sources) == 0) {
+	if !ok {
 		return []sessiondb.SearchHit{}, nil
 	}
-	q := fts.Sanitize(query)
-	if q == "" {
-		return []sessiondb.SearchHit{}, nil
-	}
-	cjk := sessiondb.ContainsCJK(q)
+	q, cjk, limit, offset := plan.Query, plan.CJK, plan.Limit, plan.Offset
 	var hits []sessiondb.SearchHit
-	var err error
 	if s.si.hasFTS() {
 		hits, err = s.ftsSearch(ctx, q, f, limit, offset)
 		if err != nil && sqlitedb.IsQueryError(err) {
