@@ -208,3 +208,66 @@ func TestSanitizerCorpusNeverRejected(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSearchQuery sends queries through SearchMessages on PostgreSQL, from
+// the sanitizer's reference vectors, the hostile queries of the fault
+// suite and whatever the fuzzer makes of them: every one must come back
+// with hits or none, never an error (a tsquery syntax error from
+// to_tsquery above all: the translation quotes every operand). The store
+// holds messages most queries find, so ranking and the snippets run too.
+//
+//	go test -run '^$' -fuzz FuzzSearchQuery -fuzztime 5m ./postgres/
+func FuzzSearchQuery(f *testing.F) {
+	seeds := []string{
+		"", `"`, `""`, `"""`, `a"b"c"d`, "*", "**a**", "a NOT NOT b", "NOT", "a\vb", "a\x00b", "\"a\x00b\"",
+		"a:b", "**AND", "*OR*", "NEAR(a b)", "x^y", "\x1a*", "_", "é\u0301-x", "\xff\xfe", "\x00json:",
+		`"a" AND (OR NOT *** NEAR( { } : ^ + - col:x "unterminated`, "AND OR NOT AND", "content:docker {content}: hello",
+		"NEAR(docker compose, 2)", strings.Repeat("!@#$%^&*()_+-=[]{};:,./<>?|~`'\"\\", 320), "ab\xff\xfe\xc3(cd docker\xed\xa0\x80",
+		"docker\x1b]0;PWNED\x07\x1b[2J\x01\x7f\x08", "* ** *** docker* *docker", strings.Repeat("docker", 2000),
+		strings.Repeat("docker compose ", 300), `'quoted' \back\slash`, "'", `\`, "a:*", "!x", "a & b | c", "<->", "a <2> b",
+		"a:* & !b | (c <-> d)", "docker <-> compose", "docker:A", "docker:*B", "(((((a", ")))))a", "a'b'c", "大别山 OR 长江*",
+	}
+	seeds = append(seeds, compareQueries...)
+	vf, err := os.Open("../internal/fts/testdata/sanitize_vectors.jsonl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	sc := bufio.NewScanner(vf)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var v struct{ In string }
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, v.In)
+	}
+	vf.Close()
+	for _, q := range seeds {
+		f.Add(q)
+	}
+
+	url := pgtest.URL(f)
+	schema := pgtest.Schema(f, url)
+	s, err := postgres.Open(context.Background(), url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "fuzz", Source: "cli"}); err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range append(searchCorpus()[:40], "a b c d x y z word docker compose NOT AND OR NEAR content col json quoted back slash") {
+		if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "fuzz", Role: "user", Content: &c}); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if hits, err := s.SearchMessages(ctx, "docker compose", sessiondb.SearchFilter{}); err != nil || len(hits) == 0 {
+		f.Fatalf("the fuzz store finds nothing: %v, %v", hits, err)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		if _, err := s.SearchMessages(ctx, q, sessiondb.SearchFilter{Limit: 5}); err != nil {
+			t.Fatalf("SearchMessages(%q): %v (code %q)", q, err, sessiondb.ErrorCode(err))
+		}
+	})
+}
