@@ -60,9 +60,9 @@ var loadSessions = []string{"shared-0", "shared-1", "shared-2", "shared-3"}
 // helperLoad: args url, schema, process number. It opens the store, says
 // "ready", waits for a line on stdin, then runs loadGoroutines goroutines
 // each appending loadEach messages (two tool calls each) to the shared
-// sessions in turn, adding one input token per append, and finally claims
-// the title "the one title" for its own session, printing "title ok" or
-// "title conflict".
+// sessions in turn, adding one input token per append, says "appended",
+// and on a second line claims the title "the one title" for its own
+// session, printing "title ok" or "title conflict".
 func helperLoad(args []string) error {
 	if len(args) != 3 {
 		return fmt.Errorf("load wants 3 arguments, got %q", args)
@@ -75,7 +75,8 @@ func helperLoad(args []string) error {
 	}
 	defer s.Close()
 	fmt.Println("ready")
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+	in := bufio.NewReader(os.Stdin)
+	if _, err := in.ReadString('\n'); err != nil {
 		return fmt.Errorf("wait for go: %w", err)
 	}
 	var wg sync.WaitGroup
@@ -103,6 +104,12 @@ func helperLoad(args []string) error {
 	for err := range errs {
 		return err
 	}
+	// Every process claims the title at once: the parent says when, after
+	// all of them have appended.
+	fmt.Println("appended")
+	if _, err := in.ReadString('\n'); err != nil {
+		return fmt.Errorf("wait for claim: %w", err)
+	}
 	_, err = s.SetSessionTitle(ctx, "own-"+proc, "the one title")
 	switch sessiondb.ErrorCode(err) {
 	case "":
@@ -116,8 +123,8 @@ func helperLoad(args []string) error {
 }
 
 // TestMultiProcessLoad: 8 processes × 8 goroutines append to 4 shared
-// sessions through one server, at once; then each process claims one
-// title for its own session. Every row is present once, the counters are
+// sessions through one server, at once; then all of them claim one title
+// for their own sessions at once. Every row is present once, the counters are
 // exact, no append failed, and exactly one process got the title.
 func TestMultiProcessLoad(t *testing.T) {
 	url := pgtest.URL(t)
@@ -164,6 +171,14 @@ func TestMultiProcessLoad(t *testing.T) {
 	}
 	for _, c := range children {
 		io.WriteString(c.stdin, "go\n")
+	}
+	for p, c := range children {
+		if line, err := c.out.ReadString('\n'); err != nil || line != "appended\n" {
+			t.Fatalf("child %d: %q, %v; stderr %s", p, line, err, c.err.String())
+		}
+	}
+	for _, c := range children {
+		io.WriteString(c.stdin, "claim\n")
 	}
 	titles := map[string]int{}
 	for p, c := range children {
