@@ -139,3 +139,60 @@ func TestDaemonCoalescesDrainRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonDeliversWhatAnotherProcessRequeued: a row that failed for good
+// is requeued through another Host (as `sessiondb mailbox requeue` does
+// from its own process) while the daemon runs with no full sweep due and
+// no outbound change: the daemon notices at its next tick, delivers the
+// row again, once, and records it delivered.
+func TestDaemonDeliversWhatAnotherProcessRequeued(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.openAgent().Send(ctxb, mailbox.OutboundMessage{ID: "o-1", Content: json.RawMessage(`{"text":"x"}`), Routing: mailbox.Routing{ChannelType: "test", PlatformID: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	calls := 0
+	del := mailbox.DelivererFunc(func(ctx context.Context, r mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			return "", mailbox.Permanent(errors.New("adapter refused"))
+		}
+		return "P-1", nil
+	})
+	n := func() int { mu.Lock(); defer mu.Unlock(); return calls }
+	dm, err := New(f.host, Config{Deliverer: del, Poll: 10 * time.Millisecond, FullSweep: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- dm.Run(ctx) }()
+	// Read through another Host, as the requeuing process would: it
+	// waits for the daemon's locks.
+	other, err := mailbox.NewHost(mailbox.HostOptions{Layout: f.host.Layout(), Now: f.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() string {
+		st, err := other.DeliveryStates(ctxb, f.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st["o-1"].Status
+	}
+	testkit.WaitFor(t, "the row to fail for good", func() bool { return status() == mailbox.DeliveredFailed })
+
+	if res, err := other.Requeue(ctxb, f.ref, []string{"o-1"}); err != nil || res.Outbound != 1 {
+		t.Fatalf("requeue %+v %v", res, err)
+	}
+	testkit.WaitFor(t, "the requeued row delivered", func() bool { return status() == mailbox.DeliveredOK })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := n(); got != 2 {
+		t.Fatalf("%d delivery calls, want 2 (the failure, then the requeued row once)", got)
+	}
+}

@@ -165,7 +165,10 @@ func (d *drainer) plan(refs []mailbox.SessionRef, running map[mailbox.SessionRef
 		if backedOff {
 			continue
 		}
-		if full || changed || run || due || retryAfterBackoff {
+		// A requeue in another process left its mark: drain now, not at
+		// the next full sweep.
+		requeued := filesig.Of(filepath.Join(dir, mailbox.RequeueMarkFile)).Found()
+		if full || changed || run || due || retryAfterBackoff || requeued {
 			drain = append(drain, ref)
 		}
 	}

@@ -84,7 +84,11 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	out := dbQueryer{ctx, outDB}
 
 	now := h.now()
+	requeued := takeRequeueMark(dir)
 	h.mu.Lock()
+	if requeued {
+		s.drainMark = 0
+	}
 	mark := s.drainMark
 	h.mu.Unlock()
 	var all, cands []OutboundRow

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,5 +268,53 @@ func TestForwardAgentToAgent(t *testing.T) {
 	want := `{"text":"hello peer","attachments":[{"filename":"a.txt","localPath":"inbox/` + id + `/a.txt","name":"a.txt","type":"file"}]}`
 	if r.Kind != KindChat || r.Routing.ChannelType != "agent" || r.Routing.PlatformID != "ag-1" || r.SourceSessionID != "sess-1" || string(r.Content) != want {
 		t.Errorf("forwarded row %+v content %s", r, r.Content)
+	}
+}
+
+// TestRequeueByAnotherHostIsDeliveredAgain: a delivery that failed for
+// good lies below the running host's drain watermark; a Requeue through
+// another Host (another process, as `sessiondb mailbox requeue` is) leaves
+// a mark that host's next drain honours: the row is delivered again, once,
+// and the mark is gone.
+func TestRequeueByAnotherHostIsDeliveredAgain(t *testing.T) {
+	f := newFixture(t)
+	f.send("o1", `{"text":"first"}`)
+	down := true
+	d := &scripted{fn: func(row OutboundRow) (string, error) {
+		if down && row.ID == "o1" {
+			return "", Permanent(errors.New("adapter refused"))
+		}
+		return "P-" + row.ID, nil
+	}}
+	if res, err := f.host.Drain(ctxb, f.ref, d); err != nil || res.Failed != 1 {
+		t.Fatalf("first drain %+v %v", res, err)
+	}
+	// A later row is delivered, so the watermark passes o1 as resolved.
+	f.send("o2", `{"text":"second"}`)
+	if res, err := f.host.Drain(ctxb, f.ref, d); err != nil || res.Delivered != 1 {
+		t.Fatalf("second drain %+v %v", res, err)
+	}
+	down = false
+
+	other, err := NewHost(HostOptions{Layout: f.host.Layout(), Now: f.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := other.Requeue(ctxb, f.ref, []string{"o1"}); err != nil || res.Outbound != 1 {
+		t.Fatalf("requeue %+v %v", res, err)
+	}
+	before := len(d.calls)
+	res, err := f.host.Drain(ctxb, f.ref, d)
+	if err != nil || res.Delivered != 1 || len(d.calls) != before+1 || d.calls[before].ID != "o1" {
+		t.Fatalf("drain after another host's requeue: %+v %v; calls %d → %d", res, err, before, len(d.calls))
+	}
+	if st := f.query(InboundFile, "SELECT status, platform_message_id FROM delivered WHERE message_out_id = 'o1'"); len(st) != 1 || st[0][0] != DeliveredOK || st[0][1] != "P-o1" {
+		t.Fatalf("delivered row %v", st)
+	}
+	if _, err := os.Lstat(filepath.Join(f.dir, RequeueMarkFile)); !os.IsNotExist(err) {
+		t.Fatalf("the requeue mark stayed: %v", err)
+	}
+	if _, err := f.host.Drain(ctxb, f.ref, d); err != nil || len(d.calls) != before+1 {
+		t.Fatalf("o1 delivered more than once (%d calls)", len(d.calls)-before)
 	}
 }

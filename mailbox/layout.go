@@ -15,6 +15,11 @@ const (
 	HeartbeatFile = ".heartbeat"
 	InboxDirName  = "inbox"
 	OutboxDirName = "outbox"
+	// RequeueMarkFile is left by Requeue when it made a delivery pending
+	// again: the session's drains, in whichever process, read outbound.db
+	// from the start once more (their watermark had passed the row as
+	// resolved) and remove it. Host-owned; not part of NanoClaw's layout.
+	RequeueMarkFile = ".requeued"
 )
 
 // MaxNameLen is the longest safe name in bytes (sessiondb.MaxNameLen).

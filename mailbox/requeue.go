@@ -2,6 +2,10 @@ package mailbox
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/errtext"
@@ -62,14 +66,18 @@ func (h *Host) Requeue(ctx context.Context, ref SessionRef, ids []string) (Reque
 		})
 	})
 	if err == nil && res.Outbound > 0 {
-		// The requeued deliveries lie below this Host's drain watermark,
-		// which passed them as resolved: start the next drain from the
-		// beginning so it sees them again. (Another process's Host, a
-		// running daemon's, keeps its own watermark.)
+		// The requeued deliveries lie below the drain watermarks, which
+		// passed them as resolved: this Host's, reset here, and that of a
+		// running host in another process, told by the mark file it
+		// honours at its next drain (written after the commit, so a drain
+		// that takes the mark sees the requeue).
 		s := h.session(ref)
 		h.mu.Lock()
 		s.drainMark = 0
 		h.mu.Unlock()
+		if err = h.leaveRequeueMark(ref); err != nil {
+			return res, sessiondb.Wrap(sessiondb.EINTERNAL, err, "session %s: requeue: tell the running host", ref)
+		}
 	}
 	if err != nil || len(requeued) == 0 {
 		return res, err
@@ -116,4 +124,24 @@ func eachWanted(tx *sqlitedb.Tx, query string, want map[string]bool, fn func(id 
 		}
 	}
 	return nil
+}
+
+// leaveRequeueMark writes the session's RequeueMarkFile.
+func (h *Host) leaveRequeueMark(ref SessionRef) error {
+	path, err := h.layout.file(ref, RequeueMarkFile)
+	if err != nil {
+		return err
+	}
+	if _, _, err := sqlitedb.CreateFile(path, h.modes.dir, h.modes.file); err != nil {
+		return err
+	}
+	return nil
+}
+
+// takeRequeueMark removes the session's RequeueMarkFile and reports
+// whether one was there (or could not be removed: then every drain reads
+// from the start until it can, which costs time but loses no requeue).
+func takeRequeueMark(dir string) bool {
+	err := os.Remove(filepath.Join(dir, RequeueMarkFile))
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
 }
