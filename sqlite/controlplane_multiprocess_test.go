@@ -303,3 +303,64 @@ func TestCompletionsAcrossProcesses(t *testing.T) {
 		t.Errorf("%d completions landed; row %v; want exactly job_new's", wins, rows)
 	}
 }
+
+// TestMigrationsRaceOnAdoptedFiles: processes opening the same existing
+// files at the same moment, a NanoClaw v2.db with rows in every table
+// (our migrations pending) and a janebot state.sqlite with rows from its
+// first release (its version 2 pending), apply each pending migration
+// once: the ledgers hold every name or version once, in order, and the
+// rows are all there.
+func TestMigrationsRaceOnAdoptedFiles(t *testing.T) {
+	const rounds, procs = 3, 3
+	firstRelease := strings.Replace(janebotV1, "sandbox_name TEXT NOT NULL", "sprite_name TEXT NOT NULL", 1)
+	for round := 0; round < rounds; round++ {
+		dir := t.TempDir()
+		central, janebot := filepath.Join(dir, "v2.db"), filepath.Join(dir, ".janebot", "state.sqlite")
+		buildNanoClawFile(t, central, nanoClawLedger)
+		buildJanebotFile(t, janebot, firstRelease, janebotRows)
+		tables := flat(sqlitetest.QueryFile(t, central, "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_version' ORDER BY name"))
+		counts := func() map[string]any {
+			m := map[string]any{}
+			for _, table := range tables {
+				m[table] = sqlitetest.QueryFile(t, central, "SELECT count(*) FROM "+table)[0][0]
+			}
+			return m
+		}
+		before := counts()
+		argsets := make([][]string, procs)
+		for i := range argsets {
+			argsets[i] = []string{central}
+		}
+		runChildren(t, "central-open", filepath.Join(dir, "go-central"), argsets)
+		for i := range argsets {
+			argsets[i] = []string{janebot}
+		}
+		runChildren(t, "subagents-open", filepath.Join(dir, "go-janebot"), argsets)
+
+		rows := sqlitetest.QueryFile(t, central, "SELECT version, name FROM schema_version ORDER BY version")
+		var names []string
+		for i, r := range rows {
+			if r[0] != int64(i+1) {
+				t.Errorf("round %d: ledger version %v at row %d", round, r[0], i)
+			}
+			names = append(names, r[1].(string))
+		}
+		if !reflect.DeepEqual(names, sqlite.CentralMigrationNames()) {
+			t.Errorf("round %d: central ledger %q, want each name once, in order", round, names)
+		}
+		// Every row kept, but NanoClaw's repeated global owner grant, which
+		// our migration removes (once).
+		after := counts()
+		before["user_roles"] = before["user_roles"].(int64) - 1
+		if !reflect.DeepEqual(after, before) {
+			t.Errorf("round %d: rows per table %v, want %v", round, after, before)
+		}
+		got := sqlitetest.QueryFile(t, janebot, "SELECT version FROM schema_migrations ORDER BY version")
+		if !reflect.DeepEqual(got, [][]any{{int64(1)}, {int64(2)}}) {
+			t.Errorf("round %d: janebot ledger %v, want versions 1 and 2 once each", round, got)
+		}
+		if got := sqlitetest.QueryFile(t, janebot, "SELECT count(*) FROM subagent_sessions WHERE sandbox_name LIKE 'jane-%'"); got[0][0] != int64(3) {
+			t.Errorf("round %d: janebot rows after healing %v, want 3", round, got)
+		}
+	}
+}
