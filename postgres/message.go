@@ -117,150 +117,42 @@ func (s *Store) GetMessages(ctx context.Context, sessionID string) ([]sessiondb.
 	return s.queryMessages(ctx, "get messages of "+sessionID, sessionMessagesSQL, sessionID)
 }
 
-// defaultPageLimit is the page size of GetMessagesPage when Limit is 0.
-const defaultPageLimit = 50
-
-// groupScan is how many rows one step of group widening reads.
-const groupScan = 32
-
 // GetMessagesPage returns one page of the session's messages in id order
-// (IMP-12), never splitting a tool-call group, as the sqlite backend does.
+// (IMP-12), cut and widened over tool-call groups by
+// sessiondb.ReadMessagePage, as the sqlite backend's.
 func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p sessiondb.Page) (*sessiondb.MessagePage, error) {
-	if err := p.Validate(); err != nil {
-		return nil, sessiondb.Wrap("", err, "get messages page of %s", sessionID)
+	return sessiondb.ReadMessagePage(ctx, pageReader{s}, sessionID, p)
+}
+
+// pageReader reads the messages of GetMessagesPage
+// (sessiondb.MessageReader).
+type pageReader struct{ s *Store }
+
+func (r pageReader) MessagesIn(ctx context.Context, sessionID string, ids sessiondb.IDRange, newest bool, limit int) ([]sessiondb.Message, error) {
+	q, args := "SELECT "+messageColumns+" FROM messages m WHERE m.session_id = $1", []any{sessionID}
+	if ids.HasAfter {
+		args = append(args, ids.After)
+		q += " AND m.id > $" + itoa(len(args))
 	}
-	limit := p.Limit
-	if limit == 0 {
-		limit = defaultPageLimit
+	if ids.HasBefore {
+		args = append(args, ids.Before)
+		q += " AND m.id < $" + itoa(len(args))
 	}
-	what := "get messages page of " + sessionID
-	sel := "SELECT " + messageColumns + " FROM messages m WHERE m.session_id = $1"
-	var msgs []sessiondb.Message
-	var err error
-	forward := (p.AfterID > 0 || p.FromStart) && p.BeforeID == 0
-	switch {
-	case forward:
-		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > $2 ORDER BY m.id LIMIT $3", sessionID, p.AfterID, limit)
-	case p.AfterID > 0:
-		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id > $2 AND m.id < $3 ORDER BY m.id LIMIT $4", sessionID, p.AfterID, p.BeforeID, limit)
-		forward = true
-	case p.BeforeID > 0:
-		msgs, err = s.queryMessages(ctx, what, sel+" AND m.id < $2 ORDER BY m.id DESC LIMIT $3", sessionID, p.BeforeID, limit)
-		reverse(msgs)
-	default:
-		msgs, err = s.queryMessages(ctx, what, sel+" ORDER BY m.id DESC LIMIT $2", sessionID, limit)
-		reverse(msgs)
+	q += " ORDER BY m.id"
+	if newest {
+		q += " DESC"
 	}
+	args = append(args, limit)
+	return r.s.queryMessages(ctx, "get messages page of "+sessionID, q+" LIMIT $"+itoa(len(args)), args...)
+}
+
+func (r pageReader) AnyMessage(ctx context.Context, sessionID, op string, id int64) (bool, error) {
+	var one bool
+	err := r.s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.id "+op+" $2)", sessionID, id).Scan(&one)
 	if err != nil {
-		return nil, err
+		return false, r.s.readErr(err, "get messages page of %s", sessionID)
 	}
-	if len(msgs) > 0 {
-		if forward {
-			last := msgs[len(msgs)-1]
-			if last.Role == "tool" || (last.Role == "assistant" && len(last.ToolCalls) > 0) {
-				more, err := s.followingTools(ctx, what, sel, sessionID, last.ID)
-				if err != nil {
-					return nil, err
-				}
-				msgs = append(msgs, more...)
-			}
-		} else if msgs[0].Role == "tool" {
-			more, err := s.precedingGroup(ctx, what, sel, sessionID, msgs[0].ID)
-			if err != nil {
-				return nil, err
-			}
-			msgs = append(more, msgs...)
-		}
-	}
-	page := &sessiondb.MessagePage{Messages: msgs}
-	if page.Messages == nil {
-		page.Messages = []sessiondb.Message{}
-	}
-	lo, hi := p.AfterID, p.BeforeID
-	if len(msgs) > 0 {
-		lo, hi = msgs[0].ID, msgs[len(msgs)-1].ID
-	} else if hi == 0 && lo == 0 {
-		return page, nil
-	}
-	exists := func(cmp string, id int64) (bool, error) {
-		var one bool
-		err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND "+cmp+")", sessionID, id).Scan(&one)
-		if err != nil {
-			return false, s.readErr(err, "%s", what)
-		}
-		return one, nil
-	}
-	if lo > 0 {
-		// An empty page after a cursor still has the cursor's row before it.
-		cmp := "m.id < $2"
-		if len(msgs) == 0 {
-			cmp = "m.id <= $2"
-		}
-		if page.HasBefore, err = exists(cmp, lo); err != nil {
-			return nil, err
-		}
-	}
-	if hi > 0 {
-		cmp := "m.id > $2"
-		if len(msgs) == 0 {
-			cmp = "m.id >= $2"
-		}
-		if page.HasAfter, err = exists(cmp, hi); err != nil {
-			return nil, err
-		}
-	}
-	return page, nil
-}
-
-func reverse(m []sessiondb.Message) {
-	for i, j := 0, len(m)-1; i < j; i, j = i+1, j-1 {
-		m[i], m[j] = m[j], m[i]
-	}
-}
-
-// followingTools returns the run of tool rows right after id.
-func (s *Store) followingTools(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
-	var out []sessiondb.Message
-	for {
-		next, err := s.queryMessages(ctx, what, sel+" AND m.id > $2 ORDER BY m.id LIMIT $3", sessionID, id, groupScan)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range next {
-			if m.Role != "tool" {
-				return out, nil
-			}
-			out = append(out, m)
-			id = m.ID
-		}
-		if len(next) < groupScan {
-			return out, nil
-		}
-	}
-}
-
-// precedingGroup returns the tool rows before id and the row that started
-// them, oldest first.
-func (s *Store) precedingGroup(ctx context.Context, what, sel, sessionID string, id int64) ([]sessiondb.Message, error) {
-	var out []sessiondb.Message
-	for {
-		prev, err := s.queryMessages(ctx, what, sel+" AND m.id < $2 ORDER BY m.id DESC LIMIT $3", sessionID, id, groupScan)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range prev {
-			out = append(out, m)
-			id = m.ID
-			if m.Role != "tool" {
-				reverse(out)
-				return out, nil
-			}
-		}
-		if len(prev) < groupScan {
-			reverse(out)
-			return out, nil
-		}
-	}
+	return one, nil
 }
 
 // GetMessagesAsConversation returns the session in replay form (spec 6);

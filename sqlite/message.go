@@ -158,156 +158,38 @@ func (s *Store) GetMessages(ctx context.Context, sessionID string) ([]sessiondb.
 	return s.queryMessages(ctx, "get messages of "+sessionID, s.sessionMessagesSQL(), sessionID)
 }
 
-// defaultPageLimit is the page size of GetMessagesPage when Limit is 0.
-const defaultPageLimit = 50
-
 // GetMessagesPage returns one page of the session's messages in id order
-// (IMP-12). With BeforeID it is the newest Limit messages older than it;
-// with AfterID the oldest Limit newer than it; with neither the newest
-// Limit. A page never splits a tool-call group (an assistant row and the
-// tool rows that follow it): it grows at its far edge to keep the group
-// whole.
+// (IMP-12), cut and widened over tool-call groups by
+// sessiondb.ReadMessagePage.
 func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p sessiondb.Page) (*sessiondb.MessagePage, error) {
-	if err := p.Validate(); err != nil {
-		return nil, sessiondb.Wrap("", err, "get messages page of %s", sessionID)
-	}
-	limit := p.Limit
-	if limit == 0 {
-		limit = defaultPageLimit
-	}
-	what := "get messages page of " + sessionID
-	var msgs []sessiondb.Message
-	var err error
-	forward := (p.AfterID > 0 || p.FromStart) && p.BeforeID == 0
-	switch {
-	case forward:
-		msgs, err = s.queryMessages(ctx, what, s.pageSQL(" AND m.id > ?", false), sessionID, p.AfterID, limit)
-	case p.AfterID > 0:
-		msgs, err = s.queryMessages(ctx, what, s.pageSQL(" AND m.id > ? AND m.id < ?", false), sessionID, p.AfterID, p.BeforeID, limit)
-		forward = true
-	case p.BeforeID > 0:
-		msgs, err = s.queryMessages(ctx, what, s.pageSQL(" AND m.id < ?", true), sessionID, p.BeforeID, limit)
-		reverse(msgs)
-	default:
-		msgs, err = s.queryMessages(ctx, what, s.pageSQL("", true), sessionID, limit)
-		reverse(msgs)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(msgs) > 0 {
-		if forward {
-			// Extend the newest edge over the tool results that follow.
-			last := msgs[len(msgs)-1]
-			if last.Role == "tool" || (last.Role == "assistant" && len(last.ToolCalls) > 0) {
-				more, err := s.followingTools(ctx, what, sessionID, last.ID)
-				if err != nil {
-					return nil, err
-				}
-				msgs = append(msgs, more...)
-			}
-		} else if msgs[0].Role == "tool" {
-			// Extend the oldest edge back to the assistant row that made
-			// the calls.
-			more, err := s.precedingGroup(ctx, what, sessionID, msgs[0].ID)
-			if err != nil {
-				return nil, err
-			}
-			msgs = append(more, msgs...)
-		}
-	}
-	page := &sessiondb.MessagePage{Messages: msgs}
-	if page.Messages == nil {
-		page.Messages = []sessiondb.Message{}
-	}
-	lo, hi := p.AfterID, p.BeforeID
-	if len(msgs) > 0 {
-		lo, hi = msgs[0].ID, msgs[len(msgs)-1].ID
-	} else if hi == 0 && lo == 0 {
-		return page, nil
-	}
-	// An empty page after a cursor still has the cursor's row before it
-	// (and one before a cursor the row after it): the edge is inclusive.
-	strict := len(msgs) > 0
-	if lo > 0 {
-		if page.HasBefore, err = s.anyVisible(ctx, sessionID, "<", strict, lo); err != nil {
-			return nil, s.readErr(err, "%s", what)
-		}
-	}
-	if hi > 0 {
-		if page.HasAfter, err = s.anyVisible(ctx, sessionID, ">", strict, hi); err != nil {
-			return nil, s.readErr(err, "%s", what)
-		}
-	}
-	return page, nil
+	return sessiondb.ReadMessagePage(ctx, pageReader{s}, sessionID, p)
 }
 
-// anyVisible reports whether the session has a visible message whose id is
-// op ("<" or ">") id, or equal to it too when not strict.
-func (s *Store) anyVisible(ctx context.Context, sessionID, op string, strict bool, id int64) (bool, error) {
-	if !strict {
-		op += "="
+// pageReader reads the visible messages of GetMessagesPage
+// (sessiondb.MessageReader).
+type pageReader struct{ s *Store }
+
+func (r pageReader) MessagesIn(ctx context.Context, sessionID string, ids sessiondb.IDRange, newest bool, limit int) ([]sessiondb.Message, error) {
+	cond, args := "", []any{sessionID}
+	if ids.HasAfter {
+		cond, args = cond+" AND m.id > ?", append(args, ids.After)
 	}
+	if ids.HasBefore {
+		cond, args = cond+" AND m.id < ?", append(args, ids.Before)
+	}
+	return r.s.queryMessages(ctx, "get messages page of "+sessionID, r.s.pageSQL(cond, newest), append(args, limit)...)
+}
+
+func (r pageReader) AnyMessage(ctx context.Context, sessionID, op string, id int64) (bool, error) {
 	var one int
-	err := s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND m.id "+op+" ?"+s.q.visible+" LIMIT 1", sessionID, id).Scan(&one)
+	err := r.s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND m.id "+op+" ?"+r.s.q.visible+" LIMIT 1", sessionID, id).Scan(&one)
 	if err == sql.ErrNoRows {
 		return false, nil
 	}
-	return err == nil, err
-}
-
-func reverse(m []sessiondb.Message) {
-	for i, j := 0, len(m)-1; i < j; i, j = i+1, j-1 {
-		m[i], m[j] = m[j], m[i]
+	if err != nil {
+		return false, r.s.readErr(err, "get messages page of %s", sessionID)
 	}
-}
-
-// groupScan is how many rows one step of group widening reads.
-const groupScan = 32
-
-// followingTools returns the run of tool rows right after id.
-func (s *Store) followingTools(ctx context.Context, what, sessionID string, id int64) ([]sessiondb.Message, error) {
-	var out []sessiondb.Message
-	for {
-		next, err := s.queryMessages(ctx, what, s.pageSQL(" AND m.id > ?", false), sessionID, id, groupScan)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range next {
-			if m.Role != "tool" {
-				return out, nil
-			}
-			out = append(out, m)
-			id = m.ID
-		}
-		if len(next) < groupScan {
-			return out, nil
-		}
-	}
-}
-
-// precedingGroup returns the tool rows before id and the row that started
-// them (normally the assistant row with the calls), oldest first.
-func (s *Store) precedingGroup(ctx context.Context, what, sessionID string, id int64) ([]sessiondb.Message, error) {
-	var out []sessiondb.Message
-	for {
-		prev, err := s.queryMessages(ctx, what, s.pageSQL(" AND m.id < ?", true), sessionID, id, groupScan)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range prev {
-			out = append(out, m)
-			id = m.ID
-			if m.Role != "tool" {
-				reverse(out)
-				return out, nil
-			}
-		}
-		if len(prev) < groupScan {
-			reverse(out)
-			return out, nil
-		}
-	}
+	return true, nil
 }
 
 // GetMessagesAsConversation returns the session in the replay form an
