@@ -17,8 +17,8 @@ import (
 
 // TestKilledExportKeepsTheOldFile runs `export -o` on a store of some
 // megabytes over an existing export again and again, and SIGKILLs it once
-// its temporary file has grown past a random size (or lets it finish when
-// it is quicker). After every round the target holds either the old export
+// its temporary file (or the target itself, were it written in place) has
+// grown past a random size, or lets it finish when it is quicker. After every round the target holds either the old export
 // byte for byte or a whole new one, never half of either; a kill leaves at
 // most the hidden temporary file beside it.
 func TestKilledExportKeepsTheOldFile(t *testing.T) {
@@ -50,7 +50,7 @@ func TestKilledExportKeepsTheOldFile(t *testing.T) {
 	os.Mkdir(folder, 0o700)
 	target := filepath.Join(folder, "backup.jsonl")
 	old := []byte("the previous export\n")
-	rounds, killed, finished := 12, 0, 0
+	rounds, killed, atTarget, finished := 12, 0, 0, 0
 	for round := range rounds {
 		if err := os.WriteFile(target, old, 0o600); err != nil {
 			t.Fatal(err)
@@ -82,6 +82,15 @@ func TestKilledExportKeepsTheOldFile(t *testing.T) {
 					break watch
 				}
 			}
+			// An export that writes the target itself (as before issue 8)
+			// is killed as it passes the threshold there: the target must
+			// then still be whole, which in-place writing cannot give.
+			if fi, err := os.Stat(target); err == nil && fi.Size() != int64(len(old)) && fi.Size() >= threshold {
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				atTarget++
+				break watch
+			}
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
@@ -96,8 +105,8 @@ func TestKilledExportKeepsTheOldFile(t *testing.T) {
 			os.Remove(filepath.Join(folder, name)) // what a kill leaves: hidden, never the target
 		}
 	}
-	t.Logf("%d rounds: %d killed mid-write, %d finished first; the target was whole every time", rounds, killed, finished)
-	if killed == 0 {
+	t.Logf("%d rounds: %d killed mid-write, %d killed once the target had changed, %d finished first; the target was whole every time", rounds, killed, atTarget, finished)
+	if killed+atTarget == 0 {
 		t.Errorf("no round killed the export while it wrote: the test proved nothing")
 	}
 }
