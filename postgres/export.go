@@ -231,11 +231,6 @@ func importMessage(sessionID string, i int, m map[string]any) (importRow, error)
 	return row, nil
 }
 
-type parentLinks struct {
-	done    []string
-	waiting [][2]string
-}
-
 // placeholders returns "$from, $from+1, ..." for n values.
 func placeholders(from, n int) string {
 	parts := make([]string, n)
@@ -245,11 +240,31 @@ func placeholders(from, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// insertImport inserts one prepared session inside tx; false when the
-// session already exists. pendingMu must be held.
-func (s *Store) insertImport(ctx context.Context, tx pgx.Tx, p *preparedImport, links *parentLinks, batchWaiting map[string][]string) (bool, error) {
+// SessionID names the prepared session (sessiondb.PreparedSession).
+func (p *preparedImport) SessionID() string { return p.id }
+
+// importer is the store's side of sessiondb.ImportOne and ImportBatch.
+type importer struct{ s *Store }
+
+func (b importer) Prepare(rec map[string]any) (*preparedImport, error) { return b.s.prepareImport(rec) }
+
+func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*preparedImport]) error) error {
+	return b.s.write(ctx, what, func(tx pgx.Tx) error { return fn(importTx{ctx, b.s, tx}) })
+}
+
+// importTx is one import transaction (sessiondb.ImportTx).
+type importTx struct {
+	ctx context.Context
+	s   *Store
+	tx  pgx.Tx
+}
+
+// Insert inserts one prepared session; false when the session already
+// exists.
+func (t importTx) Insert(p *preparedImport) (bool, string, error) {
+	ctx, tx, s := t.ctx, t.tx, t.s
 	cols, vals := p.sess.cols, p.sess.vals
-	parentMissing := false
+	missingParent := ""
 	if p.parent != "" {
 		var one int
 		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR KEY SHARE", p.parent).Scan(&one)
@@ -257,20 +272,20 @@ func (s *Store) insertImport(ctx context.Context, tx pgx.Tx, p *preparedImport, 
 		case err == nil:
 			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.parent)
 		case noRows(err):
-			parentMissing = true
+			missingParent = p.parent
 		default:
-			return false, err
+			return false, "", err
 		}
 	}
 	tag, err := tx.Exec(ctx, "INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(1, len(cols))+") ON CONFLICT (id) DO NOTHING", vals...)
 	if sqlState(err) == pgUniqueViolation {
-		return false, sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
+		return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
 	}
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	if tag.RowsAffected() == 0 {
-		return false, nil // already there: skipped, nothing changed
+		return false, "", nil // already there: skipped, nothing changed
 	}
 	// Kept ids may lie ahead of the id sequence: it is moved past them
 	// before the next row that takes its id from it, and at the end, so
@@ -286,27 +301,36 @@ func (s *Store) insertImport(ctx context.Context, tx pgx.Tx, p *preparedImport, 
 			return err
 		})
 		if err != nil {
-			return false, sessiondb.Wrap("", s.classify(err, "insert"), "import session %s: messages[%d]", p.id, i)
+			return false, "", sessiondb.Wrap("", s.classify(err, "insert"), "import session %s: messages[%d]", p.id, i)
 		}
 		ahead = max(ahead, id)
 	}
 	if ahead > 0 {
 		if err := s.advanceSequence(ctx, tx, ahead); err != nil {
-			return false, err
+			return false, "", err
 		}
 	}
-	children := append(append([]string(nil), s.pendingParents[p.id]...), batchWaiting[p.id]...)
-	for _, c := range children {
-		if _, err := tx.Exec(ctx, "UPDATE sessions SET parent_session_id = $1 WHERE id = $2 AND parent_session_id IS NULL", p.id, c); err != nil {
-			return false, err
-		}
+	return true, missingParent, nil
+}
+
+func (t importTx) LinkChild(parent, child string) error {
+	_, err := t.tx.Exec(t.ctx, "UPDATE sessions SET parent_session_id = $1 WHERE id = $2 AND parent_session_id IS NULL", parent, child)
+	return err
+}
+
+// Alone runs fn inside a savepoint; a failure that makes the whole
+// transaction retry is fatal.
+func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*preparedImport]) error) (failed, fatal error) {
+	err := pgx.BeginFunc(t.ctx, t.tx, func(sp pgx.Tx) error {
+		return fn(importTx{t.ctx, t.s, sp})
+	})
+	if err != nil && retryable(err) {
+		return nil, err
 	}
-	links.done = append(links.done, p.id)
-	if parentMissing {
-		links.waiting = append(links.waiting, [2]string{p.parent, p.id})
-		batchWaiting[p.parent] = append(batchWaiting[p.parent], p.id)
+	if err != nil {
+		return t.s.classify(err, "import session %s", id), nil
 	}
-	return true, nil
+	return nil, nil
 }
 
 // advanceSequence moves the message id sequence to at least id.
@@ -341,86 +365,15 @@ func insertImported(ctx context.Context, tx pgx.Tx, sessionID string, m importRo
 	return 0, err
 }
 
-func (s *Store) applyLinks(l *parentLinks) {
-	for _, id := range l.done {
-		delete(s.pendingParents, id)
-	}
-	for _, w := range l.waiting {
-		s.pendingParents[w[0]] = append(s.pendingParents[w[0]], w[1])
-	}
-}
-
 // ImportSession inserts one session of an export in one transaction (see
 // sessiondb.ImportService); an existing id is skipped.
 func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
-	p, err := s.prepareImport(rec)
-	if err != nil {
-		return false, err
-	}
-	s.pendingMu.Lock()
-	defer s.pendingMu.Unlock()
-	var links parentLinks
-	imported := false
-	err = s.write(ctx, "import session "+p.id, func(tx pgx.Tx) error {
-		links = parentLinks{}
-		var err error
-		imported, err = s.insertImport(ctx, tx, p, &links, map[string][]string{})
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	s.applyLinks(&links)
-	return imported, nil
+	return sessiondb.ImportOne(ctx, &s.imports, importer{s}, rec)
 }
 
 // ImportSessions imports several sessions in one transaction, each in a
 // savepoint of its own, stopping at the first that fails: those before it
 // are committed.
 func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error) {
-	prepared := make([]*preparedImport, 0, len(recs))
-	var prepErr error
-	for _, rec := range recs {
-		p, err := s.prepareImport(rec)
-		if err != nil {
-			prepErr = err
-			break
-		}
-		prepared = append(prepared, p)
-	}
-	s.pendingMu.Lock()
-	defer s.pendingMu.Unlock()
-	var links parentLinks
-	var insertErr error
-	if len(prepared) > 0 {
-		err = s.write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx pgx.Tx) error {
-			links, imported, insertErr = parentLinks{}, imported[:0], nil
-			batchWaiting := map[string][]string{}
-			for _, p := range prepared {
-				var ok bool
-				err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-					var err error
-					ok, err = s.insertImport(ctx, sp, p, &links, batchWaiting)
-					return err
-				})
-				if err != nil {
-					if retryable(err) {
-						return err
-					}
-					insertErr = s.classify(err, "import session %s", p.id)
-					return nil // keep the sessions before it
-				}
-				imported = append(imported, ok)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		s.applyLinks(&links)
-	}
-	if insertErr != nil {
-		return imported, insertErr
-	}
-	return imported, prepErr
+	return sessiondb.ImportBatch(ctx, &s.imports, importer{s}, recs)
 }

@@ -88,10 +88,9 @@ type Store struct {
 
 	app *appender
 
-	// pendingParents remembers, for ImportSession, children whose parent
-	// had not been imported yet (see the sqlite backend).
-	pendingMu      sync.Mutex
-	pendingParents map[string][]string
+	// imports remembers, for ImportSession, children whose parent had
+	// not been imported yet.
+	imports sessiondb.ImportLinks
 
 	notify *notifier
 
@@ -109,7 +108,7 @@ func Open(ctx context.Context, url string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{conn: c, pendingParents: map[string][]string{}}
+	s := &Store{conn: c}
 	s.app = newAppender(s)
 	s.notify = newNotifier(s)
 	return s, nil

@@ -186,69 +186,82 @@ func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
 	return p, nil
 }
 
-// parentLinks records, during one import transaction, the changes to
-// Store.pendingParents to apply once it commits.
-type parentLinks struct {
-	done    []string    // parents now imported
-	waiting [][2]string // {parent, child}
+// SessionID names the prepared session (sessiondb.PreparedSession).
+func (p *preparedImport) SessionID() string { return p.id }
+
+// importer is the store's side of sessiondb.ImportOne and ImportBatch.
+type importer struct{ s *Store }
+
+func (b importer) Prepare(rec map[string]any) (*preparedImport, error) { return b.s.prepareImport(rec) }
+
+func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*preparedImport]) error) error {
+	return b.s.write(ctx, what, func(tx *sqlitedb.Tx) error { return fn(importTx{b.s, tx}) })
 }
 
-// insertImport inserts one prepared session inside tx. It reports false
-// when the session already exists. pendingMu must be held.
-func (s *Store) insertImport(tx *sqlitedb.Tx, p *preparedImport, links *parentLinks, batchWaiting map[string][]string) (bool, error) {
+// importTx is one import transaction (sessiondb.ImportTx).
+type importTx struct {
+	s  *Store
+	tx *sqlitedb.Tx
+}
+
+// Insert inserts one prepared session; false when the session already
+// exists.
+func (t importTx) Insert(p *preparedImport) (bool, string, error) {
+	tx := t.tx
 	var one int
 	err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.id).Scan(&one)
 	if err == nil {
-		return false, nil
+		return false, "", nil
 	}
 	if err != sql.ErrNoRows {
-		return false, err
+		return false, "", err
 	}
 	cols, vals := p.sess.cols, p.sess.vals
-	parentMissing := false
+	missingParent := ""
 	if p.parent != "" {
 		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.parent).Scan(&one)
 		switch {
 		case err == nil:
 			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.parent)
 		case err == sql.ErrNoRows:
-			parentMissing = true
+			missingParent = p.parent
 		default:
-			return false, err
+			return false, "", err
 		}
 	}
 	if _, err := tx.Exec("INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(len(cols))+")", vals...); err != nil {
 		if sqlitedb.IsUnique(err) {
-			return false, sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
+			return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
 		}
-		return false, err
+		return false, "", err
 	}
 	for i, m := range p.msgs {
 		if err := insertImported(tx, p.id, m); err != nil {
-			return false, sessiondb.Wrap("", err, "import session %s: messages[%d]", p.id, i)
+			return false, "", sessiondb.Wrap("", err, "import session %s: messages[%d]", p.id, i)
 		}
 	}
-	children := append(append([]string(nil), s.pendingParents[p.id]...), batchWaiting[p.id]...)
-	for _, c := range children {
-		if _, err := tx.Exec("UPDATE sessions SET parent_session_id = ? WHERE id = ? AND parent_session_id IS NULL", p.id, c); err != nil {
-			return false, err
-		}
-	}
-	links.done = append(links.done, p.id)
-	if parentMissing {
-		links.waiting = append(links.waiting, [2]string{p.parent, p.id})
-		batchWaiting[p.parent] = append(batchWaiting[p.parent], p.id)
-	}
-	return true, nil
+	return true, missingParent, nil
 }
 
-func (s *Store) applyLinks(l *parentLinks) {
-	for _, id := range l.done {
-		delete(s.pendingParents, id)
+func (t importTx) LinkChild(parent, child string) error {
+	_, err := t.tx.Exec("UPDATE sessions SET parent_session_id = ? WHERE id = ? AND parent_session_id IS NULL", parent, child)
+	return err
+}
+
+// Alone runs fn inside a savepoint.
+func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*preparedImport]) error) (failed, fatal error) {
+	if _, err := t.tx.Exec("SAVEPOINT import_session"); err != nil {
+		return nil, err
 	}
-	for _, w := range l.waiting {
-		s.pendingParents[w[0]] = append(s.pendingParents[w[0]], w[1])
+	if err := fn(t); err != nil {
+		if _, rbErr := t.tx.Exec("ROLLBACK TO import_session"); rbErr != nil {
+			return nil, rbErr
+		}
+		t.tx.Exec("RELEASE import_session")
+		return t.s.writeErr(err, "import session "+id), nil
 	}
+	_, err := t.tx.Exec("RELEASE import_session")
+	return nil, err
 }
 
 // ImportSession inserts one session of an export (ours or Hermes' own
@@ -260,25 +273,7 @@ func (s *Store) applyLinks(l *parentLinks) {
 // imported is linked once it is, by this Store (exports list children
 // before their parents).
 func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
-	p, err := s.prepareImport(rec)
-	if err != nil {
-		return false, err
-	}
-	s.pendingMu.Lock()
-	defer s.pendingMu.Unlock()
-	var links parentLinks
-	imported := false
-	err = s.write(ctx, "import session "+p.id, func(tx *sqlitedb.Tx) error {
-		links = parentLinks{}
-		var err error
-		imported, err = s.insertImport(tx, p, &links, map[string][]string{})
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	s.applyLinks(&links)
-	return imported, nil
+	return sessiondb.ImportOne(ctx, &s.imports, importer{s}, rec)
 }
 
 // ImportSessions imports several sessions as ImportSession does, sharing
@@ -288,53 +283,7 @@ func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, er
 // first failing session: the sessions before it are committed, imported
 // reports each of them, and the error names the failing one.
 func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error) {
-	prepared := make([]*preparedImport, 0, len(recs))
-	var prepErr error
-	for _, rec := range recs {
-		p, err := s.prepareImport(rec)
-		if err != nil {
-			prepErr = err
-			break
-		}
-		prepared = append(prepared, p)
-	}
-	s.pendingMu.Lock()
-	defer s.pendingMu.Unlock()
-	var links parentLinks
-	var insertErr error
-	if len(prepared) > 0 {
-		err = s.write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx *sqlitedb.Tx) error {
-			links, imported, insertErr = parentLinks{}, imported[:0], nil
-			batchWaiting := map[string][]string{}
-			for _, p := range prepared {
-				if _, err := tx.Exec("SAVEPOINT import_session"); err != nil {
-					return err
-				}
-				ok, err := s.insertImport(tx, p, &links, batchWaiting)
-				if err != nil {
-					if _, rbErr := tx.Exec("ROLLBACK TO import_session"); rbErr != nil {
-						return rbErr
-					}
-					tx.Exec("RELEASE import_session")
-					insertErr = s.writeErr(err, "import session "+p.id)
-					return nil // keep the sessions before it
-				}
-				if _, err := tx.Exec("RELEASE import_session"); err != nil {
-					return err
-				}
-				imported = append(imported, ok)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		s.applyLinks(&links)
-	}
-	if insertErr != nil {
-		return imported, insertErr
-	}
-	return imported, prepErr
+	return sessiondb.ImportBatch(ctx, &s.imports, importer{s}, recs)
 }
 
 // importMessage converts one exported message, whose role and timestamp

@@ -85,11 +85,10 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// pendingParents remembers, for ImportSession, children whose parent
-	// had not been imported yet: parent id → child ids. Exports list the
-	// newest sessions first, so a child usually arrives before its parent.
-	pendingMu      sync.Mutex
-	pendingParents map[string][]string
+	// imports remembers, for ImportSession, children whose parent had
+	// not been imported yet. Exports list the newest sessions first, so a
+	// child usually arrives before its parent.
+	imports sessiondb.ImportLinks
 
 	retentionMu      sync.Mutex
 	lastRetentionRun time.Time
@@ -124,7 +123,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	default:
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
 	}
-	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, pendingParents: map[string][]string{}, changes: newChanges()}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -1,0 +1,172 @@
+package sessiondb
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// ImportLinks remembers, for one store, the sessions imported before
+// their parent, so that the parent's import, later through the same store,
+// links them (exports list children before their parents). Its zero value
+// is ready; ImportOne and ImportBatch take turns through it.
+type ImportLinks struct {
+	mu      sync.Mutex
+	pending map[string][]string // parent id: children waiting for it
+}
+
+// PreparedSession is one record an import has validated and converted,
+// ready to insert.
+type PreparedSession interface {
+	// SessionID is the record's id.
+	SessionID() string
+}
+
+// SessionImporter is a backend's side of ImportOne and ImportBatch.
+type SessionImporter[P PreparedSession] interface {
+	// Prepare validates and converts one record (SessionRecord.Validate,
+	// ImportValue) without touching the store.
+	Prepare(rec map[string]any) (P, error)
+	// Write runs fn in one write transaction, retried as the backend
+	// retries (fn may run more than once); its errors carry codes and
+	// what names the operation.
+	Write(ctx context.Context, what string, fn func(ImportTx[P]) error) error
+}
+
+// ImportTx is one import transaction of a backend.
+type ImportTx[P PreparedSession] interface {
+	// Insert inserts p with its messages, linked to the parent it names
+	// when that parent is in the store, and reports false (nothing
+	// changed) when its id is taken. missingParent is the parent it
+	// names but could not link to, "" when none.
+	Insert(p P) (inserted bool, missingParent string, err error)
+	// LinkChild makes parent the parent of child, where child has none.
+	LinkChild(parent, child string) error
+	// Alone runs fn, in a transaction nested in this one, so that its
+	// failure undoes fn's writes only. failed is
+	// fn's error, with its code, naming the session id; fatal an error
+	// after which the transaction cannot go on (it is gone, or must be
+	// retried whole).
+	Alone(id string, fn func(ImportTx[P]) error) (failed, fatal error)
+}
+
+// linkBatch is the changes one import transaction makes to the links,
+// kept apart until it commits.
+type linkBatch struct {
+	done    []string    // parents now imported
+	waiting [][2]string // {parent, child}
+	byBatch map[string][]string
+}
+
+// insertLinked inserts p in tx and links the children waiting for it,
+// from earlier imports through the store or earlier in the batch; l.mu is
+// held, and what changes in the links is recorded in batch.
+func insertLinked[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *linkBatch, p P) (bool, error) {
+	ok, missingParent, err := tx.Insert(p)
+	if err != nil || !ok {
+		return false, err
+	}
+	id := p.SessionID()
+	for _, c := range append(append([]string(nil), l.pending[id]...), batch.byBatch[id]...) {
+		if err := tx.LinkChild(id, c); err != nil {
+			return false, err
+		}
+	}
+	batch.done = append(batch.done, id)
+	if missingParent != "" {
+		batch.waiting = append(batch.waiting, [2]string{missingParent, id})
+		batch.byBatch[missingParent] = append(batch.byBatch[missingParent], id)
+	}
+	return true, nil
+}
+
+// apply keeps the links of a committed batch; l.mu is held.
+func (l *ImportLinks) apply(b *linkBatch) {
+	if l.pending == nil {
+		l.pending = map[string][]string{}
+	}
+	for _, id := range b.done {
+		delete(l.pending, id)
+	}
+	for _, w := range b.waiting {
+		l.pending[w[0]] = append(l.pending[w[0]], w[1])
+	}
+}
+
+// ImportOne is ImportService.ImportSession over backend b: rec is
+// prepared, then inserted in one transaction; a taken id is skipped
+// (false, no error). The links l keeps change only once it commits.
+func ImportOne[P PreparedSession](ctx context.Context, l *ImportLinks, b SessionImporter[P], rec map[string]any) (bool, error) {
+	p, err := b.Prepare(rec)
+	if err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var batch linkBatch
+	imported := false
+	err = b.Write(ctx, "import session "+p.SessionID(), func(tx ImportTx[P]) error {
+		batch = linkBatch{byBatch: map[string][]string{}}
+		var err error
+		imported, err = insertLinked(l, tx, &batch, p)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	l.apply(&batch)
+	return imported, nil
+}
+
+// ImportBatch is ImportService.ImportSessions over backend b: the records
+// are prepared, stopping at the first that fails, and those before it
+// inserted in one transaction, each all-or-nothing (ImportTx.Alone). The
+// insertions stop at the first session that fails: the sessions before it
+// are committed, imported holds one entry for each of them, and the error
+// names the failing one (a failed preparation comes after them).
+func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b SessionImporter[P], recs []map[string]any) (imported []bool, err error) {
+	prepared := make([]P, 0, len(recs))
+	var prepErr error
+	for _, rec := range recs {
+		p, err := b.Prepare(rec)
+		if err != nil {
+			prepErr = err
+			break
+		}
+		prepared = append(prepared, p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var batch linkBatch
+	var insertErr error
+	if len(prepared) > 0 {
+		err = b.Write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx ImportTx[P]) error {
+			batch, imported, insertErr = linkBatch{byBatch: map[string][]string{}}, imported[:0], nil
+			for _, p := range prepared {
+				var ok bool
+				failed, fatal := tx.Alone(p.SessionID(), func(tx ImportTx[P]) error {
+					var err error
+					ok, err = insertLinked(l, tx, &batch, p)
+					return err
+				})
+				if fatal != nil {
+					return fatal
+				}
+				if failed != nil {
+					insertErr = failed
+					return nil // keep the sessions before it
+				}
+				imported = append(imported, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		l.apply(&batch)
+	}
+	if insertErr != nil {
+		return imported, insertErr
+	}
+	return imported, prepErr
+}

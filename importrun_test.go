@@ -1,0 +1,143 @@
+package sessiondb
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// memSession is a prepared record of memImporter.
+type memSession struct{ id, parent string }
+
+func (p memSession) SessionID() string { return p.id }
+
+// memImporter is a SessionImporter over a map of session id to parent id,
+// with a transaction that is a copy of it, kept only when Write's fn
+// succeeds; a record whose id starts with "bad" fails to insert.
+type memImporter struct {
+	parents map[string]string
+	writes  int
+}
+
+type memTx struct{ parents map[string]string }
+
+func (b *memImporter) Prepare(rec map[string]any) (memSession, error) {
+	id, _ := rec["id"].(string)
+	if id == "" {
+		return memSession{}, Errorf(EINVALID, "id must be a non-empty string")
+	}
+	parent, _ := rec["parent_session_id"].(string)
+	return memSession{id, parent}, nil
+}
+
+func (b *memImporter) Write(_ context.Context, _ string, fn func(ImportTx[memSession]) error) error {
+	b.writes++
+	tx := &memTx{parents: clone(b.parents)}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	b.parents = tx.parents
+	return nil
+}
+
+func clone(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (t *memTx) Insert(p memSession) (bool, string, error) {
+	if _, ok := t.parents[p.id]; ok {
+		return false, "", nil
+	}
+	if len(p.id) >= 3 && p.id[:3] == "bad" {
+		return false, "", fmt.Errorf("cannot insert %s", p.id)
+	}
+	if _, ok := t.parents[p.parent]; p.parent != "" && !ok {
+		t.parents[p.id] = ""
+		return true, p.parent, nil
+	}
+	t.parents[p.id] = p.parent
+	return true, "", nil
+}
+
+func (t *memTx) LinkChild(parent, child string) error {
+	if t.parents[child] == "" {
+		t.parents[child] = parent
+	}
+	return nil
+}
+
+func (t *memTx) Alone(id string, fn func(ImportTx[memSession]) error) (failed, fatal error) {
+	sub := &memTx{parents: clone(t.parents)}
+	if err := fn(sub); err != nil {
+		return Wrap(EINVALID, err, "import session %s", id), nil
+	}
+	t.parents = sub.parents
+	return nil, nil
+}
+
+func rec(id, parent string) map[string]any {
+	return map[string]any{"id": id, "parent_session_id": parent}
+}
+
+// TestImportLinks holds the import sequence both backends share: a child
+// imported before its parent is linked when the parent comes, through a
+// later import or later in the same batch; a taken id is skipped; a batch
+// keeps the sessions before its first failure and reports them; a failed
+// import changes no links; a record that fails to prepare stops the batch
+// after the ones before it.
+func TestImportLinks(t *testing.T) {
+	ctx := context.Background()
+	var links ImportLinks
+	b := &memImporter{parents: map[string]string{}}
+
+	if ok, err := ImportOne(ctx, &links, b, rec("child", "root")); !ok || err != nil {
+		t.Fatalf("child first: %v %v", ok, err)
+	}
+	if ok, err := ImportOne(ctx, &links, b, rec("child", "root")); ok || err != nil {
+		t.Errorf("the same id again: %v %v, want skipped", ok, err)
+	}
+	if ok, err := ImportOne(ctx, &links, b, rec("bad1", "")); ok || err == nil {
+		t.Errorf("failing insert: %v %v, want an error", ok, err)
+	}
+	if ok, err := ImportOne(ctx, &links, b, rec("root", "")); !ok || err != nil {
+		t.Fatalf("root: %v %v", ok, err)
+	}
+	if b.parents["child"] != "root" {
+		t.Errorf("child's parent after root's import = %q, want root", b.parents["child"])
+	}
+
+	// In one batch: a child, its parent, a taken id, then a failure; the
+	// records after the failure are not imported.
+	imported, err := ImportBatch(ctx, &links, b, []map[string]any{
+		rec("c2", "p2"), rec("p2", ""), rec("root", ""), rec("c3", "p3"), rec("bad2", ""), rec("p3", ""),
+	})
+	if !reflect.DeepEqual(imported, []bool{true, true, false, true}) || ErrorCode(err) != EINVALID {
+		t.Fatalf("batch: imported %v, err %v", imported, err)
+	}
+	if b.parents["c2"] != "p2" || b.parents["c3"] != "" {
+		t.Errorf("after the batch: %v", b.parents)
+	}
+	if _, ok := b.parents["p3"]; ok {
+		t.Errorf("p3, after the failing record, was imported")
+	}
+	// c3 still waits for p3, across the batch's commit.
+	if _, err := ImportBatch(ctx, &links, b, []map[string]any{rec("p3", "")}); err != nil || b.parents["c3"] != "p3" {
+		t.Errorf("c3's parent once p3 is imported = %q (%v)", b.parents["c3"], err)
+	}
+
+	// A record that fails to prepare: the ones before it are imported,
+	// and its error comes back after them.
+	writes := b.writes
+	imported, err = ImportBatch(ctx, &links, b, []map[string]any{rec("d1", ""), {"id": ""}, rec("d2", "")})
+	if !reflect.DeepEqual(imported, []bool{true}) || ErrorCode(err) != EINVALID || b.writes != writes+1 {
+		t.Errorf("prepare failure: imported %v, err %v, %d writes", imported, err, b.writes-writes)
+	}
+	if _, err := ImportBatch(ctx, &links, b, []map[string]any{{"id": ""}}); err == nil || b.writes != writes+1 {
+		t.Errorf("nothing prepared: err %v, %d writes, want the error and no write", err, b.writes-writes-1)
+	}
+}
