@@ -70,22 +70,7 @@ func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[str
 	if err != nil {
 		return s.readErr(err, "export sessions")
 	}
-	for _, id := range ids {
-		if err := ctx.Err(); err != nil {
-			return s.classify(err, "export sessions")
-		}
-		rec, err := s.ExportSession(ctx, id)
-		if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
-			continue // deleted since the listing
-		}
-		if err != nil {
-			return err
-		}
-		if err := yield(rec); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sessiondb.ExportEach(ctx, ids, s.ExportSession, yield)
 }
 
 // sessionKinds and messageKinds are the importable columns and what each

@@ -71,22 +71,7 @@ func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[str
 	if err != nil {
 		return s.readErr(err, "export sessions")
 	}
-	for _, id := range ids {
-		if err := ctx.Err(); err != nil {
-			return sqlitedb.Wrap(err, "export sessions")
-		}
-		rec, err := s.ExportSession(ctx, id)
-		if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
-			continue // deleted since the listing
-		}
-		if err != nil {
-			return err
-		}
-		if err := yield(rec); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sessiondb.ExportEach(ctx, ids, s.ExportSession, yield)
 }
 
 // jsonColumns hold JSON text; an import may give them as decoded values.
