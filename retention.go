@@ -60,3 +60,32 @@ type RetentionService interface {
 	// fails Validate is invalid; a read-only store refuses with invalid.
 	ApplyRetention(ctx context.Context, p RetentionPolicy) (*RetentionReport, error)
 }
+
+// Due reports whether a run of p is due at now, the last one (recorded
+// when ok) having finished at last: always without MinInterval or a
+// recorded run, else once MinInterval has passed since it.
+func (p RetentionPolicy) Due(now, last time.Time, ok bool) bool {
+	return p.MinInterval <= 0 || !ok || now.Sub(last) >= p.MinInterval
+}
+
+// Prune is the pruning part of ApplyRetention for every backend:
+// PruneSessions of p.MaxAgeDays for each of p.Sources, or once over every
+// source when it lists none. It returns how many sessions were deleted,
+// stopping at the first error.
+func (p RetentionPolicy) Prune(ctx context.Context, s interface {
+	PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error)
+}) (int, error) {
+	sources := p.Sources
+	if len(sources) == 0 {
+		sources = []string{""}
+	}
+	pruned := 0
+	for _, src := range sources {
+		n, err := s.PruneSessions(ctx, p.MaxAgeDays, src)
+		if err != nil {
+			return 0, err
+		}
+		pruned += n
+	}
+	return pruned, nil
+}

@@ -32,21 +32,15 @@ func (s *Store) ApplyRetention(ctx context.Context, p sessiondb.RetentionPolicy)
 		if err != nil && !noRows(err) {
 			return nil, s.readErr(err, "retention: read the last run")
 		}
-		if f, perr := strconv.ParseFloat(v, 64); err == nil && perr == nil && now.Sub(sessiondb.FromEpochSeconds(f)) < p.MinInterval {
+		f, perr := strconv.ParseFloat(v, 64)
+		if !p.Due(now, sessiondb.FromEpochSeconds(f), err == nil && perr == nil) {
 			rep.Skipped = true
 			return rep, nil
 		}
 	}
-	sources := p.Sources
-	if len(sources) == 0 {
-		sources = []string{""}
-	}
-	for _, src := range sources {
-		n, err := s.PruneSessions(ctx, p.MaxAgeDays, src)
-		if err != nil {
-			return nil, err
-		}
-		rep.Pruned += n
+	var err error
+	if rep.Pruned, err = p.Prune(ctx, s); err != nil {
+		return nil, err
 	}
 	if err := s.recordRetention(ctx, now); err != nil {
 		return nil, err

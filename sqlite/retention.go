@@ -42,21 +42,14 @@ func (s *Store) ApplyRetention(ctx context.Context, p sessiondb.RetentionPolicy)
 	rep := &sessiondb.RetentionReport{}
 	now := s.now()
 	if p.MinInterval > 0 {
-		if last, ok := s.lastRetention(ctx); ok && now.Sub(last) < p.MinInterval {
+		if last, ok := s.lastRetention(ctx); !p.Due(now, last, ok) {
 			rep.Skipped = true
 			return rep, nil
 		}
 	}
-	sources := p.Sources
-	if len(sources) == 0 {
-		sources = []string{""}
-	}
-	for _, src := range sources {
-		n, err := s.PruneSessions(ctx, p.MaxAgeDays, src)
-		if err != nil {
-			return nil, err
-		}
-		rep.Pruned += n
+	var err error
+	if rep.Pruned, err = p.Prune(ctx, s); err != nil {
+		return nil, err
 	}
 	free, total, autoVac, err := s.pageStats(ctx)
 	if err != nil {
