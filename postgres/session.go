@@ -237,9 +237,6 @@ func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, erro
 	return n, nil
 }
 
-// maxCompressionHops bounds the walk along compression continuations.
-const maxCompressionHops = 100
-
 const nextContinuationSQL = `SELECT c.id FROM sessions c
 WHERE c.parent_session_id = $1
   AND c.started_at >= (SELECT p.ended_at FROM sessions p WHERE p.id = $1 AND p.end_reason = 'compression')
@@ -249,7 +246,7 @@ ORDER BY c.started_at DESC, c.seq LIMIT 1`
 // hops and returns the last; id itself when there is none.
 func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
 	cur := id
-	for i := 0; i < maxCompressionHops; i++ {
+	for i := 0; i < sessiondb.MaxCompressionHops; i++ {
 		var next string
 		err := s.pool.QueryRow(ctx, nextContinuationSQL, cur).Scan(&next)
 		if noRows(err) {

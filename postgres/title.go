@@ -21,36 +21,8 @@ func (s *Store) SetSessionTitle(ctx context.Context, id, title string) (bool, er
 	}
 	updated := false
 	err = s.write(ctx, "set title of "+id, func(tx pgx.Tx) error {
-		updated = false
-		if t != "" {
-			var holder string
-			err := tx.QueryRow(ctx, "SELECT id FROM sessions WHERE title = $1 AND id <> $2", t, id).Scan(&holder)
-			switch {
-			case noRows(err):
-			case err != nil:
-				return err
-			default:
-				anc, err := isCompressionAncestor(ctx, tx, holder, id)
-				if err != nil {
-					return err
-				}
-				if !anc {
-					return sessiondb.Errorf(sessiondb.ECONFLICT, "Title '%s' is already in use by session %s", t, holder)
-				}
-				if _, err := tx.Exec(ctx, "UPDATE sessions SET title = NULL WHERE id = $1", holder); err != nil {
-					return err
-				}
-			}
-		}
-		tag, err := tx.Exec(ctx, "UPDATE sessions SET title = $1 WHERE id = $2", nullStr(t), id)
-		if sqlState(err) == pgUniqueViolation {
-			return sessiondb.Errorf(sessiondb.ECONFLICT, "Title '%s' is already in use", t)
-		}
-		if err != nil {
-			return err
-		}
-		updated = tag.RowsAffected() > 0
-		return nil
+		updated, err = sessiondb.SetTitle(titleTx{ctx, tx}, id, t)
+		return err
 	})
 	if err != nil {
 		return false, err
@@ -58,26 +30,45 @@ func (s *Store) SetSessionTitle(ctx context.Context, id, title string) (bool, er
 	return updated, nil
 }
 
-// isCompressionAncestor walks up from id while each parent ended in
-// compression before its child started, and reports whether it meets anc.
-func isCompressionAncestor(ctx context.Context, tx pgx.Tx, anc, id string) (bool, error) {
-	cur := id
-	for i := 0; i < maxCompressionHops; i++ {
-		var parent string
-		err := tx.QueryRow(ctx, `SELECT p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id
-WHERE c.id = $1 AND p.end_reason = 'compression' AND c.started_at >= p.ended_at`, cur).Scan(&parent)
-		if noRows(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if parent == anc {
-			return true, nil
-		}
-		cur = parent
+// titleTx is SetTitle's view of a write transaction.
+type titleTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (t titleTx) TitleHolder(title, id string) (string, error) {
+	var holder string
+	err := t.tx.QueryRow(t.ctx, "SELECT id FROM sessions WHERE title = $1 AND id <> $2", title, id).Scan(&holder)
+	if noRows(err) {
+		return "", nil
 	}
-	return false, nil
+	return holder, err
+}
+
+func (t titleTx) CompressionParent(id string) (string, error) {
+	var parent string
+	err := t.tx.QueryRow(t.ctx, `SELECT p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id
+WHERE c.id = $1 AND p.end_reason = 'compression' AND c.started_at >= p.ended_at`, id).Scan(&parent)
+	if noRows(err) {
+		return "", nil
+	}
+	return parent, err
+}
+
+func (t titleTx) ClearTitle(holder string) error {
+	_, err := t.tx.Exec(t.ctx, "UPDATE sessions SET title = NULL WHERE id = $1", holder)
+	return err
+}
+
+func (t titleTx) PutTitle(id, title string) (updated, taken bool, err error) {
+	tag, err := t.tx.Exec(t.ctx, "UPDATE sessions SET title = $1 WHERE id = $2", nullStr(title), id)
+	if sqlState(err) == pgUniqueViolation {
+		return false, true, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return tag.RowsAffected() > 0, false, nil
 }
 
 // GetSessionTitle returns the session's title; ok is false when the

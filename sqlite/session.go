@@ -266,15 +266,11 @@ func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, erro
 	return n, nil
 }
 
-// maxCompressionHops bounds the walk along compression continuations, so a
-// cycle in a damaged file cannot loop forever.
-const maxCompressionHops = 100
-
 // compressionTipsSQL walks the compression chains from every id in the
 // JSON array ?1 at once: from each session, the next hop is its newest
 // child started at or after the session ended with reason compression. It
 // returns each start with the last session reached (SQLite gives the bare
-// column of the row holding max()), at most maxCompressionHops hops on.
+// column of the row holding max()), at most sessiondb.MaxCompressionHops hops on.
 const compressionTipsSQL = `WITH RECURSIVE chain(root, cur, hops) AS (
     SELECT value, value, 0 FROM json_each(?1)
     UNION ALL
@@ -290,7 +286,7 @@ SELECT root, cur, max(hops) FROM chain WHERE cur IS NOT NULL GROUP BY root`
 // itself when it has none), in one query.
 func (s *Store) compressionTips(ctx context.Context, ids []string) (map[string]string, error) {
 	tips := make(map[string]string, len(ids))
-	err := sqlitedb.Each(ctx, readers{s}, compressionTipsSQL, []any{jsonStrings(ids), maxCompressionHops}, func(r sqlitedb.Row) error {
+	err := sqlitedb.Each(ctx, readers{s}, compressionTipsSQL, []any{jsonStrings(ids), sessiondb.MaxCompressionHops}, func(r sqlitedb.Row) error {
 		var root, tip string
 		var hops int
 		if err := r.Scan(&root, &tip, &hops); err != nil {

@@ -21,35 +21,7 @@ func (s *Store) SetSessionTitle(ctx context.Context, id, title string) (bool, er
 	}
 	updated := false
 	err = s.write(ctx, "set title of "+id, func(tx *sqlitedb.Tx) error {
-		if t != "" {
-			var holder string
-			err := tx.QueryRow("SELECT id FROM sessions WHERE title = ? AND id != ?", t, id).Scan(&holder)
-			switch {
-			case err == sql.ErrNoRows:
-			case err != nil:
-				return err
-			default:
-				anc, err := isCompressionAncestor(tx, holder, id)
-				if err != nil {
-					return err
-				}
-				if !anc {
-					return sessiondb.Errorf(sessiondb.ECONFLICT, "Title '%s' is already in use by session %s", t, holder)
-				}
-				if _, err := tx.Exec("UPDATE sessions SET title = NULL WHERE id = ?", holder); err != nil {
-					return err
-				}
-			}
-		}
-		res, err := tx.Exec("UPDATE sessions SET title = ? WHERE id = ?", nullStr(t), id)
-		if sqlitedb.IsUnique(err) {
-			return sessiondb.Errorf(sessiondb.ECONFLICT, "Title '%s' is already in use", t)
-		}
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		updated = n > 0
+		updated, err = sessiondb.SetTitle(titleTx{tx}, id, t)
 		return err
 	})
 	if err != nil {
@@ -58,26 +30,43 @@ func (s *Store) SetSessionTitle(ctx context.Context, id, title string) (bool, er
 	return updated, nil
 }
 
-// isCompressionAncestor walks up from id while each parent ended in
-// compression before its child started, and reports whether it meets anc.
-func isCompressionAncestor(tx *sqlitedb.Tx, anc, id string) (bool, error) {
-	cur := id
-	for i := 0; i < maxCompressionHops; i++ {
-		var parent sql.NullString
-		err := tx.QueryRow(`SELECT p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id
-WHERE c.id = ? AND p.end_reason = 'compression' AND c.started_at >= p.ended_at`, cur).Scan(&parent)
-		if err == sql.ErrNoRows {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if parent.String == anc {
-			return true, nil
-		}
-		cur = parent.String
+// titleTx is SetTitle's view of a write transaction.
+type titleTx struct{ tx *sqlitedb.Tx }
+
+func (t titleTx) TitleHolder(title, id string) (string, error) {
+	var holder string
+	err := t.tx.QueryRow("SELECT id FROM sessions WHERE title = ? AND id != ?", title, id).Scan(&holder)
+	if err == sql.ErrNoRows {
+		return "", nil
 	}
-	return false, nil
+	return holder, err
+}
+
+func (t titleTx) CompressionParent(id string) (string, error) {
+	var parent string
+	err := t.tx.QueryRow(`SELECT p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id
+WHERE c.id = ? AND p.end_reason = 'compression' AND c.started_at >= p.ended_at`, id).Scan(&parent)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	return parent, err
+}
+
+func (t titleTx) ClearTitle(holder string) error {
+	_, err := t.tx.Exec("UPDATE sessions SET title = NULL WHERE id = ?", holder)
+	return err
+}
+
+func (t titleTx) PutTitle(id, title string) (updated, taken bool, err error) {
+	res, err := t.tx.Exec("UPDATE sessions SET title = ? WHERE id = ?", nullStr(title), id)
+	if sqlitedb.IsUnique(err) {
+		return false, true, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, false, err
 }
 
 // GetSessionTitle returns the session's title; ok is false when the
