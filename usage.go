@@ -1,6 +1,9 @@
 package sessiondb
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // UsageFilter narrows a usage report. The zero value covers every source
 // and all time, with the 10 most expensive sessions in Top.
@@ -53,4 +56,74 @@ type UsageService interface {
 	// 1. Lists are empty, never nil. Messages is the sessions'
 	// message_count.
 	Usage(ctx context.Context, f UsageFilter) (*UsageReport, error)
+}
+
+// UsageBreakdown names one grouped list of a UsageReport.
+type UsageBreakdown int
+
+// The grouped lists of a UsageReport.
+const (
+	UsageByModel UsageBreakdown = iota
+	UsageBySource
+	UsageByDay
+)
+
+// DefaultUsageTop is how many sessions UsageReport.Top lists when
+// UsageFilter.Top is 0.
+const DefaultUsageTop = 10
+
+// UsageReader is a backend's side of ReadUsage: the report's rows over its
+// own SQL, for the sessions that cond (" WHERE …", or "" for all) selects
+// with args. Its errors carry codes.
+type UsageReader interface {
+	// UsageGroups returns the sums of one breakdown, ordered as
+	// UsageService says.
+	UsageGroups(ctx context.Context, by UsageBreakdown, cond string, args []any) ([]UsageRow, error)
+	// UsageTop returns at most limit (> 0) sessions that cost most, ordered
+	// as UsageService says; the limit's own argument comes after args.
+	UsageTop(ctx context.Context, cond string, args []any, limit int) ([]UsageRow, error)
+}
+
+// ReadUsage is Usage over r, so every backend selects alike: f.Source and
+// f.Since become the condition, mark(n) the SQL placeholder of its n-th
+// argument (from 1); f.Top 0 lists DefaultUsageTop sessions, a negative
+// f.Top none.
+func ReadUsage(ctx context.Context, r UsageReader, f UsageFilter, mark func(n int) string) (*UsageReport, error) {
+	var where []string
+	var args []any
+	if f.Source != "" {
+		args = append(args, f.Source)
+		where = append(where, "source = "+mark(len(args)))
+	}
+	if f.Since != 0 {
+		args = append(args, f.Since)
+		where = append(where, "started_at >= "+mark(len(args)))
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	rep := &UsageReport{Top: []UsageRow{}}
+	for _, g := range []struct {
+		by   UsageBreakdown
+		rows *[]UsageRow
+	}{{UsageByModel, &rep.ByModel}, {UsageBySource, &rep.BySource}, {UsageByDay, &rep.ByDay}} {
+		rows, err := r.UsageGroups(ctx, g.by, cond, args)
+		if err != nil {
+			return nil, err
+		}
+		*g.rows = rows
+	}
+	top := f.Top
+	if top == 0 {
+		top = DefaultUsageTop
+	}
+	if top > 0 {
+		rows, err := r.UsageTop(ctx, cond, args, top)
+		if err != nil {
+			return nil, err
+		}
+		rep.Top = rows
+	}
+	return rep, nil
 }

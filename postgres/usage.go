@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,53 +20,33 @@ const usageSums = `count(*), COALESCE(SUM(message_count), 0), COALESCE(SUM(input
 // Usage sums tokens and costs of the sessions f selects, by model and by
 // source, plus the f.Top sessions that cost most (see sessiondb.UsageService).
 func (s *Store) Usage(ctx context.Context, f sessiondb.UsageFilter) (*sessiondb.UsageReport, error) {
-	var where []string
-	var args []any
-	if f.Source != "" {
-		args = append(args, f.Source)
-		where = append(where, "source = $"+strconv.Itoa(len(args)))
-	}
-	if f.Since != 0 {
-		args = append(args, f.Since)
-		where = append(where, "started_at >= $"+strconv.Itoa(len(args)))
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	top := f.Top
-	if top == 0 {
-		top = 10
-	}
-	rep := &sessiondb.UsageReport{}
-	var err error
+	return sessiondb.ReadUsage(ctx, usageReader{s}, f, func(n int) string { return "$" + strconv.Itoa(n) })
+}
+
+// usageReader is ReadUsage's view of the store.
+type usageReader struct{ s *Store }
+
+func (r usageReader) UsageGroups(ctx context.Context, by sessiondb.UsageBreakdown, cond string, args []any) ([]sessiondb.UsageRow, error) {
 	// Text keys sort byte-wise (COLLATE "C"), as SQLite's BINARY collation.
-	if rep.ByModel, err = s.usageRows(ctx, `SELECT COALESCE(model, '') COLLATE "C", `+usageSums+" FROM sessions"+cond+
-		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
-		return nil, err
+	key, order := `source COLLATE "C"`, " GROUP BY 1 ORDER BY 9 DESC, 1"
+	switch by {
+	case sessiondb.UsageByModel:
+		key = `COALESCE(model, '') COLLATE "C"`
+	case sessiondb.UsageByDay:
+		// The UTC day of started_at, as the SQLite backend's date().
+		key, order = "to_char(to_timestamp(started_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')", " GROUP BY 1 ORDER BY 1"
 	}
-	if rep.BySource, err = s.usageRows(ctx, `SELECT source COLLATE "C", `+usageSums+" FROM sessions"+cond+
-		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
-		return nil, err
-	}
-	// The UTC day of started_at, as the SQLite backend's date().
-	if rep.ByDay, err = s.usageRows(ctx, `SELECT to_char(to_timestamp(started_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), `+usageSums+" FROM sessions"+cond+
-		" GROUP BY 1 ORDER BY 1", args...); err != nil {
-		return nil, err
-	}
-	rep.Top = []sessiondb.UsageRow{}
-	if top > 0 {
-		args = append(args, top)
-		if rep.Top, err = s.usageRows(ctx, `SELECT id, 1, COALESCE(message_count, 0), COALESCE(input_tokens, 0), COALESCE(output_tokens, 0),
+	return r.s.usageRows(ctx, "SELECT "+key+", "+usageSums+" FROM sessions"+cond+order, args...)
+}
+
+func (r usageReader) UsageTop(ctx context.Context, cond string, args []any, limit int) ([]sessiondb.UsageRow, error) {
+	args = append(args[:len(args):len(args)], limit)
+	return r.s.usageRows(ctx, `SELECT id, 1, COALESCE(message_count, 0), COALESCE(input_tokens, 0), COALESCE(output_tokens, 0),
     COALESCE(cache_read_tokens, 0), COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0),
     COALESCE(estimated_cost_usd, 0), COALESCE(actual_cost_usd, 0) FROM sessions`+cond+`
 ORDER BY COALESCE(actual_cost_usd, estimated_cost_usd, 0) DESC,
     COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) + COALESCE(cache_read_tokens, 0) + COALESCE(cache_write_tokens, 0) + COALESCE(reasoning_tokens, 0) DESC,
-    started_at DESC, seq LIMIT $`+strconv.Itoa(len(args)), args...); err != nil {
-			return nil, err
-		}
-	}
-	return rep, nil
+    started_at DESC, seq LIMIT $`+strconv.Itoa(len(args)), args...)
 }
 
 func (s *Store) usageRows(ctx context.Context, q string, args ...any) ([]sessiondb.UsageRow, error) {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"strings"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
@@ -17,51 +16,31 @@ const usageSums = `count(*), COALESCE(SUM(message_count), 0), COALESCE(SUM(input
 // then key, plus the f.Top sessions that cost most (actual cost when
 // known, else estimated; then total tokens).
 func (s *Store) Usage(ctx context.Context, f sessiondb.UsageFilter) (*sessiondb.UsageReport, error) {
-	var where []string
-	var args []any
-	if f.Source != "" {
-		where = append(where, "source = ?")
-		args = append(args, f.Source)
+	return sessiondb.ReadUsage(ctx, usageReader{s}, f, func(int) string { return "?" })
+}
+
+// usageReader is ReadUsage's view of the store.
+type usageReader struct{ s *Store }
+
+func (r usageReader) UsageGroups(ctx context.Context, by sessiondb.UsageBreakdown, cond string, args []any) ([]sessiondb.UsageRow, error) {
+	key, order := "source", " GROUP BY 1 ORDER BY 9 DESC, 1"
+	switch by {
+	case sessiondb.UsageByModel:
+		key = "COALESCE(model, '')"
+	case sessiondb.UsageByDay:
+		// The day is cut from started_at in UTC as SQLite's date() does.
+		key, order = "date(started_at, 'unixepoch')", " GROUP BY 1 ORDER BY 1"
 	}
-	if f.Since != 0 {
-		where = append(where, "started_at >= ?")
-		args = append(args, f.Since)
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	top := f.Top
-	if top == 0 {
-		top = 10
-	}
-	rep := &sessiondb.UsageReport{}
-	var err error
-	if rep.ByModel, err = s.usageRows(ctx, "SELECT COALESCE(model, ''), "+usageSums+" FROM sessions"+cond+
-		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
-		return nil, err
-	}
-	if rep.BySource, err = s.usageRows(ctx, "SELECT source, "+usageSums+" FROM sessions"+cond+
-		" GROUP BY 1 ORDER BY 9 DESC, 1", args...); err != nil {
-		return nil, err
-	}
-	// The day is cut from started_at in UTC as SQLite's date() does.
-	if rep.ByDay, err = s.usageRows(ctx, "SELECT date(started_at, 'unixepoch'), "+usageSums+" FROM sessions"+cond+
-		" GROUP BY 1 ORDER BY 1", args...); err != nil {
-		return nil, err
-	}
-	rep.Top = []sessiondb.UsageRow{}
-	if top > 0 {
-		if rep.Top, err = s.usageRows(ctx, `SELECT id, 1, COALESCE(message_count, 0), COALESCE(input_tokens, 0), COALESCE(output_tokens, 0),
+	return r.s.usageRows(ctx, "SELECT "+key+", "+usageSums+" FROM sessions"+cond+order, args...)
+}
+
+func (r usageReader) UsageTop(ctx context.Context, cond string, args []any, limit int) ([]sessiondb.UsageRow, error) {
+	return r.s.usageRows(ctx, `SELECT id, 1, COALESCE(message_count, 0), COALESCE(input_tokens, 0), COALESCE(output_tokens, 0),
     COALESCE(cache_read_tokens, 0), COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0),
     COALESCE(estimated_cost_usd, 0), COALESCE(actual_cost_usd, 0) FROM sessions`+cond+`
 ORDER BY COALESCE(actual_cost_usd, estimated_cost_usd, 0) DESC,
     COALESCE(input_tokens, 0) + COALESCE(output_tokens, 0) + COALESCE(cache_read_tokens, 0) + COALESCE(cache_write_tokens, 0) + COALESCE(reasoning_tokens, 0) DESC,
-    started_at DESC LIMIT ?`, append(args, top)...); err != nil {
-			return nil, err
-		}
-	}
-	return rep, nil
+    started_at DESC LIMIT ?`, append(args[:len(args):len(args)], limit)...)
 }
 
 func (s *Store) usageRows(ctx context.Context, q string, args ...any) ([]sessiondb.UsageRow, error) {
