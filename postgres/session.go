@@ -292,13 +292,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
 			return err
 		}
 		found = true
-		if _, err := tx.Exec(ctx, "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = $1", id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE session_id = $1", id); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, "DELETE FROM sessions WHERE id = $1", id)
+		_, err = sessiondb.DeleteSessionsWhere(deleteTx{ctx, tx}, "id = $1", []any{id})
 		return err
 	})
 	if err != nil {
@@ -314,29 +308,28 @@ func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source
 	if err := sessiondb.CheckPruneDays(olderThanDays); err != nil {
 		return 0, err
 	}
-	cutoff := s.epochNow() - olderThanDays*86400
-	cond := "started_at < $1 AND ended_at IS NOT NULL"
-	args := []any{cutoff}
-	if source != "" {
-		cond += " AND source = $2"
-		args = append(args, source)
-	}
+	cond, args := sessiondb.PruneCondition(s.epochNow()-olderThanDays*86400, source, func(n int) string { return "$" + itoa(n) })
 	var n int64
 	err := s.write(ctx, "prune sessions", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, "DELETE FROM sessions WHERE "+cond, args...)
-		n = tag.RowsAffected()
+		var err error
+		n, err = sessiondb.DeleteSessionsWhere(deleteTx{ctx, tx}, cond, args)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// deleteTx is DeleteSessionsWhere's view of a write transaction.
+type deleteTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (d deleteTx) Exec(_ sessiondb.DeleteStep, q string, args ...any) (int64, error) {
+	tag, err := d.tx.Exec(d.ctx, q, args...)
+	return tag.RowsAffected(), err
 }
 
 // likeTitleVariants is the pattern of a title's numbered variants,

@@ -355,16 +355,8 @@ func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
 			return err
 		}
 		found = true
-		if _, err := tx.Exec("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec("DELETE FROM messages WHERE session_id = ?", id); err != nil {
-			return fkConflict(err, "delete messages of %s", id)
-		}
-		if _, err := tx.Exec("DELETE FROM sessions WHERE id = ?", id); err != nil {
-			return fkConflict(err, "delete session %s", id)
-		}
-		return nil
+		_, err = sessiondb.DeleteSessionsWhere(deleteTx{tx, "delete messages of " + id, "delete session " + id}, "id = ?", []any{id})
+		return err
 	})
 	if err != nil {
 		return false, err
@@ -379,33 +371,36 @@ func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source
 	if err := sessiondb.CheckPruneDays(olderThanDays); err != nil {
 		return 0, err
 	}
-	cutoff := s.epochNow() - olderThanDays*86400
-	cond := "started_at < ? AND ended_at IS NOT NULL"
-	args := []any{cutoff}
-	if source != "" {
-		cond += " AND source = ?"
-		args = append(args, source)
-	}
+	cond, args := sessiondb.PruneCondition(s.epochNow()-olderThanDays*86400, source, func(int) string { return "?" })
 	var n int64
 	err := s.write(ctx, "prune sessions", func(tx *sqlitedb.Tx) error {
-		// Orphaning first keeps the parent foreign key satisfied whichever
-		// candidates reference each other; the condition reads only each
-		// row's own start, end and source, so it is unchanged by it.
-		if _, err := tx.Exec("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
-			return err
-		}
-		if _, err := tx.Exec("DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE "+cond+")", args...); err != nil {
-			return fkConflict(err, "prune messages")
-		}
-		res, err := tx.Exec("DELETE FROM sessions WHERE "+cond, args...)
-		if err != nil {
-			return fkConflict(err, "prune sessions")
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = sessiondb.DeleteSessionsWhere(deleteTx{tx, "prune messages", "prune sessions"}, cond, args)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// deleteTx is DeleteSessionsWhere's view of a write transaction: a
+// constraint that refuses its delete of messages or of sessions is a
+// conflict (fkConflict) naming that step as messages or rows says.
+type deleteTx struct {
+	tx             *sqlitedb.Tx
+	messages, rows string
+}
+
+func (d deleteTx) Exec(step sessiondb.DeleteStep, q string, args ...any) (int64, error) {
+	res, err := d.tx.Exec(q, args...)
+	switch {
+	case err == nil:
+		return res.RowsAffected()
+	case step == sessiondb.DeleteMessages:
+		return 0, fkConflict(err, "%s", d.messages)
+	case step == sessiondb.DeleteSessionRows:
+		return 0, fkConflict(err, "%s", d.rows)
+	}
+	return 0, err
 }
