@@ -261,28 +261,48 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 }
 
 // DefaultSearchWindow is how many of a query's newest matches a search
-// ranks when Options.SearchWindow is 0. It is above the matches of every
-// query of the shared benchmark workload at 100,000 messages (common-word
-// phrases reach 39,000), whose results stay Hermes v6's exactly, and keeps
-// a common word's ranking to tens of milliseconds at ten million.
-const DefaultSearchWindow = 50_000
+// ranks when Options.SearchWindow is 0, and DefaultSearchWindowMessages
+// how many of the newest message ids a search ranks every match among when
+// Options.SearchWindowMessages is 0. A store of up to 200,000 messages is
+// thus ranked whole, exactly as Hermes v6 ranks it, however common the
+// word (the shared benchmark workload holds 108,000; its common-word
+// phrases match 39,000). At ten million messages a common word's ranking
+// reads about 10,000 to 40,000 rows instead of 50,000, which halves the
+// part of a search that grows with the window (docs/benchmarks.md).
+const (
+	DefaultSearchWindow         = 10_000
+	DefaultSearchWindowMessages = 200_000
+)
 
 // windowStart bounds a search's ranking to the store's newest matches.
 // FTS5 scores every match of a query to rank it (bm25 reads each one's
 // size and positions), so a common word costs time in proportion to the
-// store: a second and more at ten million messages. Walking the matches
-// newest first costs almost nothing, so the search ranks the newest
-// max(window, need) of them (need = offset + limit), found by that walk:
-// it returns the rowid of the oldest one, and false when the query has no
-// more matches than that, which are then all ranked, exactly as Hermes
-// does. Filters take part in the walk, so the window holds that many
-// matches that pass them.
+// store. Walking the matches newest first costs almost nothing, so the
+// search ranks the newest max(window, need) of them (need = offset +
+// limit), found by that walk, and also every match among the newest
+// s.searchWindowMessages message ids. It returns the lowest rowid to rank,
+// and false when everything is to be ranked (the store is within the
+// messages window, or the query has no more matches than the window),
+// exactly as Hermes does. Filters take part in the walk, so the window
+// holds that many matches that pass them.
 func (s *Store) windowStart(ctx context.Context, table, match, filters string, fargs []any, need int) (int64, bool, error) {
 	n := s.searchWindow
 	if n < 0 {
 		return 0, false, nil
 	}
 	n = max(n, need)
+	// Every match from floor on is ranked; 0 when there is no such bound.
+	var floor int64
+	if s.searchWindowMessages > 0 {
+		var newest sql.NullInt64
+		if err := s.queryRow(ctx, "SELECT max(id) FROM messages").Scan(&newest); err != nil {
+			return 0, false, err
+		}
+		floor = newest.Int64 - int64(s.searchWindowMessages) + 1
+		if floor <= 1 {
+			return 0, false, nil
+		}
+	}
 	q := "SELECT rowid FROM " + table + " WHERE " + table + " MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
 	args := []any{match, n - 1}
 	if filters != "" {
@@ -295,7 +315,13 @@ func (s *Store) windowStart(ctx context.Context, table, match, filters string, f
 	if err == sql.ErrNoRows {
 		return 0, false, nil
 	}
-	return start, err == nil, err
+	if err != nil {
+		return 0, false, err
+	}
+	if floor > 0 {
+		start = min(start, floor)
+	}
+	return start, true, nil
 }
 
 // likeSearch is the substring fallback: every term must occur (escaped

@@ -257,7 +257,7 @@ func TestSearchWindow(t *testing.T) {
 		{"a window larger than the matches", 100_000, "docker", cli},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := openTestStore(t, path, Options{SearchWindow: tc.window})
+			w := openTestStore(t, path, Options{SearchWindow: tc.window, SearchWindowMessages: -1})
 			hits, err := w.SearchMessages(ctx, tc.query, tc.f)
 			if err != nil {
 				t.Fatal(err)
@@ -279,7 +279,7 @@ func TestSearchWindow(t *testing.T) {
 		})
 	}
 	// A page past the window widens it: offset 50 + limit 20 > 60.
-	w := openTestStore(t, path, Options{SearchWindow: 60})
+	w := openTestStore(t, path, Options{SearchWindow: 60, SearchWindowMessages: -1})
 	hits, err := w.SearchMessages(ctx, "docker", sessiondb.SearchFilter{Offset: 50, Limit: 20})
 	if err != nil {
 		t.Fatal(err)
@@ -287,6 +287,84 @@ func TestSearchWindow(t *testing.T) {
 	if want := naiveWindowIDs70(t, w); !reflect.DeepEqual(ids(hits), want) {
 		t.Errorf("page at offset 50 = %v\nwant %v", ids(hits), want)
 	}
+}
+
+// TestSearchWindowMessages: besides its newest SearchWindow matches, a
+// search ranks every match among the newest SearchWindowMessages message
+// ids, so a store no larger than that is ranked whole, as Hermes does.
+func TestSearchWindowMessages(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTestStore(t, path, Options{})
+	fillSearchCorpus(t, s, 30, 40) // 1,200 messages, ids 1 to 1200
+	s.Close()
+	cli := sessiondb.SearchFilter{Sources: []string{"cli"}}
+	for _, tc := range []struct {
+		name     string
+		window   int
+		messages int
+		query    string
+		f        sessiondb.SearchFilter
+		floor    int64 // every match from this id on is ranked; 0: none
+	}{
+		{"the newest 600 ids hold more than 30 matches", 30, 600, "docker", sessiondb.SearchFilter{}, 601},
+		{"with a filter", 30, 600, "docker", cli, 601},
+		{"two words", 30, 600, "alpha omega", sessiondb.SearchFilter{}, 601},
+		{"the store is within the messages window", 30, 1200, "docker", sessiondb.SearchFilter{}, 1},
+		{"the newest 5 ids hold fewer than the window", 60, 5, "docker", sessiondb.SearchFilter{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := openTestStore(t, path, Options{SearchWindow: tc.window, SearchWindowMessages: tc.messages})
+			hits, err := w.SearchMessages(ctx, tc.query, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []int64{}
+			for _, h := range hits {
+				got = append(got, h.ID)
+			}
+			match := fts.Sanitize(tc.query)
+			all := naiveAllIDs(t, w, match, tc.f)
+			matchWindow := naiveWindowIDs(t, w, match, tc.f, tc.window)
+			if reflect.DeepEqual(matchWindow, all[:20]) {
+				t.Fatalf("the match window changes nothing for %q: the test proves nothing", tc.query)
+			}
+			want := matchWindow
+			if tc.floor > 0 {
+				newest := map[int64]bool{}
+				for _, id := range naiveNewestIDs(t, w, match, tc.f, tc.window) {
+					newest[id] = true
+				}
+				want = []int64{}
+				for _, id := range all {
+					if (id >= tc.floor || newest[id]) && len(want) < 20 {
+						want = append(want, id)
+					}
+				}
+				if reflect.DeepEqual(want, matchWindow) {
+					t.Fatal("the messages window changes nothing here: the test proves nothing")
+				}
+			}
+			if tc.floor == 1 && !reflect.DeepEqual(want, all[:20]) {
+				t.Fatal("a store within the messages window must be ranked whole")
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ids = %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+// naiveNewestIDs is the ids of the newest n matches passing f.
+func naiveNewestIDs(t *testing.T, s *Store, match string, f sessiondb.SearchFilter, n int) []int64 {
+	t.Helper()
+	filters, args := s.searchFilters(f)
+	ids, err := sqlitedb.Append(context.Background(), s.db, "SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?"+
+		filters+" ORDER BY m.id DESC LIMIT ?", append(append([]any{match}, args...), n), []int64{}, sqlitedb.Value[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // naiveWindowIDs70 is the third page of 20 (offset 50) of "docker" ranked

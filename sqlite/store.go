@@ -54,6 +54,10 @@ type Options struct {
 	// ranks every match, Hermes v6's order at any size, in time that grows
 	// with the store.
 	SearchWindow int
+	// SearchWindowMessages is how many of the newest message ids a search
+	// ranks every match among, besides the SearchWindow newest matches: 0
+	// means DefaultSearchWindowMessages; negative means none.
+	SearchWindowMessages int
 }
 
 // checkpointEvery is how many committed writes pass between PASSIVE
@@ -95,7 +99,8 @@ type Store struct {
 
 	changes *changes // wakes WaitForMessages
 
-	searchWindow int // Options.SearchWindow, the default filled in
+	searchWindow         int // Options.SearchWindow, the default filled in
+	searchWindowMessages int // Options.SearchWindowMessages, the default filled in
 
 	trigramReady atomic.Bool // the trigram index exists and is backfilled
 	stopBackfill context.CancelFunc
@@ -130,6 +135,10 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	s.searchWindow = o.SearchWindow
 	if s.searchWindow == 0 {
 		s.searchWindow = DefaultSearchWindow
+	}
+	s.searchWindowMessages = o.SearchWindowMessages
+	if s.searchWindowMessages == 0 {
+		s.searchWindowMessages = DefaultSearchWindowMessages
 	}
 	s.now = time.Now
 	if o.Now != nil {
