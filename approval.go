@@ -62,6 +62,15 @@ func CheckCard(title string, opts []QuestionOption) error {
 	return checkOptions(opts)
 }
 
+// checkCardOrDefault is CheckCard for a card whose empty options mean
+// the default buttons of its kind.
+func checkCardOrDefault(title string, opts []QuestionOption) error {
+	if len(opts) == 0 {
+		return checkText("title", title, true, MaxCardText)
+	}
+	return CheckCard(title, opts)
+}
+
 // checkOptions refuses options a card cannot carry: none, or text that is
 // not plain.
 func checkOptions(opts []QuestionOption) error {
@@ -147,19 +156,12 @@ type NewQuestion struct {
 // Validate checks n: ids safe names, a title, at least one option with
 // plain text. The error is invalid and names the field.
 func (n NewQuestion) Validate() error {
-	if err := checkID("question_id", n.QuestionID, true); err != nil {
-		return err
-	}
-	if err := checkID("session_id", n.SessionID, true); err != nil {
-		return err
-	}
-	if err := checkID("message_out_id", n.MessageOutID, false); err != nil {
-		return err
-	}
-	if err := checkText("title", n.Title, true, MaxCardText); err != nil {
-		return err
-	}
-	return checkOptions(n.Options)
+	return firstError(
+		checkID("question_id", n.QuestionID, true),
+		checkID("session_id", n.SessionID, true),
+		checkID("message_out_id", n.MessageOutID, false),
+		CheckCard(n.Title, n.Options),
+	)
 }
 
 // ApprovalStatus is an action approval's state.
@@ -225,31 +227,15 @@ type NewApproval struct {
 // and a session unless the action is a credential approval. The error is
 // invalid and names the field.
 func (n NewApproval) Validate() error {
-	if err := checkID("approval_id", n.ApprovalID, false); err != nil {
-		return err
-	}
-	if err := checkID("session_id", n.SessionID, n.Action != ActionCredential); err != nil {
-		return err
-	}
-	if err := checkText("request_id", n.RequestID, false, MaxPlatformID); err != nil {
-		return err
-	}
-	if err := checkText("action", n.Action, true, MaxNameText); err != nil {
-		return err
-	}
-	if err := checkJSON("payload", n.Payload); err != nil {
-		return err
-	}
-	if err := checkID("agent_group_id", n.AgentGroupID, false); err != nil {
-		return err
-	}
-	if err := checkText("title", n.Title, true, MaxCardText); err != nil {
-		return err
-	}
-	if len(n.Options) > 0 {
-		return checkOptions(n.Options)
-	}
-	return nil
+	return firstError(
+		checkID("approval_id", n.ApprovalID, false),
+		checkID("session_id", n.SessionID, n.Action != ActionCredential),
+		checkText("request_id", n.RequestID, false, MaxPlatformID),
+		checkText("action", n.Action, true, MaxNameText),
+		checkJSON("payload", n.Payload),
+		checkID("agent_group_id", n.AgentGroupID, false),
+		checkCardOrDefault(n.Title, n.Options),
+	)
 }
 
 func checkJSON(field string, v json.RawMessage) error {
@@ -319,34 +305,16 @@ type NewSenderApproval struct {
 // Validate checks n's ids, the sender and approver user ids, the event
 // JSON and the card text. The error is invalid and names the field.
 func (n NewSenderApproval) Validate() error {
-	if err := checkID("id", n.ID, false); err != nil {
-		return err
-	}
-	if err := checkID("messaging_group_id", n.MessagingGroupID, true); err != nil {
-		return err
-	}
-	if err := checkID("agent_group_id", n.AgentGroupID, true); err != nil {
-		return err
-	}
-	if err := CheckUserID("sender_identity", n.SenderIdentity); err != nil {
-		return err
-	}
-	if err := checkText("sender_name", n.SenderName, false, MaxNameText); err != nil {
-		return err
-	}
-	if err := checkJSON("original_message", n.OriginalMessage); err != nil {
-		return err
-	}
-	if err := CheckUserID("approver_user_id", n.ApproverUserID); err != nil {
-		return err
-	}
-	if err := checkText("title", n.Title, true, MaxCardText); err != nil {
-		return err
-	}
-	if len(n.Options) > 0 {
-		return checkOptions(n.Options)
-	}
-	return nil
+	return firstError(
+		checkID("id", n.ID, false),
+		checkID("messaging_group_id", n.MessagingGroupID, true),
+		checkID("agent_group_id", n.AgentGroupID, true),
+		CheckUserID("sender_identity", n.SenderIdentity),
+		checkText("sender_name", n.SenderName, false, MaxNameText),
+		checkJSON("original_message", n.OriginalMessage),
+		CheckUserID("approver_user_id", n.ApproverUserID),
+		checkCardOrDefault(n.Title, n.Options),
+	)
 }
 
 // PendingChannelApproval asks an approver what to do with a chat that
@@ -366,22 +334,13 @@ type PendingChannelApproval struct {
 // Validate checks p as the input of AddChannelApproval (CreatedAt is
 // ignored; the store sets it). The error is invalid and names the field.
 func (p PendingChannelApproval) Validate() error {
-	if err := checkID("messaging_group_id", p.MessagingGroupID, true); err != nil {
-		return err
-	}
-	if err := checkID("agent_group_id", p.AgentGroupID, true); err != nil {
-		return err
-	}
-	if err := checkJSON("original_message", p.OriginalMessage); err != nil {
-		return err
-	}
-	if err := CheckUserID("approver_user_id", p.ApproverUserID); err != nil {
-		return err
-	}
-	if err := checkText("title", p.Title, true, MaxCardText); err != nil {
-		return err
-	}
-	return checkOptions(p.Options)
+	return firstError(
+		checkID("messaging_group_id", p.MessagingGroupID, true),
+		checkID("agent_group_id", p.AgentGroupID, true),
+		checkJSON("original_message", p.OriginalMessage),
+		CheckUserID("approver_user_id", p.ApproverUserID),
+		CheckCard(p.Title, p.Options),
+	)
 }
 
 // CardKind says which kind of pending row a clicked card belongs to.

@@ -74,6 +74,18 @@ func checkText(field, v string, required bool, max int) error {
 	return nil
 }
 
+// firstError returns the first non-nil of errs, nil when there is none:
+// a Validate's checks listed in the order their errors take precedence.
+// Every check runs, so each must be cheap and free of side effects.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkID refuses an id that is empty (when required) or unsafe: registry
 // ids name folders (agent groups, sessions) or travel in button data, so
 // every one is held to CheckSafeName.

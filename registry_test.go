@@ -176,3 +176,21 @@ func TestTimestampsAndIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstErrorKeepsTheOrderOfTheChecks(t *testing.T) {
+	a, b := Errorf(EINVALID, "a is empty"), Errorf(EINVALID, "b is empty")
+	for _, tc := range []struct {
+		errs []error
+		want error
+	}{
+		{nil, nil},
+		{[]error{nil, nil}, nil},
+		{[]error{nil, a, b}, a},
+		{[]error{b, a}, b},
+		{[]error{nil, nil, b}, b},
+	} {
+		if got := firstError(tc.errs...); got != tc.want {
+			t.Errorf("firstError(%v) = %v, want %v", tc.errs, got, tc.want)
+		}
+	}
+}

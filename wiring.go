@@ -133,18 +133,14 @@ type NewWiring struct {
 // empty), and a pattern only in pattern mode, compiling under Go's RE2
 // (CheckEngagePattern). The error is invalid and names the field.
 func (n NewWiring) Validate() error {
-	if err := checkID("id", n.ID, false); err != nil {
-		return err
-	}
-	if err := checkID("messaging_group_id", n.MessagingGroupID, true); err != nil {
-		return err
-	}
-	if err := checkID("agent_group_id", n.AgentGroupID, true); err != nil {
-		return err
-	}
 	w := Wiring{EngageMode: n.EngageMode, EngagePattern: n.EngagePattern, SenderScope: n.SenderScope,
 		IgnoredMessagePolicy: n.IgnoredMessagePolicy, SessionMode: n.SessionMode}
-	return w.WithDefaults().validateWords()
+	return firstError(
+		checkID("id", n.ID, false),
+		checkID("messaging_group_id", n.MessagingGroupID, true),
+		checkID("agent_group_id", n.AgentGroupID, true),
+		w.WithDefaults().validateWords(),
+	)
 }
 
 // Normalized returns n with the defaults filled in: the value words
