@@ -99,6 +99,38 @@ func helperSubagentsOpen(args []string) error {
 	return s.Close()
 }
 
+// openFromProcesses has procs processes open the central file at the same
+// moment, then procs more janebot's file.
+func openFromProcesses(t *testing.T, dir, central, janebot string, procs int) {
+	t.Helper()
+	argsets := make([][]string, procs)
+	for i := range argsets {
+		argsets[i] = []string{central}
+	}
+	runChildren(t, "central-open", filepath.Join(dir, "go-central"), argsets)
+	for i := range argsets {
+		argsets[i] = []string{janebot}
+	}
+	runChildren(t, "subagents-open", filepath.Join(dir, "go-janebot"), argsets)
+}
+
+// checkCentralLedger fails unless the central file's ledger lists every
+// migration once, in order, numbered from 1.
+func checkCentralLedger(t *testing.T, round int, central string) {
+	t.Helper()
+	rows := sqlitetest.QueryFile(t, central, "SELECT version, name FROM schema_version ORDER BY version")
+	var names []string
+	for i, r := range rows {
+		if r[0] != int64(i+1) {
+			t.Errorf("round %d: ledger version %v at row %d", round, r[0], i)
+		}
+		names = append(names, r[1].(string))
+	}
+	if !reflect.DeepEqual(names, sqlite.CentralMigrationNames()) {
+		t.Errorf("round %d: central ledger %q, want each name once, in order", round, names)
+	}
+}
+
 // TestMigrationsRaceAcrossProcesses: processes opening a fresh file at the
 // same moment never apply a migration twice, for the central ledger (by
 // name) and janebot's (by version).
@@ -107,27 +139,8 @@ func TestMigrationsRaceAcrossProcesses(t *testing.T) {
 	for round := 0; round < rounds; round++ {
 		dir := t.TempDir()
 		central, janebot := filepath.Join(dir, "v2.db"), filepath.Join(dir, ".janebot", "state.sqlite")
-		argsets := make([][]string, procs)
-		for i := range argsets {
-			argsets[i] = []string{central}
-		}
-		runChildren(t, "central-open", filepath.Join(dir, "go-central"), argsets)
-		for i := range argsets {
-			argsets[i] = []string{janebot}
-		}
-		runChildren(t, "subagents-open", filepath.Join(dir, "go-janebot"), argsets)
-
-		rows := sqlitetest.QueryFile(t, central, "SELECT version, name FROM schema_version ORDER BY version")
-		var names []string
-		for i, r := range rows {
-			if r[0] != int64(i+1) {
-				t.Errorf("round %d: ledger version %v at row %d", round, r[0], i)
-			}
-			names = append(names, r[1].(string))
-		}
-		if !reflect.DeepEqual(names, sqlite.CentralMigrationNames()) {
-			t.Errorf("round %d: central ledger %q", round, names)
-		}
+		openFromProcesses(t, dir, central, janebot, procs)
+		checkCentralLedger(t, round, central)
 		if got := sqlitetest.QueryFile(t, janebot, "SELECT version, description FROM schema_migrations"); len(got) != 1 || got[0][0] != int64(1) {
 			t.Errorf("round %d: janebot ledger %v", round, got)
 		}
@@ -327,27 +340,8 @@ func TestMigrationsRaceOnAdoptedFiles(t *testing.T) {
 			return m
 		}
 		before := counts()
-		argsets := make([][]string, procs)
-		for i := range argsets {
-			argsets[i] = []string{central}
-		}
-		runChildren(t, "central-open", filepath.Join(dir, "go-central"), argsets)
-		for i := range argsets {
-			argsets[i] = []string{janebot}
-		}
-		runChildren(t, "subagents-open", filepath.Join(dir, "go-janebot"), argsets)
-
-		rows := sqlitetest.QueryFile(t, central, "SELECT version, name FROM schema_version ORDER BY version")
-		var names []string
-		for i, r := range rows {
-			if r[0] != int64(i+1) {
-				t.Errorf("round %d: ledger version %v at row %d", round, r[0], i)
-			}
-			names = append(names, r[1].(string))
-		}
-		if !reflect.DeepEqual(names, sqlite.CentralMigrationNames()) {
-			t.Errorf("round %d: central ledger %q, want each name once, in order", round, names)
-		}
+		openFromProcesses(t, dir, central, janebot, procs)
+		checkCentralLedger(t, round, central)
 		// Every row kept, but NanoClaw's repeated global owner grant, which
 		// our migration removes (once).
 		after := counts()
