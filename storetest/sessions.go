@@ -512,6 +512,15 @@ func testSearchSessions(t *testing.T, h Harness) {
 	})
 }
 
+// hops names a chain of n hops: h0, h1, … hn.
+func hops(n int) []string {
+	ids := make([]string, n+1)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("h%d", i)
+	}
+	return ids
+}
+
 // testCompressionTip covers CompressionTip.
 func testCompressionTip(t *testing.T, h Harness) {
 	cases := []struct {
@@ -522,25 +531,9 @@ func testCompressionTip(t *testing.T, h Harness) {
 	}{
 		{name: "no children", build: func(e *env) { e.create("a", "cli") }, from: "a", want: "a"},
 		{name: "unknown id", build: func(e *env) { e.create("a", "cli") }, from: "ghost", want: "ghost"},
-		{name: "one hop", build: func(e *env) {
-			e.create("a", "cli")
-			e.end("a", "compression")
-			e.child("b", "a")
-		}, from: "a", want: "b"},
-		{name: "chain", build: func(e *env) {
-			e.create("a", "cli")
-			e.end("a", "compression")
-			e.child("b", "a")
-			e.end("b", "compression")
-			e.child("c", "b")
-		}, from: "a", want: "c"},
-		{name: "from the middle", build: func(e *env) {
-			e.create("a", "cli")
-			e.end("a", "compression")
-			e.child("b", "a")
-			e.end("b", "compression")
-			e.child("c", "b")
-		}, from: "b", want: "c"},
+		{name: "one hop", build: func(e *env) { e.compressionChain("a", "b") }, from: "a", want: "b"},
+		{name: "chain", build: func(e *env) { e.compressionChain("a", "b", "c") }, from: "a", want: "c"},
+		{name: "from the middle", build: func(e *env) { e.compressionChain("a", "b", "c") }, from: "b", want: "c"},
 		{name: "non-compression end ignored", build: func(e *env) {
 			e.create("a", "cli")
 			e.end("a", "user_exit")
@@ -561,33 +554,17 @@ func testCompressionTip(t *testing.T, h Harness) {
 			e.child("b", "a") // same clock reading as ended_at
 		}, from: "a", want: "b"},
 		{name: "latest started child first", build: func(e *env) {
-			e.create("a", "cli")
-			e.end("a", "compression")
-			e.child("b1", "a")
+			e.compressionChain("a", "b1")
 			e.child("b2", "a")
 			e.child("b0", "a")
 		}, from: "a", want: "b0"},
 		{name: "chain stops at a non-compression end", build: func(e *env) {
-			e.create("a", "cli")
-			e.end("a", "compression")
-			e.child("b", "a")
+			e.compressionChain("a", "b")
 			e.end("b", "user_exit")
 			e.child("c", "b")
 		}, from: "a", want: "b"},
-		{name: "100-hop cap", build: func(e *env) {
-			e.create("h0", "cli")
-			for i := 1; i <= 105; i++ {
-				e.end(fmt.Sprintf("h%d", i-1), "compression")
-				e.child(fmt.Sprintf("h%d", i), fmt.Sprintf("h%d", i-1))
-			}
-		}, from: "h0", want: "h100"},
-		{name: "99 hops reach the tip", build: func(e *env) {
-			e.create("h0", "cli")
-			for i := 1; i <= 99; i++ {
-				e.end(fmt.Sprintf("h%d", i-1), "compression")
-				e.child(fmt.Sprintf("h%d", i), fmt.Sprintf("h%d", i-1))
-			}
-		}, from: "h0", want: "h99"},
+		{name: "100-hop cap", build: func(e *env) { e.compressionChain(hops(105)...) }, from: "h0", want: "h100"},
+		{name: "99 hops reach the tip", build: func(e *env) { e.compressionChain(hops(99)...) }, from: "h0", want: "h99"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
