@@ -1,6 +1,7 @@
 package sessiondb
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -58,4 +59,17 @@ func FuzzContentText(f *testing.F) {
 			t.Fatalf("unmarked content changed: %q -> %q", content, got)
 		}
 	})
+}
+
+func TestNonNilListsEncodeAsEmptyArrays(t *testing.T) {
+	var none []string
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{{none, "[]"}, {[]string{}, "[]"}, {[]string{"a"}, `["a"]`}} {
+		b, err := json.Marshal(NonNil(tc.in))
+		if err != nil || string(b) != tc.want {
+			t.Errorf("NonNil(%#v) encodes as %s (%v), want %s", tc.in, b, err, tc.want)
+		}
+	}
 }

@@ -77,3 +77,13 @@ func ModelConfigJSON(mc map[string]any) (text string, ok bool, err error) {
 	}
 	return string(b), true, nil
 }
+
+// NonNil returns xs, or an empty list when xs is nil, so that JSON answers
+// a list of nothing as [] rather than null (the faces' lists are never
+// null).
+func NonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}

@@ -30,7 +30,7 @@ func (s *Server) listAgentGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent_groups": nonNil(gs)})
+	writeJSON(w, http.StatusOK, map[string]any{"agent_groups": sessiondb.NonNil(gs)})
 	return nil
 }
 
@@ -40,7 +40,7 @@ func (s *Server) listMessagingGroups(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messaging_groups": nonNil(gs)})
+	writeJSON(w, http.StatusOK, map[string]any{"messaging_groups": sessiondb.NonNil(gs)})
 	return nil
 }
 
@@ -51,7 +51,7 @@ func (s *Server) listWirings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"wirings": nonNil(ws)})
+	writeJSON(w, http.StatusOK, map[string]any{"wirings": sessiondb.NonNil(ws)})
 	return nil
 }
 
@@ -70,9 +70,7 @@ func (s *Server) listAgentSessions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if page.Sessions == nil {
-		page.Sessions = []sessiondb.AgentSession{}
-	}
+	page.Sessions = sessiondb.NonNil(page.Sessions)
 	writeJSON(w, http.StatusOK, page)
 	return nil
 }
@@ -101,7 +99,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": nonNil(as), "sender_approvals": nonNil(senders), "channel_approvals": nonNil(channels)})
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": sessiondb.NonNil(as), "sender_approvals": sessiondb.NonNil(senders), "channel_approvals": sessiondb.NonNil(channels)})
 	return nil
 }
 
@@ -112,7 +110,7 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"questions": nonNil(qs)})
+	writeJSON(w, http.StatusOK, map[string]any{"questions": sessiondb.NonNil(qs)})
 	return nil
 }
 
@@ -128,7 +126,7 @@ func (s *Server) listDropped(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"dropped": nonNil(ds)})
+	writeJSON(w, http.StatusOK, map[string]any{"dropped": sessiondb.NonNil(ds)})
 	return nil
 }
 
@@ -146,9 +144,7 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if page.Subagents == nil {
-		page.Subagents = []sessiondb.Subagent{}
-	}
+	page.Subagents = sessiondb.NonNil(page.Subagents)
 	writeJSON(w, http.StatusOK, page)
 	return nil
 }
@@ -161,12 +157,4 @@ func (s *Server) getSubagent(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, x)
 	return nil
-}
-
-// nonNil answers an empty list as [] rather than null.
-func nonNil[T any](xs []T) []T {
-	if xs == nil {
-		return []T{}
-	}
-	return xs
 }

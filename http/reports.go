@@ -65,9 +65,7 @@ func (s *Server) runSearch(r *http.Request, q string, f sessiondb.SearchFilter) 
 	if err != nil {
 		return nil, err
 	}
-	if hits == nil {
-		hits = []sessiondb.SearchHit{}
-	}
+	hits = sessiondb.NonNil(hits)
 	return hits, nil
 }
 

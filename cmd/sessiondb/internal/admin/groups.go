@@ -35,7 +35,7 @@ func (a *group) groupsListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(gs))
+					return a.PrintJSON(sessiondb.NonNil(gs))
 				}
 				t := &cli.Table{}
 				t.Row("ID", "NAME", "FOLDER", "PROVIDER", "CREATED")
@@ -110,7 +110,7 @@ func (a *group) groupsShowCmd() *cobra.Command {
 				}
 				approvers := sessiondb.Approvers(grants, g.ID)
 				if a.JSON {
-					return a.PrintJSON(map[string]any{"group": g, "wirings": nonNil(ws), "destinations": nonNil(ds), "approvers": nonNil(approvers)})
+					return a.PrintJSON(map[string]any{"group": g, "wirings": sessiondb.NonNil(ws), "destinations": sessiondb.NonNil(ds), "approvers": sessiondb.NonNil(approvers)})
 				}
 				a.show([][2]string{{"id", g.ID}, {"name", g.Name}, {"folder", g.Folder}, {"provider", g.AgentProvider}, {"created", when(g.CreatedAt)}})
 				fmt.Fprintf(a.Out, "\nwirings (%d):\n", len(ws))
@@ -234,7 +234,7 @@ func (a *group) channelsListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(ms))
+					return a.PrintJSON(sessiondb.NonNil(ms))
 				}
 				t := &cli.Table{}
 				t.Row("ID", "CHANNEL", "PLATFORM ID", "NAME", "GROUP CHAT", "POLICY", "DENIED")
@@ -301,7 +301,7 @@ func (a *group) channelsShowCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(map[string]any{"chat": m, "wirings": nonNil(ws)})
+					return a.PrintJSON(map[string]any{"chat": m, "wirings": sessiondb.NonNil(ws)})
 				}
 				a.show([][2]string{{"id", m.ID}, {"channel", m.ChannelType}, {"platform id", m.PlatformID}, {"name", m.Name},
 					{"group chat", yesNo(m.IsGroup)}, {"policy", string(m.UnknownSenderPolicy)}, {"created", when(m.CreatedAt)}, {"denied", whenSet(m.DeniedAt)}})
@@ -412,12 +412,4 @@ func whenSet(t time.Time) string {
 		return ""
 	}
 	return when(t)
-}
-
-// nonNil keeps JSON lists as [] rather than null.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -49,7 +49,7 @@ func (a *group) sessionsListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					p.Sessions = nonNil(p.Sessions)
+					p.Sessions = sessiondb.NonNil(p.Sessions)
 					return a.PrintJSON(p)
 				}
 				t := &cli.Table{}
@@ -111,7 +111,7 @@ func (a *group) sessionsShowCmd() *cobra.Command {
 					}
 				}
 				if a.JSON {
-					return a.PrintJSON(map[string]any{"session": s, "folder": folder, "mailbox": st, "questions": nonNil(qs)})
+					return a.PrintJSON(map[string]any{"session": s, "folder": folder, "mailbox": st, "questions": sessiondb.NonNil(qs)})
 				}
 				a.show([][2]string{{"id", s.ID}, {"agent group", s.AgentGroupID}, {"chat", s.MessagingGroupID}, {"thread", s.ThreadID},
 					{"status", string(s.Status)}, {"container", string(s.ContainerStatus)}, {"last active", whenSet(s.LastActive)},
@@ -200,7 +200,7 @@ func (a *group) approvalsListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(map[string]any{"actions": nonNil(actions), "senders": nonNil(senders), "chats": nonNil(chats)})
+					return a.PrintJSON(map[string]any{"actions": sessiondb.NonNil(actions), "senders": sessiondb.NonNil(senders), "chats": sessiondb.NonNil(chats)})
 				}
 				t := &cli.Table{}
 				t.Row("KIND", "ID", "AGENT GROUP", "WHAT", "ASKED", "STATUS", "CREATED")
@@ -287,7 +287,7 @@ func (a *group) questionsListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(qs))
+					return a.PrintJSON(sessiondb.NonNil(qs))
 				}
 				a.questionTable(qs)
 				return nil
@@ -370,7 +370,7 @@ func (a *group) droppedListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(ds))
+					return a.PrintJSON(sessiondb.NonNil(ds))
 				}
 				t := &cli.Table{}
 				t.Row("CHANNEL", "PLATFORM ID", "REASON", "COUNT", "LAST SENDER", "CHAT", "FIRST SEEN", "LAST SEEN")

@@ -34,7 +34,7 @@ func (a *group) usersListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(us))
+					return a.PrintJSON(sessiondb.NonNil(us))
 				}
 				t := &cli.Table{}
 				t.Row("ID", "KIND", "NAME", "CREATED")
@@ -139,7 +139,7 @@ func (a *group) rolesListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(gs))
+					return a.PrintJSON(sessiondb.NonNil(gs))
 				}
 				a.roleTable(gs)
 				return nil
@@ -264,7 +264,7 @@ func (a *group) membersListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(ms))
+					return a.PrintJSON(sessiondb.NonNil(ms))
 				}
 				a.memberTable(ms)
 				return nil

@@ -141,7 +141,7 @@ func (a *group) wiringsCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(ws))
+					return a.PrintJSON(sessiondb.NonNil(ws))
 				}
 				a.wiringTable(ws)
 				return nil
@@ -192,7 +192,7 @@ func (a *group) destinationsListCmd() *cobra.Command {
 					return err
 				}
 				if a.JSON {
-					return a.PrintJSON(nonNil(ds))
+					return a.PrintJSON(sessiondb.NonNil(ds))
 				}
 				a.destinationTable(ds)
 				return nil

@@ -48,9 +48,7 @@ text in Chinese, Japanese or Korean is matched as a substring.`,
 					return err
 				}
 				if h.JSON {
-					if hits == nil {
-						hits = []sessiondb.SearchHit{}
-					}
+					hits = sessiondb.NonNil(hits)
 					return h.PrintJSON(hits)
 				}
 				if len(hits) == 0 {

@@ -47,9 +47,7 @@ Sessions a newer Hermes archived are left out, as Hermes' own listing does;
 					return err
 				}
 				if h.JSON {
-					if rows == nil {
-						rows = []sessiondb.RichSession{}
-					}
+					rows = sessiondb.NonNil(rows)
 					return h.PrintJSON(rows)
 				}
 				if len(rows) == 0 {

@@ -45,9 +45,7 @@ used; the actual cost is what a provider reported, where it did.`,
 					return err
 				}
 				for _, rows := range []*[]sessiondb.UsageRow{&r.ByModel, &r.BySource, &r.Top} {
-					if *rows == nil {
-						*rows = []sessiondb.UsageRow{}
-					}
+					*rows = sessiondb.NonNil(*rows)
 				}
 				if h.JSON {
 					return h.PrintJSON(r)

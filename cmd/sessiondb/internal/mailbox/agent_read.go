@@ -122,9 +122,7 @@ func rowIDs(rows []mailbox.InboundRow) []string {
 // as a JSON array.
 func (m *group) printInbound(rows []mailbox.InboundRow, trigger bool) error {
 	if m.JSON {
-		if rows == nil {
-			rows = []mailbox.InboundRow{}
-		}
+		rows = sessiondb.NonNil(rows)
 		return m.PrintJSON(rows)
 	}
 	for _, r := range rows {
@@ -205,9 +203,7 @@ inbound.db; processing ones are claims.`,
 					return err
 				}
 				if m.JSON {
-					if acks == nil {
-						acks = []mailbox.Claim{}
-					}
+					acks = sessiondb.NonNil(acks)
 					return m.PrintJSON(acks)
 				}
 				for _, k := range acks {
@@ -357,9 +353,7 @@ The host writes it (sessiondb mailbox project, or a control plane).`,
 					return err
 				}
 				if m.JSON {
-					if ds == nil {
-						ds = []mailbox.Destination{}
-					}
+					ds = sessiondb.NonNil(ds)
 					return m.PrintJSON(ds)
 				}
 				var tb cli.Table

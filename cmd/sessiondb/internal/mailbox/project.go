@@ -93,9 +93,7 @@ Without flags it prints both tables.`,
 			if p.Destinations, err = h.Destinations(ctx, ref); err != nil {
 				return err
 			}
-			if p.Destinations == nil {
-				p.Destinations = []mailbox.Destination{}
-			}
+			p.Destinations = sessiondb.NonNil(p.Destinations)
 			if m.JSON {
 				return m.PrintJSON(p)
 			}
@@ -150,8 +148,5 @@ func parseDestinations(js string, channels, agents []string) ([]mailbox.Destinat
 		}
 		ds = append(ds, mailbox.Destination{Name: name, Type: mailbox.DestinationAgent, AgentGroupID: group, DisplayName: name})
 	}
-	if ds == nil {
-		ds = []mailbox.Destination{}
-	}
-	return ds, nil
+	return sessiondb.NonNil(ds), nil
 }

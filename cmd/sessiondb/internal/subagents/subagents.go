@@ -119,9 +119,7 @@ func (s *group) listCmd() *cobra.Command {
 					return err
 				}
 				if s.JSON {
-					if p.Subagents == nil {
-						p.Subagents = []sessiondb.Subagent{}
-					}
+					p.Subagents = sessiondb.NonNil(p.Subagents)
 					return s.PrintJSON(p)
 				}
 				if err := s.table(s.Out, p.Subagents); err != nil {
