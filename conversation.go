@@ -2,6 +2,7 @@ package sessiondb
 
 import (
 	"encoding/json"
+	"log/slog"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -66,6 +67,31 @@ func ConversationStart(roles []string, lastN int) int {
 		start--
 	}
 	return start
+}
+
+// ReplayConversation is the tail of GetMessagesAsConversation for every
+// backend, over a session's n stored messages in insertion order: row(i)
+// gives the i-th with its tool_calls text (has false for NULL). It keeps
+// the rows ConversationStart keeps for lastN, each in NewConversationItem's
+// form, and warns on log about stored tool_calls that are not JSON (they
+// replay as []).
+func ReplayConversation(n, lastN int, row func(i int) (m *Message, toolCalls string, has bool), log *slog.Logger) []ConversationItem {
+	roles := make([]string, n)
+	for i := range roles {
+		m, _, _ := row(i)
+		roles[i] = m.Role
+	}
+	start := ConversationStart(roles, lastN)
+	out := make([]ConversationItem, 0, n-start)
+	for i := start; i < n; i++ {
+		m, tc, has := row(i)
+		it, bad := NewConversationItem(m, tc, has)
+		if bad {
+			log.Warn("message has invalid tool_calls JSON; replaying it as []", "message_id", m.ID, "session_id", m.SessionID)
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 // CheckLastN refuses a negative lastN of GetMessagesAsConversation.

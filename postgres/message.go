@@ -166,22 +166,10 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	if err != nil {
 		return nil, s.readErr(err, "conversation of %s", sessionID)
 	}
-	roles := make([]string, len(raws))
-	for i, r := range raws {
-		roles[i] = r.Role
-	}
-	start := sessiondb.ConversationStart(roles, lastN)
-	out := make([]sessiondb.ConversationItem, 0, len(raws)-start)
-	for _, r := range raws[start:] {
-		var tc string
-		if r.toolCalls != nil {
-			tc = *r.toolCalls
+	return sessiondb.ReplayConversation(len(raws), lastN, func(i int) (*sessiondb.Message, string, bool) {
+		if tc := raws[i].toolCalls; tc != nil {
+			return &raws[i].Message, *tc, true
 		}
-		it, bad := sessiondb.NewConversationItem(&r.Message, tc, r.toolCalls != nil)
-		if bad {
-			s.log.Warn("message has invalid tool_calls JSON; replaying it as []", "message_id", r.ID, "session_id", r.SessionID)
-		}
-		out = append(out, it)
-	}
-	return out, nil
+		return &raws[i].Message, "", false
+	}, s.log), nil
 }

@@ -207,18 +207,7 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	if err != nil {
 		return nil, s.readErr(err, "conversation of %s", sessionID)
 	}
-	roles := make([]string, len(raws))
-	for i, r := range raws {
-		roles[i] = r.Role
-	}
-	start := sessiondb.ConversationStart(roles, lastN)
-	out := make([]sessiondb.ConversationItem, 0, len(raws)-start)
-	for _, r := range raws[start:] {
-		it, bad := sessiondb.NewConversationItem(&r.Message, r.toolCalls.String, r.toolCalls.Valid)
-		if bad {
-			s.log.Warn("message has invalid tool_calls JSON; replaying it as []", "message_id", r.ID, "session_id", r.SessionID)
-		}
-		out = append(out, it)
-	}
-	return out, nil
+	return sessiondb.ReplayConversation(len(raws), lastN, func(i int) (*sessiondb.Message, string, bool) {
+		return &raws[i].Message, raws[i].toolCalls.String, raws[i].toolCalls.Valid
+	}, s.log), nil
 }
