@@ -75,10 +75,10 @@ func TestSubagentConformance(t *testing.T) {
 	})
 }
 
-// TestRegistryConformance runs the central registry's suite against a
-// fresh schema per case; Reopen is a second store (another pool, as
-// another host would hold) on the schema.
-func TestRegistryConformance(t *testing.T) {
+// centralHarness opens the central registry in a fresh schema per case;
+// Reopen is a second store (another pool, as another host would hold) on
+// the schema.
+func centralHarness() storetest.RegistryHarness {
 	open := func(t *testing.T, url, schema string, now sessiondb.Clock) *postgres.Central {
 		t.Helper()
 		c, err := postgres.OpenCentral(context.Background(), url, postgres.Options{Schema: schema, Now: now, MaxConns: 4})
@@ -87,7 +87,7 @@ func TestRegistryConformance(t *testing.T) {
 		}
 		return c
 	}
-	storetest.RunRegistry(t, storetest.RegistryHarness{
+	return storetest.RegistryHarness{
 		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.Registry {
 			url := pgtest.URL(t)
 			return open(t, url, pgtest.Schema(t, url), now)
@@ -95,30 +95,15 @@ func TestRegistryConformance(t *testing.T) {
 		Reopen: func(t *testing.T, r sessiondb.Registry, now sessiondb.Clock) sessiondb.Registry {
 			return open(t, pgtest.URL(t), r.(*postgres.Central).Schema(), now)
 		},
-	})
+	}
 }
+
+// TestRegistryConformance runs the central registry's suite.
+func TestRegistryConformance(t *testing.T) { storetest.RunRegistry(t, centralHarness()) }
 
 // TestHostLeases runs the host lease suite, which the PostgreSQL registry
 // implements for host daemons on several machines.
-func TestHostLeases(t *testing.T) {
-	open := func(t *testing.T, url, schema string, now sessiondb.Clock) *postgres.Central {
-		t.Helper()
-		c, err := postgres.OpenCentral(context.Background(), url, postgres.Options{Schema: schema, Now: now, MaxConns: 4})
-		if err != nil {
-			t.Fatalf("postgres.OpenCentral: %v", err)
-		}
-		return c
-	}
-	storetest.RunHostLeases(t, storetest.RegistryHarness{
-		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.Registry {
-			url := pgtest.URL(t)
-			return open(t, url, pgtest.Schema(t, url), now)
-		},
-		Reopen: func(t *testing.T, r sessiondb.Registry, now sessiondb.Clock) sessiondb.Registry {
-			return open(t, pgtest.URL(t), r.(*postgres.Central).Schema(), now)
-		},
-	})
-}
+func TestHostLeases(t *testing.T) { storetest.RunHostLeases(t, centralHarness()) }
 
 // TestMessageWaiterConformance runs the change-notification suite with two
 // pools on one schema.
