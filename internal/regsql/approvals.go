@@ -69,14 +69,10 @@ func (c *Registry) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (bo
 		if err := mustExist(tx.Context(), tx, "session", n.SessionID, "SELECT 1 FROM sessions WHERE id = ?", n.SessionID); err != nil {
 			return err
 		}
-		res, err := tx.Exec("INSERT INTO pending_questions ("+questionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+		m, err := changed(tx, "INSERT INTO pending_questions ("+questionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
 			n.QuestionID, n.SessionID, n.MessageOutID, nullText(n.ChannelType), nullText(n.PlatformID), nullText(n.ThreadID), n.Title, opts, c.stamp())
-		if err != nil {
-			return err
-		}
-		m, _ := res.RowsAffected()
 		added = m > 0
-		return nil
+		return err
 	})
 	return added, err
 }
@@ -102,17 +98,8 @@ func (c *Registry) ListQuestions(ctx context.Context, sessionID string) ([]sessi
 
 // deleteOne runs a DELETE and reports whether it removed a row.
 func (c *Registry) deleteOne(ctx context.Context, what, query string, args ...any) (bool, error) {
-	removed := false
-	err := c.write(ctx, what, func(tx Tx) error {
-		res, err := tx.Exec(query, args...)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		removed = n > 0
-		return nil
-	})
-	return removed, err
+	n, err := c.changeRows(ctx, what, query, args...)
+	return n > 0, err
 }
 
 // DeleteQuestion implements sessiondb.ApprovalService.
@@ -260,17 +247,8 @@ func (c *Registry) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter
 
 // SetApprovalCard implements sessiondb.ApprovalService.
 func (c *Registry) SetApprovalCard(ctx context.Context, id, channelType, platformID, platformMessageID string) error {
-	return c.write(ctx, "record approval card", func(tx Tx) error {
-		res, err := tx.Exec("UPDATE pending_approvals SET channel_type = ?, platform_id = ?, platform_message_id = ? WHERE approval_id = ?",
-			nullText(channelType), nullText(platformID), nullText(platformMessageID), id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return sessiondb.NotFound("approval", id)
-		}
-		return nil
-	})
+	return c.changeOne(ctx, "record approval card", "approval", id, "UPDATE pending_approvals SET channel_type = ?, platform_id = ?, platform_message_id = ? WHERE approval_id = ?",
+		nullText(channelType), nullText(platformID), nullText(platformMessageID), id)
 }
 
 // ResolveApproval implements sessiondb.ApprovalService.
@@ -511,16 +489,8 @@ func (c *Registry) UpdateChannelApprovalCard(ctx context.Context, messagingGroup
 	if err != nil {
 		return sessiondb.Wrap(sessiondb.EINVALID, err, "options")
 	}
-	return c.write(ctx, "update channel approval card", func(tx Tx) error {
-		res, err := tx.Exec("UPDATE pending_channel_approvals SET title = ?, options_json = ? WHERE messaging_group_id = ?", title, opts, messagingGroupID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return sessiondb.NotFound("channel approval", messagingGroupID)
-		}
-		return nil
-	})
+	return c.changeOne(ctx, "update channel approval card", "channel approval", messagingGroupID,
+		"UPDATE pending_channel_approvals SET title = ?, options_json = ? WHERE messaging_group_id = ?", title, opts, messagingGroupID)
 }
 
 // DeleteChannelApproval implements sessiondb.ApprovalService.

@@ -73,6 +73,41 @@ func (c *Registry) write(ctx context.Context, what string, fn func(Tx) error) er
 	return c.b.Write(ctx, what, fn)
 }
 
+// changed runs query in tx and returns how many rows it changed.
+func changed(tx Tx, query string, args ...any) (int64, error) {
+	res, err := tx.Exec(query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// changeRows runs one statement in a write transaction of its own and
+// returns how many rows it changed.
+func (c *Registry) changeRows(ctx context.Context, what, query string, args ...any) (int64, error) {
+	var n int64
+	err := c.write(ctx, what, func(tx Tx) error {
+		var err error
+		n, err = changed(tx, query, args...)
+		return err
+	})
+	return n, err
+}
+
+// changeOne runs one statement in a write transaction of its own that
+// must change a row: when it changes none, the error is not_found naming
+// kind and id.
+func (c *Registry) changeOne(ctx context.Context, what, kind, id, query string, args ...any) error {
+	return c.write(ctx, what, func(tx Tx) error {
+		n, err := changed(tx, query, args...)
+		if err == nil && n == 0 {
+			return sessiondb.NotFound(kind, id)
+		}
+		return err
+	})
+}
+
 func (c *Registry) read(ctx context.Context, what string, fn func(Querier) error) error {
 	return c.b.Read(ctx, what, fn)
 }

@@ -56,16 +56,8 @@ func (c *Registry) AddDestination(ctx context.Context, n sessiondb.NewDestinatio
 
 // RemoveDestination implements sessiondb.DestinationService.
 func (c *Registry) RemoveDestination(ctx context.Context, agentGroupID, localName string) error {
-	return c.write(ctx, "remove destination", func(tx Tx) error {
-		res, err := tx.Exec("DELETE FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", agentGroupID, localName)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return sessiondb.NotFound("destination", agentGroupID+"/"+localName)
-		}
-		return nil
-	})
+	return c.changeOne(ctx, "remove destination", "destination", agentGroupID+"/"+localName,
+		"DELETE FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", agentGroupID, localName)
 }
 
 // ListDestinations implements sessiondb.DestinationService.

@@ -60,15 +60,6 @@ func (c *Registry) ListDropped(ctx context.Context, limit int) ([]sessiondb.Drop
 // written in TimestampFormat (by NanoClaw too), so text order is time
 // order and the index serves the comparison.
 func (c *Registry) PruneDropped(ctx context.Context, cutoff time.Time) (int, error) {
-	n := 0
-	err := c.write(ctx, "prune dropped messages", func(tx Tx) error {
-		res, err := tx.Exec("DELETE FROM unregistered_senders WHERE last_seen < ?", sessiondb.FormatTimestamp(cutoff))
-		if err != nil {
-			return err
-		}
-		m, _ := res.RowsAffected()
-		n = int(m)
-		return nil
-	})
-	return n, err
+	n, err := c.changeRows(ctx, "prune dropped messages", "DELETE FROM unregistered_senders WHERE last_seen < ?", sessiondb.FormatTimestamp(cutoff))
+	return int(n), err
 }

@@ -457,14 +457,5 @@ ignored_message_policy = ?, session_mode = ?, priority = ? WHERE id = ?`,
 
 // DeleteWiring implements sessiondb.WiringService.
 func (c *Registry) DeleteWiring(ctx context.Context, id string) error {
-	return c.write(ctx, "delete wiring", func(tx Tx) error {
-		res, err := tx.Exec("DELETE FROM messaging_group_agents WHERE id = ?", id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return sessiondb.NotFound("wiring", id)
-		}
-		return nil
-	})
+	return c.changeOne(ctx, "delete wiring", "wiring", id, "DELETE FROM messaging_group_agents WHERE id = ?", id)
 }

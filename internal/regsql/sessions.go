@@ -194,16 +194,7 @@ func (c *Registry) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessi
 // updateSession runs an UPDATE of one session by id (the last argument),
 // not_found when it changes nothing.
 func (c *Registry) updateSession(ctx context.Context, what, id, query string, args ...any) error {
-	return c.write(ctx, what, func(tx Tx) error {
-		res, err := tx.Exec(query, args...)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return sessiondb.NotFound("session", id)
-		}
-		return nil
-	})
+	return c.changeOne(ctx, what, "session", id, query, args...)
 }
 
 // TouchSession implements sessiondb.AgentSessionService.
@@ -224,17 +215,8 @@ func (c *Registry) SetContainerStatus(ctx context.Context, id string, st session
 
 // StopAllContainers implements sessiondb.AgentSessionService.
 func (c *Registry) StopAllContainers(ctx context.Context) (int, error) {
-	n := 0
-	err := c.write(ctx, "stop all containers", func(tx Tx) error {
-		res, err := tx.Exec("UPDATE sessions SET container_status = 'stopped' WHERE container_status IN ('running', 'idle')")
-		if err != nil {
-			return err
-		}
-		m, _ := res.RowsAffected()
-		n = int(m)
-		return nil
-	})
-	return n, err
+	n, err := c.changeRows(ctx, "stop all containers", "UPDATE sessions SET container_status = 'stopped' WHERE container_status IN ('running', 'idle')")
+	return int(n), err
 }
 
 // CloseSession implements sessiondb.AgentSessionService.

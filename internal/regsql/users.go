@@ -115,17 +115,7 @@ func (c *Registry) GrantRole(ctx context.Context, g sessiondb.NewRoleGrant) (boo
 
 // RevokeRole implements sessiondb.UserService.
 func (c *Registry) RevokeRole(ctx context.Context, userID string, role sessiondb.Role, agentGroupID string) (bool, error) {
-	revoked := false
-	err := c.write(ctx, "revoke role", func(tx Tx) error {
-		res, err := tx.Exec("DELETE FROM user_roles WHERE user_id = ? AND role = ? AND agent_group_id IS NOT DISTINCT FROM ?", userID, string(role), nullText(agentGroupID))
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		revoked = n > 0
-		return nil
-	})
-	return revoked, err
+	return c.deleteOne(ctx, "revoke role", "DELETE FROM user_roles WHERE user_id = ? AND role = ? AND agent_group_id IS NOT DISTINCT FROM ?", userID, string(role), nullText(agentGroupID))
 }
 
 // ListRoles implements sessiondb.UserService.
@@ -185,31 +175,17 @@ func (c *Registry) AddMember(ctx context.Context, userID, agentGroupID, addedBy 
 				return err
 			}
 		}
-		res, err := tx.Exec("INSERT INTO agent_group_members (user_id, agent_group_id, added_by, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+		n, err := changed(tx, "INSERT INTO agent_group_members (user_id, agent_group_id, added_by, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
 			userID, agentGroupID, nullText(addedBy), c.stamp())
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
 		added = n > 0
-		return nil
+		return err
 	})
 	return added, err
 }
 
 // RemoveMember implements sessiondb.UserService.
 func (c *Registry) RemoveMember(ctx context.Context, userID, agentGroupID string) (bool, error) {
-	removed := false
-	err := c.write(ctx, "remove member", func(tx Tx) error {
-		res, err := tx.Exec("DELETE FROM agent_group_members WHERE user_id = ? AND agent_group_id = ?", userID, agentGroupID)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		removed = n > 0
-		return nil
-	})
-	return removed, err
+	return c.deleteOne(ctx, "remove member", "DELETE FROM agent_group_members WHERE user_id = ? AND agent_group_id = ?", userID, agentGroupID)
 }
 
 const memberCols = "user_id, agent_group_id, added_by, added_at"
