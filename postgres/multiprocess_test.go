@@ -15,38 +15,15 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/pgtest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/postgres"
 )
 
-// Child processes are this test binary run again with helperRoleEnv set;
-// the role's arguments travel in helperArgsEnv, separated by helperArgsSep.
-const (
-	helperRoleEnv = "SESSIONDB_TEST_HELPER_ROLE"
-	helperArgsEnv = "SESSIONDB_TEST_HELPER_ARGS"
-	helperArgsSep = "\x1f"
-)
-
 // TestHelperProcess is not a test: it is the body of the child processes
-// of the multi-process test, selected by helperRoleEnv. Run directly it
-// returns at once.
+// of the multi-process test (testkit.ServeChild). Run directly it returns
+// at once.
 func TestHelperProcess(t *testing.T) {
-	role := os.Getenv(helperRoleEnv)
-	if role == "" {
-		return
-	}
-	args := strings.Split(os.Getenv(helperArgsEnv), helperArgsSep)
-	var err error
-	switch role {
-	case "load":
-		err = helperLoad(args)
-	default:
-		err = fmt.Errorf("unknown helper role %q", role)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "helper:", err)
-		os.Exit(3)
-	}
-	os.Exit(0)
+	testkit.ServeChild(map[string]func([]string) error{"load": helperLoad})
 }
 
 const (
@@ -147,8 +124,7 @@ func TestMultiProcessLoad(t *testing.T) {
 		if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "own-" + id, Source: "cli"}); err != nil {
 			t.Fatal(err)
 		}
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")}
-		c.cmd.Env = append(os.Environ(), helperRoleEnv+"=load", helperArgsEnv+"="+strings.Join([]string{url, s.Schema(), id}, helperArgsSep))
+		c := &child{cmd: testkit.ChildCommand("TestHelperProcess", "load", url, s.Schema(), id)}
 		c.cmd.Stderr = &c.err
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {

@@ -16,60 +16,30 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
-// Child processes are this test binary run again with helperRoleEnv set; the
-// role's arguments travel in helperArgsEnv, separated by helperArgsSep.
-const (
-	helperRoleEnv = "SESSIONDB_TEST_HELPER_ROLE"
-	helperArgsEnv = "SESSIONDB_TEST_HELPER_ARGS"
-	helperArgsSep = "\x1f"
-)
-
-// helperCmd returns a command that runs this test binary as a child in role.
+// helperCmd returns a command that runs this test binary as a child in
+// role (testkit.ChildCommand), served by TestHelperProcess.
 func helperCmd(t *testing.T, role string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperRoleEnv+"="+role, helperArgsEnv+"="+strings.Join(args, helperArgsSep))
-	return cmd
+	return testkit.ChildCommand("TestHelperProcess", role, args...)
 }
 
 // TestHelperProcess is not a test: it is the body of the child processes of
-// the multi-process and crash tests, selected by helperRoleEnv. Run directly
-// it returns at once.
+// the multi-process and crash tests. Run directly it returns at once.
 func TestHelperProcess(t *testing.T) {
-	role := os.Getenv(helperRoleEnv)
-	if role == "" {
-		return
-	}
-	args := strings.Split(os.Getenv(helperArgsEnv), helperArgsSep)
-	var err error
-	switch role {
-	case "append":
-		err = helperAppend(args)
-	case "crash":
-		err = helperCrash(args)
-	case "openpath":
-		err = helperOpenPath(args)
-	case "history-open":
-		err = helperHistoryOpen(args)
-	case "central-open":
-		err = helperCentralOpen(args)
-	case "subagents-open":
-		err = helperSubagentsOpen(args)
-	case "central-resolve":
-		err = helperCentralResolve(args)
-	case "subagents-complete":
-		err = helperSubagentsComplete(args)
-	default:
-		err = fmt.Errorf("unknown helper role %q", role)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "helper:", err)
-		os.Exit(3)
-	}
-	os.Exit(0)
+	testkit.ServeChild(map[string]func([]string) error{
+		"append":             helperAppend,
+		"crash":              helperCrash,
+		"openpath":           helperOpenPath,
+		"history-open":       helperHistoryOpen,
+		"central-open":       helperCentralOpen,
+		"subagents-open":     helperSubagentsOpen,
+		"central-resolve":    helperCentralResolve,
+		"subagents-complete": helperSubagentsComplete,
+	})
 }
 
 // helperAppend: args path, session id, count, start file. It opens the
