@@ -93,7 +93,10 @@ INSERT INTO messages_in (id, seq, kind, timestamp, platform_id, channel_type, co
 	}
 }
 
-func TestLookupSeq(t *testing.T) {
+// threadWithReply is a session whose inbound chat m1 (seq 2) came in thread
+// T1 and whose outbound o1 (seq 3) was delivered as platform message P-3.
+func threadWithReply(t *testing.T) (*fixture, *Agent) {
+	t.Helper()
 	f := newFixture(t)
 	a := f.openAgent()
 	m := chat("m1", "a")
@@ -103,6 +106,11 @@ func TestLookupSeq(t *testing.T) {
 	if _, err := f.host.Drain(ctxb, f.ref, &scripted{fn: func(OutboundRow) (string, error) { return "P-3", nil }}); err != nil {
 		t.Fatal(err)
 	}
+	return f, a
+}
+
+func TestLookupSeq(t *testing.T) {
+	f, a := threadWithReply(t)
 	f.send("o2", `{"text":"y"}`) // 5, not delivered
 	for _, c := range []struct {
 		seq  int64
@@ -157,15 +165,7 @@ func TestAgentReadsItsOwnRows(t *testing.T) {
 }
 
 func TestEditAndReactBySeq(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
-	m := chat("m1", "a")
-	m.Routing.ThreadID = "T1"
-	f.enqueue(m) // 2
-	f.send("o1", `{"text":"x"}`)
-	if _, err := f.host.Drain(ctxb, f.ref, &scripted{fn: func(OutboundRow) (string, error) { return "P-3", nil }}); err != nil {
-		t.Fatal(err)
-	}
+	f, a := threadWithReply(t)
 	e, err := a.Edit(ctxb, 3, "fixed")
 	if err != nil || e.Kind != KindChat || string(e.Content) != `{"operation":"edit","messageId":"P-3","text":"fixed"}` ||
 		e.Routing != (Routing{"slack", "C1", ""}) {
