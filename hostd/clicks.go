@@ -126,8 +126,8 @@ func (r *Router) answerQuestion(ctx context.Context, q sessiondb.PendingQuestion
 
 // mayDecide reports whether clicker may decide for agentGroupID: the
 // approver the card was sent to, or anyone with admin privilege over the
-// group.
-func (r *Router) mayDecide(ctx context.Context, clicker, approver, agentGroupID string) (bool, error) {
+// group. When not, the click's outcome is ClickUnauthorized.
+func (r *Router) mayDecide(ctx context.Context, clicker, approver, agentGroupID string, res *ClickResult) (bool, error) {
 	if approver != "" && clicker == approver {
 		return true, nil
 	}
@@ -135,7 +135,11 @@ func (r *Router) mayDecide(ctx context.Context, clicker, approver, agentGroupID 
 	if err != nil {
 		return false, err
 	}
-	return sessiondb.HasAdminPrivilege(u, agentGroupID), nil
+	if !sessiondb.HasAdminPrivilege(u, agentGroupID) {
+		res.Outcome = ClickUnauthorized
+		return false, nil
+	}
+	return true, nil
 }
 
 // decideAction resolves an action approval (spec A7.2 with its [IMP]s:
@@ -143,15 +147,11 @@ func (r *Router) mayDecide(ctx context.Context, clicker, approver, agentGroupID 
 // resolved stays as it is).
 func (r *Router) decideAction(ctx context.Context, a sessiondb.PendingApproval, value, clicker string, res *ClickResult) error {
 	res.SessionID = a.SessionID
-	ok, err := r.mayDecide(ctx, clicker, "", a.AgentGroupID)
-	if err != nil {
+	if ok, err := r.mayDecide(ctx, clicker, "", a.AgentGroupID, res); !ok || err != nil {
 		return err
 	}
-	if !ok {
-		res.Outcome = ClickUnauthorized
-		return nil
-	}
 	var s sessiondb.AgentSession
+	var err error
 	if a.SessionID != "" {
 		s, err = r.reg.GetAgentSession(ctx, a.SessionID)
 		if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
@@ -206,13 +206,8 @@ func (r *Router) decideAction(ctx context.Context, a sessiondb.PendingApproval, 
 // adds the sender as a member and routes the original event again; deny
 // forgets the request (a later message asks again).
 func (r *Router) decideSender(ctx context.Context, p sessiondb.PendingSenderApproval, value, clicker string, res *ClickResult) error {
-	ok, err := r.mayDecide(ctx, clicker, p.ApproverUserID, p.AgentGroupID)
-	if err != nil {
+	if ok, err := r.mayDecide(ctx, clicker, p.ApproverUserID, p.AgentGroupID, res); !ok || err != nil {
 		return err
-	}
-	if !ok {
-		res.Outcome = ClickUnauthorized
-		return nil
 	}
 	if value != sessiondb.ApprovalApprove {
 		_, err := r.reg.DeleteSenderApproval(ctx, p.ID)
@@ -243,13 +238,8 @@ func (r *Router) decideSender(ctx context.Context, p sessiondb.PendingSenderAppr
 // drops silently; choose_existing sends the approver a card listing every
 // agent group.
 func (r *Router) decideChannel(ctx context.Context, p sessiondb.PendingChannelApproval, value, clicker string, res *ClickResult) error {
-	ok, err := r.mayDecide(ctx, clicker, p.ApproverUserID, p.AgentGroupID)
-	if err != nil {
+	if ok, err := r.mayDecide(ctx, clicker, p.ApproverUserID, p.AgentGroupID, res); !ok || err != nil {
 		return err
-	}
-	if !ok {
-		res.Outcome = ClickUnauthorized
-		return nil
 	}
 	switch {
 	case value == sessiondb.ApprovalReject:
