@@ -148,6 +148,16 @@ func Schema(t testing.TB, url string) string {
 // connection to url, failing the test on error.
 func Exec(t testing.TB, url, sql string, args ...any) {
 	t.Helper()
+	onConn(t, url, sql, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sql, args...)
+		return err
+	})
+}
+
+// onConn runs fn on a connection of its own to url, within a minute,
+// failing the test when it cannot connect or fn fails (sql names the work).
+func onConn(t testing.TB, url, sql string, fn func(context.Context, *pgx.Conn) error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -155,7 +165,7 @@ func Exec(t testing.TB, url, sql string, args ...any) {
 		t.Fatalf("pgtest: connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+	if err := fn(ctx, conn); err != nil {
 		t.Fatalf("pgtest: %s: %v", sql, err)
 	}
 }
@@ -173,16 +183,9 @@ func WithSearchPath(url, schema string) string {
 // Count runs a query returning one integer on its own connection to url.
 func Count(t testing.TB, url, sql string, args ...any) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
-	}
-	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-		t.Fatalf("pgtest: %s: %v", sql, err)
-	}
+	onConn(t, url, sql, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, sql, args...).Scan(&n)
+	})
 	return n
 }
