@@ -95,34 +95,13 @@ func (s *Store) UpdateTokenCounts(ctx context.Context, id string, u sessiondb.To
 	if err := u.Validate(); err != nil {
 		return sessiondb.Wrap("", err, "update token counts of %s", id)
 	}
-	var q string
-	if u.Absolute {
-		q = `UPDATE sessions SET
-    input_tokens = $1, output_tokens = $2, cache_read_tokens = $3, cache_write_tokens = $4, reasoning_tokens = $5,
-    estimated_cost_usd = COALESCE($6::double precision, 0),
-    actual_cost_usd = COALESCE($7::double precision, actual_cost_usd),`
-	} else {
-		q = `UPDATE sessions SET
-    input_tokens = COALESCE(input_tokens, 0) + $1,
-    output_tokens = COALESCE(output_tokens, 0) + $2,
-    cache_read_tokens = COALESCE(cache_read_tokens, 0) + $3,
-    cache_write_tokens = COALESCE(cache_write_tokens, 0) + $4,
-    reasoning_tokens = COALESCE(reasoning_tokens, 0) + $5,
-    estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + COALESCE($6::double precision, 0),
-    actual_cost_usd = CASE WHEN $7::double precision IS NULL THEN actual_cost_usd ELSE COALESCE(actual_cost_usd, 0) + $7 END,`
-	}
-	q += `
-    cost_status = COALESCE($8, cost_status),
-    cost_source = COALESCE($9, cost_source),
-    pricing_version = COALESCE($10, pricing_version),
-    billing_provider = COALESCE(billing_provider, $11),
-    billing_base_url = COALESCE(billing_base_url, $12),
-    billing_mode = COALESCE(billing_mode, $13),
-    model = COALESCE(model, $14)
-WHERE id = $15`
-	return s.exec(ctx, "update token counts of "+id, q, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning,
-		u.EstimatedCostUSD, u.ActualCostUSD, u.CostStatus, u.CostSource, u.PricingVersion,
-		u.BillingProvider, u.BillingBaseURL, u.BillingMode, u.Model, id)
+	q, args := u.Statement(id, func(n int, cost bool) string {
+		if cost {
+			return "$" + itoa(n) + "::double precision"
+		}
+		return "$" + itoa(n)
+	})
+	return s.exec(ctx, "update token counts of "+id, q, args...)
 }
 
 // GetSession returns every v6 column of the session; missing is not_found.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -110,49 +111,15 @@ func optStr(p *string) any {
 	return *p
 }
 
-func optFloat(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 // UpdateTokenCounts applies u to the session (see sessiondb.TokenUpdate).
 // Unknown ids are a silent no-op. NaN or infinite costs are invalid.
 func (s *Store) UpdateTokenCounts(ctx context.Context, id string, u sessiondb.TokenUpdate) error {
 	if err := u.Validate(); err != nil {
 		return sessiondb.Wrap("", err, "update token counts of %s", id)
 	}
-	var q string
-	if u.Absolute {
-		q = `UPDATE sessions SET
-    input_tokens = ?1, output_tokens = ?2, cache_read_tokens = ?3, cache_write_tokens = ?4, reasoning_tokens = ?5,
-    estimated_cost_usd = COALESCE(?6, 0),
-    actual_cost_usd = COALESCE(?7, actual_cost_usd),`
-	} else {
-		q = `UPDATE sessions SET
-    input_tokens = COALESCE(input_tokens, 0) + ?1,
-    output_tokens = COALESCE(output_tokens, 0) + ?2,
-    cache_read_tokens = COALESCE(cache_read_tokens, 0) + ?3,
-    cache_write_tokens = COALESCE(cache_write_tokens, 0) + ?4,
-    reasoning_tokens = COALESCE(reasoning_tokens, 0) + ?5,
-    estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + COALESCE(?6, 0),
-    actual_cost_usd = CASE WHEN ?7 IS NULL THEN actual_cost_usd ELSE COALESCE(actual_cost_usd, 0) + ?7 END,`
-	}
-	q += `
-    cost_status = COALESCE(?8, cost_status),
-    cost_source = COALESCE(?9, cost_source),
-    pricing_version = COALESCE(?10, pricing_version),
-    billing_provider = COALESCE(billing_provider, ?11),
-    billing_base_url = COALESCE(billing_base_url, ?12),
-    billing_mode = COALESCE(billing_mode, ?13),
-    model = COALESCE(model, ?14)
-WHERE id = ?15`
+	q, args := u.Statement(id, func(n int, _ bool) string { return "?" + strconv.Itoa(n) })
 	return s.write(ctx, "update token counts of "+id, func(tx *sqlitedb.Tx) error {
-		_, err := tx.Exec(q, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning,
-			optFloat(u.EstimatedCostUSD), optFloat(u.ActualCostUSD),
-			optStr(u.CostStatus), optStr(u.CostSource), optStr(u.PricingVersion),
-			optStr(u.BillingProvider), optStr(u.BillingBaseURL), optStr(u.BillingMode), optStr(u.Model), id)
+		_, err := tx.Exec(q, args...)
 		return err
 	})
 }
