@@ -38,17 +38,24 @@ func sessionQuery(p *params) sessiondb.SessionQuery {
 
 // listSessions: GET /api/v1/sessions → {"sessions":[...],"next":"cursor"}.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
-	p := paramsOf(r.URL.Query())
-	q := sessionQuery(p)
-	if p.err != nil {
-		return p.err
-	}
-	page, err := s.cfg.History.ListSessions(r.Context(), q)
+	_, _, page, err := s.sessionPage(r)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
+}
+
+// sessionPage lists the page of sessions r's parameters select
+// (sessionQuery), for the API and the UI alike.
+func (s *Server) sessionPage(r *http.Request) (*params, sessiondb.SessionQuery, *sessiondb.SessionPage, error) {
+	p := paramsOf(r.URL.Query())
+	q := sessionQuery(p)
+	if p.err != nil {
+		return nil, q, nil, p.err
+	}
+	page, err := s.cfg.History.ListSessions(r.Context(), q)
+	return p, q, page, err
 }
 
 // getSession: GET /api/v1/sessions/{id} → the session row with its

@@ -49,12 +49,7 @@ type sortColumn struct {
 // keyset cursor (sessionQuery), so a link to a page of the UI and a
 // request to /api/v1/sessions select the same rows.
 func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
-	p := paramsOf(r.URL.Query())
-	q := sessionQuery(p)
-	if p.err != nil {
-		return p.err
-	}
-	page, err := s.cfg.History.ListSessions(r.Context(), q)
+	p, q, page, err := s.sessionPage(r)
 	if err != nil {
 		return err
 	}
