@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
@@ -49,12 +51,23 @@ func TestFreshFileOpenedTogether(t *testing.T) {
 			}
 		}
 		s := openStore(t, path)
+		var want []string
 		for h := 0; h < handles; h++ {
 			if _, err := s.GetSession(ctx, fmt.Sprintf("s%d", h)); err != nil {
 				t.Fatalf("round %d: session s%d: %v", round, h, err)
 			}
+			want = append(want, fmt.Sprintf("s%d", h))
 		}
 		s.Close()
+		// The last-activity table was made once, whole, and kept every
+		// handle's session.
+		var got []string
+		for _, r := range sqlitetest.QueryFile(t, path, "SELECT session_id FROM sessiondb_last_active ORDER BY session_id") {
+			got = append(got, r[0].(string))
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: sessiondb_last_active holds %v, want %v", round, got, want)
+		}
 	}
 }
 

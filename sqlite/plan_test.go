@@ -70,6 +70,10 @@ func TestReadPlansUseIndexes(t *testing.T) {
 	after.After = after.NextCursor(5, "x")
 	srcAfter := sessiondb.SessionQuery{Source: "cli"}
 	srcAfter.After = srcAfter.NextCursor(5, "x")
+	activeAfter := sessiondb.SessionQuery{Sort: sessiondb.SortLastActive}
+	activeAfter.After = activeAfter.NextCursor(5, "x")
+	activeSrcAfter := sessiondb.SessionQuery{Sort: sessiondb.SortLastActive, Source: "cli"}
+	activeSrcAfter.After = activeSrcAfter.NextCursor(5, "x")
 	type rule struct {
 		forbid  []string // no plan line may contain these
 		require string   // some plan line must contain this
@@ -104,6 +108,14 @@ func TestReadPlansUseIndexes(t *testing.T) {
 			rule{forbid: listing.forbid, require: "(started_at,id)<(?,?)"}},
 		{"keyset listing of a source, a later page", func() error { _, err := s.ListSessions(ctx, srcAfter); return err },
 			rule{forbid: listing.forbid, require: "source=? AND parent_session_id=? AND (started_at,id)<(?,?)"}},
+		{"last-activity listing", func() error {
+			_, err := s.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortLastActive})
+			return err
+		}, rule{forbid: append(listing.forbid, "SCAN a"), require: "SEARCH a USING COVERING INDEX sessiondb_last_active_roots (parent_session_id=?)"}},
+		{"last-activity listing, a later page", func() error { _, err := s.ListSessions(ctx, activeAfter); return err },
+			rule{forbid: append(listing.forbid, "SCAN a"), require: "SEARCH a USING COVERING INDEX sessiondb_last_active_roots (parent_session_id=? AND (last_active,session_id)<(?,?))"}},
+		{"last-activity listing of a source, a later page", func() error { _, err := s.ListSessions(ctx, activeSrcAfter); return err },
+			rule{forbid: append(listing.forbid, "SCAN a"), require: "SEARCH a USING COVERING INDEX sessiondb_last_active_source_roots (source=? AND parent_session_id=? AND (last_active,session_id)<(?,?))"}},
 		{"whole session", func() error { _, err := s.GetMessages(ctx, "long"); return err }, seekOnly},
 		{"search context", func() error { _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); return err },
 			rule{forbid: []string{"SCAN m", "SCAN messages"}, require: "p USING COVERING INDEX idx_messages_session_id (session_id=? AND id<?)"}},

@@ -20,6 +20,8 @@ type queries struct {
 	// archived is the expression of a session's archived flag (a newer
 	// Hermes' column), alias s; "" when the file has no such column.
 	archived string
+	// lastActive: listings by last activity read sessiondb_last_active.
+	lastActive bool
 }
 
 func selectList(alias string, cols []column, have map[string]bool, override map[string]string) string {
@@ -47,6 +49,7 @@ func buildQueries(si *schemaInfo) queries {
 	}
 	q.sessSel = selectList("s", sessionColumns, si.sessCols, override)
 	q.msgSel = selectList("m", messageColumns, si.msgCols, nil)
+	q.lastActive = si.usesLastActive()
 	if si.sessCols["archived"] {
 		q.archived = "COALESCE(s.archived, 0) <> 0"
 	}

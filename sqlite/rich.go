@@ -180,14 +180,22 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 		return nil, sessiondb.Wrap("", err, "list sessions")
 	}
 	cur, _ := q.Cursor()
+	// By last activity the page is cut from sessiondb_last_active (alias a)
+	// where the file has it: its indexes hold the key with the columns the
+	// listing filters on most (parent, source), so a page is a seek there
+	// and a primary-key lookup of each of its sessions.
+	from, key, id, keyed := "sessions s", s.sortKey(q.SortOrDefault()), "s.id", "s"
+	if q.SortOrDefault() == sessiondb.SortLastActive && s.q.lastActive {
+		from, key, id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
+	}
 	var where []string
 	var args []any
 	switch {
 	case q.ParentID != "":
-		where = append(where, "s.parent_session_id = ?")
+		where = append(where, keyed+".parent_session_id = ?")
 		args = append(args, q.ParentID)
 	case !q.IncludeChildren:
-		where = append(where, "s.parent_session_id IS NULL")
+		where = append(where, keyed+".parent_session_id IS NULL")
 	}
 	if s.q.archived != "" && !q.IncludeArchived {
 		where = append(where, "NOT "+s.q.archived)
@@ -200,7 +208,11 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 			where = append(where, "0")
 			continue
 		}
-		where = append(where, "s."+f.col+" = ?")
+		alias := "s"
+		if f.col == "source" {
+			alias = keyed
+		}
+		where = append(where, alias+"."+f.col+" = ?")
 		args = append(args, f.v)
 	}
 	if q.StartedFrom != 0 {
@@ -223,7 +235,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	if q.Ascending {
 		dir, cmp = "ASC", ">"
 	}
-	inner := "SELECT s.rowid AS rid, s.id AS id, " + s.sortKey(q.SortOrDefault()) + " AS k FROM sessions s"
+	inner := "SELECT s.rowid AS rid, " + id + " AS id, " + key + " AS k FROM " + from
 	if len(where) > 0 {
 		inner += " WHERE " + strings.Join(where, " AND ")
 	}

@@ -185,17 +185,22 @@ func (si *schemaInfo) needsReadIndexes() bool {
 			return true
 		}
 	}
-	return false
+	return si.wantsLastActive() && !si.hasLastActive()
 }
 
-// addReadIndexes creates the missing readIndexes inside tx.
+// addReadIndexes creates the missing readIndexes and the last-activity
+// table inside tx.
 func addReadIndexes(tx txRunner) error {
 	for _, ix := range readIndexes {
 		if err := tx.ExecScript(ix.ddl); err != nil {
 			return sqlitedb.Wrap(err, "create index %s", ix.name)
 		}
 	}
-	return nil
+	si, err := inspect(tx.Context(), tx)
+	if err != nil {
+		return sqlitedb.Wrap(err, "inspect schema")
+	}
+	return addLastActive(tx, si)
 }
 
 // schemaInfo is what Open learned about the file: which tables and columns
@@ -206,6 +211,7 @@ type schemaInfo struct {
 	hasVersion bool // a version row exists
 	tables     map[string]bool
 	indexes    map[string]bool
+	triggers   map[string]bool
 	sessCols   map[string]bool
 	msgCols    map[string]bool
 	msgOrder   []string          // messages columns in table order
@@ -249,8 +255,8 @@ func (si *schemaInfo) fresh() bool {
 // inspect reads the file's schema through q: the reader pool before any
 // lock, and again inside the migration transaction.
 func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
-	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, colTypes: map[string]string{}}
-	err := sqlitedb.Each(ctx, q, "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index', 'view')", nil, func(r sqlitedb.Row) error {
+	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, triggers: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, colTypes: map[string]string{}}
+	err := sqlitedb.Each(ctx, q, "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')", nil, func(r sqlitedb.Row) error {
 		var typ, name string
 		var text sql.NullString
 		if err := r.Scan(&typ, &name, &text); err != nil {
@@ -262,9 +268,12 @@ func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 		case "sessiondb_fts_trigram_src":
 			si.trigramView = text.String
 		}
-		if typ == "index" {
+		switch typ {
+		case "index":
 			si.indexes[name] = true
-		} else {
+		case "trigger":
+			si.triggers[name] = true
+		default:
 			si.tables[name] = true
 		}
 		return nil

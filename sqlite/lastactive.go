@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"strings"
+
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// lastActiveTable holds each session's last activity (sessiondb.
+// SortLastActive: the newest message's timestamp, started_at for a session
+// without one) with the columns the listings filter on, so a page by last
+// activity is a seek of its indexes instead of a MAX over every session's
+// messages (docs/benchmarks.md, the growth benchmark). Triggers keep it in
+// the transaction of every write to sessions and messages, Hermes' own
+// writes included: their bodies use only v6 columns and statements every
+// SQLite Hermes runs knows (no UPSERT), and never conflict (a row is
+// deleted before it is inserted, so even an outer INSERT OR ABORT, whose
+// policy SQLite hands down to trigger bodies, cannot make them fail). A v6
+// reader does not know the table and needs not.
+const lastActiveTable = "sessiondb_last_active"
+
+// lastActiveOf is the last activity of the session whose id is the SQL
+// expression id: the definition the listing computes without the table
+// (sortKey), read through the (session_id, timestamp) index in one seek.
+func lastActiveOf(id, startedAt string) string {
+	return "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = " + id + "), " + startedAt + ")"
+}
+
+// lastActiveRecompute sets the last activity of the table's rows that
+// where selects, from messages and the session's started_at.
+func lastActiveRecompute(where string) string {
+	return "UPDATE " + lastActiveTable + " SET last_active = " +
+		lastActiveOf(lastActiveTable+".session_id", "(SELECT s.started_at FROM sessions s WHERE s.id = "+lastActiveTable+".session_id)") +
+		" WHERE " + where + ";"
+}
+
+// lastActiveInsert (re)writes the row of the session new.
+const lastActiveInsert = "DELETE FROM " + lastActiveTable + " WHERE session_id = new.id;\n    INSERT INTO " + lastActiveTable +
+	" (session_id, parent_session_id, source, last_active) VALUES (new.id, new.parent_session_id, new.source, "
+
+// lastActiveObjects are the table, its indexes and its triggers, by name,
+// with their DDL. The indexes follow the listings' keyset order (last
+// activity, then id, newest first) for top-level sessions of every source
+// or of one, as sessiondb_sessions_roots and sessiondb_sessions_source_roots
+// do for started_at.
+var lastActiveObjects = []struct{ name, ddl string }{
+	{lastActiveTable, `CREATE TABLE IF NOT EXISTS ` + lastActiveTable + ` (
+    session_id TEXT PRIMARY KEY,
+    parent_session_id TEXT,
+    source TEXT,
+    last_active REAL
+)`},
+	{"sessiondb_last_active_roots", "CREATE INDEX IF NOT EXISTS sessiondb_last_active_roots ON " + lastActiveTable + "(parent_session_id, last_active DESC, session_id DESC)"},
+	{"sessiondb_last_active_source_roots", "CREATE INDEX IF NOT EXISTS sessiondb_last_active_source_roots ON " + lastActiveTable + "(source, parent_session_id, last_active DESC, session_id DESC)"},
+	{"sessiondb_last_active_message_insert", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_insert AFTER INSERT ON messages BEGIN
+    ` + lastActiveRecompute("session_id = new.session_id") + `
+END`},
+	{"sessiondb_last_active_message_delete", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_delete AFTER DELETE ON messages BEGIN
+    ` + lastActiveRecompute("session_id = old.session_id") + `
+END`},
+	{"sessiondb_last_active_message_update", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_update AFTER UPDATE OF session_id, timestamp ON messages BEGIN
+    ` + lastActiveRecompute("session_id IN (old.session_id, new.session_id)") + `
+END`},
+	{"sessiondb_last_active_session_insert", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_session_insert AFTER INSERT ON sessions BEGIN
+    ` + lastActiveInsert + lastActiveOf("new.id", "new.started_at") + `);
+END`},
+	{"sessiondb_last_active_session_update", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_session_update AFTER UPDATE OF id, parent_session_id, source, started_at ON sessions BEGIN
+    DELETE FROM ` + lastActiveTable + ` WHERE session_id = old.id;
+    ` + lastActiveInsert + lastActiveOf("new.id", "new.started_at") + `);
+END`},
+	{"sessiondb_last_active_session_delete", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_session_delete AFTER DELETE ON sessions BEGIN
+    DELETE FROM ` + lastActiveTable + ` WHERE session_id = old.id;
+END`},
+}
+
+// lastActiveBackfill fills the new table from every session.
+const lastActiveBackfill = "INSERT INTO " + lastActiveTable + " (session_id, parent_session_id, source, last_active) SELECT s.id, s.parent_session_id, s.source, " +
+	"COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at) FROM sessions s"
+
+// wantsLastActive reports whether the file's last activity is the one the
+// table keeps: every message counts. A newer Hermes' file (whose rewound
+// messages do not count, and which we never change) or a file with its
+// visibility columns keeps the computed query.
+func (si *schemaInfo) wantsLastActive() bool {
+	return !si.newer() && !si.msgCols["active"]
+}
+
+// hasLastActive reports whether the file has the whole table: the table,
+// its indexes and every trigger that keeps it.
+func (si *schemaInfo) hasLastActive() bool {
+	for _, o := range lastActiveObjects {
+		if !si.tables[o.name] && !si.indexes[o.name] && !si.triggers[o.name] {
+			return false
+		}
+	}
+	return true
+}
+
+// usesLastActive reports whether listings by last activity may read the
+// table.
+func (si *schemaInfo) usesLastActive() bool { return si.wantsLastActive() && si.hasLastActive() }
+
+// addLastActive creates and fills the table in tx when the file wants it
+// and lacks any part of it; si is the schema read inside tx, so of two
+// processes opening the file at once the second finds it made. A partial
+// table (a trigger someone dropped) is made again whole, since its rows
+// may be stale.
+func addLastActive(tx txRunner, si *schemaInfo) error {
+	if !si.wantsLastActive() || si.hasLastActive() {
+		return nil
+	}
+	var drop []string
+	for _, o := range lastActiveObjects {
+		if strings.HasPrefix(o.ddl, "CREATE TRIGGER") {
+			drop = append(drop, "DROP TRIGGER IF EXISTS "+o.name+";")
+		}
+	}
+	drop = append(drop, "DROP TABLE IF EXISTS "+lastActiveTable+";")
+	if err := tx.ExecScript(strings.Join(drop, "\n")); err != nil {
+		return sqlitedb.Wrap(err, "drop the partial %s", lastActiveTable)
+	}
+	for _, o := range lastActiveObjects {
+		if err := tx.ExecScript(o.ddl); err != nil {
+			return sqlitedb.Wrap(err, "create %s", o.name)
+		}
+	}
+	if _, err := tx.Exec(lastActiveBackfill); err != nil {
+		return sqlitedb.Wrap(err, "fill %s", lastActiveTable)
+	}
+	return nil
+}
