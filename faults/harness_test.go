@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessiondb/sessiondb/internal/pgtest"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // binary is the sessiondb executable TestMain built for this run, with the
@@ -24,11 +25,10 @@ import (
 var binary string
 
 // TestMain builds cmd/sessiondb once for every test of the package. Run as
-// a child role (see childRoles), the test binary plays that role instead.
+// a child (see child), the test binary plays that role instead and exits
+// before building anything.
 func TestMain(m *testing.M) {
-	if role := os.Getenv(childRoleEnv); role != "" {
-		os.Exit(runChildRole(role, os.Args[1:]))
-	}
+	testkit.ServeChild(childRoles)
 	dir, err := os.MkdirTemp("", "sessiondb-faults-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
@@ -363,28 +363,15 @@ func (s snapshot) differences(now snapshot) []string {
 	return out
 }
 
-// childRoleEnv names the role a child copy of the test binary plays; its
-// arguments follow the binary's name.
-const childRoleEnv = "SESSIONDB_FAULTS_CHILD"
-
-// childRoles are what a child copy of this test binary can do, by name;
-// each gets the child's arguments and returns its exit status.
-var childRoles = map[string]func(args []string) int{}
-
-func runChildRole(role string, args []string) int {
-	f, ok := childRoles[role]
-	if !ok {
-		fmt.Fprintln(os.Stderr, "faults: unknown child role", role)
-		return 3
-	}
-	return f(args)
-}
+// childRoles are what a child copy of this test binary can do, by name
+// (testkit.ServeChild, called first thing in TestMain).
+var childRoles = map[string]func(args []string) error{}
 
 // child returns a command running this test binary as role with args.
+// TestMain serves it, so the child never reaches a test: "TestMain" only
+// names the server.
 func child(role string, args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), childRoleEnv+"="+role)
-	return cmd
+	return testkit.ChildCommand("TestMain", role, args...)
 }
 
 // runCmd runs cmd (made by command, perhaps wrapped) to completion with its

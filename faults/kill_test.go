@@ -25,29 +25,25 @@ func init() { childRoles["appender"] = appender }
 // id. It creates the session, then appends "<session> payload <n>" for n =
 // 1, 2, ... until killed, printing "<message id> <n>" once each append has
 // returned: the acknowledgement the parent holds the store to.
-func appender(args []string) int {
+func appender(args []string) error {
 	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "appender: want path and session id")
-		return 3
+		return fmt.Errorf("appender: want path and session id, got %q", args)
 	}
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, args[0], sqlite.Options{})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "appender:", err)
-		return 1
+		return fmt.Errorf("appender: %w", err)
 	}
 	sid := args[1]
 	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: sid, Source: "faults"}); err != nil {
-		fmt.Fprintln(os.Stderr, "appender:", err)
-		return 1
+		return fmt.Errorf("appender: %w", err)
 	}
 	out := bufio.NewWriter(os.Stdout)
 	for n := 1; ; n++ {
 		c := fmt.Sprintf("%s payload %d", sid, n)
 		id, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: sid, Role: "user", Content: &c})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "appender:", err)
-			return 1
+			return fmt.Errorf("appender: %w", err)
 		}
 		fmt.Fprintf(out, "%d %d\n", id, n)
 		out.Flush()
