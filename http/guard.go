@@ -107,8 +107,8 @@ func (s *Server) tokenMatches(t string) bool {
 	if s.cfg.Token == "" {
 		return false
 	}
-	a, b := sha256.Sum256([]byte(t)), sha256.Sum256([]byte(s.cfg.Token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+	a := sha256.Sum256([]byte(t))
+	return subtle.ConstantTimeCompare(a[:], s.tokenSum[:]) == 1
 }
 
 // loopbackHost reports whether a Host header names this machine's loopback:
