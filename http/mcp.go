@@ -167,11 +167,9 @@ func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput
 		if s.Model != nil {
 			m.Model = *s.Model
 		}
-		switch {
-		case s.ActualCostUSD != nil:
-			m.CostUSD = s.ActualCostUSD
-		case s.EstimatedCostUSD != nil:
-			m.CostUSD = s.EstimatedCostUSD
+		if s.ActualCostUSD != nil || s.EstimatedCostUSD != nil {
+			c := sessionCost(&s.Session)
+			m.CostUSD = &c
 		}
 		out.Sessions = append(out.Sessions, m)
 	}

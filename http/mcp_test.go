@@ -2,11 +2,13 @@ package http_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
 )
 
@@ -129,5 +131,35 @@ func checkMCPTools(t *testing.T, cs *mcp.ClientSession) {
 		if !res.IsError || !strings.Contains(string(b), c.want) {
 			t.Errorf("%s %v: IsError %v, content %s", c.tool, c.args, res.IsError, b)
 		}
+	}
+}
+
+// TestMCPListCost: a listed session's cost is the provider's actual
+// figure when there is one, else the estimate, and absent when neither
+// is known (not a cost of 0).
+func TestMCPListCost(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.session("est", "cli", "gpt")
+	f.session("act", "cli", "gpt")
+	f.session("none", "cli", "gpt")
+	f.st.UpdateTokenCounts(ctxb, "est", sessiondb.TokenUpdate{Input: 1, EstimatedCostUSD: ptr(0.25)})
+	f.st.UpdateTokenCounts(ctxb, "act", sessiondb.TokenUpdate{Input: 1, EstimatedCostUSD: ptr(0.5), ActualCostUSD: ptr(0.75)})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctxb,
+		&mcp.StreamableClientTransport{Endpoint: f.ts.URL + "/mcp", HTTPClient: f.ts.Client()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var list sdbhttp.ListOutput
+	mcpCall(t, cs, "list_sessions", map[string]any{}, &list)
+	got := map[string]string{}
+	for _, s := range list.Sessions {
+		got[s.ID] = "nil"
+		if s.CostUSD != nil {
+			got[s.ID] = strconv.FormatFloat(*s.CostUSD, 'f', -1, 64)
+		}
+	}
+	if got["est"] != "0.25" || got["act"] != "0.75" || got["none"] != "nil" || len(got) != 3 {
+		t.Fatalf("costs %v, want est 0.25, act 0.75 (actual over estimate), none nil", got)
 	}
 }
