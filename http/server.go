@@ -85,7 +85,7 @@ type Server struct {
 	// caches (ui.go).
 	ui uiState
 
-	// loopbackOnly is set by Serve from its listener: a server on a
+	// openReads is set by Serve from its listener: a server on a
 	// loopback address serves reads without the token.
 	mu         sync.Mutex
 	openReads  bool
