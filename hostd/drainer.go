@@ -166,9 +166,11 @@ func (d *drainer) plan(refs []mailbox.SessionRef, running map[mailbox.SessionRef
 			continue
 		}
 		// A requeue in another process left its mark: drain now, not at
-		// the next full sweep.
-		requeued := filesig.Of(filepath.Join(dir, mailbox.RequeueMarkFile)).Found()
-		if full || changed || run || due || retryAfterBackoff || requeued {
+		// the next full sweep. The mark is looked for only when nothing
+		// else drains the session (the drain itself takes it), sparing the
+		// stat on the sessions that drain anyway.
+		if full || changed || run || due || retryAfterBackoff ||
+			filesig.Of(filepath.Join(dir, mailbox.RequeueMarkFile)).Found() {
 			drain = append(drain, ref)
 		}
 	}
