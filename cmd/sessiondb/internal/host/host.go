@@ -260,27 +260,15 @@ func (g *group) runCentral(ctx context.Context, central, listen string, lease ho
 	if listen == "" {
 		listen = filepath.Join(h.Layout().Root, hostd.DefaultSocketName)
 	}
-	var served chan error
-	sctx, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	if listen != "off" {
-		l, err := hostd.Listen(listen)
-		if err != nil {
-			return err
-		}
-		served = make(chan error, 1)
-		go func() { served <- hostd.ServeHandler(sctx, l, hostMux(r, metrics), 10*time.Second) }()
+	if listen == "off" {
+		started()
+		return d.Run(ctx)
+	}
+	return g.serveWhileRunning(ctx, listen, hostMux(r, metrics), log, func() error {
 		log.Info("router: serving events", "listen", listen)
-	}
-	started()
-	err = d.Run(ctx)
-	stopServing()
-	if served != nil {
-		if serr := <-served; err == nil {
-			err = serr
-		}
-	}
-	return err
+		started()
+		return d.Run(ctx)
+	})
 }
 
 // redactSpec names a --deliver or --wake value for the log without what
