@@ -132,7 +132,7 @@ SELECT ins.id FROM ins, LATERAL (SELECT pg_notify($15, $1)) n`
 // runOne writes a lone append with appendOneSQL.
 func (a *appender) runOne(ctx context.Context, r *appendReq) {
 	args := append(append([]any{r.sessionID}, r.args...), r.toolCalls, a.s.channel())
-	r.err = a.s.retry(ctx, "append messages", func() error {
+	r.err = a.s.retry(ctx, "append messages", nil, func() error {
 		return a.s.pool.QueryRow(ctx, appendOneSQL, args...).Scan(&r.id)
 	})
 	if sqlState(r.err) == pgForeignKeyViolation {

@@ -79,14 +79,19 @@ const uniqueRetries = 3
 // violates the key. Run again, fn finds the row the first committed, as
 // it would have had the two come one after the other (on SQLite they do).
 // A key that really is taken fails the same way every time and is
-// reported as the conflict it is.
+// reported as the conflict it is. The history store's writes do not
+// rerun on a violated key: there it is the conflict to report (a title
+// another session holds).
 func (b registryBackend) Write(ctx context.Context, what string, fn func(regsql.Tx) error) error {
-	for attempt := 1; ; attempt++ {
-		err := b.c.write(ctx, what, func(tx pgx.Tx) error { return fn(&ctxTx{ctx: ctx, tx: tx}) })
-		if err == nil || attempt > uniqueRetries || sqlState(err) != pgUniqueViolation || ctx.Err() != nil {
-			return err
+	reruns := 0
+	lostInsertRace := func(err error) bool {
+		if sqlState(err) != pgUniqueViolation || reruns == uniqueRetries {
+			return false
 		}
+		reruns++
+		return true
 	}
+	return b.c.writeRerun(ctx, what, lostInsertRace, func(tx pgx.Tx) error { return fn(&ctxTx{ctx: ctx, tx: tx}) })
 }
 
 func (b registryBackend) Code(err error) string { return Code(err) }

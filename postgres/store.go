@@ -325,16 +325,24 @@ func retryable(err error) bool {
 // store refuses with invalid. Errors are classified with Code; what names
 // the operation.
 func (s *conn) write(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+	return s.writeRerun(ctx, what, nil, fn)
+}
+
+// writeRerun is write that also runs the transaction again, at once,
+// while rerun (when not nil) says the failure was a race another
+// transaction has already settled by committing.
+func (s *conn) writeRerun(ctx context.Context, what string, rerun func(error) bool, fn func(tx pgx.Tx) error) error {
 	if s.readOnly {
 		return sessiondb.Errorf(sessiondb.EINVALID, "%s: store opened read-only", what)
 	}
-	return s.retry(ctx, what, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+	return s.retry(ctx, what, rerun, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
 }
 
 // retry runs fn, a write in a transaction of its own (one statement, or
 // a whole transaction), again while it loses a serialization or deadlock
-// race, as write does.
-func (s *conn) retry(ctx context.Context, what string, fn func() error) error {
+// race, as write does, and at once, with no pause, while rerun (when not
+// nil) accepts the error: the one loop every write's reruns go through.
+func (s *conn) retry(ctx context.Context, what string, rerun func(error) bool, fn func() error) error {
 	start := time.Now()
 	deadline := start.Add(s.budget)
 	for attempt := 1; ; attempt++ {
@@ -342,7 +350,13 @@ func (s *conn) retry(ctx context.Context, what string, fn func() error) error {
 		if err == nil {
 			return nil
 		}
-		if !retryable(err) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return s.classify(err, "%s", what)
+		}
+		if rerun != nil && rerun(err) {
+			continue
+		}
+		if !retryable(err) {
 			return s.classify(err, "%s", what)
 		}
 		pause := jitter(time.Since(start))
