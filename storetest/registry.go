@@ -61,17 +61,26 @@ type renv struct {
 
 func newRenv(t *testing.T, h RegistryHarness) *renv {
 	t.Helper()
+	r, c := openOnClock(t, "RegistryHarness.Open", h.Open)
+	return &renv{t: t, ctx: context.Background(), clock: c, r: r, h: h}
+}
+
+// openOnClock opens a fresh store with open (what names it) on a clock at
+// Epoch, closed, its error reported, when t ends: where the registry's and
+// the subagent store's environments start.
+func openOnClock[S interface{ Close() error }](t *testing.T, what string, open func(*testing.T, sessiondb.Clock) S) (S, *testkit.Clock) {
+	t.Helper()
 	c := testkit.NewClock(Epoch)
-	r := h.Open(t, c.Now)
-	if r == nil {
-		t.Fatal("RegistryHarness.Open returned nil")
+	s := open(t, c.Now)
+	if any(s) == nil {
+		t.Fatal(what + " returned nil")
 	}
 	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
+		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &renv{t: t, ctx: context.Background(), clock: c, r: r, h: h}
+	return s, c
 }
 
 // reopen returns a second handle on e's registry on the same clock.

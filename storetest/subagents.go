@@ -46,16 +46,7 @@ type senv struct {
 
 func newSenv(t *testing.T, h SubagentHarness) *senv {
 	t.Helper()
-	c := testkit.NewClock(Epoch)
-	s := h.Open(t, c.Now)
-	if s == nil {
-		t.Fatal("SubagentHarness.Open returned nil")
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	s, c := openOnClock(t, "SubagentHarness.Open", h.Open)
 	return &senv{t: t, ctx: context.Background(), clock: c, s: s, h: h}
 }
 
