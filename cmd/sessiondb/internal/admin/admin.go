@@ -94,8 +94,18 @@ func (a *group) reproject(ctx context.Context, reg sessiondb.Registry, groups ..
 		return 0, nil
 	}
 	r, err := a.router(reg, true)
-	if err != nil || r == nil {
+	if err != nil {
 		return 0, err
+	}
+	return reprojectOn(ctx, r, groups)
+}
+
+// reprojectOn rewrites, with r (nil: no session folder exists), the
+// destinations of the active sessions of groups and returns how many
+// folders it wrote.
+func reprojectOn(ctx context.Context, r *hostd.Router, groups []string) (int, error) {
+	if r == nil || len(groups) == 0 {
+		return 0, nil
 	}
 	res, err := r.Reproject(ctx, groups...)
 	return res.Sessions, err
@@ -122,7 +132,7 @@ func (a *group) reprojectTargeting(ctx context.Context, reg sessiondb.Registry, 
 			return 0, err
 		}
 	}
-	return a.reproject(ctx, reg, groups...)
+	return reprojectOn(ctx, r, groups)
 }
 
 // done prints what a change did: v as JSON, else msg.
