@@ -74,8 +74,8 @@ END`},
 }
 
 // lastActiveBackfill fills the new table from every session.
-const lastActiveBackfill = "INSERT INTO " + lastActiveTable + " (session_id, parent_session_id, source, last_active) SELECT s.id, s.parent_session_id, s.source, " +
-	"COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at) FROM sessions s"
+var lastActiveBackfill = "INSERT INTO " + lastActiveTable + " (session_id, parent_session_id, source, last_active) SELECT s.id, s.parent_session_id, s.source, " +
+	lastActiveOf("s.id", "s.started_at") + " FROM sessions s"
 
 // wantsLastActive reports whether the file's last activity is the one the
 // table keeps: every message counts. A newer Hermes' file (whose rewound
