@@ -1,13 +1,10 @@
 package postgres_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/fts"
+	"github.com/sessiondb/sessiondb/internal/fts/ftstest"
 	"github.com/sessiondb/sessiondb/internal/pgtest"
 	"github.com/sessiondb/sessiondb/postgres"
 	"github.com/sessiondb/sessiondb/sqlite"
@@ -151,20 +149,7 @@ func TestSanitizerCorpusNeverRejected(t *testing.T) {
 	s, url := openStore(t, postgres.Options{})
 	queries := []string{strings.Repeat("a NOT ", 400) + "b", strings.Repeat(`"x y" OR `, 300) + "z", strings.Repeat("word* ", 3000),
 		"\x00json:", "\xff\xfe", `'quoted' \back\slash`, "'", `\`, "a:*", "!x", "a & b | c", "<->", "a <2> b"}
-	f, err := os.Open("../internal/fts/testdata/sanitize_vectors.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var v struct{ In string }
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatal(err)
-		}
-		queries = append(queries, v.In)
-	}
+	queries = append(queries, ftstest.Queries(t)...)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, s.Schema()))
 	if err != nil {
@@ -228,20 +213,7 @@ func FuzzSearchQuery(f *testing.F) {
 		"a:* & !b | (c <-> d)", "docker <-> compose", "docker:A", "docker:*B", "(((((a", ")))))a", "a'b'c", "大别山 OR 长江*",
 	}
 	seeds = append(seeds, compareQueries...)
-	vf, err := os.Open("../internal/fts/testdata/sanitize_vectors.jsonl")
-	if err != nil {
-		f.Fatal(err)
-	}
-	sc := bufio.NewScanner(vf)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var v struct{ In string }
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			f.Fatal(err)
-		}
-		seeds = append(seeds, v.In)
-	}
-	vf.Close()
+	seeds = append(seeds, ftstest.Queries(f)...)
 	for _, q := range seeds {
 		f.Add(q)
 	}

@@ -1,12 +1,11 @@
 package fts
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sessiondb/sessiondb/internal/fts/ftstest"
 )
 
 // specRow is one row of the table in section 7 of the history-store spec.
@@ -141,29 +140,15 @@ func TestSanitizeEdges(t *testing.T) {
 
 // TestSanitizeMatchesPythonReference replays queries whose expected results
 // came from the spec written with Python's own re module
-// (testdata/sanitize_ref.py), the engine Hermes runs.
+// (ftstest/testdata/sanitize_ref.py), the engine Hermes runs.
 func TestSanitizeMatchesPythonReference(t *testing.T) {
-	f, err := os.Open("testdata/sanitize_vectors.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	n := 0
-	for sc.Scan() {
-		var v struct{ In, Out string }
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("line %d: %v", n+1, err)
-		}
-		n++
+	vs := ftstest.Vectors(t)
+	for i, v := range vs {
 		if got := Sanitize(v.In); got != v.Out {
-			t.Errorf("line %d: Sanitize(%q) = %q, want %q", n, v.In, got, v.Out)
+			t.Errorf("line %d: Sanitize(%q) = %q, want %q", i+1, v.In, got, v.Out)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n < 1000 {
+	if n := len(vs); n < 1000 {
 		t.Fatalf("only %d vectors read", n)
 	}
 }

@@ -1,13 +1,12 @@
 package fts
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sessiondb/sessiondb/internal/fts/ftstest"
 )
 
 func TestTSQuery(t *testing.T) {
@@ -70,20 +69,7 @@ func queryCorpus(t *testing.T) []string {
 	}
 	out = append(out, fuzzSeeds...)
 	out = append(out, corpus...)
-	f, err := os.Open("testdata/sanitize_vectors.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var v struct{ In string }
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v.In)
-	}
+	out = append(out, ftstest.Queries(t)...)
 	out = append(out, strings.Repeat("a NOT ", 400)+"b", strings.Repeat(`"x y" OR `, 300)+"z", strings.Repeat("word* ", 2000))
 	return out
 }
