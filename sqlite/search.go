@@ -176,6 +176,18 @@ func ftsTokenizer(create string) fts.Tokenizer {
 // quoteIdent quotes an SQL identifier.
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
+// matchesIn is the FROM and WHERE of the rows of the FTS5 table that
+// match the first argument and pass filters (searchFilters, on m and s,
+// whose arguments follow): the table alone without filters, joined to
+// messages and sessions with them.
+func matchesIn(table, filters string) string {
+	if filters == "" {
+		return " FROM " + table + " WHERE " + table + " MATCH ?"
+	}
+	return " FROM " + table + " JOIN messages m ON m.id = " + table + ".rowid JOIN sessions s ON s.id = m.session_id" +
+		" WHERE " + table + " MATCH ?" + filters
+}
+
 // idList is the ids of hits as a JSON array, for json_each.
 func idList(hits []sessiondb.SearchHit) string {
 	ids := make([]int64, len(hits))
@@ -217,14 +229,13 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 		args := append([]any{match}, fargs...)
 		args = append(append(args, bargs...), limit, offset)
 		return s.queryHits(ctx, snippet, "SELECT "+table+".rowid, "+s.snippetText(table)+", "+hitColumns+
-			" FROM "+table+" JOIN messages m ON m.id = "+table+".rowid JOIN sessions s ON s.id = m.session_id"+
-			" WHERE "+table+" MATCH ?"+filters+bound+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
+			matchesIn(table, filters)+bound+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
 	}
 
 	var hits []sessiondb.SearchHit
 	var raw []byte
-	err = sqlitedb.Each(ctx, readers{s}, "SELECT rowid, "+s.snippetText(table)+" FROM "+table+
-		" WHERE "+table+" MATCH ?"+bound+" ORDER BY rank LIMIT ? OFFSET ?", append(append([]any{match}, bargs...), limit, offset), func(r sqlitedb.Row) error {
+	err = sqlitedb.Each(ctx, readers{s}, "SELECT rowid, "+s.snippetText(table)+matchesIn(table, "")+
+		bound+" ORDER BY rank LIMIT ? OFFSET ?", append(append([]any{match}, bargs...), limit, offset), func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
 		if err := r.Scan(&h.ID, &raw); err != nil {
 			return err
@@ -303,15 +314,9 @@ func (s *Store) windowStart(ctx context.Context, table, match, filters string, f
 			return 0, false, nil
 		}
 	}
-	q := "SELECT rowid FROM " + table + " WHERE " + table + " MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-	args := []any{match, n - 1}
-	if filters != "" {
-		q = "SELECT " + table + ".rowid FROM " + table + " JOIN messages m ON m.id = " + table + ".rowid JOIN sessions s ON s.id = m.session_id" +
-			" WHERE " + table + " MATCH ?" + filters + " ORDER BY " + table + ".rowid DESC LIMIT 1 OFFSET ?"
-		args = append(append([]any{match}, fargs...), n-1)
-	}
 	var start int64
-	err := s.queryRow(ctx, q, args...).Scan(&start)
+	err := s.queryRow(ctx, "SELECT "+table+".rowid"+matchesIn(table, filters)+" ORDER BY "+table+".rowid DESC LIMIT 1 OFFSET ?",
+		append(append([]any{match}, fargs...), n-1)...).Scan(&start)
 	if err == sql.ErrNoRows {
 		return 0, false, nil
 	}
