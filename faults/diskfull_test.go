@@ -185,6 +185,9 @@ func TestDiskFull(t *testing.T) {
 		if err := cmd.Wait(); err == nil || !fullError(stderr.String()) {
 			t.Fatalf("appending to a full disk ended with %v: %s; want SQLite's full-disk error", err, stderr.String())
 		}
+		if len(acked) == 0 {
+			t.Fatalf("no append was acknowledged before the disk filled (%s): nothing to hold the store to", stderr.String())
+		}
 		d.free(t)
 		s, err = sqlite.Open(ctx, db, sqlite.Options{})
 		if err != nil {
@@ -272,6 +275,9 @@ func TestDiskFull(t *testing.T) {
 		}
 		if last.Code == 0 || !fullError(last.Stderr) {
 			t.Fatalf("after %d sends the disk is still not full, or the refusal is unclear: %s", sent, last)
+		}
+		if sent == 0 {
+			t.Fatalf("no send was acknowledged before the disk filled: nothing to hold the mailbox to")
 		}
 		d.free(t)
 		inbound := filepath.Join(d.dir, "g", "s", "inbound.db")
