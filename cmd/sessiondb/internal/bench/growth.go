@@ -276,6 +276,9 @@ type growthStep struct {
 	// ended (Linux; absent elsewhere): figures from a busy machine are
 	// not a quiet one's.
 	LoadAverage *float64 `json:"load_average,omitempty"`
+
+	// listed holds the step's listings once counted (see listings).
+	listed []listing
 }
 
 type growthAppend struct {
@@ -634,16 +637,12 @@ func (gr *grower) timed(runs int, read func() (int, error)) (timing, error) {
 func (gr *grower) listPhase(ctx context.Context, res *growthStep) error {
 	gr.p.phase("session listings")
 	res.List = map[string]timing{}
-	for _, src := range []string{"", listSource} {
-		suffix := ""
-		if src != "" {
-			suffix = "_source"
-		}
-		total, err := gr.topLevel(ctx, src)
-		if err != nil {
-			return err
-		}
-		deep := total / 2
+	ls, err := gr.listings(ctx, res)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		src, suffix, deep := l.source, l.suffix, l.total/2
 		for _, sort := range []sessiondb.SessionSort{sessiondb.SortStarted, sessiondb.SortLastActive} {
 			name := "keyset"
 			if sort == sessiondb.SortLastActive {
@@ -697,6 +696,30 @@ func (gr *grower) listPhase(ctx context.Context, res *growthStep) error {
 		}
 	}
 	return nil
+}
+
+// listing is one listing the list phases time: every session, or those
+// of listSource; suffix marks the figures of the second.
+type listing struct {
+	source, suffix string
+	total          int // the sessions a default listing shows
+}
+
+// listings returns the step's two listings, paging through each to count
+// it only on the first call: listPhase and hermesPhase both need the
+// counts, and only the append phase, before either, writes.
+func (gr *grower) listings(ctx context.Context, res *growthStep) ([]listing, error) {
+	if res.listed != nil {
+		return res.listed, nil
+	}
+	for _, l := range []listing{{}, {source: listSource, suffix: "_source"}} {
+		var err error
+		if l.total, err = gr.topLevel(ctx, l.source); err != nil {
+			return nil, err
+		}
+		res.listed = append(res.listed, l)
+	}
+	return res.listed, nil
 }
 
 // topLevel counts the sessions a default listing shows.

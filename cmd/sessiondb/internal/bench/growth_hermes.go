@@ -114,24 +114,20 @@ func (gr *grower) hermesPhase(ctx context.Context, res *growthStep) error {
 	}
 	defer db.Close()
 	res.Hermes = map[string]timing{}
-	for _, src := range []string{"", listSource} {
-		suffix := ""
-		if src != "" {
-			suffix = "_source"
-		}
-		total, err := gr.topLevel(ctx, src)
-		if err != nil {
-			return err
-		}
+	ls, err := gr.listings(ctx, res)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
 		for _, at := range []struct {
 			name   string
 			offset int
-		}{{"_first", 0}, {"_deep", total / 2}} {
-			t, err := gr.timed(listRuns, func() (int, error) { return hermesList(ctx, db, src, listLimit, at.offset) })
+		}{{"_first", 0}, {"_deep", l.total / 2}} {
+			t, err := gr.timed(listRuns, func() (int, error) { return hermesList(ctx, db, l.source, listLimit, at.offset) })
 			if err != nil {
 				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "Hermes' session listing")
 			}
-			res.Hermes["list"+suffix+at.name] = t
+			res.Hermes["list"+l.suffix+at.name] = t
 		}
 	}
 	long := growthID(0)
