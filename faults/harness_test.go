@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,24 +138,8 @@ func (e env) command(ctx context.Context, args ...string) *exec.Cmd {
 // the test as a hang.
 func (e env) run(t testing.TB, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), guard)
-	defer cancel()
-	cmd := e.command(ctx, args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	r := result{Stdout: out.String(), Stderr: errOut.String()}
-	var exit *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("sessiondb %s: still running after %v (a hang)", strings.Join(args, " "), guard)
-	case errors.As(err, &exit):
-		r.Code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("sessiondb %s: %v", strings.Join(args, " "), err)
-	}
-	return r
+	_, wait := e.launch(t, strings.NewReader(stdin), args...)
+	return wait()
 }
 
 // must runs args and fails t unless they exit 0.
@@ -182,8 +167,17 @@ func (e env) importLines(t testing.TB, db string, lines ...string) {
 // the guard.
 func (e env) start(t testing.TB, args ...string) (cmd *exec.Cmd, wait func() result) {
 	t.Helper()
+	return e.launch(t, nil, args...)
+}
+
+// launch is start with stdin as input (nil for none).
+func (e env) launch(t testing.TB, stdin io.Reader, args ...string) (cmd *exec.Cmd, wait func() result) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	cmd = e.command(ctx, args...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
@@ -194,18 +188,25 @@ func (e env) start(t testing.TB, args ...string) (cmd *exec.Cmd, wait func() res
 		t.Helper()
 		defer cancel()
 		err := cmd.Wait()
-		r := result{Stdout: out.String(), Stderr: errOut.String()}
-		var exit *exec.ExitError
-		switch {
-		case ctx.Err() != nil:
-			t.Fatalf("sessiondb %s: still running after %v (a hang)", strings.Join(args, " "), guard)
-		case errors.As(err, &exit):
-			r.Code = exit.ExitCode()
-		case err != nil:
-			t.Fatalf("sessiondb %s: %v", strings.Join(args, " "), err)
-		}
-		return r
+		return ended(t, "sessiondb "+strings.Join(args, " "), ctx.Err() != nil, err, &out, &errOut)
 	}
+}
+
+// ended is what a command named name did, given the error its Wait
+// returned; it fails t when the guard ended it (hung) or it did not run.
+func ended(t testing.TB, name string, hung bool, err error, out, errOut *bytes.Buffer) result {
+	t.Helper()
+	r := result{Stdout: out.String(), Stderr: errOut.String()}
+	var exit *exec.ExitError
+	switch {
+	case hung:
+		t.Fatalf("%s: still running after %v (a hang)", name, guard)
+	case errors.As(err, &exit):
+		r.Code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r
 }
 
 // cpuTicks is the CPU time (user and system, in clock ticks of 1/100 s) the
@@ -388,20 +389,12 @@ func (e env) runCmd(t testing.TB, cmd *exec.Cmd) result {
 	timer := time.NewTimer(guard)
 	defer timer.Stop()
 	var err error
+	hung := false
 	select {
 	case err = <-done:
 	case <-timer.C:
 		cmd.Process.Kill()
-		<-done
-		t.Fatalf("%s: still running after %v (a hang)", strings.Join(cmd.Args, " "), guard)
+		err, hung = <-done, true
 	}
-	r := result{Stdout: out.String(), Stderr: errOut.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		r.Code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
-	}
-	return r
+	return ended(t, strings.Join(cmd.Args, " "), hung, err, &out, &errOut)
 }
