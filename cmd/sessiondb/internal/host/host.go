@@ -181,7 +181,7 @@ object.`,
 				if metrics != nil {
 					// Without the control plane --listen serves the
 					// metrics alone.
-					return g.serveWhileRunning(c.Context(), listen, hostMux(nil, metrics), log, func() error {
+					return serveWhileRunning(c.Context(), listen, hostMux(nil, metrics), func() error {
 						log.Info("mailbox host running", "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String(), "metrics", listen)
 						return d.Run(c.Context())
 					})
@@ -264,7 +264,7 @@ func (g *group) runCentral(ctx context.Context, central, listen string, lease ho
 		started()
 		return d.Run(ctx)
 	}
-	return g.serveWhileRunning(ctx, listen, hostMux(r, metrics), log, func() error {
+	return serveWhileRunning(ctx, listen, hostMux(r, metrics), func() error {
 		log.Info("router: serving events", "listen", listen)
 		started()
 		return d.Run(ctx)
@@ -335,7 +335,7 @@ func hostMux(r *hostd.Router, metrics *sdbhttp.HostMetrics) http.Handler {
 
 // serveWhileRunning serves mux on listen while run runs, and stops
 // serving when it returns.
-func (g *group) serveWhileRunning(ctx context.Context, listen string, mux http.Handler, log *slog.Logger, run func() error) error {
+func serveWhileRunning(ctx context.Context, listen string, mux http.Handler, run func() error) error {
 	l, err := hostd.Listen(listen)
 	if err != nil {
 		return err
