@@ -48,7 +48,7 @@ func scanQuestion(r Scanner) (sessiondb.PendingQuestion, error) {
 	var opts string
 	err := r.Scan(&q.QuestionID, &q.SessionID, &q.MessageOutID, &ch, &pid, &thread, &q.Title, &opts, &at)
 	q.ChannelType, q.PlatformID, q.ThreadID = ch.String, pid.String, thread.String
-	q.Options, q.CreatedAt = readOptions(opts), readTime(at)
+	q.Options, q.CreatedAt = readOptions(opts), ReadTime(at)
 	return q, err
 }
 
@@ -88,7 +88,7 @@ func (c *Registry) ListQuestions(ctx context.Context, sessionID string) ([]sessi
 	if sessionID != "" {
 		q, args = q+" WHERE session_id = ?", []any{sessionID}
 	}
-	out, err := appendRows(ctx, c.rq, q+" ORDER BY question_id", args, []sessiondb.PendingQuestion{}, scanQuestion)
+	out, err := AppendRows(ctx, c.rq, q+" ORDER BY question_id", args, []sessiondb.PendingQuestion{}, scanQuestion)
 	if err != nil {
 		return nil, c.wrap(err, "list questions")
 	}
@@ -112,7 +112,7 @@ func (c *Registry) DeleteQuestion(ctx context.Context, id string) (bool, error) 
 func (c *Registry) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]sessiondb.PendingQuestion, error) {
 	var out []sessiondb.PendingQuestion
 	err := c.write(ctx, "expire questions", func(tx Tx) error {
-		all, err := appendRows(tx.Context(), tx, "SELECT "+questionCols+" FROM pending_questions ORDER BY question_id", nil, nil, scanQuestion)
+		all, err := AppendRows(tx.Context(), tx, "SELECT "+questionCols+" FROM pending_questions ORDER BY question_id", nil, nil, scanQuestion)
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func scanApproval(r Scanner) (sessiondb.PendingApproval, error) {
 	err := r.Scan(&a.ApprovalID, &sess, &a.RequestID, &a.Action, &payload, &ag, &ch, &pid, &pmid, &expires, &status, &a.Title, &opts, &at)
 	a.SessionID, a.AgentGroupID, a.ChannelType, a.PlatformID, a.PlatformMessageID = sess.String, ag.String, ch.String, pid.String, pmid.String
 	a.Payload, a.Status, a.Options = rawJSON(payload), sessiondb.ApprovalStatus(status), readOptions(opts)
-	a.ExpiresAt, a.CreatedAt = readTime(expires), readTime(at)
+	a.ExpiresAt, a.CreatedAt = ReadTime(expires), ReadTime(at)
 	return a, err
 }
 
@@ -230,7 +230,7 @@ func (c *Registry) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter
 			args = append(args, c.v)
 		}
 	}
-	out, err := appendRows(ctx, c.rq, q+" ORDER BY approval_id", args, []sessiondb.PendingApproval{}, scanApproval)
+	out, err := AppendRows(ctx, c.rq, q+" ORDER BY approval_id", args, []sessiondb.PendingApproval{}, scanApproval)
 	if err != nil {
 		return nil, c.wrap(err, "list approvals")
 	}
@@ -293,7 +293,7 @@ func (c *Registry) ExpireApprovals(ctx context.Context, now time.Time, ttl time.
 	}
 	var out []sessiondb.PendingApproval
 	err := c.write(ctx, "expire approvals", func(tx Tx) error {
-		pending, err := appendRows(tx.Context(), tx, "SELECT "+approvalCols+" FROM pending_approvals WHERE status = 'pending' ORDER BY approval_id", nil, nil, scanApproval)
+		pending, err := AppendRows(tx.Context(), tx, "SELECT "+approvalCols+" FROM pending_approvals WHERE status = 'pending' ORDER BY approval_id", nil, nil, scanApproval)
 		if err != nil {
 			return err
 		}
@@ -334,7 +334,7 @@ func scanSenderApproval(r Scanner) (sessiondb.PendingSenderApproval, error) {
 	var name, at sql.NullString
 	var msg, opts string
 	err := r.Scan(&a.ID, &a.MessagingGroupID, &a.AgentGroupID, &a.SenderIdentity, &name, &msg, &a.ApproverUserID, &a.Title, &opts, &at)
-	a.SenderName, a.OriginalMessage, a.Options, a.CreatedAt = name.String, rawJSON(msg), readOptions(opts), readTime(at)
+	a.SenderName, a.OriginalMessage, a.Options, a.CreatedAt = name.String, rawJSON(msg), readOptions(opts), ReadTime(at)
 	return a, err
 }
 
@@ -358,7 +358,7 @@ func (c *Registry) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderA
 	added := false
 	err = c.write(ctx, "add sender approval", func(tx Tx) error {
 		ctx := tx.Context()
-		found, err := appendRows(ctx, tx, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE messaging_group_id = ? AND sender_identity = ?",
+		found, err := AppendRows(ctx, tx, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE messaging_group_id = ? AND sender_identity = ?",
 			[]any{n.MessagingGroupID, n.SenderIdentity}, nil, scanSenderApproval)
 		if err != nil {
 			return err
@@ -399,7 +399,7 @@ func (c *Registry) ListSenderApprovals(ctx context.Context, messagingGroupID str
 	if messagingGroupID != "" {
 		q, args = q+" WHERE messaging_group_id = ?", []any{messagingGroupID}
 	}
-	out, err := appendRows(ctx, c.rq, q+" ORDER BY id", args, []sessiondb.PendingSenderApproval{}, scanSenderApproval)
+	out, err := AppendRows(ctx, c.rq, q+" ORDER BY id", args, []sessiondb.PendingSenderApproval{}, scanSenderApproval)
 	if err != nil {
 		return nil, c.wrap(err, "list sender approvals")
 	}
@@ -419,7 +419,7 @@ func scanChannelApproval(r Scanner) (sessiondb.PendingChannelApproval, error) {
 	var at sql.NullString
 	var msg, opts string
 	err := r.Scan(&a.MessagingGroupID, &a.AgentGroupID, &msg, &a.ApproverUserID, &a.Title, &opts, &at)
-	a.OriginalMessage, a.Options, a.CreatedAt = rawJSON(msg), readOptions(opts), readTime(at)
+	a.OriginalMessage, a.Options, a.CreatedAt = rawJSON(msg), readOptions(opts), ReadTime(at)
 	return a, err
 }
 
@@ -436,7 +436,7 @@ func (c *Registry) AddChannelApproval(ctx context.Context, p sessiondb.PendingCh
 	added := false
 	err = c.write(ctx, "add channel approval", func(tx Tx) error {
 		ctx := tx.Context()
-		found, err := appendRows(ctx, tx, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
+		found, err := AppendRows(ctx, tx, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?",
 			[]any{p.MessagingGroupID}, nil, scanChannelApproval)
 		if err != nil {
 			return err
@@ -471,7 +471,7 @@ func (c *Registry) GetChannelApproval(ctx context.Context, messagingGroupID stri
 
 // ListChannelApprovals implements sessiondb.ApprovalService.
 func (c *Registry) ListChannelApprovals(ctx context.Context) ([]sessiondb.PendingChannelApproval, error) {
-	out, err := appendRows(ctx, c.rq, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
+	out, err := AppendRows(ctx, c.rq, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
 		[]sessiondb.PendingChannelApproval{}, scanChannelApproval)
 	if err != nil {
 		return nil, c.wrap(err, "list channel approvals")
@@ -503,25 +503,25 @@ func (c *Registry) DeleteChannelApproval(ctx context.Context, messagingGroupID s
 func (c *Registry) FindCard(ctx context.Context, id string) (sessiondb.Card, error) {
 	var card sessiondb.Card
 	err := c.read(ctx, "find card", func(q Querier) error {
-		if s, err := appendRows(ctx, q, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{id}, nil, scanSenderApproval); err != nil || len(s) > 0 {
+		if s, err := AppendRows(ctx, q, "SELECT "+senderApprovalCols+" FROM pending_sender_approvals WHERE id = ?", []any{id}, nil, scanSenderApproval); err != nil || len(s) > 0 {
 			if len(s) > 0 {
 				card = sessiondb.Card{Kind: sessiondb.CardSenderApproval, Sender: &s[0]}
 			}
 			return err
 		}
-		if ch, err := appendRows(ctx, q, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?", []any{id}, nil, scanChannelApproval); err != nil || len(ch) > 0 {
+		if ch, err := AppendRows(ctx, q, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals WHERE messaging_group_id = ?", []any{id}, nil, scanChannelApproval); err != nil || len(ch) > 0 {
 			if len(ch) > 0 {
 				card = sessiondb.Card{Kind: sessiondb.CardChannelApproval, Channel: &ch[0]}
 			}
 			return err
 		}
-		if a, err := appendRows(ctx, q, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, nil, scanApproval); err != nil || len(a) > 0 {
+		if a, err := AppendRows(ctx, q, "SELECT "+approvalCols+" FROM pending_approvals WHERE approval_id = ?", []any{id}, nil, scanApproval); err != nil || len(a) > 0 {
 			if len(a) > 0 {
 				card = sessiondb.Card{Kind: sessiondb.CardActionApproval, Action: &a[0]}
 			}
 			return err
 		}
-		qs, err := appendRows(ctx, q, "SELECT "+questionCols+" FROM pending_questions WHERE question_id = ?", []any{id}, nil, scanQuestion)
+		qs, err := AppendRows(ctx, q, "SELECT "+questionCols+" FROM pending_questions WHERE question_id = ?", []any{id}, nil, scanQuestion)
 		if len(qs) > 0 {
 			card = sessiondb.Card{Kind: sessiondb.CardQuestion, Question: &qs[0]}
 		}

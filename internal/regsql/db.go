@@ -134,15 +134,13 @@ func nullTime(t time.Time) any {
 	return sessiondb.FormatTimestamp(t)
 }
 
-// readTime reads a stored timestamp; NULL and forms ParseTimestamp does
-// not know read as the zero time.
-func readTime(s sql.NullString) time.Time {
+// ReadTime reads a stored timestamp; NULL and forms ParseTimestamp does
+// not know read as the zero time. The backends read their own tables'
+// timestamps with it too.
+func ReadTime(s sql.NullString) time.Time {
 	t, _ := sessiondb.ParseTimestamp(s.String)
 	return t
 }
-
-// ReadTime is readTime for the backends' own tables.
-func ReadTime(s sql.NullString) time.Time { return readTime(s) }
 
 // nullText is NULL for "", else s.
 func nullText(s string) any {
@@ -179,8 +177,9 @@ func mustExist(ctx context.Context, q Querier, what, id, query string, args ...a
 	return nil
 }
 
-// appendRows appends scan of every row of query to out.
-func appendRows[T any](ctx context.Context, q Querier, query string, args []any, out []T, scan func(Scanner) (T, error)) ([]T, error) {
+// AppendRows appends scan of every row of query to out (the backends'
+// own tables too).
+func AppendRows[T any](ctx context.Context, q Querier, query string, args []any, out []T, scan func(Scanner) (T, error)) ([]T, error) {
 	err := q.Each(ctx, query, args, func(r Scanner) error {
 		v, err := scan(r)
 		if err == nil {
@@ -189,11 +188,6 @@ func appendRows[T any](ctx context.Context, q Querier, query string, args []any,
 		return err
 	})
 	return out, err
-}
-
-// AppendRows is appendRows for the backends' own tables.
-func AppendRows[T any](ctx context.Context, q Querier, query string, args []any, out []T, scan func(Scanner) (T, error)) ([]T, error) {
-	return appendRows(ctx, q, query, args, out, scan)
 }
 
 // valueOf reads a one-column row.

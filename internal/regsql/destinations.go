@@ -16,7 +16,7 @@ func scanDestination(r Scanner) (sessiondb.Destination, error) {
 	var tt string
 	var at sql.NullString
 	err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, &at)
-	d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), readTime(at)
+	d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), ReadTime(at)
 	return d, err
 }
 
@@ -62,7 +62,7 @@ func (c *Registry) RemoveDestination(ctx context.Context, agentGroupID, localNam
 
 // ListDestinations implements sessiondb.DestinationService.
 func (c *Registry) ListDestinations(ctx context.Context, agentGroupID string) ([]sessiondb.Destination, error) {
-	out, err := appendRows(ctx, c.rq, "SELECT "+destinationCols+" FROM agent_destinations WHERE agent_group_id = ? ORDER BY local_name",
+	out, err := AppendRows(ctx, c.rq, "SELECT "+destinationCols+" FROM agent_destinations WHERE agent_group_id = ? ORDER BY local_name",
 		[]any{agentGroupID}, []sessiondb.Destination{}, scanDestination)
 	return out, c.wrap(err, "list destinations")
 }
@@ -77,7 +77,7 @@ FROM agent_destinations d
 LEFT JOIN messaging_groups mg ON d.target_type = 'channel' AND mg.id = d.target_id
 LEFT JOIN agent_groups ag ON d.target_type = 'agent' AND ag.id = d.target_id
 WHERE d.agent_group_id = ? ORDER BY d.local_name`
-	out, err := appendRows(ctx, c.rq, q, []any{agentGroupID}, []sessiondb.ResolvedDestination{}, func(r Scanner) (sessiondb.ResolvedDestination, error) {
+	out, err := AppendRows(ctx, c.rq, q, []any{agentGroupID}, []sessiondb.ResolvedDestination{}, func(r Scanner) (sessiondb.ResolvedDestination, error) {
 		var d sessiondb.ResolvedDestination
 		var tt string
 		var at sql.NullString
@@ -87,15 +87,15 @@ WHERE d.agent_group_id = ? ORDER BY d.local_name`
 		err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, &at,
 			&mgID, &mgChannel, &mgPlatform, &mgName, &mgIsGroup, &mgPolicy, &mgCreated, &mgDenied,
 			&agID, &agName, &agFolder, &agProvider, &agCreated)
-		d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), readTime(at)
+		d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), ReadTime(at)
 		if mgID.Valid {
 			d.Chat = &sessiondb.MessagingGroup{ID: mgID.String, ChannelType: mgChannel.String, PlatformID: mgPlatform.String,
 				Name: mgName.String, IsGroup: mgIsGroup.Int64 != 0, UnknownSenderPolicy: sessiondb.UnknownSenderPolicy(mgPolicy.String),
-				CreatedAt: readTime(mgCreated), DeniedAt: readTime(mgDenied)}
+				CreatedAt: ReadTime(mgCreated), DeniedAt: ReadTime(mgDenied)}
 		}
 		if agID.Valid {
 			d.Agent = &sessiondb.AgentGroup{ID: agID.String, Name: agName.String, Folder: agFolder.String,
-				AgentProvider: agProvider.String, CreatedAt: readTime(agCreated)}
+				AgentProvider: agProvider.String, CreatedAt: ReadTime(agCreated)}
 		}
 		return d, err
 	})

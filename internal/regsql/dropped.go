@@ -42,7 +42,7 @@ func (c *Registry) ListDropped(ctx context.Context, limit int) ([]sessiondb.Drop
 	if limit == 0 {
 		limit = 50
 	}
-	out, err := appendRows(ctx, c.rq, `SELECT channel_type, platform_id, user_id, sender_name, reason, messaging_group_id, agent_group_id,
+	out, err := AppendRows(ctx, c.rq, `SELECT channel_type, platform_id, user_id, sender_name, reason, messaging_group_id, agent_group_id,
   message_count, first_seen, last_seen FROM unregistered_senders ORDER BY last_seen DESC, channel_type, platform_id LIMIT ?`,
 		[]any{limit}, []sessiondb.DroppedSender{}, func(r Scanner) (sessiondb.DroppedSender, error) {
 			var d sessiondb.DroppedSender
@@ -50,7 +50,7 @@ func (c *Registry) ListDropped(ctx context.Context, limit int) ([]sessiondb.Drop
 			var reason string
 			err := r.Scan(&d.ChannelType, &d.PlatformID, &user, &name, &reason, &mg, &ag, &d.MessageCount, &first, &last)
 			d.UserID, d.SenderName, d.Reason = user.String, name.String, sessiondb.DropReason(reason)
-			d.MessagingGroupID, d.AgentGroupID, d.FirstSeen, d.LastSeen = mg.String, ag.String, readTime(first), readTime(last)
+			d.MessagingGroupID, d.AgentGroupID, d.FirstSeen, d.LastSeen = mg.String, ag.String, ReadTime(first), ReadTime(last)
 			return d, err
 		})
 	return out, c.wrap(err, "list dropped messages")

@@ -16,14 +16,14 @@ func scanAgentGroup(r Scanner) (sessiondb.AgentGroup, error) {
 	var g sessiondb.AgentGroup
 	var provider, created sql.NullString
 	err := r.Scan(&g.ID, &g.Name, &g.Folder, &provider, &created)
-	g.AgentProvider, g.CreatedAt = provider.String, readTime(created)
+	g.AgentProvider, g.CreatedAt = provider.String, ReadTime(created)
 	return g, err
 }
 
 // one runs query and returns its only row scanned, or not_found naming
 // what and id.
 func one[T any](c *Registry, ctx context.Context, q Querier, what, id, query string, args []any, scan func(Scanner) (T, error)) (T, error) {
-	rows, err := appendRows(ctx, q, query, args, nil, scan)
+	rows, err := AppendRows(ctx, q, query, args, nil, scan)
 	var zero T
 	if err != nil {
 		return zero, c.wrap(err, "read %s %q", what, id)
@@ -82,7 +82,7 @@ func (c *Registry) GetAgentGroupByFolder(ctx context.Context, folder string) (se
 
 // ListAgentGroups implements sessiondb.AgentGroupService.
 func (c *Registry) ListAgentGroups(ctx context.Context) ([]sessiondb.AgentGroup, error) {
-	out, err := appendRows(ctx, c.rq, "SELECT "+agentGroupCols+" FROM agent_groups ORDER BY name, id", nil, []sessiondb.AgentGroup{}, scanAgentGroup)
+	out, err := AppendRows(ctx, c.rq, "SELECT "+agentGroupCols+" FROM agent_groups ORDER BY name, id", nil, []sessiondb.AgentGroup{}, scanAgentGroup)
 	return out, c.wrap(err, "list agent groups")
 }
 
@@ -147,7 +147,7 @@ func scanMessagingGroup(r Scanner) (sessiondb.MessagingGroup, error) {
 	var policy string
 	err := r.Scan(&m.ID, &m.ChannelType, &m.PlatformID, &name, &isGroup, &policy, &created, &denied)
 	m.Name, m.IsGroup, m.UnknownSenderPolicy = name.String, isGroup.Int64 != 0, sessiondb.UnknownSenderPolicy(policy)
-	m.CreatedAt, m.DeniedAt = readTime(created), readTime(denied)
+	m.CreatedAt, m.DeniedAt = ReadTime(created), ReadTime(denied)
 	return m, err
 }
 
@@ -176,7 +176,7 @@ func (c *Registry) insertMessagingGroup(tx Tx, n sessiondb.NewMessagingGroup, no
 }
 
 func findChat(tx Tx, channelType, platformID string) ([]sessiondb.MessagingGroup, error) {
-	return appendRows(tx.Context(), tx, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE channel_type = ? AND platform_id = ?",
+	return AppendRows(tx.Context(), tx, "SELECT "+messagingGroupCols+" FROM messaging_groups WHERE channel_type = ? AND platform_id = ?",
 		[]any{channelType, platformID}, nil, scanMessagingGroup)
 }
 
@@ -250,7 +250,7 @@ func (c *Registry) ListMessagingGroups(ctx context.Context, f sessiondb.Messagin
 		args = append(args, f.ChannelType)
 	}
 	q += " ORDER BY name IS NULL OR name = '', name, channel_type, platform_id"
-	out, err := appendRows(ctx, c.rq, q, args, []sessiondb.MessagingGroup{}, scanMessagingGroup)
+	out, err := AppendRows(ctx, c.rq, q, args, []sessiondb.MessagingGroup{}, scanMessagingGroup)
 	return out, c.wrap(err, "list messaging groups")
 }
 
@@ -343,7 +343,7 @@ func scanWiring(r Scanner) (sessiondb.Wiring, error) {
 	err := r.Scan(&w.ID, &w.MessagingGroupID, &w.AgentGroupID, &mode, &pattern, &scope, &policy, &smode, &prio, &created)
 	w.EngageMode, w.EngagePattern = sessiondb.EngageMode(mode.String), pattern.String
 	w.SenderScope, w.IgnoredMessagePolicy = sessiondb.SenderScope(scope.String), sessiondb.IgnoredMessagePolicy(policy.String)
-	w.SessionMode, w.Priority, w.CreatedAt = sessiondb.SessionMode(smode.String), int(prio.Int64), readTime(created)
+	w.SessionMode, w.Priority, w.CreatedAt = sessiondb.SessionMode(smode.String), int(prio.Int64), ReadTime(created)
 	return w.WithDefaults(), err
 }
 
@@ -387,7 +387,7 @@ func (c *Registry) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (ses
 		if err != nil || has {
 			return err
 		}
-		names, err := appendRows(ctx, tx, "SELECT local_name FROM agent_destinations WHERE agent_group_id = ?", []any{n.AgentGroupID}, nil, valueOf[string])
+		names, err := AppendRows(ctx, tx, "SELECT local_name FROM agent_destinations WHERE agent_group_id = ?", []any{n.AgentGroupID}, nil, valueOf[string])
 		if err != nil {
 			return err
 		}
@@ -429,7 +429,7 @@ func (c *Registry) ListWirings(ctx context.Context, f sessiondb.WiringFilter) ([
 		args = append(args, f.AgentGroupID)
 	}
 	q += " ORDER BY COALESCE(priority, 0) DESC, created_at, id"
-	out, err := appendRows(ctx, c.rq, q, args, []sessiondb.Wiring{}, scanWiring)
+	out, err := AppendRows(ctx, c.rq, q, args, []sessiondb.Wiring{}, scanWiring)
 	return out, c.wrap(err, "list wirings")
 }
 

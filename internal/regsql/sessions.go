@@ -23,7 +23,7 @@ func scanAgentSessionAnd(r Scanner, extra ...any) (sessiondb.AgentSession, error
 	err := r.Scan(append([]any{&s.ID, &s.AgentGroupID, &mg, &thread, &provider, &status, &cstatus, &last, &created}, extra...)...)
 	s.MessagingGroupID, s.ThreadID, s.AgentProvider = mg.String, thread.String, provider.String
 	s.Status, s.ContainerStatus = sessiondb.SessionStatus(status.String), sessiondb.ContainerStatus(cstatus.String)
-	s.LastActive, s.CreatedAt = readTime(last), readTime(created)
+	s.LastActive, s.CreatedAt = ReadTime(last), ReadTime(created)
 	return s, err
 }
 
@@ -40,9 +40,9 @@ func findSession(ctx context.Context, q Querier, k sessiondb.SessionKey) ([]sess
 		return nil, nil
 	}
 	if k.AnyChat {
-		return appendRows(ctx, q, findSessionAnyChat, []any{k.AgentGroupID}, nil, scanAgentSession)
+		return AppendRows(ctx, q, findSessionAnyChat, []any{k.AgentGroupID}, nil, scanAgentSession)
 	}
-	return appendRows(ctx, q, findSessionInChat, []any{k.MessagingGroupID, k.AgentGroupID, nullText(k.ThreadID)}, nil, scanAgentSession)
+	return AppendRows(ctx, q, findSessionInChat, []any{k.MessagingGroupID, k.AgentGroupID, nullText(k.ThreadID)}, nil, scanAgentSession)
 }
 
 // ResolveSession implements sessiondb.AgentSessionService. A hit is
@@ -171,7 +171,7 @@ func (c *Registry) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessi
 		s   sessiondb.AgentSession
 		raw string
 	}
-	rows, err := appendRows(ctx, c.rq, q, args, nil, func(r Scanner) (row, error) {
+	rows, err := AppendRows(ctx, c.rq, q, args, nil, func(r Scanner) (row, error) {
 		var raw string
 		s, err := scanAgentSessionAnd(r, &raw)
 		return row{s, raw}, err

@@ -36,7 +36,7 @@ func scanSubagent(r Scanner) (sessiondb.Subagent, error) {
 // one reads the record where names; not_found naming what and key when
 // there is none.
 func (s *Subagents) one(ctx context.Context, q Querier, what, key, where string, args ...any) (sessiondb.Subagent, error) {
-	rows, err := appendRows(ctx, q, "SELECT "+subagentCols+" FROM subagent_sessions WHERE "+where, args, nil, scanSubagent)
+	rows, err := AppendRows(ctx, q, "SELECT "+subagentCols+" FROM subagent_sessions WHERE "+where, args, nil, scanSubagent)
 	if err != nil {
 		return sessiondb.Subagent{}, sessiondb.Wrap(s.b.Code(err), err, "read %s %q", what, key)
 	}
@@ -96,7 +96,7 @@ func (s *Subagents) UpsertSubagent(ctx context.Context, a sessiondb.Subagent) er
 		return err
 	}
 	return s.b.Write(ctx, "upsert subagent", func(tx Tx) error {
-		owners, err := appendRows(tx.Context(), tx, "SELECT id FROM subagent_sessions WHERE thread_key = ? AND id <> ?", []any{a.Key, a.ID}, nil, valueOf[string])
+		owners, err := AppendRows(tx.Context(), tx, "SELECT id FROM subagent_sessions WHERE thread_key = ? AND id <> ?", []any{a.Key, a.ID}, nil, valueOf[string])
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (s *Subagents) ListSubagents(ctx context.Context, f sessiondb.SubagentFilte
 		where += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
 		args = append(args, ms, ms, id)
 	}
-	rows, err := appendRows(ctx, s.rq, "SELECT "+subagentCols+" FROM subagent_sessions"+where+" ORDER BY updated_at DESC, id DESC LIMIT ?",
+	rows, err := AppendRows(ctx, s.rq, "SELECT "+subagentCols+" FROM subagent_sessions"+where+" ORDER BY updated_at DESC, id DESC LIMIT ?",
 		append(args, limit+1), []sessiondb.Subagent{}, scanSubagent)
 	if err != nil {
 		return sessiondb.SubagentPage{}, sessiondb.Wrap(s.b.Code(err), err, "list subagents")
@@ -175,7 +175,7 @@ func (s *Subagents) CountSubagents(ctx context.Context, f sessiondb.SubagentFilt
 		return 0, err
 	}
 	where, args := subagentWhere(f)
-	n, err := appendRows(ctx, s.rq, "SELECT COUNT(*) FROM subagent_sessions"+where, args, nil, valueOf[int64])
+	n, err := AppendRows(ctx, s.rq, "SELECT COUNT(*) FROM subagent_sessions"+where, args, nil, valueOf[int64])
 	if err != nil || len(n) == 0 {
 		return 0, sessiondb.Wrap(s.b.Code(err), err, "count subagents")
 	}
@@ -197,7 +197,7 @@ func (s *Subagents) DeleteSubagent(ctx context.Context, id string, force bool) (
 			deleted = n > 0
 			return err
 		}
-		st, err := appendRows(tx.Context(), tx, "SELECT status FROM subagent_sessions WHERE id = ?", []any{id}, nil, valueOf[string])
+		st, err := AppendRows(tx.Context(), tx, "SELECT status FROM subagent_sessions WHERE id = ?", []any{id}, nil, valueOf[string])
 		if err != nil || len(st) == 0 {
 			return err
 		}
@@ -328,7 +328,7 @@ func (s *Subagents) ReconcileRunning(ctx context.Context, alive func(sessiondb.S
 	if alive == nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "alive is nil: reconciling needs a way to probe the sandbox")
 	}
-	running, err := appendRows(ctx, s.rq, "SELECT "+subagentCols+" FROM subagent_sessions WHERE status = 'running' ORDER BY id", nil, nil, scanSubagent)
+	running, err := AppendRows(ctx, s.rq, "SELECT "+subagentCols+" FROM subagent_sessions WHERE status = 'running' ORDER BY id", nil, nil, scanSubagent)
 	if err != nil {
 		return nil, sessiondb.Wrap(s.b.Code(err), err, "list running subagents")
 	}

@@ -17,7 +17,7 @@ func scanUser(r Scanner) (sessiondb.User, error) {
 	var u sessiondb.User
 	var name, created sql.NullString
 	err := r.Scan(&u.ID, &u.Kind, &name, &created)
-	u.DisplayName, u.CreatedAt = name.String, readTime(created)
+	u.DisplayName, u.CreatedAt = name.String, ReadTime(created)
 	return u, err
 }
 
@@ -38,7 +38,7 @@ func (c *Registry) EnsureUser(ctx context.Context, n sessiondb.NewUser) (session
 	var u sessiondb.User
 	created := false
 	err := c.write(ctx, "ensure user", func(tx Tx) error {
-		found, err := appendRows(tx.Context(), tx, "SELECT "+userCols+" FROM users WHERE id = ?", []any{n.ID}, nil, scanUser)
+		found, err := AppendRows(tx.Context(), tx, "SELECT "+userCols+" FROM users WHERE id = ?", []any{n.ID}, nil, scanUser)
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (c *Registry) GetUser(ctx context.Context, id string) (sessiondb.User, erro
 
 // ListUsers implements sessiondb.UserService.
 func (c *Registry) ListUsers(ctx context.Context) ([]sessiondb.User, error) {
-	out, err := appendRows(ctx, c.rq, "SELECT "+userCols+" FROM users ORDER BY id", nil, []sessiondb.User{}, scanUser)
+	out, err := AppendRows(ctx, c.rq, "SELECT "+userCols+" FROM users ORDER BY id", nil, []sessiondb.User{}, scanUser)
 	return out, c.wrap(err, "list users")
 }
 
@@ -76,7 +76,7 @@ func scanRole(r Scanner) (sessiondb.RoleGrant, error) {
 	var role string
 	var ag, by, at sql.NullString
 	err := r.Scan(&g.UserID, &role, &ag, &by, &at)
-	g.Role, g.AgentGroupID, g.GrantedBy, g.GrantedAt = sessiondb.Role(role), ag.String, by.String, readTime(at)
+	g.Role, g.AgentGroupID, g.GrantedBy, g.GrantedAt = sessiondb.Role(role), ag.String, by.String, ReadTime(at)
 	return g, err
 }
 
@@ -140,7 +140,7 @@ func (c *Registry) listRoles(ctx context.Context, q Querier, f sessiondb.RoleFil
 		query += " AND agent_group_id = ?"
 		args = append(args, f.AgentGroupID)
 	}
-	out, err := appendRows(ctx, q, query+" ORDER BY user_id, role, agent_group_id", args, []sessiondb.RoleGrant{}, scanRole)
+	out, err := AppendRows(ctx, q, query+" ORDER BY user_id, role, agent_group_id", args, []sessiondb.RoleGrant{}, scanRole)
 	if err != nil {
 		return nil, c.wrap(err, "list roles")
 	}
@@ -194,13 +194,13 @@ func scanMember(r Scanner) (sessiondb.Membership, error) {
 	var m sessiondb.Membership
 	var by, at sql.NullString
 	err := r.Scan(&m.UserID, &m.AgentGroupID, &by, &at)
-	m.AddedBy, m.AddedAt = by.String, readTime(at)
+	m.AddedBy, m.AddedAt = by.String, ReadTime(at)
 	return m, err
 }
 
 // ListMembers implements sessiondb.UserService.
 func (c *Registry) ListMembers(ctx context.Context, agentGroupID string) ([]sessiondb.Membership, error) {
-	out, err := appendRows(ctx, c.rq, "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID}, []sessiondb.Membership{}, scanMember)
+	out, err := AppendRows(ctx, c.rq, "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID}, []sessiondb.Membership{}, scanMember)
 	if err != nil {
 		return nil, c.wrap(err, "list members")
 	}
@@ -215,7 +215,7 @@ func (c *Registry) UserAccess(ctx context.Context, userID string) (sessiondb.Use
 		return a, nil
 	}
 	err := c.read(ctx, "read the access of user "+userID, func(q Querier) error {
-		users, err := appendRows(ctx, q, "SELECT "+userCols+" FROM users WHERE id = ?", []any{userID}, nil, scanUser)
+		users, err := AppendRows(ctx, q, "SELECT "+userCols+" FROM users WHERE id = ?", []any{userID}, nil, scanUser)
 		if err != nil || len(users) == 0 {
 			return err
 		}
@@ -223,7 +223,7 @@ func (c *Registry) UserAccess(ctx context.Context, userID string) (sessiondb.Use
 		if a.Roles, err = c.listRoles(ctx, q, sessiondb.RoleFilter{UserID: userID}); err != nil {
 			return err
 		}
-		a.Memberships, err = appendRows(ctx, q, "SELECT "+memberCols+" FROM agent_group_members WHERE user_id = ? ORDER BY agent_group_id", []any{userID}, nil, scanMember)
+		a.Memberships, err = AppendRows(ctx, q, "SELECT "+memberCols+" FROM agent_group_members WHERE user_id = ? ORDER BY agent_group_id", []any{userID}, nil, scanMember)
 		return err
 	})
 	return a, err
@@ -237,7 +237,7 @@ func (c *Registry) GetUserDM(ctx context.Context, userID, channelType string) (s
 			var d sessiondb.UserDM
 			var at sql.NullString
 			err := r.Scan(&d.UserID, &d.ChannelType, &d.MessagingGroupID, &at)
-			d.ResolvedAt = readTime(at)
+			d.ResolvedAt = ReadTime(at)
 			return d, err
 		})
 }
