@@ -64,11 +64,7 @@ func (c *Central) ClaimEvent(ctx context.Context, key, host string) (bool, error
 	}
 	claimed := false
 	err := c.writeTx(ctx, "claim event", func(tx *ctxTx) error {
-		res, err := tx.Exec("INSERT INTO routed_events (event_key, host, routed_at) VALUES (?, ?, ?) ON CONFLICT (event_key) DO NOTHING", key, host, c.stamp())
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
+		n, err := regsql.Changed(tx, "INSERT INTO routed_events (event_key, host, routed_at) VALUES (?, ?, ?) ON CONFLICT (event_key) DO NOTHING", key, host, c.stamp())
 		claimed = n == 1
 		return err
 	})
@@ -82,11 +78,7 @@ func (c *Central) PruneEvents(ctx context.Context, olderThan time.Duration) (int
 	}
 	n := 0
 	err := c.writeTx(ctx, "prune routed events", func(tx *ctxTx) error {
-		res, err := tx.Exec("DELETE FROM routed_events WHERE routed_at < ?", sessiondb.FormatTimestamp(c.now().Add(-olderThan)))
-		if err != nil {
-			return err
-		}
-		m, err := res.RowsAffected()
+		m, err := regsql.Changed(tx, "DELETE FROM routed_events WHERE routed_at < ?", sessiondb.FormatTimestamp(c.now().Add(-olderThan)))
 		n = int(m)
 		return err
 	})
@@ -128,12 +120,8 @@ func (c *Central) HandOff(ctx context.Context, h sessiondb.HandOff) (bool, error
 	}
 	queued := false
 	err := c.writeTx(ctx, "hand off "+h.RowID, func(tx *ctxTx) error {
-		res, err := tx.Exec(`INSERT INTO session_handoffs (session_id, agent_group_id, row_id, row_data, wake, created_at)
+		n, err := regsql.Changed(tx, `INSERT INTO session_handoffs (session_id, agent_group_id, row_id, row_data, wake, created_at)
 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, row_id) DO NOTHING`, h.SessionID, h.AgentGroupID, h.RowID, h.Row, h.Wake, c.stamp())
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
 		queued = n == 1
 		return err
 	})

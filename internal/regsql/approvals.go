@@ -69,7 +69,7 @@ func (c *Registry) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (bo
 		if err := mustExist(tx.Context(), tx, "session", n.SessionID, "SELECT 1 FROM sessions WHERE id = ?", n.SessionID); err != nil {
 			return err
 		}
-		m, err := changed(tx, "INSERT INTO pending_questions ("+questionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+		m, err := Changed(tx, "INSERT INTO pending_questions ("+questionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
 			n.QuestionID, n.SessionID, n.MessageOutID, nullText(n.ChannelType), nullText(n.PlatformID), nullText(n.ThreadID), n.Title, opts, c.stamp())
 		added = m > 0
 		return err
@@ -123,11 +123,7 @@ func (c *Registry) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]ses
 			}
 			// Only the rows this sweep deleted: another host's sweep at the
 			// same moment reports the others.
-			res, err := tx.Exec("DELETE FROM pending_questions WHERE question_id = ?", q.QuestionID)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
+			if n, err := Changed(tx, "DELETE FROM pending_questions WHERE question_id = ?", q.QuestionID); err != nil {
 				return err
 			} else if n == 1 {
 				out = append(out, q)
@@ -308,11 +304,7 @@ func (c *Registry) ExpireApprovals(ctx context.Context, now time.Time, ttl time.
 			}
 			// Only the rows this sweep moved: another host's sweep at the
 			// same moment tells the others' agents.
-			res, err := tx.Exec("UPDATE pending_approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending'", a.ApprovalID)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
+			if n, err := Changed(tx, "UPDATE pending_approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending'", a.ApprovalID); err != nil {
 				return err
 			} else if n == 1 {
 				a.Status = sessiondb.ApprovalExpired

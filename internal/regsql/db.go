@@ -73,14 +73,14 @@ func (c *Registry) write(ctx context.Context, what string, fn func(Tx) error) er
 	return c.b.Write(ctx, what, fn)
 }
 
-// changed runs query in tx and returns how many rows it changed.
-func changed(tx Tx, query string, args ...any) (int64, error) {
+// Changed runs query in tx and returns how many rows it changed (the
+// backends' own statements too).
+func Changed(tx Tx, query string, args ...any) (int64, error) {
 	res, err := tx.Exec(query, args...)
 	if err != nil {
 		return 0, err
 	}
-	n, _ := res.RowsAffected()
-	return n, nil
+	return res.RowsAffected()
 }
 
 // changeRows runs one statement in a write transaction of its own and
@@ -89,7 +89,7 @@ func (c *Registry) changeRows(ctx context.Context, what, query string, args ...a
 	var n int64
 	err := c.write(ctx, what, func(tx Tx) error {
 		var err error
-		n, err = changed(tx, query, args...)
+		n, err = Changed(tx, query, args...)
 		return err
 	})
 	return n, err
@@ -100,7 +100,7 @@ func (c *Registry) changeRows(ctx context.Context, what, query string, args ...a
 // kind and id.
 func (c *Registry) changeOne(ctx context.Context, what, kind, id, query string, args ...any) error {
 	return c.write(ctx, what, func(tx Tx) error {
-		n, err := changed(tx, query, args...)
+		n, err := Changed(tx, query, args...)
 		if err == nil && n == 0 {
 			return sessiondb.NotFound(kind, id)
 		}

@@ -71,12 +71,8 @@ func (s *Subagents) EnsureSubagent(ctx context.Context, channelID, threadTS, ses
 	var a sessiondb.Subagent
 	created := false
 	err := s.b.Write(ctx, "ensure subagent", func(tx Tx) error {
-		res, err := tx.Exec("INSERT INTO subagent_sessions ("+subagentCols+") VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?) ON CONFLICT (thread_key) DO NOTHING",
+		n, err := Changed(tx, "INSERT INTO subagent_sessions ("+subagentCols+") VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?) ON CONFLICT (thread_key) DO NOTHING",
 			fresh.ID, fresh.Key, fresh.ChannelID, fresh.ThreadTS, fresh.SandboxName, fresh.PISessionFile, string(fresh.Status), fresh.Turns, fresh.CreatedAt, fresh.UpdatedAt)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
 		if err != nil {
 			return err
 		}
@@ -188,11 +184,7 @@ func (s *Subagents) CountSubagents(ctx context.Context, f sessiondb.SubagentFilt
 func (s *Subagents) DeleteSubagent(ctx context.Context, id string, force bool) (bool, error) {
 	deleted := false
 	err := s.b.Write(ctx, "delete subagent", func(tx Tx) error {
-		res, err := tx.Exec("DELETE FROM subagent_sessions WHERE id = ? AND (status <> 'running' OR ?)", id, force)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
+		n, err := Changed(tx, "DELETE FROM subagent_sessions WHERE id = ? AND (status <> 'running' OR ?)", id, force)
 		if err != nil || n > 0 {
 			deleted = n > 0
 			return err
@@ -224,11 +216,7 @@ func (s *Subagents) PruneSubagents(ctx context.Context, olderThan time.Duration,
 	}
 	n := 0
 	err := s.b.Write(ctx, "prune subagents", func(tx Tx) error {
-		res, err := tx.Exec("DELETE FROM subagent_sessions WHERE updated_at < ? AND status <> 'running' AND status IN ("+qmarks(len(statuses))+")", args...)
-		if err != nil {
-			return err
-		}
-		m, err := res.RowsAffected()
+		m, err := Changed(tx, "DELETE FROM subagent_sessions WHERE updated_at < ? AND status <> 'running' AND status IN ("+qmarks(len(statuses))+")", args...)
 		n = int(m)
 		return err
 	})
@@ -242,11 +230,7 @@ func (s *Subagents) PruneSubagents(ctx context.Context, olderThan time.Duration,
 func (s *Subagents) transition(ctx context.Context, what, id string, lost func(sessiondb.Subagent) error, query string, args ...any) (sessiondb.Subagent, error) {
 	var a sessiondb.Subagent
 	err := s.b.Write(ctx, what, func(tx Tx) error {
-		res, err := tx.Exec(query, args...)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
+		n, err := Changed(tx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -346,12 +330,8 @@ func (s *Subagents) ReconcileRunning(ctx context.Context, alive func(sessiondb.S
 		reset = reset[:0]
 		now := s.b.Now().UnixMilli()
 		for _, a := range dead {
-			res, err := tx.Exec("UPDATE subagent_sessions SET status = 'idle', running_job_id = NULL, updated_at = ? WHERE id = ? AND status = 'running' AND running_job_id = ?",
-				now, a.ID, a.RunningJobID)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
+			if n, err := Changed(tx, "UPDATE subagent_sessions SET status = 'idle', running_job_id = NULL, updated_at = ? WHERE id = ? AND status = 'running' AND running_job_id = ?",
+				now, a.ID, a.RunningJobID); err != nil {
 				return err
 			} else if n > 0 {
 				reset = append(reset, a.ID)

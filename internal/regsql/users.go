@@ -175,7 +175,7 @@ func (c *Registry) AddMember(ctx context.Context, userID, agentGroupID, addedBy 
 				return err
 			}
 		}
-		n, err := changed(tx, "INSERT INTO agent_group_members (user_id, agent_group_id, added_by, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+		n, err := Changed(tx, "INSERT INTO agent_group_members (user_id, agent_group_id, added_by, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
 			userID, agentGroupID, nullText(addedBy), c.stamp())
 		added = n > 0
 		return err
