@@ -463,6 +463,25 @@ func TestReadIndexes(t *testing.T) {
 			t.Errorf("idx_messages_session_id is not newer Hermes' definition:\n%s", master)
 		}
 	})
+	t.Run("a file a newer Hermes upgraded after our look is left alone", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "state.db")
+		s := openTestStore(t, path, Options{})
+		mustCreate(t, s, "a", "cli")
+		db := rawDB(t, path)
+		for _, ix := range readIndexes {
+			execAll(t, db, "DROP INDEX "+ix.name)
+		}
+		execAll(t, db, "UPDATE schema_version SET version = 21")
+		db.Close()
+		before := masterSQL(t, path)
+		// What an open that saw the file as v6 does once it holds the lock.
+		if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return addReadIndexes(tx) }); err != nil {
+			t.Fatal(err)
+		}
+		if after := masterSQL(t, path); !sameStrings(before, after) {
+			t.Errorf("the newer file's schema changed:\nbefore %v\nafter  %v", before, after)
+		}
+	})
 	t.Run("a writer holding the lock postpones them", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.db")
 		s := openTestStore(t, path, Options{})

@@ -189,16 +189,22 @@ func (si *schemaInfo) needsReadIndexes() bool {
 }
 
 // addReadIndexes creates the missing readIndexes and the last-activity
-// table inside tx.
+// table inside tx. It decides from the schema read inside tx, not the one
+// the caller read before taking the lock: a newer Hermes may have upgraded
+// the file in between, and such a file is never given them. The indexes it
+// creates change nothing addLastActive reads, so one inspection serves both.
 func addReadIndexes(tx txRunner) error {
+	si, err := inspect(tx.Context(), tx)
+	if err != nil {
+		return sqlitedb.Wrap(err, "inspect schema")
+	}
+	if !si.needsReadIndexes() {
+		return nil
+	}
 	for _, ix := range readIndexes {
 		if err := tx.ExecScript(ix.ddl); err != nil {
 			return sqlitedb.Wrap(err, "create index %s", ix.name)
 		}
-	}
-	si, err := inspect(tx.Context(), tx)
-	if err != nil {
-		return sqlitedb.Wrap(err, "inspect schema")
 	}
 	return addLastActive(tx, si)
 }
