@@ -122,13 +122,17 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 	}
 }
 
+// Health answers GET /v1/health with {"ok":true}: what Reachable asks of
+// a host serving at an address.
+func Health(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"ok":true}`+"\n")
+}
+
 // Handler returns the event endpoint's HTTP handler for r.
 func Handler(r *Router) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"ok":true}`+"\n")
-	})
+	mux.HandleFunc("GET /v1/health", Health)
 	mux.HandleFunc("POST /v1/route", func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		fl, _ := w.(http.Flusher)

@@ -325,10 +325,7 @@ func hostMux(r *hostd.Router, metrics *sdbhttp.HostMetrics) http.Handler {
 	if r != nil {
 		mux.Handle("/", hostd.Handler(r))
 	} else {
-		mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(`{"ok":true}` + "\n"))
-		})
+		mux.HandleFunc("GET /v1/health", hostd.Health)
 	}
 	return mux
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
 	mailboxcmd "github.com/sessiondb/sessiondb/cmd/sessiondb/internal/mailbox"
+	"github.com/sessiondb/sessiondb/hostd"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
@@ -247,6 +248,11 @@ func TestHostMetrics(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	// Without the control plane the socket still answers the health
+	// check, so `route --host` finds the host there.
+	if !hostd.Reachable(context.Background(), sock) {
+		t.Error("the metrics-only host does not answer /v1/health")
 	}
 	stopped = true
 	if code := stop(); code != 0 && code != cli.ExitInterrupted {
