@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
@@ -115,6 +117,13 @@ func TestSessionEventsLiveAndResumable(t *testing.T) {
 	if ev := again.next(); ev.ID != itoa(fourth) {
 		t.Fatalf("after resuming: %+v, want %d", ev, fourth)
 	}
+	// Each event sent is counted under its stream's name: three on each
+	// stream (the first, still open, also sends the fourth message). A
+	// count follows its event's write, so it may land just after the
+	// client has read the event.
+	testkit.WaitFor(t, "six message events counted", func() bool {
+		return bytes.Contains(f.get("/metrics").body, []byte(`sessiondb_live_events_total{stream="messages"} 6`+"\n"))
+	})
 }
 
 func TestSessionEventsRefusals(t *testing.T) {
