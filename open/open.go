@@ -76,10 +76,8 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 		}
 		return st, nil
 	}
-	if o.MustExist {
-		if _, err := os.Stat(location); errors.Is(err, fs.ErrNotExist) {
-			return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no history store at %s", location)
-		}
+	if err := mustExist(location, "no history store at", o); err != nil {
+		return nil, err
 	}
 	st, err := sqlite.Open(ctx, location, sqlite.Options{
 		ReadOnly:    o.ReadOnly,
@@ -109,7 +107,7 @@ func Central(ctx context.Context, location string, o Options) (sessiondb.Registr
 		}
 		return c, nil
 	}
-	if err := mustExist(location, o); err != nil {
+	if err := mustExist(location, "nothing at", o); err != nil {
 		return nil, err
 	}
 	c, err := sqlite.OpenCentral(ctx, location, sqlite.CentralOptions{ReadOnly: o.ReadOnly, Now: o.Now, Logger: o.Logger})
@@ -132,7 +130,7 @@ func Subagents(ctx context.Context, location string, o Options) (sessiondb.Subag
 		}
 		return s, nil
 	}
-	if err := mustExist(location, o); err != nil {
+	if err := mustExist(location, "nothing at", o); err != nil {
 		return nil, err
 	}
 	s, err := sqlite.OpenSubagents(ctx, location, sqlite.SubagentOptions{Now: o.Now, Logger: o.Logger})
@@ -142,13 +140,14 @@ func Subagents(ctx context.Context, location string, o Options) (sessiondb.Subag
 	return s, nil
 }
 
-// mustExist refuses a missing file when o.MustExist.
-func mustExist(path string, o Options) error {
+// mustExist refuses a missing file when o.MustExist, saying what is
+// missing before the path.
+func mustExist(path, missing string, o Options) error {
 	if !o.MustExist {
 		return nil
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return sessiondb.Errorf(sessiondb.ENOTFOUND, "nothing at %s", path)
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "%s %s", missing, path)
 	}
 	return nil
 }
