@@ -49,6 +49,12 @@ func DataPath(flag string) (string, error) {
 	return HomePath(SessionsDir)
 }
 
+// WarnLogger is the logger of a store a command opens: its warnings, as
+// text on the command's stderr.
+func (f *Factory) WarnLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(f.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
 // OpenRegistry opens the central registry at path with the given access
 // (see Access; --read-only applies as for the history store). A command
 // that does not create the registry never creates a file: a missing one is
@@ -61,7 +67,7 @@ func (f *Factory) OpenRegistry(ctx context.Context, path string, what Access) (s
 		ReadOnly:  what == ReadStore && f.ReadOnly,
 		MustExist: what != CreateStore,
 		Now:       f.Now,
-		Logger:    slog.New(slog.NewTextHandler(f.Err, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:    f.WarnLogger(),
 	})
 	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND && what != CreateStore {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no central registry at %s: create it with `sessiondb admin groups create NAME`, or point --central at a NanoClaw data/v2.db", path)

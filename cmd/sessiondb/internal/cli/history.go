@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"log/slog"
 	"os"
 
 	"github.com/sessiondb/sessiondb"
@@ -68,7 +67,7 @@ func (f *Factory) OpenHistoryAt(ctx context.Context, path string, what Access, s
 		MustExist:   what != CreateStore,
 		Synchronous: synchronous,
 		Now:         f.Now,
-		Logger:      slog.New(slog.NewTextHandler(f.Err, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:      f.WarnLogger(),
 	})
 	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND && store.IsURL(path) {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "%w: create one with `sessiondb import FILE --db URL`", err)
