@@ -278,9 +278,10 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 // thus ranked whole, exactly as Hermes v6 ranks it, however common the
 // word (the shared benchmark workload holds 108,000; its common-word
 // phrases match 39,000). At ten million messages a common word matches
-// 0.85 to 2.5 million messages (8 to 25 %), so its window is the matches
-// among the newest 200,000 messages, a fifth to a half of the former
-// 50,000; search p50 fell from 121 to 84 ms there (docs/benchmarks.md).
+// 0.85 to 2.5 million messages (8 to 25 %), so its window is its matches
+// among the newest 200,000 messages, about 17,000 to 50,000 of them; over
+// the growth benchmark's queries search p50 fell from 121 to 84 ms there
+// against the former window of 50,000 matches (docs/benchmarks.md).
 const (
 	DefaultSearchWindow         = 10_000
 	DefaultSearchWindowMessages = 200_000
