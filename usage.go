@@ -33,6 +33,19 @@ type UsageRow struct {
 	ActualCostUSD    float64 `json:"actual_cost_usd"`
 }
 
+// Add adds x's counts and costs to r (its key stays): a total over rows.
+func (r *UsageRow) Add(x UsageRow) {
+	r.Sessions += x.Sessions
+	r.Messages += x.Messages
+	r.InputTokens += x.InputTokens
+	r.OutputTokens += x.OutputTokens
+	r.CacheReadTokens += x.CacheReadTokens
+	r.CacheWriteTokens += x.CacheWriteTokens
+	r.ReasoningTokens += x.ReasoningTokens
+	r.EstimatedCostUSD += x.EstimatedCostUSD
+	r.ActualCostUSD += x.ActualCostUSD
+}
+
 // UsageReport is token use and cost grouped by model, by source and by
 // day, plus the sessions that cost most (ordered by cost, then by total
 // tokens).

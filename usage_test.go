@@ -71,3 +71,12 @@ func TestReadUsage(t *testing.T) {
 		t.Fatalf("failing reader: got %v, want its internal error", err)
 	}
 }
+
+func TestUsageRowAdd(t *testing.T) {
+	total := UsageRow{Key: "total", Sessions: 1, Messages: 2, InputTokens: 3, OutputTokens: 4, CacheReadTokens: 5, CacheWriteTokens: 6, ReasoningTokens: 7, EstimatedCostUSD: 0.5, ActualCostUSD: 0.25}
+	total.Add(UsageRow{Key: "m", Sessions: 10, Messages: 20, InputTokens: 30, OutputTokens: 40, CacheReadTokens: 50, CacheWriteTokens: 60, ReasoningTokens: 70, EstimatedCostUSD: 1, ActualCostUSD: 2})
+	want := UsageRow{Key: "total", Sessions: 11, Messages: 22, InputTokens: 33, OutputTokens: 44, CacheReadTokens: 55, CacheWriteTokens: 66, ReasoningTokens: 77, EstimatedCostUSD: 1.5, ActualCostUSD: 2.25}
+	if total != want {
+		t.Fatalf("sum %+v, want %+v", total, want)
+	}
+}

@@ -124,7 +124,7 @@ func (s *Server) uiAnalytics(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.Sources, _ = s.facets(ctx)
 	for _, x := range rep.BySource {
-		addUsage(&v.Totals, x)
+		v.Totals.Add(x)
 	}
 	var from, to time.Time
 	if v.Days > 0 {
@@ -151,18 +151,6 @@ func (s *Server) uiAnalytics(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.page(w, r, "analytics", v)
 	return nil
-}
-
-func addUsage(t *sessiondb.UsageRow, x sessiondb.UsageRow) {
-	t.Sessions += x.Sessions
-	t.Messages += x.Messages
-	t.InputTokens += x.InputTokens
-	t.OutputTokens += x.OutputTokens
-	t.CacheReadTokens += x.CacheReadTokens
-	t.CacheWriteTokens += x.CacheWriteTokens
-	t.ReasoningTokens += x.ReasoningTokens
-	t.EstimatedCostUSD += x.EstimatedCostUSD
-	t.ActualCostUSD += x.ActualCostUSD
 }
 
 func rowTokens(x sessiondb.UsageRow) int64 {

@@ -84,15 +84,7 @@ func usageTable(key string, rows []sessiondb.UsageRow) *cli.Table {
 	var sum sessiondb.UsageRow
 	for _, r := range rows {
 		usageLine(t, cli.OrDash(r.Key), r)
-		sum.Sessions += r.Sessions
-		sum.Messages += r.Messages
-		sum.InputTokens += r.InputTokens
-		sum.OutputTokens += r.OutputTokens
-		sum.CacheReadTokens += r.CacheReadTokens
-		sum.CacheWriteTokens += r.CacheWriteTokens
-		sum.ReasoningTokens += r.ReasoningTokens
-		sum.EstimatedCostUSD += r.EstimatedCostUSD
-		sum.ActualCostUSD += r.ActualCostUSD
+		sum.Add(r)
 	}
 	if key != "TOP SESSIONS" && len(rows) > 1 {
 		usageLine(t, "total", sum)
