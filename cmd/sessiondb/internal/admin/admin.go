@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -79,7 +78,7 @@ func (a *group) router(reg sessiondb.Registry, ifFolders bool) (*hostd.Router, e
 	if _, err := os.Stat(root); ifFolders && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	log := slog.New(slog.NewTextHandler(a.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := a.WarnLogger()
 	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: root}, Now: a.Now, Logger: log})
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,7 +130,7 @@ func (g *group) direct(ctx context.Context, central, data, deliver string, in io
 		return err
 	}
 	return g.WithRegistry(ctx, path, cli.WriteStore, func(reg sessiondb.Registry) error {
-		log := slog.New(slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log := g.WarnLogger()
 		layout := mailbox.Layout{Root: data}
 		h, err := mailbox.NewHost(mailbox.HostOptions{Layout: layout, Now: g.Now, Logger: log})
 		if err != nil {

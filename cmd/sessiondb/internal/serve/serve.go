@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 
@@ -139,7 +138,7 @@ func (g *group) run(ctx context.Context, o options) error {
 		rand.Read(b)
 		o.token, madeToken = hex.EncodeToString(b), true
 	}
-	log := slog.New(slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := g.WarnLogger()
 	st, err := g.OpenHistory(ctx, cli.ServeStore, "")
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -60,7 +59,7 @@ func (s *group) with(c *cobra.Command, write bool, fn func(ctx context.Context, 
 		return sessiondb.Errorf(sessiondb.EINVALID, "this command changes the subagent store, and --read-only was given: drop --read-only to run it")
 	}
 	st, err := store.OpenSubagents(c.Context(), path, store.Options{MustExist: true, Now: s.Now,
-		Logger: slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Logger: s.WarnLogger()})
 	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
 		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no subagent store at %s: point --subagents (or SESSION_DB_PATH) at janebot's state.sqlite", path)
 	}
