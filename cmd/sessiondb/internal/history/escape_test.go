@@ -12,41 +12,20 @@ import (
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
 
-// hostile retitles the terminal, clears it, and then reverses what follows
-// (a right-to-left override); plain is how human output must show it.
-const (
-	hostile = "\x1b]0;PWNED\x07\x1b[2J\u202eevil"
-	plain   = `\x1b]0;PWNED\x07\x1b[2J\u202eevil`
-)
-
-// assertInert fails when out holds anything a terminal would act on
-// instead of show: C0 controls other than newline and tab, DEL, C1
-// controls, bidi and other format characters.
-func assertInert(t *testing.T, what, out string) {
-	t.Helper()
-	for i, r := range out {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u202e' || r == '\u2066' || r == '\u200b' {
-			lo, hi := max(0, i-40), min(len(out), i+40)
-			t.Errorf("%s prints %U raw: …%q…", what, r, out[lo:hi])
-			return
-		}
-	}
-}
-
-// hostileDB is the example store with hostile text planted where another
+// hostileDB is the example store with clitest.Hostile text planted where another
 // program (a Hermes, an agent, an attacker with write access) could put
 // it: the Docker session's title, model and end reason, its first user
 // message, the first answer and its reasoning, a tool name and a tool call.
 func hostileDB(t *testing.T) string {
 	t.Helper()
 	db := exampleDB(t)
-	sqlitetest.ExecFile(t, db, "UPDATE sessions SET title = ?, model = ?, end_reason = ? WHERE id = ?", "Docker "+hostile, "model"+hostile, "reason"+hostile, dockerID)
+	sqlitetest.ExecFile(t, db, "UPDATE sessions SET title = ?, model = ?, end_reason = ? WHERE id = ?", "Docker "+clitest.Hostile, "model"+clitest.Hostile, "reason"+clitest.Hostile, dockerID)
 	first := "(SELECT MIN(id) FROM messages WHERE session_id = ? AND role = ?)"
-	sqlitetest.ExecFile(t, db, "UPDATE messages SET content = ? WHERE id = "+first, "pwnedword "+hostile+"\r\nsecond line\ttabbed", dockerID, "user")
-	sqlitetest.ExecFile(t, db, "UPDATE messages SET reasoning = ?, content = ? WHERE id = "+first, "thinking "+hostile, "context "+hostile, dockerID, "assistant")
-	sqlitetest.ExecFile(t, db, "UPDATE messages SET tool_name = ? WHERE id = "+first, "tool"+hostile, dockerID, "tool")
+	sqlitetest.ExecFile(t, db, "UPDATE messages SET content = ? WHERE id = "+first, "pwnedword "+clitest.Hostile+"\r\nsecond line\ttabbed", dockerID, "user")
+	sqlitetest.ExecFile(t, db, "UPDATE messages SET reasoning = ?, content = ? WHERE id = "+first, "thinking "+clitest.Hostile, "context "+clitest.Hostile, dockerID, "assistant")
+	sqlitetest.ExecFile(t, db, "UPDATE messages SET tool_name = ? WHERE id = "+first, "tool"+clitest.Hostile, dockerID, "tool")
 	sqlitetest.ExecFile(t, db, "UPDATE messages SET tool_calls = ? WHERE id = (SELECT MIN(id) FROM messages WHERE session_id = ? AND tool_calls IS NOT NULL)",
-		`[{"id": "call`+strings.ReplaceAll(strings.ReplaceAll(hostile, "\x1b", `\u001b`), "\x07", `\u0007`)+`", "type": "function", "function": {"name": "fn\u001b[2J", "arguments": "{\"a\": \"\u001b]0;x\u0007\"}"}}]`, dockerID)
+		`[{"id": "call`+strings.ReplaceAll(strings.ReplaceAll(clitest.Hostile, "\x1b", `\u001b`), "\x07", `\u0007`)+`", "type": "function", "function": {"name": "fn\u001b[2J", "arguments": "{\"a\": \"\u001b]0;x\u0007\"}"}}]`, dockerID)
 	return db
 }
 
@@ -60,17 +39,17 @@ func TestHumanOutputEscapesStoredText(t *testing.T) {
 		args []string
 		want string // the escaped form that must show (stdout or stderr)
 	}{
-		{"sessions", []string{"sessions"}, "Docker " + plain},
-		{"sessions --children", []string{"sessions", "--children"}, "model" + plain},
-		{"show", []string{"show", dockerID}, plain},
-		{"show --last", []string{"show", dockerID, "--last", "50", "--full"}, "tool" + plain},
-		{"search", []string{"search", "pwnedword"}, plain},
-		{"search context", []string{"search", "WORKDIR"}, "context " + plain},
-		{"title", []string{"title", dockerID}, plain},
-		{"lineage", []string{"lineage", dockerID}, plain},
-		{"stats", []string{"stats"}, "model" + plain},
-		{"prune --dry-run", []string{"prune", "--older-than", "1", "--dry-run"}, plain},
-		{"end (already ended)", []string{"end", dockerID}, "reason" + plain},
+		{"sessions", []string{"sessions"}, "Docker " + clitest.Plain},
+		{"sessions --children", []string{"sessions", "--children"}, "model" + clitest.Plain},
+		{"show", []string{"show", dockerID}, clitest.Plain},
+		{"show --last", []string{"show", dockerID, "--last", "50", "--full"}, "tool" + clitest.Plain},
+		{"search", []string{"search", "pwnedword"}, clitest.Plain},
+		{"search context", []string{"search", "WORKDIR"}, "context " + clitest.Plain},
+		{"title", []string{"title", dockerID}, clitest.Plain},
+		{"lineage", []string{"lineage", dockerID}, clitest.Plain},
+		{"stats", []string{"stats"}, "model" + clitest.Plain},
+		{"prune --dry-run", []string{"prune", "--older-than", "1", "--dry-run"}, clitest.Plain},
+		{"end (already ended)", []string{"end", dockerID}, "reason" + clitest.Plain},
 	}
 	for _, tc := range commands {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,8 +57,8 @@ func TestHumanOutputEscapesStoredText(t *testing.T) {
 			if r.Code != 0 {
 				t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 			}
-			assertInert(t, "stdout", r.Stdout)
-			assertInert(t, "stderr", r.Stderr)
+			clitest.AssertInert(t, "stdout", r.Stdout)
+			clitest.AssertInert(t, "stderr", r.Stderr)
 			if !strings.Contains(r.Stdout+r.Stderr, tc.want) {
 				t.Errorf("output lacks %q:\n%s%s", tc.want, r.Stdout, r.Stderr)
 			}
@@ -87,7 +66,7 @@ func TestHumanOutputEscapesStoredText(t *testing.T) {
 	}
 	t.Run("show keeps lines and tabs, drops the CR of CRLF", func(t *testing.T) {
 		out := mustCLI(t, "--db", db, "show", dockerID).Stdout
-		if !strings.Contains(out, "pwnedword "+plain+"\n  second line\ttabbed") {
+		if !strings.Contains(out, "pwnedword "+clitest.Plain+"\n  second line\ttabbed") {
 			t.Errorf("transcript:\n%s", out)
 		}
 	})
@@ -100,14 +79,14 @@ func TestHumanOutputEscapesStoredText(t *testing.T) {
 			}
 		}
 		decode(t, mustCLI(t, "--db", db, "--json", "show", dockerID), &shown)
-		if shown.Session.Title != "Docker "+hostile || deref(shown.Messages[0].Content) != "pwnedword "+hostile+"\r\nsecond line\ttabbed" {
+		if shown.Session.Title != "Docker "+clitest.Hostile || deref(shown.Messages[0].Content) != "pwnedword "+clitest.Hostile+"\r\nsecond line\ttabbed" {
 			t.Errorf("JSON changed the stored text: %q / %q", shown.Session.Title, deref(shown.Messages[0].Content))
 		}
 		var rows []listed
 		decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100"), &rows)
 		found := false
 		for _, r := range rows {
-			found = found || deref(r.Title) == "Docker "+hostile
+			found = found || deref(r.Title) == "Docker "+clitest.Hostile
 		}
 		if !found {
 			t.Errorf("sessions --json lost the exact title: %+v", rows)
@@ -119,22 +98,22 @@ func TestHumanOutputEscapesStoredText(t *testing.T) {
 // other ways than a listing: an error quoting stored or given text, a
 // store path, an import line's session id.
 func TestErrorsAndPathsAreEscaped(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "x"+hostile)
+	dir := filepath.Join(t.TempDir(), "x"+clitest.Hostile)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "state.db")
 	r := runCLI(t, "", "--db", db, "sessions")
-	if r.Code != cli.ExitNotFound || !strings.Contains(r.Stderr, "x"+plain) {
+	if r.Code != cli.ExitNotFound || !strings.Contains(r.Stderr, "x"+clitest.Plain) {
 		t.Errorf("missing store: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	assertInert(t, "missing store error", r.Stderr)
+	clitest.AssertInert(t, "missing store error", r.Stderr)
 
 	mustCLI(t, "--db", db, "import", examplesFile)
 	for _, args := range [][]string{{"doctor"}, {"--read-only", "doctor"}} {
 		r := runCLI(t, "", append([]string{"--db", db}, args...)...)
-		assertInert(t, "doctor", r.Stdout+r.Stderr)
-		if !strings.Contains(r.Stdout, "x"+plain) {
+		clitest.AssertInert(t, "doctor", r.Stdout+r.Stderr)
+		if !strings.Contains(r.Stdout, "x"+clitest.Plain) {
 			t.Errorf("doctor does not name the store:\n%s", r.Stdout)
 		}
 	}
@@ -148,5 +127,5 @@ func TestErrorsAndPathsAreEscaped(t *testing.T) {
 	if r.Code != cli.ExitInvalid {
 		t.Fatalf("import of a bad line: exit %d: %s", r.Code, r.Stderr)
 	}
-	assertInert(t, "import errors", r.Stderr)
+	clitest.AssertInert(t, "import errors", r.Stderr)
 }
