@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
@@ -40,9 +41,7 @@ func (b *bencher) rawPhase(ctx context.Context) (*rawResult, error) {
 	}
 	defer b.remove(path)
 	err = b.createSessions(ctx, st)
-	if cerr := st.Close(); err == nil && cerr != nil {
-		err = sessiondb.Wrap("", cerr, "close the raw store")
-	}
+	cli.CloseInto(&err, st, "close the raw store")
 	if err != nil {
 		return nil, err
 	}

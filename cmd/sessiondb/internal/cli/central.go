@@ -82,10 +82,6 @@ func (f *Factory) WithRegistry(ctx context.Context, path string, what Access, fn
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := reg.Close(); cerr != nil && err == nil {
-			err = sessiondb.Wrap("", cerr, "close central registry")
-		}
-	}()
+	defer CloseInto(&err, reg, "close central registry")
 	return fn(reg)
 }

@@ -83,10 +83,6 @@ func (f *Factory) WithHistory(ctx context.Context, what Access, synchronous stri
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
-			err = sessiondb.Wrap("", cerr, "close history store")
-		}
-	}()
+	defer CloseInto(&err, st, "close history store")
 	return fn(st)
 }

@@ -58,11 +58,7 @@ func (h *group) copy(ctx context.Context, from, to string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := dst.Close(); cerr != nil && err == nil {
-			err = sessiondb.Wrap("", cerr, "close %s", to)
-		}
-	}()
+	defer cli.CloseInto(&err, dst, "close "+to)
 	var bar *cli.ProgressLine
 	rep, err := sessiondb.Copy(ctx, src, dst, func(done, total int) {
 		if bar == nil {
