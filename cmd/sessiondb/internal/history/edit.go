@@ -58,11 +58,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 				}
 			}
 			ctx := c.Context()
-			return h.withStore(ctx, cli.WriteStore, func(st sessiondb.Store) error {
-				s, err := findSession(ctx, st, args[0], true)
-				if err != nil {
-					return err
-				}
+			return h.withSession(ctx, cli.WriteStore, args[0], true, func(st sessiondb.Store, s *sessiondb.Session) (err error) {
 				src := s.ID
 				if clean != "" {
 					// Check before forking, so a taken title does not leave
@@ -262,11 +258,7 @@ func (h *group) changeSession(c *cobra.Command, ref string, byTitle bool, ask fu
 		return err
 	}
 	ctx := c.Context()
-	return h.withStore(ctx, cli.WriteStore, func(st sessiondb.Store) error {
-		before, err := findSession(ctx, st, ref, byTitle)
-		if err != nil {
-			return err
-		}
+	return h.withSession(ctx, cli.WriteStore, ref, byTitle, func(st sessiondb.Store, before *sessiondb.Session) error {
 		id := before.ID
 		if ask != nil {
 			if err := ask(before); err != nil {
@@ -305,11 +297,7 @@ prefix is accepted, not a title.`,
 				return err
 			}
 			ctx := c.Context()
-			return h.withStore(ctx, cli.WriteStore, func(st sessiondb.Store) error {
-				s, err := findSession(ctx, st, args[0], false)
-				if err != nil {
-					return err
-				}
+			return h.withSession(ctx, cli.WriteStore, args[0], false, func(st sessiondb.Store, s *sessiondb.Session) error {
 				id := s.ID
 				q := fmt.Sprintf("Delete session %s %q with its %d message(s)? This cannot be undone.", id, deref(s.Title), s.MessageCount)
 				if err := h.Confirm(yes, nil, q); err != nil {

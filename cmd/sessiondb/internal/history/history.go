@@ -53,11 +53,18 @@ func (h *group) checkSynchronous() error {
 	return err
 }
 
-// findSession is the session ref names (sessiondb.FindSession), read whole.
-func findSession(ctx context.Context, st sessiondb.SessionService, ref string, byTitle bool) (*sessiondb.Session, error) {
-	id, err := sessiondb.FindSession(ctx, st, ref, byTitle)
-	if err != nil {
-		return nil, err
-	}
-	return st.GetSession(ctx, id)
+// withSession opens the store as withStore does and runs fn on it and on
+// the session ref names (sessiondb.FindSession), read whole.
+func (h *group) withSession(ctx context.Context, what cli.Access, ref string, byTitle bool, fn func(sessiondb.Store, *sessiondb.Session) error) error {
+	return h.withStore(ctx, what, func(st sessiondb.Store) error {
+		id, err := sessiondb.FindSession(ctx, st, ref, byTitle)
+		if err != nil {
+			return err
+		}
+		s, err := st.GetSession(ctx, id)
+		if err != nil {
+			return err
+		}
+		return fn(st, s)
+	})
 }

@@ -108,11 +108,7 @@ Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
 				return sessiondb.Errorf(sessiondb.EINVALID, "--last %d: want 0 (all) or more", last)
 			}
 			ctx := c.Context()
-			return h.withStore(ctx, cli.ReadStore, func(st sessiondb.Store) error {
-				s, err := findSession(ctx, st, args[0], true)
-				if err != nil {
-					return err
-				}
+			return h.withSession(ctx, cli.ReadStore, args[0], true, func(st sessiondb.Store, s *sessiondb.Session) error {
 				id := s.ID
 				if last > 0 {
 					p, err := st.GetMessagesPage(ctx, id, sessiondb.Page{Limit: last})
