@@ -3,7 +3,6 @@ package fts
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,15 +38,7 @@ var corpus = []string{
 // filled with corpus. It is closed when tb ends.
 func openFTS(tb testing.TB) *sql.DB {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "fts.db")
-	if _, _, err := sqlitedb.CreateFile(path, 0o700, 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
+	db := openEmpty(tb)
 	ctx := context.Background()
 	if _, err := db.ExecContext(ctx, "CREATE VIRTUAL TABLE t USING fts5(content)"); err != nil {
 		tb.Fatalf("%s driver: %v", sqlitedb.DriverName, err)
@@ -183,13 +174,24 @@ var fuzzSeeds = []string{
 	"a:b", "**AND", "*OR*", "NEAR(a b)", "x^y", "\x1a*", "_", "é\u0301-x", "\xff\xfe",
 }
 
-func FuzzEscape(f *testing.F) {
+// seedQueries are the spec table's inputs, then the fuzz seeds.
+func seedQueries() []string {
+	var out []string
 	for _, tc := range specTable {
-		f.Add(tc.in)
+		out = append(out, tc.in)
 	}
-	for _, s := range fuzzSeeds {
-		f.Add(s)
+	return append(out, fuzzSeeds...)
+}
+
+// seedFuzz adds seedQueries to f's corpus.
+func seedFuzz(f *testing.F) {
+	for _, q := range seedQueries() {
+		f.Add(q)
 	}
+}
+
+func FuzzEscape(f *testing.F) {
+	seedFuzz(f)
 	db := openFTS(f)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, q string) {

@@ -17,21 +17,14 @@ func sequentialRestore(s string, phrases []string) string {
 
 func TestSanitizeWithPlaceholderText(t *testing.T) {
 	// Expected values computed by testdata/sanitize_ref.py.
-	tests := []struct{ name, in, want string }{
+	checkCases(t, "Sanitize", Sanitize, []strCase{
 		{"phrase holding a later placeholder twice", "\x00 \"\x00Q1\x00\x00Q1\x00\" \"x\"", "\x00 \"\"x\"\"x\"\" \"x\""},
 		{"user text overlapping our placeholder", "\x00Q1\x00Q0\x00 \"a\" \"b\"", "\x00Q1\"a\" \"a\" \"b\""},
 		{"overlapping occurrences of one placeholder", "\x00Q0\x00Q0\x00 \"a\"", "\"a\"Q0\x00 \"a\""},
 		{"earlier placeholder inside a later phrase stays", "\"\x00Q1\x00\" \"\x00Q0\x00\"", "\"\"\x00Q0\x00\"\" \"\x00Q0\x00\""},
 		{"leading zero is not a placeholder", "\x00Q01\x00 \"a\" \"b\"", "\x00Q01\x00 \"a\" \"b\""},
 		{"later placeholder in user text and phrase", "\x00Q2\x00 \"\x00Q2\x00\" \"b\" \"c\"", "\"c\" \"\"c\"\" \"b\" \"c\""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Sanitize(tc.in); got != tc.want {
-				t.Errorf("Sanitize(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestRestoreExactMatchesSequential(t *testing.T) {

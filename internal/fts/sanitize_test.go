@@ -8,6 +8,23 @@ import (
 	"github.com/sessiondb/sessiondb/internal/fts/ftstest"
 )
 
+// strCase is an input of a string function, what the function must give,
+// and the name of its subtest.
+type strCase struct{ name, in, want string }
+
+// checkCases runs f on every case's input, each in a subtest, and reports
+// every result other than the case's want, calling f fname.
+func checkCases(t *testing.T, fname string, f func(string) string, cases []strCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := f(tc.in); got != tc.want {
+				t.Errorf("%s(%q) = %q, want %q", fname, tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
 // specRow is one row of the table in section 7 of the history-store spec.
 // escape is what Escape(in) must give, for the rows whose sanitized form
 // FTS5 rejects; ftsError says FTS5 rejects the sanitized form.
@@ -64,23 +81,15 @@ var specTable = []specRow{
 	{name: "trailing minus", in: "hello -", sanitized: "hello -", ftsError: true, escape: "hello"},
 }
 
-func TestSanitizeSpecTable(t *testing.T) {
+// TestSpecTable: Sanitize gives every input's sanitized form, and Escape
+// its escaped form where the table has one.
+func TestSpecTable(t *testing.T) {
 	for _, tc := range specTable {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Sanitize(tc.in); got != tc.sanitized {
 				t.Errorf("Sanitize(%q) = %q, want %q", tc.in, got, tc.sanitized)
 			}
-		})
-	}
-}
-
-func TestEscapeSpecTable(t *testing.T) {
-	for _, tc := range specTable {
-		if tc.escape == "" {
-			continue
-		}
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Escape(tc.in); got != tc.escape {
+			if got := Escape(tc.in); tc.escape != "" && got != tc.escape {
 				t.Errorf("Escape(%q) = %q, want %q", tc.in, got, tc.escape)
 			}
 		})
@@ -88,9 +97,7 @@ func TestEscapeSpecTable(t *testing.T) {
 }
 
 func TestSanitizeEdges(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-	}{
+	checkCases(t, "Sanitize", Sanitize, []strCase{
 		{"empty", "", ""},
 		{"only spaces", " \t\n ", ""},
 		{"python-only white space trimmed", "\x1chello\x1f", "hello"},
@@ -128,14 +135,7 @@ func TestSanitizeEdges(t *testing.T) {
 		{"placeholder-shaped text is rewritten like Hermes", "\x00Q0\x00 \"x\"", `"x" "x"`},
 		{"NUL alone survives", "a\x00b", "a\x00b"},
 		{"invalid UTF-8 reads as U+FFFD", "a\xffb", "a\uFFFDb"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Sanitize(tc.in); got != tc.want {
-				t.Errorf("Sanitize(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // TestSanitizeMatchesPythonReference replays queries whose expected results
@@ -155,9 +155,7 @@ func TestSanitizeMatchesPythonReference(t *testing.T) {
 
 func TestEscapeEdges(t *testing.T) {
 	long := strings.Repeat("a ", MaxEscapeRunes) // 4096 runes
-	tests := []struct {
-		name, in, want string
-	}{
+	checkCases(t, "Escape", Escape, []strCase{
 		{"empty", "", ""},
 		{"only punctuation", "!? - :", ""},
 		{"plain words unchanged", "hello world", "hello world"},
@@ -193,14 +191,7 @@ func TestEscapeEdges(t *testing.T) {
 		{"invalid UTF-8", "a\xff", "a\uFFFD"},
 		{"cut at MaxEscapeRunes", long, strings.TrimSpace(long[:MaxEscapeRunes])},
 		{"cut splits a phrase", strings.Repeat("x", MaxEscapeRunes-3) + ` "ab"`, strings.Repeat("x", MaxEscapeRunes-3) + " a"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Escape(tc.in); got != tc.want {
-				t.Errorf("Escape(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestEscapeBoundsNotChains(t *testing.T) {
@@ -215,12 +206,7 @@ func TestEscapeBoundsNotChains(t *testing.T) {
 }
 
 func FuzzSanitize(f *testing.F) {
-	for _, tc := range specTable {
-		f.Add(tc.in)
-	}
-	for _, s := range fuzzSeeds {
-		f.Add(s)
-	}
+	seedFuzz(f)
 	f.Fuzz(func(t *testing.T, q string) {
 		got := Sanitize(q)
 		if !utf8.ValidString(got) {

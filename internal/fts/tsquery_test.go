@@ -63,11 +63,7 @@ func TestTSQueryRejectsWhatFTS5Rejects(t *testing.T) {
 // plus the Python reference vectors.
 func queryCorpus(t *testing.T) []string {
 	t.Helper()
-	var out []string
-	for _, r := range specTable {
-		out = append(out, r.in)
-	}
-	out = append(out, fuzzSeeds...)
+	out := seedQueries()
 	out = append(out, corpus...)
 	out = append(out, ftstest.Queries(t)...)
 	out = append(out, strings.Repeat("a NOT ", 400)+"b", strings.Repeat(`"x y" OR `, 300)+"z", strings.Repeat("word* ", 2000))
@@ -87,12 +83,7 @@ func TestEscapedAlwaysTranslates(t *testing.T) {
 }
 
 func FuzzTSQuery(f *testing.F) {
-	for _, r := range specTable {
-		f.Add(r.in)
-	}
-	for _, s := range fuzzSeeds {
-		f.Add(s)
-	}
+	seedFuzz(f)
 	f.Fuzz(func(t *testing.T, q string) {
 		if _, err := TSQuery(Sanitize(q)); err != nil && !errors.Is(err, ErrSyntax) {
 			t.Fatalf("TSQuery(Sanitize(%q)): %v", q, err)
