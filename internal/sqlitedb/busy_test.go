@@ -96,17 +96,7 @@ func count(path string, c Config) (int, error) {
 // timeout fails at once, and a read whose blocker lets go succeeds.
 func TestBusyHandlerWaitsOurWay(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "b.db")
-	if _, _, err := CreateFile(path, 0o700, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	setup, err := Open(Config{Path: path, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := setup.Exec("CREATE TABLE t(x); INSERT INTO t VALUES (1)"); err != nil {
-		t.Fatal(err)
-	}
-	setup.Close()
+	openDB(t, path, "CREATE TABLE t(x); INSERT INTO t VALUES (1)").Close()
 
 	// Connected before the lock is taken: opening reads the file too.
 	const wait = 40 * time.Millisecond

@@ -17,20 +17,10 @@ func TestCodeClassifiesSQLiteErrors(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.db")
-	if _, _, err := CreateFile(path, 0o700, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(Config{Path: path, MaxConns: 1, Pragmas: []string{"PRAGMA foreign_keys=ON"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE p(id INTEGER PRIMARY KEY);
+	db := openDB(t, path, `CREATE TABLE p(id INTEGER PRIMARY KEY);
 CREATE TABLE c(id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id), v TEXT NOT NULL, n INTEGER CHECK (n >= 0));
 CREATE TRIGGER refuse BEFORE INSERT ON c WHEN NEW.v = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END;
-INSERT INTO p VALUES (1); INSERT INTO c VALUES (1, 1, 'a', 0);`); err != nil {
-		t.Fatal(err)
-	}
+INSERT INTO p VALUES (1); INSERT INTO c VALUES (1, 1, 'a', 0);`, "PRAGMA foreign_keys=ON")
 	exec := func(q string) error { _, err := db.ExecContext(ctx, q); return err }
 
 	junk := filepath.Join(dir, "junk.db")

@@ -71,16 +71,8 @@ func TestCreateFileLeavesExistingAlone(t *testing.T) {
 func TestOpenReaderCreatesNothing(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.db")
-	db, err := Open(Config{Path: good})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"PRAGMA journal_mode=WAL", "CREATE TABLE t(x)", "INSERT INTO t VALUES (1)"} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close() // the last connection checkpoints and removes -wal and -shm
+	// The last connection to close checkpoints and removes -wal and -shm.
+	openDB(t, good, "CREATE TABLE t(x); INSERT INTO t VALUES (1)", "PRAGMA journal_mode=WAL").Close()
 	text := filepath.Join(dir, "text.db")
 	os.WriteFile(text, []byte("hello"), 0o600)
 	list := func() []string {

@@ -9,21 +9,30 @@ import (
 	"testing"
 )
 
-func openPool(t *testing.T) *sql.DB {
+// openDB creates the database file at path (0600, its folder 0700),
+// opens a pool of one connection on it with pragmas, closed when the test
+// ends, and runs script in it ("" runs nothing).
+func openDB(t testing.TB, path, script string, pragmas ...string) *sql.DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "rows.db")
 	if _, _, err := CreateFile(path, 0o700, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(Config{Path: path, MaxConns: 1})
+	db, err := Open(Config{Path: path, MaxConns: 1, Pragmas: pragmas})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1), (2), (3), (4), (5)"); err != nil {
-		t.Fatal(err)
+	if script != "" {
+		if _, err := db.Exec(script); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return db
+}
+
+// openPool opens a database whose table t holds x = 1 to 5.
+func openPool(t *testing.T) *sql.DB {
+	return openDB(t, filepath.Join(t.TempDir(), "rows.db"), "CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1), (2), (3), (4), (5)")
 }
 
 // xs collects column x of every row Each hands out.

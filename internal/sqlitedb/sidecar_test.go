@@ -16,14 +16,7 @@ import (
 func TestSidecarLinksRefused(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.db")
-	pool, err := Open(Config{Path: db, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec("CREATE TABLE t (a); INSERT INTO t VALUES (1)"); err != nil {
-		t.Fatal(err)
-	}
-	pool.Close()
+	openDB(t, db, "CREATE TABLE t (a); INSERT INTO t VALUES (1)").Close()
 	victim := filepath.Join(dir, "victim")
 	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
 		t.Fatal(err)

@@ -56,6 +56,23 @@ func groupOf(t *testing.T, w *Writer, n int, write func(i int) func(*Tx) error) 
 	return errs
 }
 
+// insertGroup runs n writes of query with the arguments (i, usual) as one
+// group commit (groupOf), but for write odd, whose second argument is
+// oddValue: the one write of the group meant to fail.
+func insertGroup(t *testing.T, w *Writer, n int, query string, usual any, odd int, oddValue any) []error {
+	t.Helper()
+	return groupOf(t, w, n, func(i int) func(*Tx) error {
+		v := usual
+		if i == odd {
+			v = oddValue
+		}
+		return func(tx *Tx) error {
+			_, err := tx.Exec(query, i, v)
+			return err
+		}
+	})
+}
+
 // refuseMarked is a table whose trigger raises ROLLBACK on a row marked 1:
 // SQLite abandons the whole transaction, not only the statement.
 const refuseMarked = `CREATE TABLE t(id INTEGER PRIMARY KEY, mark INTEGER NOT NULL);
@@ -126,16 +143,7 @@ func checkAcknowledged(t *testing.T, errs []error, ids map[int]bool) {
 func TestWriterGroupCommitWholeRollbackFailsEveryCall(t *testing.T) {
 	w := faultWriter(t, "r.db", refuseMarked)
 	const n, marked = 40, 17
-	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
-		return func(tx *Tx) error {
-			mark := 0
-			if i == marked {
-				mark = 1
-			}
-			_, err := tx.Exec("INSERT INTO t(id, mark) VALUES (?, ?)", i, mark)
-			return err
-		}
-	})
+	errs := insertGroup(t, w, n, "INSERT INTO t(id, mark) VALUES (?, ?)", 0, marked, 1)
 	checkAcknowledged(t, errs, storedIDs(t, w))
 	for i, err := range errs {
 		if err == nil {
@@ -175,16 +183,7 @@ func TestWriterGroupCommitDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n, big = 40, 23
-	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
-		return func(tx *Tx) error {
-			size := 16
-			if i == big {
-				size = 1 << 20
-			}
-			_, err := tx.Exec("INSERT INTO t(id, body) VALUES (?, zeroblob(?))", i, size)
-			return err
-		}
-	})
+	errs := insertGroup(t, w, n, "INSERT INTO t(id, body) VALUES (?, zeroblob(?))", 16, big, 1<<20)
 	ids := storedIDs(t, w)
 	checkAcknowledged(t, errs, ids)
 	t.Logf("%d of %d writes stored after the full write", len(ids), n)
@@ -236,16 +235,7 @@ func TestWriterGroupCommitFailedCommit(t *testing.T) {
 	w := faultWriter(t, "c.db", `CREATE TABLE parent(id INTEGER PRIMARY KEY);
 CREATE TABLE t(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);`)
 	const n, orphan = 20, 7
-	errs := groupOf(t, w, n, func(i int) func(*Tx) error {
-		return func(tx *Tx) error {
-			var parent any
-			if i == orphan {
-				parent = 999
-			}
-			_, err := tx.Exec("INSERT INTO t(id, parent) VALUES (?, ?)", i, parent)
-			return err
-		}
-	})
+	errs := insertGroup(t, w, n, "INSERT INTO t(id, parent) VALUES (?, ?)", nil, orphan, 999)
 	checkAcknowledged(t, errs, storedIDs(t, w))
 	for i, err := range errs {
 		if !IsForeignKey(err) || Code(err) != sessiondb.EINVALID {

@@ -14,13 +14,7 @@ import (
 
 func openWriter(t *testing.T, path string) (*Writer, func()) {
 	t.Helper()
-	if _, _, err := CreateFile(path, 0o700, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(Config{Path: path, MaxConns: 1, Pragmas: []string{"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDB(t, path, "", "PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON")
 	conn, err := db.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
