@@ -5,7 +5,6 @@ package sqlitedb
 import (
 	"database/sql/driver"
 	"errors"
-	"fmt"
 
 	"modernc.org/sqlite"
 )
@@ -29,14 +28,6 @@ func errorCode(err error) (int, bool) {
 	return 0, false
 }
 
-// onRollback makes SQLite call f whenever a transaction on the driver
-// connection dc ends in a rollback, explicit or forced by an error (not for
-// ROLLBACK TO a savepoint); nil removes the hook.
-func onRollback(dc any, f func()) error {
-	c, ok := dc.(sqlite.HookRegisterer)
-	if !ok {
-		return fmt.Errorf("driver connection %T has no rollback hook", dc)
-	}
-	c.RegisterRollbackHook(f)
-	return nil
-}
+// rollbackHook is the type of the function the driver's connections take
+// as their rollback hook.
+type rollbackHook = sqlite.RollbackHookFn
