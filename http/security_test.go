@@ -2,7 +2,6 @@ package http_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
@@ -207,7 +207,7 @@ func TestReadOnlyHidesWritesAndKeepsBytes(t *testing.T) {
 	if err := f.st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := fileDigests(t, f.path)
+	before := testkit.DigestStore(t, f.path)
 	ro, err := sqlite.Open(ctxb, f.path, sqlite.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -227,8 +227,8 @@ func TestReadOnlyHidesWritesAndKeepsBytes(t *testing.T) {
 		f.do(w.method, w.path, w.body, auth...).apiError(t, 404, "not_found")
 	}
 	ro.Close()
-	after := fileDigests(t, f.path)
-	if after[0] != before[0] {
+	after := testkit.DigestStore(t, f.path)
+	if after.File != before.File {
 		t.Fatal("the store file's bytes changed under a read-only server")
 	}
 	// A read-only WAL reader may leave an empty -wal and the -shm index
@@ -236,25 +236,9 @@ func TestReadOnlyHidesWritesAndKeepsBytes(t *testing.T) {
 	if fi, err := os.Stat(f.path + "-wal"); err == nil && fi.Size() != 0 {
 		t.Fatalf("the WAL holds %d bytes after a read-only server", fi.Size())
 	}
-	if after[3] != before[3] {
+	if after.Journal != before.Journal {
 		t.Fatal("a rollback journal appeared under a read-only server")
 	}
-}
-
-// fileDigests hashes the store file and its companions (absent ones too).
-func fileDigests(t *testing.T, path string) [4][32]byte {
-	t.Helper()
-	var out [4][32]byte
-	for i, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		b, err := os.ReadFile(path + suffix)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		if err == nil {
-			out[i] = sha256.Sum256(b)
-		}
-	}
-	return out
 }
 
 // The usual case of --read-only: a Hermes state.db whose agent is running,
@@ -273,7 +257,7 @@ func TestReadOnlyKeepsBytesOfALiveFile(t *testing.T) {
 	if fi, err := os.Stat(f.path + "-wal"); err != nil || fi.Size() == 0 {
 		t.Fatalf("the writer's WAL is empty (%v): the test needs frames in it", err)
 	}
-	before := fileDigests(t, f.path)
+	before := testkit.DigestStore(t, f.path)
 
 	ro, err := sqlite.Open(ctxb, f.path, sqlite.Options{ReadOnly: true})
 	if err != nil {
@@ -297,14 +281,14 @@ func TestReadOnlyKeepsBytesOfALiveFile(t *testing.T) {
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after := fileDigests(t, f.path)
-	if after[0] != before[0] {
+	after := testkit.DigestStore(t, f.path)
+	if after.File != before.File {
 		t.Error("the store file's bytes changed under a read-only server")
 	}
-	if after[1] != before[1] {
+	if after.WAL != before.WAL {
 		t.Error("the WAL's bytes changed under a read-only server")
 	}
-	if after[3] != before[3] {
+	if after.Journal != before.Journal {
 		t.Error("a rollback journal appeared under a read-only server")
 	}
 }

@@ -2,11 +2,9 @@ package serve_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -138,8 +136,8 @@ func TestServeReadOnly(t *testing.T) {
 	if _, err := w.AppendMessage(context.Background(), sessiondb.NewMessage{SessionID: live, Role: "user", Content: &text}); err != nil {
 		t.Fatal(err)
 	}
-	before := digests(t, db)
-	if before[1] == ([32]byte{}) {
+	before := testkit.DigestStore(t, db)
+	if before.WAL == ([32]byte{}) {
 		t.Fatal("the writer left no WAL: the test needs frames in it")
 	}
 
@@ -173,28 +171,13 @@ func TestServeReadOnly(t *testing.T) {
 		}
 	}
 	stop()
-	after := digests(t, db)
-	for i, name := range []string{"file", "WAL"} {
-		if after[i] != before[i] {
-			t.Errorf("the %s's bytes changed under serve --read-only", name)
-		}
+	after := testkit.DigestStore(t, db)
+	if after.File != before.File {
+		t.Error("the file's bytes changed under serve --read-only")
 	}
-}
-
-// digests hashes a store file and its WAL (zero when absent).
-func digests(t *testing.T, path string) [2][32]byte {
-	t.Helper()
-	var out [2][32]byte
-	for i, suffix := range []string{"", "-wal"} {
-		b, err := os.ReadFile(path + suffix)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		if err == nil {
-			out[i] = sha256.Sum256(b)
-		}
+	if after.WAL != before.WAL {
+		t.Error("the WAL's bytes changed under serve --read-only")
 	}
-	return out
 }
 
 // TestMCPOverStdio runs `sessiondb mcp` with its stdin and stdout on
