@@ -143,23 +143,29 @@ func (a *group) done(v any, format string, args ...any) error {
 	return nil
 }
 
+// list prints the rows fetch reads from the registry (see cli.PrintList).
+func list[T any](a *group, c *cobra.Command, fetch func(context.Context, sessiondb.Registry) ([]T, error), cols cli.Columns[T]) error {
+	return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
+		rows, err := fetch(ctx, reg)
+		if err != nil {
+			return err
+		}
+		return cli.PrintList(a.Factory, rows, cols)
+	})
+}
+
+// parent returns c, a command that only holds subs.
+func parent(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	c.AddCommand(subs...)
+	return c
+}
+
 // reprojected words a re-projection count for a message.
 func reprojected(n int) string {
 	if n == 0 {
 		return ""
 	}
 	return fmt.Sprintf("; destinations re-projected into %d session(s)", n)
-}
-
-// show prints fields as "name: value" lines, skipping empty values.
-func (a *group) show(fields [][2]string) {
-	t := &cli.Table{}
-	for _, f := range fields {
-		if f[1] != "" {
-			t.Row(f[0]+":", f[1])
-		}
-	}
-	_ = t.Write(a.Out)
 }
 
 // when formats a time for a table ("-" for none).

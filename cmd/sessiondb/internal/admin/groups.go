@@ -13,14 +13,19 @@ import (
 )
 
 func (a *group) groupsCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "groups",
 		Short: "Agent groups: list, create, show, update, delete",
 		Long: `An agent group is one agent: its folder, its sessions, the chats it answers
 (wirings) and where it may send (destinations).`,
-	}
-	c.AddCommand(a.groupsListCmd(), a.groupsCreateCmd(), a.groupsShowCmd(), a.groupsUpdateCmd(), a.groupsDeleteCmd())
-	return c
+	}, a.groupsListCmd(), a.groupsCreateCmd(), a.groupsShowCmd(), a.groupsUpdateCmd(), a.groupsDeleteCmd())
+}
+
+var groupColumns = cli.Columns[sessiondb.AgentGroup]{
+	Header: []string{"ID", "NAME", "FOLDER", "PROVIDER", "CREATED"},
+	Cells: func(g sessiondb.AgentGroup) []string {
+		return []string{g.ID, g.Name, g.Folder, cli.OrDash(g.AgentProvider), when(g.CreatedAt)}
+	},
 }
 
 func (a *group) groupsListCmd() *cobra.Command {
@@ -29,21 +34,9 @@ func (a *group) groupsListCmd() *cobra.Command {
 		Short: "List the agent groups by name",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				gs, err := reg.ListAgentGroups(ctx)
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(gs))
-				}
-				t := &cli.Table{}
-				t.Row("ID", "NAME", "FOLDER", "PROVIDER", "CREATED")
-				for _, g := range gs {
-					t.Row(g.ID, g.Name, g.Folder, cli.OrDash(g.AgentProvider), when(g.CreatedAt))
-				}
-				return t.Write(a.Out)
-			})
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.AgentGroup, error) {
+				return reg.ListAgentGroups(ctx)
+			}, groupColumns)
 		},
 	}
 }
@@ -112,11 +105,11 @@ func (a *group) groupsShowCmd() *cobra.Command {
 				if a.JSON {
 					return a.PrintJSON(map[string]any{"group": g, "wirings": sessiondb.NonNil(ws), "destinations": sessiondb.NonNil(ds), "approvers": sessiondb.NonNil(approvers)})
 				}
-				a.show([][2]string{{"id", g.ID}, {"name", g.Name}, {"folder", g.Folder}, {"provider", g.AgentProvider}, {"created", when(g.CreatedAt)}})
+				_ = cli.WriteFields(a.Out, [][2]string{{"id", g.ID}, {"name", g.Name}, {"folder", g.Folder}, {"provider", g.AgentProvider}, {"created", when(g.CreatedAt)}})
 				fmt.Fprintf(a.Out, "\nwirings (%d):\n", len(ws))
-				a.wiringTable(ws)
+				_ = wiringColumns.Write(a.Out, ws)
 				fmt.Fprintf(a.Out, "\ndestinations (%d):\n", len(ds))
-				a.destinationTable(ds)
+				_ = destinationColumns.Write(a.Out, ds)
 				fmt.Fprintf(a.Out, "\napprovers, in the order cards go out (%d):\n", len(approvers))
 				for _, u := range approvers {
 					fmt.Fprintln(a.Out, "  "+cli.PrintableLine(u))
@@ -209,16 +202,21 @@ a terminal.`,
 }
 
 func (a *group) channelsCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "channels",
 		Short: "Chats (messaging groups): list, create, show, update, delete",
 		Long: `A chat is one conversation on one platform, named by its channel type and
 the platform's id for it (unique together). Its unknown-sender policy decides
 what happens to people the registry does not know: strict drops them, public
 lets everyone in, request_approval drops the message and asks an admin.`,
-	}
-	c.AddCommand(a.channelsListCmd(), a.channelsCreateCmd(), a.channelsShowCmd(), a.channelsUpdateCmd(), a.channelsDeleteCmd())
-	return c
+	}, a.channelsListCmd(), a.channelsCreateCmd(), a.channelsShowCmd(), a.channelsUpdateCmd(), a.channelsDeleteCmd())
+}
+
+var chatColumns = cli.Columns[sessiondb.MessagingGroup]{
+	Header: []string{"ID", "CHANNEL", "PLATFORM ID", "NAME", "GROUP CHAT", "POLICY", "DENIED"},
+	Cells: func(m sessiondb.MessagingGroup) []string {
+		return []string{m.ID, m.ChannelType, m.PlatformID, cli.OrDash(m.Name), yesNo(m.IsGroup), string(m.UnknownSenderPolicy), when(m.DeniedAt)}
+	},
 }
 
 func (a *group) channelsListCmd() *cobra.Command {
@@ -228,21 +226,9 @@ func (a *group) channelsListCmd() *cobra.Command {
 		Short: "List the chats",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				ms, err := reg.ListMessagingGroups(ctx, sessiondb.MessagingGroupFilter{ChannelType: channelType})
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(ms))
-				}
-				t := &cli.Table{}
-				t.Row("ID", "CHANNEL", "PLATFORM ID", "NAME", "GROUP CHAT", "POLICY", "DENIED")
-				for _, m := range ms {
-					t.Row(m.ID, m.ChannelType, m.PlatformID, cli.OrDash(m.Name), yesNo(m.IsGroup), string(m.UnknownSenderPolicy), when(m.DeniedAt))
-				}
-				return t.Write(a.Out)
-			})
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.MessagingGroup, error) {
+				return reg.ListMessagingGroups(ctx, sessiondb.MessagingGroupFilter{ChannelType: channelType})
+			}, chatColumns)
 		},
 	}
 	c.Flags().StringVar(&channelType, "channel-type", "", "only chats of this channel type")
@@ -303,10 +289,10 @@ func (a *group) channelsShowCmd() *cobra.Command {
 				if a.JSON {
 					return a.PrintJSON(map[string]any{"chat": m, "wirings": sessiondb.NonNil(ws)})
 				}
-				a.show([][2]string{{"id", m.ID}, {"channel", m.ChannelType}, {"platform id", m.PlatformID}, {"name", m.Name},
+				_ = cli.WriteFields(a.Out, [][2]string{{"id", m.ID}, {"channel", m.ChannelType}, {"platform id", m.PlatformID}, {"name", m.Name},
 					{"group chat", yesNo(m.IsGroup)}, {"policy", string(m.UnknownSenderPolicy)}, {"created", when(m.CreatedAt)}, {"denied", whenSet(m.DeniedAt)}})
 				fmt.Fprintf(a.Out, "\nwirings, in the order they are evaluated (%d):\n", len(ws))
-				a.wiringTable(ws)
+				_ = wiringColumns.Write(a.Out, ws)
 				return nil
 			})
 		},

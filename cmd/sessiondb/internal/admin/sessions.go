@@ -17,16 +17,14 @@ import (
 )
 
 func (a *group) sessionsCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "sessions",
 		Short: "The session registry: list, show, close",
 		Long: `Sessions are the conversations of agent groups: the router makes one per chat
 (or thread) as the wiring's session mode says, with its mailbox folder under
 --data. Core never closes a session; an admin can, and the router then opens a
 new one for the next message.`,
-	}
-	c.AddCommand(a.sessionsListCmd(), a.sessionsShowCmd(), a.sessionsCloseCmd())
-	return c
+	}, a.sessionsListCmd(), a.sessionsShowCmd(), a.sessionsCloseCmd())
 }
 
 func (a *group) sessionsListCmd() *cobra.Command {
@@ -48,22 +46,8 @@ func (a *group) sessionsListCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if a.JSON {
-					p.Sessions = sessiondb.NonNil(p.Sessions)
-					return a.PrintJSON(p)
-				}
-				t := &cli.Table{}
-				t.Row("ID", "AGENT GROUP", "CHAT", "THREAD", "STATUS", "CONTAINER", "LAST ACTIVE", "CREATED")
-				for _, s := range p.Sessions {
-					t.Row(s.ID, s.AgentGroupID, cli.OrDash(s.MessagingGroupID), cli.OrDash(s.ThreadID), string(s.Status), string(s.ContainerStatus), when(s.LastActive), when(s.CreatedAt))
-				}
-				if err := t.Write(a.Out); err != nil {
-					return err
-				}
-				if p.NextCursor != "" {
-					fmt.Fprintf(a.Err, "more: --cursor %s\n", p.NextCursor)
-				}
-				return nil
+				p.Sessions = sessiondb.NonNil(p.Sessions)
+				return cli.PrintPage(a.Factory, p, p.Sessions, p.NextCursor, sessionColumns)
 			})
 		},
 	}
@@ -75,6 +59,13 @@ func (a *group) sessionsListCmd() *cobra.Command {
 	fl.IntVar(&f.Limit, "limit", 100, "sessions per page")
 	fl.StringVar(&f.Cursor, "cursor", "", "continue after the previous page (its last line on stderr names it)")
 	return c
+}
+
+var sessionColumns = cli.Columns[sessiondb.AgentSession]{
+	Header: []string{"ID", "AGENT GROUP", "CHAT", "THREAD", "STATUS", "CONTAINER", "LAST ACTIVE", "CREATED"},
+	Cells: func(s sessiondb.AgentSession) []string {
+		return []string{s.ID, s.AgentGroupID, cli.OrDash(s.MessagingGroupID), cli.OrDash(s.ThreadID), string(s.Status), string(s.ContainerStatus), when(s.LastActive), when(s.CreatedAt)}
+	},
 }
 
 func (a *group) sessionsShowCmd() *cobra.Command {
@@ -113,7 +104,7 @@ func (a *group) sessionsShowCmd() *cobra.Command {
 				if a.JSON {
 					return a.PrintJSON(map[string]any{"session": s, "folder": folder, "mailbox": st, "questions": sessiondb.NonNil(qs)})
 				}
-				a.show([][2]string{{"id", s.ID}, {"agent group", s.AgentGroupID}, {"chat", s.MessagingGroupID}, {"thread", s.ThreadID},
+				_ = cli.WriteFields(a.Out, [][2]string{{"id", s.ID}, {"agent group", s.AgentGroupID}, {"chat", s.MessagingGroupID}, {"thread", s.ThreadID},
 					{"status", string(s.Status)}, {"container", string(s.ContainerStatus)}, {"last active", whenSet(s.LastActive)},
 					{"created", when(s.CreatedAt)}, {"folder", folder}})
 				if st != nil {
@@ -121,7 +112,7 @@ func (a *group) sessionsShowCmd() *cobra.Command {
 				}
 				if len(qs) > 0 {
 					fmt.Fprintf(a.Out, "\npending questions (%d):\n", len(qs))
-					a.questionTable(qs)
+					_ = questionColumns.Write(a.Out, qs)
 				}
 				return nil
 			})
@@ -163,16 +154,14 @@ Asks first on a terminal.`,
 }
 
 func (a *group) approvalsCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "approvals",
 		Short: "Pending approvals: list, expire",
 		Long: `Three kinds of approval wait for an admin's click: an agent's action
 (install_packages, add_mcp_server, ...), an unknown sender in a chat that asks
 about them, and an unknown chat that mentioned the bot. A click arrives through
 ` + "`sessiondb route`" + ` like any event.`,
-	}
-	c.AddCommand(a.approvalsListCmd(), a.approvalsExpireCmd())
-	return c
+	}, a.approvalsListCmd(), a.approvalsExpireCmd())
 }
 
 func (a *group) approvalsListCmd() *cobra.Command {
@@ -266,12 +255,10 @@ on a terminal when IDs are given.`,
 }
 
 func (a *group) questionsCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "questions",
 		Short: "Agents' pending question cards: list, expire",
-	}
-	c.AddCommand(a.questionsListCmd(), a.questionsExpireCmd())
-	return c
+	}, a.questionsListCmd(), a.questionsExpireCmd())
 }
 
 func (a *group) questionsListCmd() *cobra.Command {
@@ -281,30 +268,20 @@ func (a *group) questionsListCmd() *cobra.Command {
 		Short: "List pending questions, oldest first",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				qs, err := reg.ListQuestions(ctx, session)
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(qs))
-				}
-				a.questionTable(qs)
-				return nil
-			})
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.PendingQuestion, error) {
+				return reg.ListQuestions(ctx, session)
+			}, questionColumns)
 		},
 	}
 	c.Flags().StringVar(&session, "session", "", "only this session's questions")
 	return c
 }
 
-func (a *group) questionTable(qs []sessiondb.PendingQuestion) {
-	t := &cli.Table{}
-	t.Row("ID", "SESSION", "TITLE", "OPTIONS", "CHAT", "ASKED")
-	for _, q := range qs {
-		t.Row(q.QuestionID, q.SessionID, q.Title, fmt.Sprint(len(q.Options)), cli.OrDash(q.ChannelType+" "+q.PlatformID), when(q.CreatedAt))
-	}
-	_ = t.Write(a.Out)
+var questionColumns = cli.Columns[sessiondb.PendingQuestion]{
+	Header: []string{"ID", "SESSION", "TITLE", "OPTIONS", "CHAT", "ASKED"},
+	Cells: func(q sessiondb.PendingQuestion) []string {
+		return []string{q.QuestionID, q.SessionID, q.Title, fmt.Sprint(len(q.Options)), cli.OrDash(q.ChannelType + " " + q.PlatformID), when(q.CreatedAt)}
+	},
 }
 
 func (a *group) questionsExpireCmd() *cobra.Command {
@@ -343,15 +320,13 @@ func (a *group) questionsExpireCmd() *cobra.Command {
 }
 
 func (a *group) droppedCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "dropped",
 		Short: "The dropped-message audit: list, prune",
 		Long: `Every message that reached no agent is counted per chat with the reason that
 decided it: no_agent_wired, no_agent_engaged, unknown_sender_strict,
 unknown_sender_request_approval.`,
-	}
-	c.AddCommand(a.droppedListCmd(), a.droppedPruneCmd())
-	return c
+	}, a.droppedListCmd(), a.droppedPruneCmd())
 }
 
 func (a *group) droppedListCmd() *cobra.Command {
@@ -364,29 +339,24 @@ func (a *group) droppedListCmd() *cobra.Command {
 			if limit < 1 {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--limit %d: want 1 or more", limit)
 			}
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				ds, err := reg.ListDropped(ctx, limit)
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(ds))
-				}
-				t := &cli.Table{}
-				t.Row("CHANNEL", "PLATFORM ID", "REASON", "COUNT", "LAST SENDER", "CHAT", "FIRST SEEN", "LAST SEEN")
-				for _, d := range ds {
-					sender := d.UserID
-					if d.SenderName != "" {
-						sender = d.SenderName + " " + d.UserID
-					}
-					t.Row(d.ChannelType, d.PlatformID, string(d.Reason), fmt.Sprint(d.MessageCount), cli.OrDash(sender), cli.OrDash(d.MessagingGroupID), when(d.FirstSeen), when(d.LastSeen))
-				}
-				return t.Write(a.Out)
-			})
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.DroppedSender, error) {
+				return reg.ListDropped(ctx, limit)
+			}, droppedColumns)
 		},
 	}
 	c.Flags().IntVar(&limit, "limit", 50, "rows to show")
 	return c
+}
+
+var droppedColumns = cli.Columns[sessiondb.DroppedSender]{
+	Header: []string{"CHANNEL", "PLATFORM ID", "REASON", "COUNT", "LAST SENDER", "CHAT", "FIRST SEEN", "LAST SEEN"},
+	Cells: func(d sessiondb.DroppedSender) []string {
+		sender := d.UserID
+		if d.SenderName != "" {
+			sender = d.SenderName + " " + d.UserID
+		}
+		return []string{d.ChannelType, d.PlatformID, string(d.Reason), fmt.Sprint(d.MessageCount), cli.OrDash(sender), cli.OrDash(d.MessagingGroupID), when(d.FirstSeen), when(d.LastSeen)}
+	},
 }
 
 func (a *group) droppedPruneCmd() *cobra.Command {

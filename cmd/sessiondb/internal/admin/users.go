@@ -11,15 +11,20 @@ import (
 )
 
 func (a *group) usersCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "users",
 		Short: "Users: list, create, show",
 		Long: `Users are people (or bots) on a platform, named <channel>:<handle>
 (telegram:42, discord:456, email:a@x.com). The router records every sender of a
 wired chat; roles and memberships decide who may talk to which agent.`,
-	}
-	c.AddCommand(a.usersListCmd(), a.usersCreateCmd(), a.usersShowCmd())
-	return c
+	}, a.usersListCmd(), a.usersCreateCmd(), a.usersShowCmd())
+}
+
+var userColumns = cli.Columns[sessiondb.User]{
+	Header: []string{"ID", "KIND", "NAME", "CREATED"},
+	Cells: func(u sessiondb.User) []string {
+		return []string{u.ID, u.Kind, cli.OrDash(u.DisplayName), when(u.CreatedAt)}
+	},
 }
 
 func (a *group) usersListCmd() *cobra.Command {
@@ -28,21 +33,9 @@ func (a *group) usersListCmd() *cobra.Command {
 		Short: "List users by id",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				us, err := reg.ListUsers(ctx)
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(us))
-				}
-				t := &cli.Table{}
-				t.Row("ID", "KIND", "NAME", "CREATED")
-				for _, u := range us {
-					t.Row(u.ID, u.Kind, cli.OrDash(u.DisplayName), when(u.CreatedAt))
-				}
-				return t.Write(a.Out)
-			})
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.User, error) {
+				return reg.ListUsers(ctx)
+			}, userColumns)
 		},
 	}
 }
@@ -95,11 +88,11 @@ func (a *group) usersShowCmd() *cobra.Command {
 					return a.PrintJSON(acc)
 				}
 				u := acc.User
-				a.show([][2]string{{"id", u.ID}, {"kind", u.Kind}, {"name", u.DisplayName}, {"created", when(u.CreatedAt)}})
+				_ = cli.WriteFields(a.Out, [][2]string{{"id", u.ID}, {"kind", u.Kind}, {"name", u.DisplayName}, {"created", when(u.CreatedAt)}})
 				fmt.Fprintf(a.Out, "\nroles (%d):\n", len(acc.Roles))
-				a.roleTable(acc.Roles)
+				_ = roleColumns.Write(a.Out, acc.Roles)
 				fmt.Fprintf(a.Out, "\nmember of (%d):\n", len(acc.Memberships))
-				a.memberTable(acc.Memberships)
+				_ = memberColumns.Write(a.Out, acc.Memberships)
 				return nil
 			})
 		},
@@ -107,16 +100,14 @@ func (a *group) usersShowCmd() *cobra.Command {
 }
 
 func (a *group) rolesCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "roles",
 		Short: "Roles: list, grant, revoke (owner is global; admin global or of one agent group)",
 		Long: `Owners and admins approve unknown senders, unknown chats and agents'
 requests, and may talk to every agent (admins: to the agents they administer).
 Owner is always global: granting it for one agent group is refused. Granting
 twice is a no-op.`,
-	}
-	c.AddCommand(a.rolesListCmd(), a.rolesGrantCmd(), a.rolesRevokeCmd())
-	return c
+	}, a.rolesListCmd(), a.rolesGrantCmd(), a.rolesRevokeCmd())
 }
 
 func (a *group) rolesListCmd() *cobra.Command {
@@ -133,17 +124,9 @@ func (a *group) rolesListCmd() *cobra.Command {
 					return err
 				}
 			}
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				gs, err := reg.ListRoles(ctx, f)
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(gs))
-				}
-				a.roleTable(gs)
-				return nil
-			})
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.RoleGrant, error) {
+				return reg.ListRoles(ctx, f)
+			}, roleColumns)
 		},
 	}
 	c.Flags().StringVar(&f.UserID, "user", "", "only this user's grants")
@@ -153,17 +136,15 @@ func (a *group) rolesListCmd() *cobra.Command {
 	return c
 }
 
-func (a *group) roleTable(gs []sessiondb.RoleGrant) {
-	t := &cli.Table{}
-	t.Row("USER", "ROLE", "SCOPE", "GRANTED BY", "GRANTED")
-	for _, g := range gs {
+var roleColumns = cli.Columns[sessiondb.RoleGrant]{
+	Header: []string{"USER", "ROLE", "SCOPE", "GRANTED BY", "GRANTED"},
+	Cells: func(g sessiondb.RoleGrant) []string {
 		scope := "global"
 		if !g.Global() {
 			scope = g.AgentGroupID
 		}
-		t.Row(g.UserID, string(g.Role), scope, cli.OrDash(g.GrantedBy), when(g.GrantedAt))
-	}
-	_ = t.Write(a.Out)
+		return []string{g.UserID, string(g.Role), scope, cli.OrDash(g.GrantedBy), when(g.GrantedAt)}
+	},
 }
 
 func (a *group) rolesGrantCmd() *cobra.Command {
@@ -238,15 +219,13 @@ func (a *group) rolesRevokeCmd() *cobra.Command {
 }
 
 func (a *group) membersCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "members",
 		Short: "Members of an agent group: list, add, remove",
 		Long: `A member may talk to the agent group in chats that are not public (and
 through wirings whose sender scope is known). Admins and owners count as
 members without a row.`,
-	}
-	c.AddCommand(a.membersListCmd(), a.membersAddCmd(), a.membersRemoveCmd())
-	return c
+	}, a.membersListCmd(), a.membersAddCmd(), a.membersRemoveCmd())
 }
 
 func (a *group) membersListCmd() *cobra.Command {
@@ -255,31 +234,21 @@ func (a *group) membersListCmd() *cobra.Command {
 		Short: "List an agent group's members",
 		Args:  cli.ExactArgs(1, "one agent group id"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.Membership, error) {
 				if _, err := reg.GetAgentGroup(ctx, args[0]); err != nil {
-					return err
+					return nil, err
 				}
-				ms, err := reg.ListMembers(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(ms))
-				}
-				a.memberTable(ms)
-				return nil
-			})
+				return reg.ListMembers(ctx, args[0])
+			}, memberColumns)
 		},
 	}
 }
 
-func (a *group) memberTable(ms []sessiondb.Membership) {
-	t := &cli.Table{}
-	t.Row("USER", "AGENT GROUP", "ADDED BY", "ADDED")
-	for _, m := range ms {
-		t.Row(m.UserID, m.AgentGroupID, cli.OrDash(m.AddedBy), when(m.AddedAt))
-	}
-	_ = t.Write(a.Out)
+var memberColumns = cli.Columns[sessiondb.Membership]{
+	Header: []string{"USER", "AGENT GROUP", "ADDED BY", "ADDED"},
+	Cells: func(m sessiondb.Membership) []string {
+		return []string{m.UserID, m.AgentGroupID, cli.OrDash(m.AddedBy), when(m.AddedAt)}
+	},
 }
 
 func (a *group) membersAddCmd() *cobra.Command {

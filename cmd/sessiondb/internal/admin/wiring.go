@@ -135,17 +135,9 @@ func (a *group) wiringsCmd() *cobra.Command {
 		Short: "List wirings, in the order the router evaluates them",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
-				ws, err := reg.ListWirings(ctx, sessiondb.WiringFilter{MessagingGroupID: chat, AgentGroupID: ag})
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(ws))
-				}
-				a.wiringTable(ws)
-				return nil
-			})
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.Wiring, error) {
+				return reg.ListWirings(ctx, sessiondb.WiringFilter{MessagingGroupID: chat, AgentGroupID: ag})
+			}, wiringColumns)
 		},
 	}
 	c.Flags().StringVar(&chat, "chat", "", "only this chat's wirings")
@@ -153,28 +145,23 @@ func (a *group) wiringsCmd() *cobra.Command {
 	return c
 }
 
-// wiringTable prints wirings as a table.
-func (a *group) wiringTable(ws []sessiondb.Wiring) {
-	t := &cli.Table{}
-	t.Row("ID", "CHAT", "AGENT GROUP", "ENGAGE", "PATTERN", "SCOPE", "IGNORED", "SESSIONS", "PRIORITY")
-	for _, w := range ws {
-		t.Row(w.ID, w.MessagingGroupID, w.AgentGroupID, string(w.EngageMode), cli.OrDash(w.EngagePattern), string(w.SenderScope),
-			string(w.IgnoredMessagePolicy), string(w.SessionMode), strconv.Itoa(w.Priority))
-	}
-	_ = t.Write(a.Out)
+var wiringColumns = cli.Columns[sessiondb.Wiring]{
+	Header: []string{"ID", "CHAT", "AGENT GROUP", "ENGAGE", "PATTERN", "SCOPE", "IGNORED", "SESSIONS", "PRIORITY"},
+	Cells: func(w sessiondb.Wiring) []string {
+		return []string{w.ID, w.MessagingGroupID, w.AgentGroupID, string(w.EngageMode), cli.OrDash(w.EngagePattern), string(w.SenderScope),
+			string(w.IgnoredMessagePolicy), string(w.SessionMode), strconv.Itoa(w.Priority)}
+	},
 }
 
 func (a *group) destinationsCmd() *cobra.Command {
-	c := &cobra.Command{
+	return parent(&cobra.Command{
 		Use:   "destinations",
 		Short: "Where an agent group may send: list, add, remove",
 		Long: `A destination is a name an agent group may send to: a chat (channel) or
 another agent group (agent). Its existence is the permission: the host refuses
 any other send except to the session's own chat. Every change is re-projected
 at once into the destinations table of the group's active sessions.`,
-	}
-	c.AddCommand(a.destinationsListCmd(), a.destinationsAddCmd(), a.destinationsRemoveCmd())
-	return c
+	}, a.destinationsListCmd(), a.destinationsAddCmd(), a.destinationsRemoveCmd())
 }
 
 func (a *group) destinationsListCmd() *cobra.Command {
@@ -183,31 +170,21 @@ func (a *group) destinationsListCmd() *cobra.Command {
 		Short: "List an agent group's destinations by name",
 		Args:  cli.ExactArgs(1, "one agent group id"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return a.with(c, cli.ReadStore, func(ctx context.Context, reg sessiondb.Registry) error {
+			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.Destination, error) {
 				if _, err := reg.GetAgentGroup(ctx, args[0]); err != nil {
-					return err
+					return nil, err
 				}
-				ds, err := reg.ListDestinations(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if a.JSON {
-					return a.PrintJSON(sessiondb.NonNil(ds))
-				}
-				a.destinationTable(ds)
-				return nil
-			})
+				return reg.ListDestinations(ctx, args[0])
+			}, destinationColumns)
 		},
 	}
 }
 
-func (a *group) destinationTable(ds []sessiondb.Destination) {
-	t := &cli.Table{}
-	t.Row("NAME", "TYPE", "TARGET", "CREATED")
-	for _, d := range ds {
-		t.Row(d.LocalName, string(d.TargetType), d.TargetID, when(d.CreatedAt))
-	}
-	_ = t.Write(a.Out)
+var destinationColumns = cli.Columns[sessiondb.Destination]{
+	Header: []string{"NAME", "TYPE", "TARGET", "CREATED"},
+	Cells: func(d sessiondb.Destination) []string {
+		return []string{d.LocalName, string(d.TargetType), d.TargetID, when(d.CreatedAt)}
+	},
 }
 
 func (a *group) destinationsAddCmd() *cobra.Command {

@@ -82,13 +82,11 @@ func ms(v int64) string {
 	return time.UnixMilli(v).UTC().Format("2006-01-02 15:04:05")
 }
 
-func (s *group) table(w io.Writer, as []sessiondb.Subagent) error {
-	t := &cli.Table{}
-	t.Row("ID", "THREAD", "STATUS", "JOB", "TURNS", "UPDATED", "LAST ERROR")
-	for _, a := range as {
-		t.Row(a.ID, a.Key, string(a.Status), cli.OrDash(a.JobID()), fmt.Sprint(a.Turns), ms(a.UpdatedAt), cli.OrDash(cli.Cut(a.LastError, 60)))
-	}
-	return t.Write(w)
+var subagentColumns = cli.Columns[sessiondb.Subagent]{
+	Header: []string{"ID", "THREAD", "STATUS", "JOB", "TURNS", "UPDATED", "LAST ERROR"},
+	Cells: func(a sessiondb.Subagent) []string {
+		return []string{a.ID, a.Key, string(a.Status), cli.OrDash(a.JobID()), fmt.Sprint(a.Turns), ms(a.UpdatedAt), cli.OrDash(cli.Cut(a.LastError, 60))}
+	},
 }
 
 func (s *group) listCmd() *cobra.Command {
@@ -117,17 +115,8 @@ func (s *group) listCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if s.JSON {
-					p.Subagents = sessiondb.NonNil(p.Subagents)
-					return s.PrintJSON(p)
-				}
-				if err := s.table(s.Out, p.Subagents); err != nil {
-					return err
-				}
-				if p.NextCursor != "" {
-					fmt.Fprintf(s.Err, "more: --cursor %s\n", p.NextCursor)
-				}
-				return nil
+				p.Subagents = sessiondb.NonNil(p.Subagents)
+				return cli.PrintPage(s.Factory, p, p.Subagents, p.NextCursor, subagentColumns)
 			})
 		},
 	}
@@ -184,15 +173,9 @@ func (s *group) showCmd() *cobra.Command {
 				if s.JSON {
 					return s.PrintJSON(a)
 				}
-				t := &cli.Table{}
-				for _, f := range [][2]string{{"id", a.ID}, {"thread", a.Key}, {"sandbox", a.SandboxName}, {"transcript", a.PISessionFile},
+				return cli.WriteFields(s.Out, [][2]string{{"id", a.ID}, {"thread", a.Key}, {"sandbox", a.SandboxName}, {"transcript", a.PISessionFile},
 					{"status", string(a.Status)}, {"running job", a.RunningJobID}, {"last job", a.LastJobID}, {"last error", a.LastError},
-					{"turns", fmt.Sprint(a.Turns)}, {"created", ms(a.CreatedAt)}, {"updated", ms(a.UpdatedAt)}} {
-					if f[1] != "" {
-						t.Row(f[0]+":", f[1])
-					}
-				}
-				return t.Write(s.Out)
+					{"turns", fmt.Sprint(a.Turns)}, {"created", ms(a.CreatedAt)}, {"updated", ms(a.UpdatedAt)}})
 			})
 		},
 	}
@@ -245,7 +228,7 @@ alone. Shows what goes and asks first on a terminal.`,
 						doomed = append(doomed, p.Subagents...)
 					}
 					fmt.Fprintf(w, "records not updated since %s (first ones):\n", ms(cutoff))
-					return s.table(w, doomed)
+					return subagentColumns.Write(w, doomed)
 				}
 				if err := s.Confirm(yes, show, fmt.Sprintf("Delete the subagent records not updated for %s?", older)); err != nil {
 					return err
@@ -328,7 +311,7 @@ stale records and asks first on a terminal.`,
 					fmt.Fprintf(s.Out, "%d running record(s), none stale\n", len(running))
 					return nil
 				}
-				show := func(w io.Writer) error { return s.table(w, stale) }
+				show := func(w io.Writer) error { return subagentColumns.Write(w, stale) }
 				if err := s.Confirm(yes, show, fmt.Sprintf("Reset these %d running record(s) to idle?", len(stale))); err != nil {
 					return err
 				}
