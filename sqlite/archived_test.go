@@ -13,11 +13,8 @@ import (
 // lists everything.
 func TestArchivedSessionsHidden(t *testing.T) {
 	ctx := context.Background()
-	path := buildNewer(t, "")
-	db := rawDB(t, path)
-	execAll(t, db, "ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
+	path := buildNewer(t, "", "ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0",
 		"INSERT INTO sessions (id, source, started_at, archived) VALUES ('a1', 'cli', 9000, 1)")
-	db.Close()
 	before := masterSQL(t, path)
 	s := openTestStore(t, path, Options{})
 	ids := func(f sessiondb.RichFilter) map[string]bool {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -33,9 +32,7 @@ type CentralOptions struct {
 // concurrent use, also by other processes.
 type Central struct {
 	*regsql.Registry
-	f         *fileConns
-	closeOnce sync.Once
-	closeErr  error
+	f *fileConns
 }
 
 var _ sessiondb.Registry = (*Central)(nil)
@@ -48,53 +45,43 @@ var _ sessiondb.Registry = (*Central)(nil)
 // columns we do not use are left alone. Opening a file that needs no
 // migration reads the ledger and takes no write lock.
 func OpenCentral(ctx context.Context, path string, o CentralOptions) (*Central, error) {
-	f, err := openConns(ctx, connConfig{path: path, readOnly: o.ReadOnly, budget: o.WriteBudget, now: o.Now, log: o.Logger})
+	f, err := openFile(ctx, "central registry", connConfig{path: path, readOnly: o.ReadOnly, budget: o.WriteBudget, now: o.Now, log: o.Logger}, migrateCentral)
 	if err != nil {
-		return nil, sessiondb.Wrap("", err, "open central registry")
-	}
-	c := &Central{Registry: regsql.New(registryBackend{f}), f: f}
-	if err := c.migrate(ctx); err != nil {
-		f.close()
 		return nil, err
 	}
-	return c, nil
+	return &Central{Registry: regsql.New(registryBackend{f}), f: f}, nil
 }
 
-// migrate applies the pending migrations; read-only, it only checks that
-// NanoClaw's are all there.
-func (c *Central) migrate(ctx context.Context) error {
-	applied, err := appliedMigrations(ctx, c.f.rp)
+// migrateCentral applies the pending migrations; read-only, it only checks
+// that NanoClaw's are all there.
+func migrateCentral(ctx context.Context, f *fileConns) error {
+	applied, err := appliedMigrations(ctx, f.rp)
 	if err != nil {
-		return openErr(err, c.f.path, "read the migration ledger")
+		return openErr(err, f.path, "read the migration ledger")
 	}
 	pending := pendingMigrations(applied)
 	if len(pending) == 0 {
 		return nil
 	}
-	if c.f.readOnly {
+	if f.readOnly {
 		for _, m := range centralMigrations[:nanoClawMigrations] {
 			if !applied[m.name] {
-				return sessiondb.Errorf(sessiondb.EINVALID, "open %s read-only: the file lacks migration %s; open it read-write once to migrate it", c.f.path, m.name)
+				return sessiondb.Errorf(sessiondb.EINVALID, "open %s read-only: the file lacks migration %s; open it read-write once to migrate it", f.path, m.name)
 			}
 		}
 		return nil
 	}
 	for _, m := range pending {
-		err := c.f.write(ctx, "migrate "+c.f.path, func(tx *sqlitedb.Tx) error { return applyMigration(tx, m, c.f.now()) })
+		err := f.write(ctx, "migrate "+f.path, func(tx *sqlitedb.Tx) error { return applyMigration(tx, m, f.now()) })
 		if err != nil {
-			return sessiondb.Wrap("", err, "open %s", c.f.path)
+			return sessiondb.Wrap("", err, "open %s", f.path)
 		}
 	}
 	return nil
 }
 
 // Close closes the file. Calling it again returns the first result.
-func (c *Central) Close() error {
-	c.closeOnce.Do(func() {
-		c.closeErr = sessiondb.Wrap(sessiondb.EINTERNAL, c.f.close(), "close %s", c.f.path)
-	})
-	return c.closeErr
-}
+func (c *Central) Close() error { return c.f.Close() }
 
 // Path returns the file given to OpenCentral.
 func (c *Central) Path() string { return c.f.path }

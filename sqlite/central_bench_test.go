@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
 	"github.com/sessiondb/sessiondb/storetest"
@@ -21,7 +22,7 @@ func seedRegistry(b *testing.B, chats int) (*sqlite.Central, []string) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "v2.db")
 	openCentral(b, path, nil).Close()
-	db := rawCentral(b, path)
+	db := sqlitetest.Open(b, path)
 	tx, err := db.Begin()
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
@@ -162,32 +160,13 @@ INSERT INTO container_configs (agent_group_id, max_messages_per_prompt, updated_
 // assumes), then extra statements, through a raw connection.
 func buildNanoClawFile(t *testing.T, path string, ledger []string, extra ...string) {
 	t.Helper()
-	db := rawCentral(t, path)
-	mustExec(t, db, "PRAGMA journal_mode=WAL", specSchema, specRows)
+	db := sqlitetest.Open(t, path)
+	sqlitetest.ExecAll(t, db, "PRAGMA journal_mode=WAL", specSchema, specRows)
 	for i, name := range ledger {
-		mustExec(t, db, fmt.Sprintf("INSERT INTO schema_version VALUES (%d, '%s', '2026-05-01T09:00:%02d.000Z')", i+1, name, i))
+		sqlitetest.ExecAll(t, db, fmt.Sprintf("INSERT INTO schema_version VALUES (%d, '%s', '2026-05-01T09:00:%02d.000Z')", i+1, name, i))
 	}
-	mustExec(t, db, extra...)
+	sqlitetest.ExecAll(t, db, extra...)
 	db.Close()
-}
-
-func rawCentral(t testing.TB, path string) *sql.DB {
-	t.Helper()
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, Pragmas: []string{"PRAGMA busy_timeout=5000", "PRAGMA foreign_keys=ON"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func mustExec(t testing.TB, db *sql.DB, stmts ...string) {
-	t.Helper()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", strings.TrimSpace(s)[:min(len(strings.TrimSpace(s)), 80)], err)
-		}
-	}
 }
 
 // ledgerNames reads the file's ledger, in applied order.
@@ -365,8 +344,8 @@ func TestCentralKeepsNanoClawSchema(t *testing.T) {
 		t.Errorf("our file has %d tables, NanoClaw's %d", got, len(tables))
 	}
 	// NanoClaw's own writes, as its code issues them, on our file.
-	db := rawCentral(t, ours)
-	mustExec(t, db,
+	db := sqlitetest.Open(t, ours)
+	sqlitetest.ExecAll(t, db,
 		"INSERT INTO agent_groups (id, name, folder, agent_provider, created_at) VALUES ('ag-1', 'A', 'a', NULL, '2026-05-18T10:00:00.000Z')",
 		"INSERT INTO messaging_groups (id, channel_type, platform_id, name, is_group, unknown_sender_policy, created_at) VALUES ('mg-1', 'telegram', '1', NULL, 1, 'request_approval', '2026-05-18T10:00:00.000Z')",
 		"INSERT INTO messaging_group_agents (id, messaging_group_id, agent_group_id, engage_mode, engage_pattern, sender_scope, ignored_message_policy, session_mode, priority, created_at) VALUES ('mga-1', 'mg-1', 'ag-1', 'mention-sticky', NULL, 'known', 'accumulate', 'shared', 0, '2026-05-18T10:00:00.000Z')",
@@ -441,7 +420,7 @@ func TestCentralToleratesUnknownLedgerAndColumns(t *testing.T) {
 // from trigger_rules and response_scope, which are then dropped.
 func TestCentralBackfills(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v2.db")
-	db := rawCentral(t, path)
+	db := sqlitetest.Open(t, path)
 	old := specSchema
 	// Before engage-modes: the 001 wiring table with its two old columns.
 	old = strings.Replace(old, "  session_mode TEXT DEFAULT 'shared', priority INTEGER DEFAULT 0, created_at TEXT NOT NULL,\n  UNIQUE(messaging_group_id, agent_group_id));",
@@ -456,8 +435,8 @@ func TestCentralBackfills(t *testing.T) {
 		}
 		keep = append(keep, s)
 	}
-	mustExec(t, db, strings.Join(keep, ";\n")+";")
-	mustExec(t, db,
+	sqlitetest.ExecAll(t, db, strings.Join(keep, ";\n")+";")
+	sqlitetest.ExecAll(t, db,
 		"INSERT INTO schema_version VALUES (1, 'initial-v2-schema', 'x'), (2, 'chat-sdk-state', 'x'), (3, 'pending-approvals', 'x')",
 		"INSERT INTO agent_groups VALUES ('ag-a', 'A', 'a', NULL, 'x'), ('ag-b', 'B', 'b', NULL, 'x')",
 		`INSERT INTO messaging_groups (id, channel_type, platform_id, name, created_at) VALUES
@@ -524,16 +503,7 @@ func TestCentralSecondOpenTakesNoWriteLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v2.db")
 	openCentral(t, path, nil).Close()
 	before := sqlitetest.QueryFile(t, path, "SELECT version, name, applied FROM schema_version ORDER BY version")
-	db := rawCentral(t, path)
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	release := sqlitetest.HoldWriteLock(t, path)
 	c, err := sqlite.OpenCentral(context.Background(), path, sqlite.CentralOptions{WriteBudget: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("second open while another connection writes: %v", err)
@@ -546,7 +516,7 @@ func TestCentralSecondOpenTakesNoWriteLock(t *testing.T) {
 	if sessiondb.ErrorCode(err) != sessiondb.EBUSY {
 		t.Errorf("a write while the lock is held = %v, want busy (the lock really was held)", err)
 	}
-	conn.ExecContext(context.Background(), "ROLLBACK")
+	release()
 	if after := sqlitetest.QueryFile(t, path, "SELECT version, name, applied FROM schema_version ORDER BY version"); !reflect.DeepEqual(after, before) {
 		t.Errorf("the ledger changed: %v → %v", before, after)
 	}

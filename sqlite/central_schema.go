@@ -296,15 +296,20 @@ func addColumns(table string, defs ...string) func(*sqlitedb.Tx, time.Time) erro
 // tableColumns returns the names of table's columns (none when the table
 // does not exist).
 func tableColumns(ctx context.Context, q sqlitedb.Querier, table string) (map[string]bool, error) {
-	names, err := sqlitedb.Append(ctx, q, "SELECT name FROM pragma_table_info(?)", []any{table}, nil, sqlitedb.Value[string])
+	return valueSet[string](ctx, q, "SELECT name FROM pragma_table_info(?)", table)
+}
+
+// valueSet runs a one-column query and returns its values as a set.
+func valueSet[T comparable](ctx context.Context, q sqlitedb.Querier, query string, args ...any) (map[T]bool, error) {
+	vs, err := sqlitedb.Append(ctx, q, query, args, nil, sqlitedb.Value[T])
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
+	set := make(map[T]bool, len(vs))
+	for _, v := range vs {
+		set[v] = true
 	}
-	return out, nil
+	return set, nil
 }
 
 // migrateAgentDestinations creates agent_destinations and gives every
@@ -447,15 +452,7 @@ func appliedMigrations(ctx context.Context, q sqlitedb.Querier) (map[string]bool
 	if !cols["name"] {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "its schema_version table has no name column: not a NanoClaw central database (a Hermes state.db?)")
 	}
-	names, err := sqlitedb.Append(ctx, q, "SELECT name FROM schema_version", nil, nil, sqlitedb.Value[string])
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out, nil
+	return valueSet[string](ctx, q, "SELECT name FROM schema_version")
 }
 
 // pendingMigrations lists, in order, the migrations applied lacks.

@@ -64,3 +64,47 @@ func TestMessageWaiter(t *testing.T) {
 		return a, b
 	}})
 }
+
+// TestRegistryConformance runs the control plane's registry suite on a
+// fresh central file per case, under whichever driver this build links.
+func TestRegistryConformance(t *testing.T) {
+	storetest.RunRegistry(t, storetest.RegistryHarness{
+		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.Registry {
+			return openCentral(t, filepath.Join(t.TempDir(), "v2.db"), now)
+		},
+		Reopen: func(t *testing.T, r sessiondb.Registry, now sessiondb.Clock) sessiondb.Registry {
+			return openCentral(t, r.(*sqlite.Central).Path(), now)
+		},
+	})
+}
+
+func openCentral(t testing.TB, path string, now sessiondb.Clock) *sqlite.Central {
+	t.Helper()
+	c, err := sqlite.OpenCentral(context.Background(), path, sqlite.CentralOptions{Now: now})
+	if err != nil {
+		t.Fatalf("OpenCentral(%s): %v", path, err)
+	}
+	return c
+}
+
+// TestSubagentConformance runs the subagent suite on a fresh janebot
+// state.sqlite per case.
+func TestSubagentConformance(t *testing.T) {
+	storetest.RunSubagents(t, storetest.SubagentHarness{
+		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.SubagentService {
+			return openSubagents(t, filepath.Join(t.TempDir(), ".janebot", "state.sqlite"), now)
+		},
+		Reopen: func(t *testing.T, s sessiondb.SubagentService, now sessiondb.Clock) sessiondb.SubagentService {
+			return openSubagents(t, s.(*sqlite.Subagents).Path(), now)
+		},
+	})
+}
+
+func openSubagents(t testing.TB, path string, now sessiondb.Clock) *sqlite.Subagents {
+	t.Helper()
+	s, err := sqlite.OpenSubagents(context.Background(), path, sqlite.SubagentOptions{Now: now})
+	if err != nil {
+		t.Fatalf("OpenSubagents(%s): %v", path, err)
+	}
+	return s
+}

@@ -1,13 +1,10 @@
 package sqlite_test
 
 import (
-	"bufio"
-	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -20,98 +17,63 @@ import (
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
-// runChildren starts one child per argument list in role, waits until each
-// has printed "ready", releases them together by creating startFile, and
-// returns what each printed after "ready". A child that fails fails the
-// test.
-func runChildren(t *testing.T, role, startFile string, argsets [][]string) []string {
-	t.Helper()
-	type child struct {
-		cmd    *exec.Cmd
-		out    *bufio.Reader
-		stderr bytes.Buffer
-		rest   bytes.Buffer
-	}
-	children := make([]*child, len(argsets))
-	for i, args := range argsets {
-		c := &child{cmd: helperCmd(t, role, append([]string{startFile}, args...)...)}
-		c.cmd.Stderr = &c.stderr
-		pipe, err := c.cmd.StdoutPipe()
+// helperOpen returns the body of a child (args: start file, path) that
+// opens the file with open once released, and so migrates it, then closes
+// it.
+func helperOpen[S io.Closer](open func(context.Context, string) (S, error)) func([]string) error {
+	return func(args []string) error {
+		if err := released(args[0]); err != nil {
+			return err
+		}
+		s, err := open(context.Background(), args[1])
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		c.out = bufio.NewReader(pipe)
-		if err := c.cmd.Start(); err != nil {
-			t.Fatalf("start child %d: %v", i, err)
-		}
-		children[i] = c
-		t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
+		return s.Close()
 	}
-	for i, c := range children {
-		if line, err := c.out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
-			_ = c.cmd.Wait()
-			t.Fatalf("child %d: %q, %v; stderr: %s", i, line, err, c.stderr.String())
-		}
-	}
+}
+
+// race runs fn(0) … fn(n-1) in goroutines of their own, all at once, then
+// prints the lines they reported, in the order reported; when any fn
+// returns an error, the first is returned and nothing is printed.
+func race(n int, fn func(i int, report func(line string)) error) error {
+	var mu sync.Mutex
+	var lines []string
+	var firstErr error
+	report := func(line string) { mu.Lock(); lines = append(lines, line); mu.Unlock() }
 	var wg sync.WaitGroup
-	for _, c := range children {
+	for i := 0; i < n; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, _ = io.Copy(&c.rest, c.out) }()
-	}
-	if err := os.WriteFile(startFile, nil, 0o600); err != nil {
-		t.Fatal(err)
+		go func() {
+			defer wg.Done()
+			if err := fn(i, report); err != nil {
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+			}
+		}()
 	}
 	wg.Wait()
-	outs := make([]string, len(children))
-	for i, c := range children {
-		if err := c.cmd.Wait(); err != nil || c.stderr.Len() > 0 {
-			t.Errorf("child %d: exit %v; stderr: %s", i, err, c.stderr.String())
-		}
-		outs[i] = c.rest.String()
+	if firstErr != nil {
+		return firstErr
 	}
-	return outs
-}
-
-// helperCentralOpen: args start file, path. Opens (and so migrates) the
-// central file once released.
-func helperCentralOpen(args []string) error {
-	fmt.Println("ready")
-	if err := awaitStart(args[0]); err != nil {
-		return err
-	}
-	c, err := sqlite.OpenCentral(context.Background(), args[1], sqlite.CentralOptions{})
-	if err != nil {
-		return err
-	}
-	return c.Close()
-}
-
-// helperSubagentsOpen: args start file, path.
-func helperSubagentsOpen(args []string) error {
-	fmt.Println("ready")
-	if err := awaitStart(args[0]); err != nil {
-		return err
-	}
-	s, err := sqlite.OpenSubagents(context.Background(), args[1], sqlite.SubagentOptions{})
-	if err != nil {
-		return err
-	}
-	return s.Close()
+	fmt.Println(strings.Join(lines, "\n"))
+	return nil
 }
 
 // openFromProcesses has procs processes open the central file at the same
 // moment, then procs more janebot's file.
-func openFromProcesses(t *testing.T, dir, central, janebot string, procs int) {
+func openFromProcesses(t *testing.T, central, janebot string, procs int) {
 	t.Helper()
 	argsets := make([][]string, procs)
 	for i := range argsets {
 		argsets[i] = []string{central}
 	}
-	runChildren(t, "central-open", filepath.Join(dir, "go-central"), argsets)
+	runChildren(t, "central-open", argsets)
 	for i := range argsets {
 		argsets[i] = []string{janebot}
 	}
-	runChildren(t, "subagents-open", filepath.Join(dir, "go-janebot"), argsets)
+	runChildren(t, "subagents-open", argsets)
 }
 
 // checkCentralLedger fails unless the central file's ledger lists every
@@ -139,7 +101,7 @@ func TestMigrationsRaceAcrossProcesses(t *testing.T) {
 	for round := 0; round < rounds; round++ {
 		dir := t.TempDir()
 		central, janebot := filepath.Join(dir, "v2.db"), filepath.Join(dir, ".janebot", "state.sqlite")
-		openFromProcesses(t, dir, central, janebot, procs)
+		openFromProcesses(t, central, janebot, procs)
 		checkCentralLedger(t, round, central)
 		if got := sqlitetest.QueryFile(t, janebot, "SELECT version, description FROM schema_migrations"); len(got) != 1 || got[0][0] != int64(1) {
 			t.Errorf("round %d: janebot ledger %v", round, got)
@@ -157,49 +119,31 @@ func helperCentralResolve(args []string) error {
 	}
 	defer c.Close()
 	keys := args[2:]
-	fmt.Println("ready")
-	if err := awaitStart(args[0]); err != nil {
+	if err := released(args[0]); err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	var out []string
-	var firstErr error
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := range keys {
-				k := keys[(i+g)%len(keys)]
-				parts := strings.Split(k, "|")
-				mode := sessiondb.ModeShared
-				if parts[2] != "" {
-					mode = sessiondb.ModePerThread
-				}
-				s, _, err := c.ResolveSession(context.Background(), sessiondb.SessionLookup{AgentGroupID: parts[0], MessagingGroupID: parts[1], ThreadID: parts[2], Mode: mode})
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				out = append(out, k+"="+s.ID)
-				mu.Unlock()
+	return race(8, func(g int, report func(string)) error {
+		var first error
+		for i := range keys {
+			k := keys[(i+g)%len(keys)]
+			parts := strings.Split(k, "|")
+			mode := sessiondb.ModeShared
+			if parts[2] != "" {
+				mode = sessiondb.ModePerThread
 			}
-		}(g)
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	fmt.Println(strings.Join(out, "\n"))
-	return nil
+			s, _, err := c.ResolveSession(context.Background(), sessiondb.SessionLookup{AgentGroupID: parts[0], MessagingGroupID: parts[1], ThreadID: parts[2], Mode: mode})
+			first = cmp.Or(first, err)
+			report(k + "=" + s.ID)
+		}
+		return first
+	})
 }
 
 // TestResolveAcrossProcesses: 8 goroutines in each of 2 processes resolving
 // sessions for the same chats at once create exactly one session per
 // (agent, chat, thread).
 func TestResolveAcrossProcesses(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "v2.db")
+	path := filepath.Join(t.TempDir(), "v2.db")
 	c := openCentral(t, path, nil)
 	ctx := context.Background()
 	var keys []string
@@ -215,7 +159,7 @@ func TestResolveAcrossProcesses(t *testing.T) {
 		}
 	}
 	c.Close()
-	outs := runChildren(t, "central-resolve", filepath.Join(dir, "go"), [][]string{append([]string{path}, keys...), append([]string{path}, keys...)})
+	outs := runChildren(t, "central-resolve", [][]string{append([]string{path}, keys...), append([]string{path}, keys...)})
 	got := map[string]map[string]bool{}
 	n := 0
 	for _, out := range outs {
@@ -254,37 +198,20 @@ func helperSubagentsComplete(args []string) error {
 	}
 	defer s.Close()
 	id, jobs := args[2], args[3:]
-	fmt.Println("ready")
-	if err := awaitStart(args[0]); err != nil {
+	if err := released(args[0]); err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var lines []string
-	for _, job := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := s.CompleteJob(context.Background(), id, job)
-			code := sessiondb.ErrorCode(err)
-			if code == "" {
-				code = "ok"
-			}
-			mu.Lock()
-			lines = append(lines, job+" "+code)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	fmt.Println(strings.Join(lines, "\n"))
-	return nil
+	return race(len(jobs), func(i int, report func(string)) error {
+		_, err := s.CompleteJob(context.Background(), id, jobs[i])
+		report(jobs[i] + " " + cmp.Or(sessiondb.ErrorCode(err), "ok"))
+		return nil
+	})
 }
 
 // TestCompletionsAcrossProcesses: stale and current completions racing from
 // two processes; only the running job's lands, once.
 func TestCompletionsAcrossProcesses(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "state.sqlite")
+	path := filepath.Join(t.TempDir(), "state.sqlite")
 	s := openSubagents(t, path, nil)
 	ctx := context.Background()
 	a, _, err := s.EnsureSubagent(ctx, "C1", "1.0", "/s")
@@ -296,7 +223,7 @@ func TestCompletionsAcrossProcesses(t *testing.T) {
 	noErrT(t, "dispatch new", err)
 	s.Close()
 	jobs := []string{path, a.ID, "job_old", "job_new", "job_old", "job_x", "job_new", "job_old", "job_new", "job_y"}
-	outs := runChildren(t, "subagents-complete", filepath.Join(dir, "go"), [][]string{jobs, jobs})
+	outs := runChildren(t, "subagents-complete", [][]string{jobs, jobs})
 	wins := 0
 	for _, out := range outs {
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -340,7 +267,7 @@ func TestMigrationsRaceOnAdoptedFiles(t *testing.T) {
 			return m
 		}
 		before := counts()
-		openFromProcesses(t, dir, central, janebot, procs)
+		openFromProcesses(t, central, janebot, procs)
 		checkCentralLedger(t, round, central)
 		// Every row kept, but NanoClaw's repeated global owner grant, which
 		// our migration removes (once).

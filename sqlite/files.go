@@ -195,6 +195,9 @@ type fileConns struct {
 	rp  *readerPool
 	wdb *sql.DB
 	w   *sqlitedb.Writer
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // connConfig says how to open a fileConns.
@@ -205,6 +208,21 @@ type connConfig struct {
 	budget      time.Duration
 	now         func() time.Time
 	log         *slog.Logger
+}
+
+// openFile opens cfg's file for a store (what names it in errors) and
+// brings its schema up to date with migrate, closing the file when that
+// fails.
+func openFile(ctx context.Context, what string, cfg connConfig, migrate func(context.Context, *fileConns) error) (*fileConns, error) {
+	f, err := openConns(ctx, cfg)
+	if err != nil {
+		return nil, sessiondb.Wrap("", err, "open %s", what)
+	}
+	if err := migrate(ctx, f); err != nil {
+		f.close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // openConns opens cfg.path: a read-write open creates a missing file
@@ -313,24 +331,41 @@ func (f *fileConns) read(ctx context.Context, what string, fn func(q sqlitedb.Qu
 	return nil
 }
 
+// Close closes the file (close). Calling it again returns the first
+// result.
+func (f *fileConns) Close() error {
+	f.closeOnce.Do(func() {
+		f.closeErr = sessiondb.Wrap(sessiondb.EINTERNAL, f.close(), "close %s", f.path)
+	})
+	return f.closeErr
+}
+
 // close runs a PASSIVE checkpoint (never TRUNCATE: other processes may be
 // reading) when writable and closes every connection.
 func (f *fileConns) close() error {
-	var errs []error
-	if f.rp != nil {
-		f.rp.closeStmts()
-	}
 	if f.w != nil {
 		if _, err := f.db.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 			f.log.Warn("passive checkpoint at close", "path", f.path, "err", err)
 		}
-		errs = append(errs, f.w.Close())
 	}
-	if f.wdb != nil {
-		errs = append(errs, f.wdb.Close())
+	return closeConns(f.rp, f.w, f.wdb, f.db)
+}
+
+// closeConns closes a file's connections, the writer first; nil ones are
+// skipped.
+func closeConns(rp *readerPool, w *sqlitedb.Writer, wdb, db *sql.DB) error {
+	var errs []error
+	if rp != nil {
+		rp.closeStmts()
 	}
-	if f.db != nil {
-		errs = append(errs, f.db.Close())
+	if w != nil {
+		errs = append(errs, w.Close())
+	}
+	if wdb != nil {
+		errs = append(errs, wdb.Close())
+	}
+	if db != nil {
+		errs = append(errs, db.Close())
 	}
 	return errors.Join(errs...)
 }

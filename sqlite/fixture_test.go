@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
 
 // Fixtures are built in test code from the spec's DDL, the way Hermes at
@@ -56,40 +55,17 @@ func ddlAt(v int, withFTS bool) string {
 	return ddl
 }
 
-// rawDB opens a plain connection pool on path, bypassing the Store.
-func rawDB(t testing.TB, path string) *sql.DB {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, Pragmas: []string{"PRAGMA busy_timeout=5000", "PRAGMA foreign_keys=ON"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func execAll(t testing.TB, db *sql.DB, stmts ...string) {
-	t.Helper()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
 // buildFixture writes a Hermes file at version v with two sessions (one
 // titled) and three messages, and returns its path.
 func buildFixture(t testing.TB, v int, withFTS bool) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", v))
-	db := rawDB(t, path)
-	execAll(t, db, ddlAt(v, withFTS), fmt.Sprintf("INSERT INTO schema_version (version) VALUES (%d)", v),
+	db := sqlitetest.Open(t, path)
+	sqlitetest.ExecAll(t, db, ddlAt(v, withFTS), fmt.Sprintf("INSERT INTO schema_version (version) VALUES (%d)", v),
 		"INSERT INTO sessions (id, source, started_at) VALUES ('old1', 'cli', 1000), ('old2', 'telegram', 2000)",
 		"INSERT INTO messages (session_id, role, content, timestamp) VALUES ('old1', 'user', 'deploy the kubernetes cluster', 1001), ('old1', 'assistant', 'done deploying', 1002), ('old2', 'user', 'weather today', 2001)")
 	if v >= 3 {
-		execAll(t, db, "UPDATE sessions SET title = 'first' WHERE id = 'old1'")
+		sqlitetest.ExecAll(t, db, "UPDATE sessions SET title = 'first' WHERE id = 'old1'")
 	}
 	db.Close()
 	return path
@@ -106,7 +82,7 @@ type shape struct {
 
 func readShape(t testing.TB, path string) shape {
 	t.Helper()
-	db := rawDB(t, path)
+	db := sqlitetest.Open(t, path)
 	defer db.Close()
 	ctx := context.Background()
 	sh := shape{Columns: map[string][]string{}, Objects: map[string]string{}}
@@ -146,7 +122,7 @@ func readShape(t testing.TB, path string) shape {
 // did not change.
 func masterSQL(t testing.TB, path string) []string {
 	t.Helper()
-	db := rawDB(t, path)
+	db := sqlitetest.Open(t, path)
 	defer db.Close()
 	out, err := sqlitedb.Append(context.Background(), db, "SELECT type || ' ' || name || ' ' || COALESCE(sql, '') FROM sqlite_master ORDER BY type, name", nil, nil, sqlitedb.Value[string])
 	if err != nil {
@@ -160,15 +136,16 @@ func sameStrings(a, b []string) bool { return reflect.DeepEqual(a, b) }
 // buildNewer writes a file as a newer Hermes (version 21) would: the v6
 // schema plus columns and tables v6 does not know. Rewound rows are
 // active=0 AND compacted=0; prompts are kept in system_prompts by hash.
-func buildNewer(t testing.TB, dropColumn string) string {
+// The extra statements run last, to add what one test needs.
+func buildNewer(t testing.TB, dropColumn string, extra ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "v21.db")
-	db := rawDB(t, path)
+	db := sqlitetest.Open(t, path)
 	ddl := ddlAt(6, true)
 	if dropColumn != "" {
 		ddl = strings.Replace(ddl, "    "+dropColumn+" TEXT,\n", "", 1)
 	}
-	execAll(t, db, ddl,
+	sqlitetest.ExecAll(t, db, ddl,
 		"ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1",
 		"ALTER TABLE messages ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0",
 		"ALTER TABLE sessions ADD COLUMN api_call_count INTEGER DEFAULT 0",
@@ -187,6 +164,7 @@ func buildNewer(t testing.TB, dropColumn string) string {
 	if _, err := db.Exec("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('n2', 'assistant', ?, 5002)", "\x00json:{\"parts\":[1,2]}"); err != nil {
 		t.Fatal(err)
 	}
+	sqlitetest.ExecAll(t, db, extra...)
 	db.Close()
 	return path
 }

@@ -74,8 +74,7 @@ func TestFreshFileOpenedTogether(t *testing.T) {
 // helperHistoryOpen: args start file, path, session id. Opens the history
 // store once released and creates the session.
 func helperHistoryOpen(args []string) error {
-	fmt.Println("ready")
-	if err := awaitStart(args[0]); err != nil {
+	if err := released(args[0]); err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -97,9 +96,8 @@ func TestFreshFileOpenedByTwoProcesses(t *testing.T) {
 	const rounds = 8
 	ctx := context.Background()
 	for round := 0; round < rounds; round++ {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "state.db")
-		runChildren(t, "history-open", filepath.Join(dir, "go"), [][]string{{path, "p0"}, {path, "p1"}})
+		path := filepath.Join(t.TempDir(), "state.db")
+		runChildren(t, "history-open", [][]string{{path, "p0"}, {path, "p1"}})
 		if t.Failed() {
 			t.Fatalf("round %d failed", round)
 		}

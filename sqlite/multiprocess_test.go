@@ -31,26 +31,30 @@ func helperCmd(t *testing.T, role string, args ...string) *exec.Cmd {
 // the multi-process and crash tests. Run directly it returns at once.
 func TestHelperProcess(t *testing.T) {
 	testkit.ServeChild(map[string]func([]string) error{
-		"append":             helperAppend,
-		"crash":              helperCrash,
-		"openpath":           helperOpenPath,
-		"history-open":       helperHistoryOpen,
-		"central-open":       helperCentralOpen,
-		"subagents-open":     helperSubagentsOpen,
+		"append":       helperAppend,
+		"crash":        helperCrash,
+		"openpath":     helperOpenPath,
+		"history-open": helperHistoryOpen,
+		"central-open": helperOpen(func(ctx context.Context, path string) (*sqlite.Central, error) {
+			return sqlite.OpenCentral(ctx, path, sqlite.CentralOptions{})
+		}),
+		"subagents-open": helperOpen(func(ctx context.Context, path string) (*sqlite.Subagents, error) {
+			return sqlite.OpenSubagents(ctx, path, sqlite.SubagentOptions{})
+		}),
 		"central-resolve":    helperCentralResolve,
 		"subagents-complete": helperSubagentsComplete,
 	})
 }
 
-// helperAppend: args path, session id, count, start file. It opens the
+// helperAppend: args start file, path, session id, count. It opens the
 // store, creates its session, prints "ready", waits for the start file, then
 // appends count messages "<session>-<i>" and exits.
 func helperAppend(args []string) error {
 	if len(args) != 4 {
 		return fmt.Errorf("append wants 4 arguments, got %q", args)
 	}
-	path, sid, startFile := args[0], args[1], args[3]
-	n, err := strconv.Atoi(args[2])
+	startFile, path, sid := args[0], args[1], args[2]
+	n, err := strconv.Atoi(args[3])
 	if err != nil {
 		return err
 	}
@@ -62,8 +66,7 @@ func helperAppend(args []string) error {
 	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: sid, Source: "multiprocess"}); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	fmt.Println("ready")
-	if err := awaitStart(startFile); err != nil {
+	if err := released(startFile); err != nil {
 		return err
 	}
 	for i := 0; i < n; i++ {
@@ -75,12 +78,14 @@ func helperAppend(args []string) error {
 	return s.Close()
 }
 
-// awaitStart returns once the file at path exists: the parent's signal that
+// released is a child's half of runChildren's barrier: it prints "ready"
+// and returns once the file at startFile exists, the parent's signal that
 // every child is ready.
-func awaitStart(path string) error {
+func released(startFile string) error {
+	fmt.Println("ready")
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := os.Stat(path); err == nil {
+		if _, err := os.Stat(startFile); err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -90,14 +95,65 @@ func awaitStart(path string) error {
 	}
 }
 
+// runChildren starts one child per argument list in role, with a start
+// file of its own first, waits until each has printed "ready", releases
+// them together by creating the start file, and returns what each printed
+// after "ready". A child that fails fails the test.
+func runChildren(t *testing.T, role string, argsets [][]string) []string {
+	t.Helper()
+	startFile := filepath.Join(t.TempDir(), "start")
+	type child struct {
+		cmd    *exec.Cmd
+		out    *bufio.Reader
+		stderr bytes.Buffer
+		rest   bytes.Buffer
+	}
+	children := make([]*child, len(argsets))
+	for i, args := range argsets {
+		c := &child{cmd: helperCmd(t, role, append([]string{startFile}, args...)...)}
+		c.cmd.Stderr = &c.stderr
+		pipe, err := c.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.out = bufio.NewReader(pipe)
+		if err := c.cmd.Start(); err != nil {
+			t.Fatalf("start child %d: %v", i, err)
+		}
+		children[i] = c
+		t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
+	}
+	for i, c := range children {
+		if line, err := c.out.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+			_ = c.cmd.Wait()
+			t.Fatalf("child %d: %q, %v; stderr: %s", i, line, err, c.stderr.String())
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range children {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = io.Copy(&c.rest, c.out) }()
+	}
+	if err := os.WriteFile(startFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	outs := make([]string, len(children))
+	for i, c := range children {
+		if err := c.cmd.Wait(); err != nil || c.stderr.Len() > 0 {
+			t.Errorf("child %d: exit %v; stderr: %s", i, err, c.stderr.String())
+		}
+		outs[i] = c.rest.String()
+	}
+	return outs
+}
+
 // TestMultiProcessAppend runs four OS processes appending to one file at
 // once, released together: every row lands, every counter is exact, no
 // process sees an error, and the file passes SQLite's integrity check.
 func TestMultiProcessAppend(t *testing.T) {
 	const procs, each = 4, 200
-	dir := t.TempDir()
-	path := filepath.Join(dir, "state.db")
-	startFile := filepath.Join(dir, "start")
+	path := filepath.Join(t.TempDir(), "state.db")
 	ctx := context.Background()
 
 	// Create the schema first so the children only contend for appends.
@@ -109,45 +165,11 @@ func TestMultiProcessAppend(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 
-	type child struct {
-		cmd    *exec.Cmd
-		stdout io.ReadCloser
-		stderr bytes.Buffer
+	argsets := make([][]string, procs)
+	for i := range argsets {
+		argsets[i] = []string{path, fmt.Sprintf("proc%d", i), strconv.Itoa(each)}
 	}
-	children := make([]*child, procs)
-	for i := range children {
-		c := &child{cmd: helperCmd(t, "append", path, fmt.Sprintf("proc%d", i), strconv.Itoa(each), startFile)}
-		c.cmd.Stderr = &c.stderr
-		if c.stdout, err = c.cmd.StdoutPipe(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.cmd.Start(); err != nil {
-			t.Fatalf("start child %d: %v", i, err)
-		}
-		children[i] = c
-		t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
-	}
-	// Barrier: every child has opened the file and created its session.
-	var rest sync.WaitGroup
-	for i, c := range children {
-		r := bufio.NewReader(c.stdout)
-		line, err := r.ReadString('\n')
-		if strings.TrimSpace(line) != "ready" {
-			_ = c.cmd.Wait()
-			t.Fatalf("child %d: %q, %v; stderr: %s", i, line, err, c.stderr.String())
-		}
-		rest.Add(1)
-		go func() { defer rest.Done(); _, _ = io.Copy(io.Discard, r) }()
-	}
-	if err := os.WriteFile(startFile, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rest.Wait()
-	for i, c := range children {
-		if err := c.cmd.Wait(); err != nil || c.stderr.Len() > 0 {
-			t.Errorf("child %d: exit %v; stderr: %s", i, err, c.stderr.String())
-		}
-	}
+	runChildren(t, "append", argsets)
 
 	s, err = sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
@@ -69,8 +70,8 @@ func TestMigrateEachVersionToV6Shape(t *testing.T) {
 			ctx := context.Background()
 			path := buildFixture(t, tc.version, tc.withFTS)
 			if tc.noVersion {
-				db := rawDB(t, path)
-				execAll(t, db, "DELETE FROM schema_version")
+				db := sqlitetest.Open(t, path)
+				sqlitetest.ExecAll(t, db, "DELETE FROM schema_version")
 				db.Close()
 			}
 			s := openTestStore(t, path, Options{})
@@ -104,8 +105,8 @@ func TestMigrateEachVersionToV6Shape(t *testing.T) {
 
 func TestMigrateRefusesDuplicateTitles(t *testing.T) {
 	path := buildFixture(t, 3, true)
-	db := rawDB(t, path)
-	execAll(t, db, "UPDATE sessions SET title = 'same'")
+	db := sqlitetest.Open(t, path)
+	sqlitetest.ExecAll(t, db, "UPDATE sessions SET title = 'same'")
 	db.Close()
 	before := masterSQL(t, path)
 	_, err := Open(context.Background(), path, Options{})
@@ -117,7 +118,7 @@ func TestMigrateRefusesDuplicateTitles(t *testing.T) {
 		t.Errorf("failed migration changed the schema:\n%v\n%v", before, after)
 	}
 	var v int
-	db = rawDB(t, path)
+	db = sqlitetest.Open(t, path)
 	if err := db.QueryRow("SELECT version FROM schema_version").Scan(&v); err != nil || v != 3 {
 		t.Errorf("version = %d, %v; want 3", v, err)
 	}
@@ -183,7 +184,7 @@ func TestNewerHermesFileIsNeverChanged(t *testing.T) {
 	if after := masterSQL(t, path); !sameStrings(before, after) {
 		t.Errorf("schema changed:\nbefore %v\nafter  %v", before, after)
 	}
-	db := rawDB(t, path)
+	db := sqlitetest.Open(t, path)
 	var active int
 	if err := db.QueryRow("SELECT active FROM messages WHERE content = 'new zeppelin'").Scan(&active); err != nil || active != 1 {
 		t.Errorf("appended row active = %d, %v; want the newer schema's default 1", active, err)
@@ -259,16 +260,7 @@ func TestOpenTakesNoWriteLockWhenNothingToMigrate(t *testing.T) {
 	s.Close()
 
 	// Another connection holds the write lock for the whole test.
-	db := rawDB(t, path)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.ExecContext(ctx, "ROLLBACK")
+	sqlitetest.HoldWriteLock(t, path)
 
 	s2, err := Open(ctx, path, Options{WriteBudget: 300 * time.Millisecond})
 	if err != nil {
@@ -286,16 +278,7 @@ func TestOpenTakesNoWriteLockWhenNothingToMigrate(t *testing.T) {
 
 	// A file that needs migrating does need the lock: busy, not a hang.
 	old := buildFixture(t, 5, true)
-	odb := rawDB(t, old)
-	oconn, err := odb.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oconn.Close()
-	if _, err := oconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer oconn.ExecContext(ctx, "ROLLBACK")
+	sqlitetest.HoldWriteLock(t, old)
 	if _, err := Open(ctx, old, Options{WriteBudget: 300 * time.Millisecond}); sessiondb.ErrorCode(err) != sessiondb.EBUSY {
 		t.Errorf("migrating open under a held lock = %v; want busy", err)
 	}
@@ -398,11 +381,8 @@ func TestOpenBadInput(t *testing.T) {
 // referenced session a conflict, rolled back whole.
 func TestDeleteTrippingNewerForeignKeyIsConflict(t *testing.T) {
 	ctx := context.Background()
-	path := buildNewer(t, "")
-	db := rawDB(t, path)
-	execAll(t, db, "CREATE TABLE session_links (session_id TEXT NOT NULL REFERENCES sessions(id))",
+	path := buildNewer(t, "", "CREATE TABLE session_links (session_id TEXT NOT NULL REFERENCES sessions(id))",
 		"INSERT INTO session_links VALUES ('n1')")
-	db.Close()
 	c := testkit.NewClock(time.Unix(100*86400, 0))
 	s := openTestStore(t, path, Options{Now: c.Now})
 	cases := []struct {
@@ -467,11 +447,11 @@ func TestReadIndexes(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.db")
 		s := openTestStore(t, path, Options{})
 		mustCreate(t, s, "a", "cli")
-		db := rawDB(t, path)
+		db := sqlitetest.Open(t, path)
 		for _, ix := range readIndexes {
-			execAll(t, db, "DROP INDEX "+ix.name)
+			sqlitetest.ExecAll(t, db, "DROP INDEX "+ix.name)
 		}
-		execAll(t, db, "UPDATE schema_version SET version = 21")
+		sqlitetest.ExecAll(t, db, "UPDATE schema_version SET version = 21")
 		db.Close()
 		before := masterSQL(t, path)
 		// What an open that saw the file as v6 does once it holds the lock.
@@ -487,17 +467,12 @@ func TestReadIndexes(t *testing.T) {
 		s := openTestStore(t, path, Options{})
 		mustCreate(t, s, "a", "cli")
 		s.Close()
-		db := rawDB(t, path)
+		db := sqlitetest.Open(t, path)
 		for _, ix := range readIndexes {
-			execAll(t, db, "DROP INDEX "+ix.name)
+			sqlitetest.ExecAll(t, db, "DROP INDEX "+ix.name)
 		}
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			t.Fatal(err)
-		}
+		db.Close()
+		release := sqlitetest.HoldWriteLock(t, path)
 		s2, err := Open(ctx, path, Options{WriteBudget: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("Open under a held lock = %v; want it to open without the indexes", err)
@@ -506,9 +481,7 @@ func TestReadIndexes(t *testing.T) {
 			t.Errorf("listing without the indexes: %v", err)
 		}
 		s2.Close()
-		conn.ExecContext(ctx, "ROLLBACK")
-		conn.Close()
-		db.Close()
+		release()
 		if got := readIndexesIn(t, path); len(got) != 0 {
 			t.Fatalf("indexes %v made while another writer held the lock", got)
 		}

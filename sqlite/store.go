@@ -14,7 +14,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -282,27 +281,17 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 		if !trigramSupported(v) {
 			return sessiondb.Errorf(sessiondb.EINVALID, "open %s: the trigram index needs SQLite 3.34 or later, this is %s", s.path, v)
 		}
-		if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return createTrigram(tx) }); err != nil {
-			return sqlitedb.Wrap(err, "create the trigram index in %s", s.path)
+		if err := s.changeSchema(ctx, createTrigram, "create the trigram index in %s"); err != nil {
+			return err
 		}
-		si, err := inspect(ctx, s.db)
-		if err != nil {
-			return openErr(err, s.path, "inspect schema")
-		}
-		s.si = si
 	}
 	if !s.si.tables[trigramTable] {
 		return nil
 	}
 	if !o.ReadOnly && !s.si.newer() && !strings.Contains(s.si.trigramView, trigramNULFree) {
-		if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return upgradeTrigram(tx) }); err != nil {
-			return sqlitedb.Wrap(err, "rebuild the trigram index of %s without NUL bytes", s.path)
+		if err := s.changeSchema(ctx, upgradeTrigram, "rebuild the trigram index of %s without NUL bytes"); err != nil {
+			return err
 		}
-		si, err := inspect(ctx, s.db)
-		if err != nil {
-			return openErr(err, s.path, "inspect schema")
-		}
-		s.si = si
 	}
 	done, hw, err := s.trigramProgress(ctx)
 	if err != nil {
@@ -314,6 +303,21 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 	} else if s.w != nil {
 		s.backfillInBackground()
 	}
+	return nil
+}
+
+// changeSchema runs change in one write transaction, then inspects the
+// schema again. what, with the path for its %s, names the change in its
+// error.
+func (s *Store) changeSchema(ctx context.Context, change func(*sqlitedb.Tx) error, what string) error {
+	if err := s.w.Do(ctx, change); err != nil {
+		return sqlitedb.Wrap(err, what, s.path)
+	}
+	si, err := inspect(ctx, s.db)
+	if err != nil {
+		return openErr(err, s.path, "inspect schema")
+	}
+	s.si = si
 	return nil
 }
 
@@ -386,22 +390,7 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-func (s *Store) closeAll() error {
-	var errs []error
-	if s.rp != nil {
-		s.rp.closeStmts()
-	}
-	if s.w != nil {
-		errs = append(errs, s.w.Close())
-	}
-	if s.wdb != nil {
-		errs = append(errs, s.wdb.Close())
-	}
-	if s.db != nil {
-		errs = append(errs, s.db.Close())
-	}
-	return errors.Join(errs...)
-}
+func (s *Store) closeAll() error { return closeConns(s.rp, s.w, s.wdb, s.db) }
 
 // Path returns the database file path given to Open.
 func (s *Store) Path() string { return s.path }

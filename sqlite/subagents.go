@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -30,9 +29,7 @@ type SubagentOptions struct {
 // handle (no process singleton).
 type Subagents struct {
 	*regsql.Subagents
-	f         *fileConns
-	closeOnce sync.Once
-	closeErr  error
+	f *fileConns
 }
 
 var _ sessiondb.SubagentService = (*Subagents)(nil)
@@ -86,35 +83,31 @@ var subagentMigrations = []subagentMigration{
 // sandbox_name as janebot's short-lived version 2 did. Opening a file that
 // needs nothing takes no write lock.
 func OpenSubagents(ctx context.Context, path string, o SubagentOptions) (*Subagents, error) {
-	f, err := openConns(ctx, connConfig{path: path, budget: o.WriteBudget, now: o.Now, log: o.Logger})
+	f, err := openFile(ctx, "subagent store", connConfig{path: path, budget: o.WriteBudget, now: o.Now, log: o.Logger}, migrateSubagents)
 	if err != nil {
-		return nil, sessiondb.Wrap("", err, "open subagent store")
-	}
-	s := &Subagents{Subagents: regsql.NewSubagents(registryBackend{f}), f: f}
-	if err := s.migrate(ctx); err != nil {
-		f.close()
 		return nil, err
 	}
-	return s, nil
+	return &Subagents{Subagents: regsql.NewSubagents(registryBackend{f}), f: f}, nil
 }
 
-func (s *Subagents) migrate(ctx context.Context) error {
-	applied, needsRename, err := s.schemaState(ctx, s.f.rp)
+// migrateSubagents applies what janebot's ledger lacks (see OpenSubagents).
+func migrateSubagents(ctx context.Context, f *fileConns) error {
+	applied, needsRename, err := subagentSchemaState(ctx, f.rp)
 	if err != nil {
-		return openErr(err, s.f.path, "read the migration ledger")
+		return openErr(err, f.path, "read the migration ledger")
 	}
 	if applied[1] && !needsRename {
 		return nil
 	}
-	err = s.f.write(ctx, "migrate "+s.f.path, func(tx *sqlitedb.Tx) error {
+	err = f.write(ctx, "migrate "+f.path, func(tx *sqlitedb.Tx) error {
 		if err := tx.ExecScript(ddlSubagentLedger); err != nil {
 			return err
 		}
-		applied, needsRename, err := s.schemaState(tx.Context(), tx)
+		applied, needsRename, err := subagentSchemaState(tx.Context(), tx)
 		if err != nil {
 			return err
 		}
-		now := s.f.now().UnixMilli()
+		now := f.now().UnixMilli()
 		for _, m := range subagentMigrations {
 			switch {
 			case m.version == 1 && applied[1]:
@@ -128,7 +121,7 @@ func (s *Subagents) migrate(ctx context.Context) error {
 			if m.version == 1 {
 				// A table version 1 found already there (created
 				// IF NOT EXISTS) may be the first release's.
-				if _, needsRename, err = s.schemaState(tx.Context(), tx); err != nil {
+				if _, needsRename, err = subagentSchemaState(tx.Context(), tx); err != nil {
 					return err
 				}
 			}
@@ -141,24 +134,20 @@ func (s *Subagents) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
-	return sessiondb.Wrap("", err, "open %s", s.f.path)
+	return sessiondb.Wrap("", err, "open %s", f.path)
 }
 
-// schemaState reads the applied versions and whether the table still has
-// janebot's first column name.
-func (s *Subagents) schemaState(ctx context.Context, q sqlitedb.Querier) (map[int64]bool, bool, error) {
+// subagentSchemaState reads the applied versions and whether the table
+// still has janebot's first column name.
+func subagentSchemaState(ctx context.Context, q sqlitedb.Querier) (map[int64]bool, bool, error) {
 	applied := map[int64]bool{}
 	ledger, err := tableColumns(ctx, q, "schema_migrations")
 	if err != nil {
 		return nil, false, err
 	}
 	if ledger["version"] {
-		vs, err := sqlitedb.Append(ctx, q, "SELECT version FROM schema_migrations", nil, nil, sqlitedb.Value[int64])
-		if err != nil {
+		if applied, err = valueSet[int64](ctx, q, "SELECT version FROM schema_migrations"); err != nil {
 			return nil, false, err
-		}
-		for _, v := range vs {
-			applied[v] = true
 		}
 	}
 	cols, err := tableColumns(ctx, q, "subagent_sessions")
@@ -169,12 +158,7 @@ func (s *Subagents) schemaState(ctx context.Context, q sqlitedb.Querier) (map[in
 }
 
 // Close closes the file. Calling it again returns the first result.
-func (s *Subagents) Close() error {
-	s.closeOnce.Do(func() {
-		s.closeErr = sessiondb.Wrap(sessiondb.EINTERNAL, s.f.close(), "close %s", s.f.path)
-	})
-	return s.closeErr
-}
+func (s *Subagents) Close() error { return s.f.Close() }
 
 // Path returns the file given to OpenSubagents.
 func (s *Subagents) Path() string { return s.f.path }

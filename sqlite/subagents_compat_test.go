@@ -48,8 +48,8 @@ func buildJanebotFile(t *testing.T, path string, stmts ...string) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	db := rawCentral(t, path)
-	mustExec(t, db, append([]string{"PRAGMA journal_mode=WAL"}, stmts...)...)
+	db := sqlitetest.Open(t, path)
+	sqlitetest.ExecAll(t, db, append([]string{"PRAGMA journal_mode=WAL"}, stmts...)...)
 	db.Close()
 }
 
@@ -171,18 +171,13 @@ func TestSubagentsStorageErrorsSurface(t *testing.T) {
 	noErrT(t, "dispatch", err)
 	// Another program holds the write lock: the completion waits its
 	// budget, then fails busy, and the row keeps its job.
-	db := rawCentral(t, path)
-	conn, _ := db.Conn(ctx)
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	release := sqlitetest.HoldWriteLock(t, path)
 	short, err := sqlite.OpenSubagents(ctx, path, sqlite.SubagentOptions{WriteBudget: 30 * time.Millisecond})
 	noErrT(t, "second handle", err)
 	defer short.Close()
 	_, err = short.CompleteJob(ctx, a.ID, "job_1")
 	wantCodeT(t, "complete under a held lock", err, sessiondb.EBUSY)
-	conn.ExecContext(ctx, "ROLLBACK")
+	release()
 	if cur, _ := s.GetSubagent(ctx, a.ID); cur.Status != sessiondb.SubagentRunning || cur.RunningJobID != "job_1" || cur.Turns != 0 {
 		t.Errorf("a failed completion changed the row: %+v", cur)
 	}

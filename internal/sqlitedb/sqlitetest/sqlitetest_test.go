@@ -31,3 +31,35 @@ func TestExecFile(t *testing.T) {
 		t.Fatalf("rows %q", rows)
 	}
 }
+
+func TestOpenAndExecAll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "t.db")
+	db := Open(t, path)
+	ExecAll(t, db, "CREATE TABLE p (id TEXT PRIMARY KEY); CREATE TABLE c (p TEXT REFERENCES p(id))", "INSERT INTO p VALUES ('a')", "INSERT INTO c VALUES ('a')")
+	if _, err := db.Exec("INSERT INTO c VALUES ('ghost')"); err == nil {
+		t.Error("a row naming a missing parent was stored: foreign keys are off")
+	}
+	db.Close()
+	if rows := QueryFile(t, path, "SELECT p FROM c"); len(rows) != 1 || rows[0][0] != "a" {
+		t.Fatalf("rows %q", rows)
+	}
+}
+
+func TestHoldWriteLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	ExecFile(t, path, "CREATE TABLE t (a TEXT)")
+	release := HoldWriteLock(t, path)
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("INSERT INTO t VALUES ('x')"); sqlitedb.Code(err) != "busy" {
+		t.Fatalf("a write under the held lock = %v, want busy", err)
+	}
+	release()
+	release()
+	if _, err := db.Exec("INSERT INTO t VALUES ('x')"); err != nil {
+		t.Fatalf("a write after release: %v", err)
+	}
+}
