@@ -66,6 +66,35 @@ inbound.db read-only.`,
 
 type openAgentFunc func(ctx context.Context) (*mailbox.Agent, error)
 
+// agentView is the RunE of a command that reads one value from the agent
+// the flags name and prints it once the agent is closed: as JSON with
+// --json, else with text. read is a method expression such as
+// (*mailbox.Agent).Acks, hence the agent before the context.
+func agentView[T any](m *group, open openAgentFunc, read func(*mailbox.Agent, context.Context) (T, error), text func(T) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, _ []string) error {
+		var v T
+		err := withAgent(c.Context(), open, func(a *mailbox.Agent) (err error) {
+			v, err = read(a, c.Context())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if m.JSON {
+			return m.PrintJSON(v)
+		}
+		return text(v)
+	}
+}
+
+// agentList is agentView for a list, which --json prints as [] when empty.
+func agentList[T any](m *group, open openAgentFunc, read func(*mailbox.Agent, context.Context) ([]T, error), text func([]T) error) func(*cobra.Command, []string) error {
+	return agentView(m, open, func(a *mailbox.Agent, ctx context.Context) ([]T, error) {
+		xs, err := read(a, ctx)
+		return sessiondb.NonNil(xs), err
+	}, text)
+}
+
 // withAgent runs fn on the agent the flags name, closed after it.
 func withAgent(ctx context.Context, open openAgentFunc, fn func(a *mailbox.Agent) error) error {
 	a, err := open(ctx)

@@ -196,22 +196,12 @@ inbound.db; processing ones are claims.`,
 		Example: `  sessiondb mailbox agent acks
   sessiondb mailbox agent acks --json | jq -r '.[] | select(.status == "processing") | .message_id'`,
 		Args: cli.ExactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return withAgent(c.Context(), open, func(a *mailbox.Agent) error {
-				acks, err := a.Acks(c.Context())
-				if err != nil {
-					return err
-				}
-				if m.JSON {
-					acks = sessiondb.NonNil(acks)
-					return m.PrintJSON(acks)
-				}
-				for _, k := range acks {
-					fmt.Fprintf(m.Out, "%s\t%s\t%s\n", cli.PrintableLine(k.MessageID), cli.PrintableLine(k.Status), cli.PrintableLine(k.StatusChanged))
-				}
-				return nil
-			})
-		},
+		RunE: agentList(m, open, (*mailbox.Agent).Acks, func(acks []mailbox.Claim) error {
+			for _, k := range acks {
+				fmt.Fprintf(m.Out, "%s\t%s\t%s\n", cli.PrintableLine(k.MessageID), cli.PrintableLine(k.Status), cli.PrintableLine(k.StatusChanged))
+			}
+			return nil
+		}),
 	}
 }
 
@@ -346,28 +336,18 @@ The host writes it (sessiondb mailbox project, or a control plane).`,
 		Example: `  sessiondb mailbox agent destinations
   sessiondb mailbox agent destinations --json | jq -r '.[].name'`,
 		Args: cli.ExactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return withAgent(c.Context(), open, func(a *mailbox.Agent) error {
-				ds, err := a.Destinations(c.Context())
-				if err != nil {
-					return err
+		RunE: agentList(m, open, (*mailbox.Agent).Destinations, func(ds []mailbox.Destination) error {
+			var tb cli.Table
+			tb.Row("NAME", "TYPE", "TARGET", "DISPLAY NAME")
+			for _, d := range ds {
+				target := d.AgentGroupID
+				if d.Type == mailbox.DestinationChannel {
+					target = d.ChannelType + ":" + d.PlatformID
 				}
-				if m.JSON {
-					ds = sessiondb.NonNil(ds)
-					return m.PrintJSON(ds)
-				}
-				var tb cli.Table
-				tb.Row("NAME", "TYPE", "TARGET", "DISPLAY NAME")
-				for _, d := range ds {
-					target := d.AgentGroupID
-					if d.Type == mailbox.DestinationChannel {
-						target = d.ChannelType + ":" + d.PlatformID
-					}
-					tb.Row(d.Name, d.Type, target, cli.OrDash(d.DisplayName))
-				}
-				return tb.Write(m.Out)
-			})
-		},
+				tb.Row(d.Name, d.Type, target, cli.OrDash(d.DisplayName))
+			}
+			return tb.Write(m.Out)
+		}),
 	}
 }
 
@@ -390,33 +370,33 @@ the only destination when the session has no chat of its own.`,
 		Example: `  sessiondb mailbox agent routing
   sessiondb mailbox agent routing --json`,
 		Args: cli.ExactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, args []string) error {
-			return withAgent(c.Context(), open, func(a *mailbox.Agent) error {
-				var v routingView
-				var err error
-				if v.Session, err = a.SessionRouting(c.Context()); err != nil {
-					return err
-				}
-				d, err := a.RouteTo(c.Context(), "")
-				switch {
-				case err == nil:
-					v.Default = &d
-				case sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND:
-					v.Error = err.Error()
-				default:
-					return err
-				}
-				if m.JSON {
-					return m.PrintJSON(v)
-				}
-				fmt.Fprintf(m.Out, "session: %s\n", cli.PrintableLine(routeText(v.Session)))
-				if v.Default != nil {
-					fmt.Fprintf(m.Out, "default: %s\n", cli.PrintableLine(routeText(*v.Default)))
-				} else {
-					fmt.Fprintf(m.Out, "default: none (%s)\n", cli.PrintableLine(v.Error))
-				}
-				return nil
-			})
-		},
+		RunE: agentView(m, open, readRouting, func(v routingView) error {
+			fmt.Fprintf(m.Out, "session: %s\n", cli.PrintableLine(routeText(v.Session)))
+			if v.Default != nil {
+				fmt.Fprintf(m.Out, "default: %s\n", cli.PrintableLine(routeText(*v.Default)))
+			} else {
+				fmt.Fprintf(m.Out, "default: none (%s)\n", cli.PrintableLine(v.Error))
+			}
+			return nil
+		}),
 	}
+}
+
+// readRouting is what `agent routing` shows: the session's own routing and
+// where a send without a target goes, or why nowhere. (The agent comes
+// first, as the receiver of the methods agentView takes.)
+func readRouting(a *mailbox.Agent, ctx context.Context) (v routingView, err error) {
+	if v.Session, err = a.SessionRouting(ctx); err != nil {
+		return v, err
+	}
+	d, err := a.RouteTo(ctx, "")
+	switch {
+	case err == nil:
+		v.Default = &d
+	case sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND:
+		v.Error = err.Error()
+	default:
+		return v, err
+	}
+	return v, nil
 }
