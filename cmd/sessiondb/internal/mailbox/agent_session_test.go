@@ -114,18 +114,19 @@ func (f sessionFiles) outRow(id string) []string {
 // acks is processing_ack as message id → status.
 func (f sessionFiles) acks() map[string]string {
 	f.t.Helper()
-	m := map[string]string{}
-	for _, r := range f.out("SELECT message_id, status FROM processing_ack") {
-		m[r[0].(string)] = r[1].(string)
-	}
-	return m
+	return keyed(f.out("SELECT message_id, status FROM processing_ack"))
 }
 
 // inStates is messages_in as id → status.
 func (f sessionFiles) inStates() map[string]string {
 	f.t.Helper()
-	m := map[string]string{}
-	for _, r := range f.in("SELECT id, status FROM messages_in") {
+	return keyed(f.in("SELECT id, status FROM messages_in"))
+}
+
+// keyed is rows of two text columns as first → second.
+func keyed(rows [][]any) map[string]string {
+	m := make(map[string]string, len(rows))
+	for _, r := range rows {
 		m[r[0].(string)] = r[1].(string)
 	}
 	return m
