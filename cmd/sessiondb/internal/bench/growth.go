@@ -630,6 +630,17 @@ func (gr *grower) timed(runs int, read func() (int, error)) (timing, error) {
 	return timing{P50MS: round(percentile(samples, 0.5), 3), MaxMS: round(percentile(samples, 1), 3), Rows: rows}, nil
 }
 
+// timeKeyset times the keyset page q (ListSessions).
+func (gr *grower) timeKeyset(ctx context.Context, q sessiondb.SessionQuery) (timing, error) {
+	return gr.timed(listRuns, func() (int, error) {
+		p, err := gr.st.ListSessions(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		return len(p.Sessions), nil
+	})
+}
+
 // listPhase times the session listings: keyset (ListSessions) newest first
 // and by last activity, and Hermes' offset form (ListSessionsRich, which
 // projects compression tips), each on the first page and a deep one (the
@@ -649,13 +660,7 @@ func (gr *grower) listPhase(ctx context.Context, res *growthStep) error {
 				name = "last_active"
 			}
 			q := sessiondb.SessionQuery{Source: src, Sort: sort, Limit: listLimit}
-			first, err := gr.timed(listRuns, func() (int, error) {
-				p, err := gr.st.ListSessions(ctx, q)
-				if err != nil {
-					return 0, err
-				}
-				return len(p.Sessions), nil
-			})
+			first, err := gr.timeKeyset(ctx, q)
 			if err != nil {
 				return sessiondb.Wrap("", err, "list sessions")
 			}
@@ -668,13 +673,7 @@ func (gr *grower) listPhase(ctx context.Context, res *growthStep) error {
 			}
 			dq := q
 			dq.After = cursor
-			t, err := gr.timed(listRuns, func() (int, error) {
-				p, err := gr.st.ListSessions(ctx, dq)
-				if err != nil {
-					return 0, err
-				}
-				return len(p.Sessions), nil
-			})
+			t, err := gr.timeKeyset(ctx, dq)
 			if err != nil {
 				return sessiondb.Wrap("", err, "list sessions (deep page)")
 			}
