@@ -1,12 +1,12 @@
 package bench
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // TestCPUProfileRefusesALink: --cpuprofile names a file to write; a link
@@ -14,19 +14,10 @@ import (
 // alone (os.Create used to truncate it).
 func TestCPUProfileRefusesALink(t *testing.T) {
 	dir := t.TempDir()
-	victim := filepath.Join(dir, "victim")
-	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(dir, "cpu.pprof")
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
-	code, _, stderr := benchRunCLI(t, "bench", "--workload", filepath.Join(dir, "none.jsonl"), "--cpuprofile", link, "--quiet")
+	planted := testkit.PlantLink(t, dir, "cpu.pprof")
+	code, _, stderr := benchRunCLI(t, "bench", "--workload", filepath.Join(dir, "none.jsonl"), "--cpuprofile", planted.Link, "--quiet")
 	if code != cli.ExitInvalid || !strings.Contains(stderr, "symbolic link") {
 		t.Errorf("exit %d, stderr %q; want invalid naming the link", code, stderr)
 	}
-	if b, _ := os.ReadFile(victim); string(b) != "precious" {
-		t.Errorf("the link's target now holds %.40q", b)
-	}
+	planted.Untouched(t)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // TestExportTargetIsReplacedWholeOrNotAtAll: export -o never writes
@@ -17,25 +18,13 @@ import (
 func TestExportTargetIsReplacedWholeOrNotAtAll(t *testing.T) {
 	db := exampleDB(t)
 	dir := t.TempDir()
-	victim := filepath.Join(dir, "victim.txt")
-	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(dir, "backup.jsonl")
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
+	planted := testkit.PlantLink(t, dir, "backup.jsonl")
 	clitest.Fails(t, []clitest.Failure{
-		{Name: "a link at the target", Args: []string{"--db", db, "export", "-o", link}, Code: cli.ExitInvalid, Want: "symbolic link"},
+		{Name: "a link at the target", Args: []string{"--db", db, "export", "-o", planted.Link}, Code: cli.ExitInvalid, Want: "symbolic link"},
 		{Name: "a folder at the target", Args: []string{"--db", db, "export", "-o", dir}, Code: cli.ExitInvalid, Want: "is a folder"},
 		{Name: "a missing folder", Args: []string{"--db", db, "export", "-o", filepath.Join(dir, "none", "x.jsonl")}, Code: cli.ExitInvalid, Want: "cannot write"},
 	}, Commands)
-	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
-		t.Fatalf("the link's target was written: %.80q", b)
-	}
-	if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o644 {
-		t.Fatalf("the link's target was chmodded to %v", fi.Mode())
-	}
+	planted.Untouched(t)
 
 	// An export that fails part way (here: the oldest session, written
 	// last, holds an infinite cost, which JSON cannot encode) leaves the
