@@ -77,11 +77,6 @@ func (f *Factory) OpenRegistry(ctx context.Context, path string, what Access) (s
 
 // WithRegistry opens the registry as OpenRegistry does, runs fn and closes
 // it, reporting a failure to close only when fn succeeded.
-func (f *Factory) WithRegistry(ctx context.Context, path string, what Access, fn func(sessiondb.Registry) error) (err error) {
-	reg, err := f.OpenRegistry(ctx, path, what)
-	if err != nil {
-		return err
-	}
-	defer CloseInto(&err, reg, "close central registry")
-	return fn(reg)
+func (f *Factory) WithRegistry(ctx context.Context, path string, what Access, fn func(sessiondb.Registry) error) error {
+	return With(func() (sessiondb.Registry, error) { return f.OpenRegistry(ctx, path, what) }, "close central registry", fn)
 }

@@ -48,3 +48,32 @@ func TestCloseInto(t *testing.T) {
 		t.Errorf("code %q, want the close error's own (busy)", sessiondb.ErrorCode(err))
 	}
 }
+
+// TestWith: fn runs on what open returned, which is closed after it; a
+// failed open runs nothing and closes nothing.
+func TestWith(t *testing.T) {
+	var ran, closed int
+	c := &countingCloser{closed: &closed}
+	err := With(func() (*countingCloser, error) { return c, nil }, "close it", func(got *countingCloser) error {
+		ran++
+		if got != c || closed != 0 {
+			t.Errorf("fn got %p (closed %d times), want %p still open", got, closed, c)
+		}
+		return nil
+	})
+	if err != nil || ran != 1 || closed != 1 {
+		t.Fatalf("err %v, ran %d, closed %d; want nil, 1, 1", err, ran, closed)
+	}
+	failed := errors.New("no such store")
+	err = With(func() (*countingCloser, error) { return nil, failed }, "close it", func(*countingCloser) error {
+		ran++
+		return nil
+	})
+	if !errors.Is(err, failed) || ran != 1 || closed != 1 {
+		t.Fatalf("failed open: err %v, ran %d, closed %d; want the open's error and nothing run or closed", err, ran, closed)
+	}
+}
+
+type countingCloser struct{ closed *int }
+
+func (c *countingCloser) Close() error { *c.closed++; return nil }

@@ -78,11 +78,6 @@ func (f *Factory) OpenHistoryAt(ctx context.Context, path string, what Access, s
 // WithHistory opens the store as OpenHistory does, runs fn and closes the
 // store, reporting a failure to close (an unflushed checkpoint is worth
 // knowing about) only when fn itself succeeded.
-func (f *Factory) WithHistory(ctx context.Context, what Access, synchronous string, fn func(sessiondb.Store) error) (err error) {
-	st, err := f.OpenHistory(ctx, what, synchronous)
-	if err != nil {
-		return err
-	}
-	defer CloseInto(&err, st, "close history store")
-	return fn(st)
+func (f *Factory) WithHistory(ctx context.Context, what Access, synchronous string, fn func(sessiondb.Store) error) error {
+	return With(func() (sessiondb.Store, error) { return f.OpenHistory(ctx, what, synchronous) }, "close history store", fn)
 }
