@@ -118,21 +118,11 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 	if h == nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "daemon: no host")
 	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = DefaultPoll
-	}
-	if cfg.FullSweep <= 0 {
-		cfg.FullSweep = DefaultFullSweep
-	}
-	if cfg.DrainWorkers <= 0 {
-		cfg.DrainWorkers = DefaultDrainWorkers
-	}
-	if cfg.StopTimeout <= 0 {
-		cfg.StopTimeout = DefaultStopGrace + time.Second
-	}
-	if cfg.ExpiryEvery <= 0 {
-		cfg.ExpiryEvery = DefaultExpiryEvery
-	}
+	cfg.Poll = positiveOr(cfg.Poll, DefaultPoll)
+	cfg.FullSweep = positiveOr(cfg.FullSweep, DefaultFullSweep)
+	cfg.DrainWorkers = positiveOr(cfg.DrainWorkers, DefaultDrainWorkers)
+	cfg.StopTimeout = positiveOr(cfg.StopTimeout, DefaultStopGrace+time.Second)
+	cfg.ExpiryEvery = positiveOr(cfg.ExpiryEvery, DefaultExpiryEvery)
 	d := &Daemon{h: h, cfg: cfg, log: cfg.Logger}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)

@@ -31,6 +31,16 @@ func NewDeliveryEnvelope(ref mailbox.SessionRef, row mailbox.OutboundRow) Delive
 	return DeliveryEnvelope{AgentGroupID: ref.AgentGroupID, SessionID: ref.SessionID, OutboundRow: row}
 }
 
+// encodeEnvelope is row's envelope as JSON; a row that cannot be encoded
+// never will be, so the failure is permanent.
+func encodeEnvelope(ref mailbox.SessionRef, row mailbox.OutboundRow) ([]byte, error) {
+	b, err := json.Marshal(NewDeliveryEnvelope(ref, row))
+	if err != nil {
+		return nil, mailbox.Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
+	}
+	return b, nil
+}
+
 // isoTime renders a stored timestamp in sessiondb.TimestampFormat; text it
 // cannot read is passed on as it is.
 func isoTime(s string) string {

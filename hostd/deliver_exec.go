@@ -3,7 +3,6 @@ package hostd
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -57,15 +56,11 @@ func NewExecDeliverer(command string, layout mailbox.Layout) (*ExecDeliverer, er
 
 // Deliver runs the command for row; see ExecDeliverer.
 func (d *ExecDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
-	line, err := json.Marshal(NewDeliveryEnvelope(ref, row))
+	line, err := encodeEnvelope(ref, row)
 	if err != nil {
-		return "", mailbox.Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
+		return "", err
 	}
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = DefaultExecTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, positiveOr(d.Timeout, DefaultExecTimeout))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", d.Command)
 	ownProcessGroup(cmd)

@@ -3,7 +3,6 @@ package hostd
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -64,14 +63,11 @@ func NewWebhookDeliverer(rawURL string) (*WebhookDeliverer, error) {
 
 // Deliver posts row; see WebhookDeliverer.
 func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
-	body, err := json.Marshal(NewDeliveryEnvelope(ref, row))
+	body, err := encodeEnvelope(ref, row)
 	if err != nil {
-		return "", mailbox.Permanent(sessiondb.Wrap(sessiondb.EINVALID, err, "encode message %s", row.ID))
+		return "", err
 	}
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = DefaultWebhookTimeout
-	}
+	timeout := positiveOr(d.Timeout, DefaultWebhookTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))

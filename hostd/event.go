@@ -289,25 +289,29 @@ func ParseInput(line []byte) (Input, error) {
 	dec.DisallowUnknownFields()
 	switch head.Type {
 	case "", InputMessage:
-		var e Event
-		if err := dec.Decode(&e); err != nil {
-			return Input{}, sessiondb.Errorf(sessiondb.EINVALID, "event: %s", jsonProblem(err))
-		}
-		if err := e.Validate(); err != nil {
-			return Input{}, sessiondb.Wrap(sessiondb.EINVALID, err, "event")
-		}
-		return Input{Message: &e}, nil
+		e, err := decodeValid[Event](dec, "event")
+		return Input{Message: e}, err
 	case InputClick:
-		var c Click
-		if err := dec.Decode(&c); err != nil {
-			return Input{}, sessiondb.Errorf(sessiondb.EINVALID, "click: %s", jsonProblem(err))
-		}
-		if err := c.Validate(); err != nil {
-			return Input{}, sessiondb.Wrap(sessiondb.EINVALID, err, "click")
-		}
-		return Input{Click: &c}, nil
+		c, err := decodeValid[Click](dec, "click")
+		return Input{Click: c}, err
 	}
 	return Input{}, sessiondb.Errorf(sessiondb.EINVALID, "event: type %q: want message or click", errtext.Clip(head.Type, 40))
+}
+
+// decodeValid decodes one T from dec and validates it; what names it in
+// the errors, which are all invalid. On error the result is nil.
+func decodeValid[T any, P interface {
+	*T
+	Validate() error
+}](dec *json.Decoder, what string) (*T, error) {
+	var v T
+	if err := dec.Decode(&v); err != nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "%s: %s", what, jsonProblem(err))
+	}
+	if err := P(&v).Validate(); err != nil {
+		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "%s", what)
+	}
+	return &v, nil
 }
 
 // jsonProblem words a decoding error by the field it concerns.

@@ -125,43 +125,27 @@ func (r *Router) Reproject(ctx context.Context, agentGroupIDs ...string) (Reproj
 // a time.
 func (r *Router) writeDestinations(ctx context.Context, refs []mailbox.SessionRef, ds []mailbox.Destination) (written, skipped int, err error) {
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	feed := make(chan mailbox.SessionRef)
-	for w := 0; w < min(r.cfg.ReprojectWorkers, len(refs)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ref := range feed {
-				p, perr := r.h.Layout().InboundPath(ref)
-				if perr == nil {
-					if _, serr := os.Stat(p); errors.Is(serr, os.ErrNotExist) {
-						mu.Lock()
-						skipped++
-						mu.Unlock()
-						continue
-					}
-					perr = r.h.WriteDestinations(ctx, ref, ds)
-				}
+	fanOut(ctx, r.cfg.ReprojectWorkers, refs, func(ref mailbox.SessionRef) {
+		p, perr := r.h.Layout().InboundPath(ref)
+		if perr == nil {
+			if _, serr := os.Stat(p); errors.Is(serr, os.ErrNotExist) {
 				mu.Lock()
-				if perr != nil {
-					if err == nil {
-						err = sessiondb.Wrap("", perr, "re-project destinations into %s", ref)
-					}
-				} else {
-					written++
-				}
+				skipped++
 				mu.Unlock()
+				return
 			}
-		}()
-	}
-	for _, ref := range refs {
-		if ctx.Err() != nil {
-			break
+			perr = r.h.WriteDestinations(ctx, ref, ds)
 		}
-		feed <- ref
-	}
-	close(feed)
-	wg.Wait()
+		mu.Lock()
+		if perr != nil {
+			if err == nil {
+				err = sessiondb.Wrap("", perr, "re-project destinations into %s", ref)
+			}
+		} else {
+			written++
+		}
+		mu.Unlock()
+	})
 	if err == nil && ctx.Err() != nil {
 		err = sessiondb.Wrap(sessiondb.EBUSY, ctx.Err(), "re-project destinations")
 	}

@@ -86,15 +86,9 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 	if cfg.Host == nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "router: RouterConfig.Host is required")
 	}
-	if cfg.QuestionTTL <= 0 {
-		cfg.QuestionTTL = sessiondb.QuestionTTL
-	}
-	if cfg.ApprovalTTL <= 0 {
-		cfg.ApprovalTTL = sessiondb.ApprovalTTL
-	}
-	if cfg.ReprojectWorkers <= 0 {
-		cfg.ReprojectWorkers = 4
-	}
+	cfg.QuestionTTL = positiveOr(cfg.QuestionTTL, sessiondb.QuestionTTL)
+	cfg.ApprovalTTL = positiveOr(cfg.ApprovalTTL, sessiondb.ApprovalTTL)
+	cfg.ReprojectWorkers = positiveOr(cfg.ReprojectWorkers, 4)
 	r := &Router{reg: cfg.Registry, h: cfg.Host, cfg: cfg, dms: cfg.DMs, log: cfg.Logger, wake: cfg.Waker}
 	if r.dms == nil {
 		r.dms = DirectDMs{}

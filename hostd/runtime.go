@@ -40,11 +40,7 @@ func (r *HeartbeatRuntime) Running(ref mailbox.SessionRef) bool {
 	if err != nil || hb.IsZero() {
 		return false
 	}
-	w := r.Window
-	if w <= 0 {
-		w = mailbox.DefaultStuckCeiling
-	}
-	return r.Host.Now().Sub(hb) < w
+	return r.Host.Now().Sub(hb) < positiveOr(r.Window, mailbox.DefaultStuckCeiling)
 }
 
 // Stop cannot stop an agent it did not start; it logs and returns nil.

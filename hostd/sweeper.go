@@ -84,15 +84,9 @@ func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
 	if cfg.Runtime == nil {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "sweeper: SweeperConfig.Runtime is required")
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultSweepWorkers
-	}
-	if cfg.BackoffMin <= 0 {
-		cfg.BackoffMin = DefaultBackoffMin
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = DefaultBackoffMax
-	}
+	cfg.Workers = positiveOr(cfg.Workers, DefaultSweepWorkers)
+	cfg.BackoffMin = positiveOr(cfg.BackoffMin, DefaultBackoffMin)
+	cfg.BackoffMax = positiveOr(cfg.BackoffMax, DefaultBackoffMax)
 	return &Sweeper{cfg: cfg, sessions: map[mailbox.SessionRef]*sweepState{}}, nil
 }
 
@@ -209,25 +203,7 @@ func (s *Sweeper) Sweep(ctx context.Context, full bool) (SweepResult, error) {
 		jobs = append(jobs, sweepJob{ref: ref, dir: dir, st: st, running: running})
 	}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	feed := make(chan sweepJob)
-	for w := 0; w < min(s.cfg.Workers, len(jobs)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range feed {
-				s.examine(ctx, j, now, &mu, &res)
-			}
-		}()
-	}
-	for _, j := range jobs {
-		if ctx.Err() != nil {
-			break
-		}
-		feed <- j
-	}
-	close(feed)
-	wg.Wait()
+	fanOut(ctx, s.cfg.Workers, jobs, func(j sweepJob) { s.examine(ctx, j, now, &mu, &res) })
 	for _, l := range [][]mailbox.SessionRef{res.Woken, res.Stopped, res.Reset, res.Quarantined} {
 		slices.SortFunc(l, compareRefs)
 	}

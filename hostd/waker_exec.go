@@ -76,9 +76,7 @@ func NewExecWaker(command string, layout mailbox.Layout, o ExecWakerOptions) (*E
 	if layout.Root == "" {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "exec waker: layout root is empty")
 	}
-	if o.StopGrace <= 0 {
-		o.StopGrace = DefaultStopGrace
-	}
+	o.StopGrace = positiveOr(o.StopGrace, DefaultStopGrace)
 	if o.Output == nil {
 		o.Output = io.Discard
 	}
