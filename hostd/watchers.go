@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiondb/sessiondb/internal/filewatch"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -17,16 +18,11 @@ type watchSet struct {
 
 	mu       sync.Mutex
 	closed   bool
-	watchers map[mailbox.SessionRef]*watched
-}
-
-type watched struct {
-	w    *mailbox.Watcher
-	done chan struct{}
+	watchers map[mailbox.SessionRef]*filewatch.Watcher
 }
 
 func newWatchSet(layout mailbox.Layout, poll time.Duration, onChange func(mailbox.SessionRef)) *watchSet {
-	return &watchSet{layout: layout, poll: poll, onChange: onChange, watchers: map[mailbox.SessionRef]*watched{}}
+	return &watchSet{layout: layout, poll: poll, onChange: onChange, watchers: map[mailbox.SessionRef]*filewatch.Watcher{}}
 }
 
 // sync watches exactly the sessions in live: it closes the watchers of
@@ -39,7 +35,7 @@ func (s *watchSet) sync(live map[mailbox.SessionRef]bool) {
 	}
 	for ref, w := range s.watchers {
 		if !live[ref] {
-			w.close()
+			w.Close()
 			delete(s.watchers, ref)
 		}
 	}
@@ -51,28 +47,13 @@ func (s *watchSet) sync(live map[mailbox.SessionRef]bool) {
 		if err != nil {
 			continue
 		}
-		w, err := mailbox.NewWatcher(dir, []string{mailbox.OutboundFile, mailbox.OutboundFile + "-journal"}, mailbox.WatchOptions{Interval: s.poll})
+		w, err := filewatch.Notify(dir, []string{mailbox.OutboundFile, mailbox.OutboundFile + "-journal"}, filewatch.Options{Interval: s.poll},
+			func() { s.onChange(ref) })
 		if err != nil {
 			continue
 		}
-		ww := &watched{w: w, done: make(chan struct{})}
-		s.watchers[ref] = ww
-		go func() {
-			for {
-				select {
-				case <-ww.done:
-					return
-				case <-w.C():
-					s.onChange(ref)
-				}
-			}
-		}()
+		s.watchers[ref] = w
 	}
-}
-
-func (w *watched) close() {
-	close(w.done)
-	w.w.Close()
 }
 
 // close stops every watcher; sync does nothing afterwards.
@@ -80,9 +61,9 @@ func (s *watchSet) close() {
 	s.mu.Lock()
 	s.closed = true
 	watchers := s.watchers
-	s.watchers = map[mailbox.SessionRef]*watched{}
+	s.watchers = map[mailbox.SessionRef]*filewatch.Watcher{}
 	s.mu.Unlock()
 	for _, w := range watchers {
-		w.close()
+		w.Close()
 	}
 }

@@ -209,19 +209,14 @@ type folderWatch struct {
 	opts filewatch.Options
 
 	mu        sync.Mutex
-	dirs      map[string]*watched // folder → its watch
+	dirs      map[string]*filewatch.Watcher // folder → its watch
 	refsDirty bool
 	dirty     map[mailbox.SessionRef]bool
 }
 
-type watched struct {
-	w    *filewatch.Watcher
-	stop chan struct{}
-}
-
 func newFolderWatch(h *mailbox.Host, poll time.Duration) *folderWatch {
 	return &folderWatch{h: h, c: make(chan struct{}, 1), opts: filewatch.Options{Interval: poll},
-		dirs: map[string]*watched{}, refsDirty: true, dirty: map[mailbox.SessionRef]bool{}}
+		dirs: map[string]*filewatch.Watcher{}, refsDirty: true, dirty: map[mailbox.SessionRef]bool{}}
 }
 
 func (f *folderWatch) signal() {
@@ -273,8 +268,7 @@ func (f *folderWatch) sync(ctx context.Context) error {
 	defer f.mu.Unlock()
 	for dir, w := range f.dirs {
 		if _, ok := want[dir]; !ok {
-			close(w.stop)
-			w.w.Close()
+			w.Close()
 			delete(f.dirs, dir)
 		}
 	}
@@ -296,22 +290,11 @@ func (f *folderWatch) sync(ctx context.Context) error {
 		if dir != root && filepath.Dir(dir) != root {
 			names = mailboxFiles
 		}
-		w, err := filewatch.NewWatcher(dir, names, f.opts)
+		w, err := filewatch.Notify(dir, names, f.opts, on)
 		if err != nil {
 			continue
 		}
-		ww := &watched{w: w, stop: make(chan struct{})}
-		f.dirs[dir] = ww
-		go func() {
-			for {
-				select {
-				case <-ww.stop:
-					return
-				case <-w.C():
-					on()
-				}
-			}
-		}()
+		f.dirs[dir] = w
 	}
 	return nil
 }
@@ -334,8 +317,7 @@ func (f *folderWatch) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for dir, w := range f.dirs {
-		close(w.stop)
-		w.w.Close()
+		w.Close()
 		delete(f.dirs, dir)
 	}
 }

@@ -73,6 +73,28 @@ func NewWatcher(dir string, names []string, o Options) (*Watcher, error) {
 	return w, nil
 }
 
+// Notify is NewWatcher with a goroutine that calls fn after each change
+// (coalesced like C) until the watcher is closed. Close does not wait for a
+// call under way, so fn may take a lock that Close's caller holds; a call
+// may still begin as Close runs.
+func Notify(dir string, names []string, o Options, fn func()) (*Watcher, error) {
+	w, err := NewWatcher(dir, names, o)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-w.c:
+				fn()
+			}
+		}
+	}()
+	return w, nil
+}
+
 // Notifying reports whether OS file-change notification is in use.
 func (w *Watcher) Notifying() bool { return w.notify }
 
