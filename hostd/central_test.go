@@ -18,8 +18,7 @@ import (
 func (c *central) agentSession() (sessiondb.AgentSession, *mailbox.Agent) {
 	c.t.Helper()
 	c.group("ag-1", "Helper")
-	mg := c.chat("mg-1", "telegram", "chat-1", "Room", true, sessiondb.PolicyPublic)
-	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	c.wiredChat("mg-1", "chat-1", "Room", sessiondb.PolicyPublic)
 	res := c.route(msg("m1", "hi"))
 	s, err := c.reg.GetAgentSession(ctxb, res.Deliveries[0].SessionID)
 	must(c.t, err)
@@ -53,6 +52,15 @@ func (c *central) drain(ref mailbox.SessionRef) mailbox.DrainResult {
 	res, err := c.host.Drain(ctxb, ref, c.deliverer())
 	must(c.t, err)
 	return res
+}
+
+// expireAfter moves the clock past ttl and runs the router's expiry sweep.
+func (c *central) expireAfter(ttl time.Duration) ExpiryResult {
+	c.t.Helper()
+	c.clk.Advance(ttl + time.Second)
+	ex, err := c.router.Expire(ctxb)
+	must(c.t, err)
+	return ex
 }
 
 // The delivery ACL is the registry's (spec A8): the session's own chat
@@ -183,10 +191,7 @@ func TestCentralQuestionRoundTrip(t *testing.T) {
 	c.send(a, "q-3", mailbox.Routing{ChannelType: "telegram", PlatformID: "chat-1"}, map[string]any{"type": "ask_question",
 		"questionId": "q-3", "title": "And now?", "question": "?", "options": []string{"Yes"}})
 	c.drain(s.Ref())
-	c.clk.Advance(sessiondb.QuestionTTL + time.Second)
-	ex, err := c.router.Expire(ctxb)
-	must(t, err)
-	if ex.Questions != 1 {
+	if ex := c.expireAfter(sessiondb.QuestionTTL); ex.Questions != 1 {
 		t.Fatalf("expiry %+v", ex)
 	}
 	_, err = c.reg.GetQuestion(ctxb, "q-3")
@@ -251,10 +256,7 @@ func TestCentralActionApproval(t *testing.T) {
 	// Expiry.
 	c.send(a, "sys-4", mailbox.Routing{}, map[string]any{"action": "install_packages", "npm": []string{"left-pad"}})
 	c.drain(s.Ref())
-	c.clk.Advance(sessiondb.ApprovalTTL + time.Second)
-	ex, err := c.router.Expire(ctxb)
-	must(t, err)
-	if ex.Approvals != 1 {
+	if ex := c.expireAfter(sessiondb.ApprovalTTL); ex.Approvals != 1 {
 		t.Fatalf("expiry %+v", ex)
 	}
 	expired, err := c.reg.ListApprovals(ctxb, sessiondb.ApprovalFilter{Status: sessiondb.ApprovalExpired})
@@ -285,8 +287,7 @@ func TestDaemonWakeProjectsAndTracksContainers(t *testing.T) {
 	d, err := New(c.host, Config{Router: c.router, Waker: rt, Runtime: rt, Deliverer: c.deliver})
 	must(t, err)
 	c.group("ag-1", "Helper")
-	mg := c.chat("mg-1", "telegram", "chat-1", "Room", true, sessiondb.PolicyPublic)
-	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	c.wiredChat("mg-1", "chat-1", "Room", sessiondb.PolicyPublic)
 	res := c.route(msg("m1", "hi"))
 	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: res.Deliveries[0].SessionID}
 	if !res.Deliveries[0].Woken || !rt.Running(ref) {
@@ -343,8 +344,7 @@ func TestReproject(t *testing.T) {
 	c.group("ag-1", "Helper")
 	var refs []mailbox.SessionRef
 	for _, p := range []string{"a", "b", "c"} {
-		mg := c.chat("mg-"+p, "telegram", p, "Chat "+p, true, sessiondb.PolicyPublic)
-		c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+		c.wiredChat("mg-"+p, p, "Chat "+p, sessiondb.PolicyPublic)
 		res := c.route(Event{ChannelType: "telegram", PlatformID: p, MessageID: "m" + p, Text: "x", IsGroup: true})
 		refs = append(refs, mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: res.Deliveries[0].SessionID})
 	}

@@ -62,8 +62,7 @@ func TestListenRefusesNonLoopback(t *testing.T) {
 func TestEndpointRoutesLines(t *testing.T) {
 	c := newCentral(t)
 	c.group("ag-1", "Helper")
-	mg := c.chat("mg-1", "telegram", "chat-1", "Room", true, sessiondb.PolicyPublic)
-	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	c.wiredChat("mg-1", "chat-1", "Room", sessiondb.PolicyPublic)
 
 	sock := filepath.Join(t.TempDir(), DefaultSocketName)
 	l, err := Listen(sock)

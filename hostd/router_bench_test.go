@@ -3,7 +3,6 @@ package hostd
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
@@ -25,6 +24,7 @@ type routeFarm struct {
 	host   *mailbox.Host
 	router *Router
 	chats  int
+	copies *sessionCopier
 }
 
 const farmThreads = 10
@@ -52,13 +52,7 @@ func newRouteFarm(b *testing.B, sessions int) *routeFarm {
 			b.Fatal(err)
 		}
 	}
-	tmpl := mailbox.SessionRef{AgentGroupID: "template", SessionID: "template"}
-	if err := h.InitSession(ctx, tmpl); err != nil {
-		b.Fatal(err)
-	}
-	tdir, _ := h.Layout().SessionDir(tmpl)
-	in, _ := os.ReadFile(filepath.Join(tdir, mailbox.InboundFile))
-	out, _ := os.ReadFile(filepath.Join(tdir, mailbox.OutboundFile))
+	copies := newSessionCopier(b, h, mailbox.SessionRef{AgentGroupID: "template", SessionID: "template"})
 	chats := max(1, sessions/farmThreads)
 	for c := 0; c < chats; c++ {
 		ag := fmt.Sprintf("ag-%03d", c%groups)
@@ -76,21 +70,10 @@ func newRouteFarm(b *testing.B, sessions int) *routeFarm {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sdir, _ := h.Layout().SessionDir(s.Ref())
-			for _, d := range []string{sdir, filepath.Join(sdir, mailbox.InboxDirName), filepath.Join(sdir, mailbox.OutboxDirName)} {
-				if err := os.MkdirAll(d, 0o700); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := os.WriteFile(filepath.Join(sdir, mailbox.InboundFile), in, 0o600); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(sdir, mailbox.OutboundFile), out, 0o600); err != nil {
-				b.Fatal(err)
-			}
+			copies.make(b, s.Ref())
 		}
 	}
-	return &routeFarm{reg: reg, host: h, router: r, chats: chats}
+	return &routeFarm{reg: reg, host: h, router: r, chats: chats, copies: copies}
 }
 
 // event is the i-th benchmark event: a member-less public chat message to
@@ -145,24 +128,12 @@ func BenchmarkReproject(b *testing.B) {
 	f := newRouteFarm(b, 10) // one group, one chat
 	ag := "ag-000"
 	// n sessions of the one group, each with its folder.
-	tdir, _ := f.host.Layout().SessionDir(mailbox.SessionRef{AgentGroupID: "template", SessionID: "template"})
-	in, _ := os.ReadFile(filepath.Join(tdir, mailbox.InboundFile))
-	out, _ := os.ReadFile(filepath.Join(tdir, mailbox.OutboundFile))
 	for i := 0; i < n; i++ {
 		s, _, err := f.reg.ResolveSession(ctx, sessiondb.SessionLookup{AgentGroupID: ag, Mode: sessiondb.ModeShared})
 		if err != nil {
 			b.Fatal(err)
 		}
-		sdir, _ := f.host.Layout().SessionDir(s.Ref())
-		if err := os.MkdirAll(sdir, 0o700); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(sdir, mailbox.InboundFile), in, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(sdir, mailbox.OutboundFile), out, 0o600); err != nil {
-			b.Fatal(err)
-		}
+		f.copies.make(b, s.Ref())
 	}
 	made := 0 // destinations added so far: b.Run may call the body more than once
 	b.Run(fmt.Sprintf("sessions-%d", n+farmThreads), func(b *testing.B) {

@@ -126,6 +126,16 @@ func (c *central) chat(id, channel, platformID, name string, isGroup bool, polic
 	return mg
 }
 
+// wiredChat registers a telegram group chat wired to ag-1 in pattern mode
+// with the default pattern (every message engages): the plain chat most
+// tests route into.
+func (c *central) wiredChat(id, platformID, name string, policy sessiondb.UnknownSenderPolicy) sessiondb.MessagingGroup {
+	c.t.Helper()
+	mg := c.chat(id, "telegram", platformID, name, true, policy)
+	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	return mg
+}
+
 func (c *central) wire(n sessiondb.NewWiring) sessiondb.Wiring {
 	c.t.Helper()
 	w, err := c.reg.CreateWiring(ctxb, n)

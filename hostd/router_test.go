@@ -19,8 +19,7 @@ import (
 func TestRouteIntoSession(t *testing.T) {
 	c := newCentral(t)
 	c.group("ag-1", "Helper")
-	mg := c.chat("mg-1", "telegram", "chat-1", "Team Room", true, sessiondb.PolicyStrict)
-	c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	c.wiredChat("mg-1", "chat-1", "Team Room", sessiondb.PolicyStrict)
 	c.member("telegram:42", "ag-1")
 
 	res := c.route(msg("m1", "hello <bot> & co"))
@@ -146,8 +145,7 @@ func TestRouteConnectUnknownChat(t *testing.T) {
 	c.group("ag-1", "Helper")
 	c.user("telegram:owner", sessiondb.RoleOwner)
 	// A running session of the group, whose destinations must grow.
-	team := c.chat("mg-team", "telegram", "team", "Team", true, sessiondb.PolicyPublic)
-	c.wire(sessiondb.NewWiring{MessagingGroupID: team.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	c.wiredChat("mg-team", "team", "Team", sessiondb.PolicyPublic)
 	running := c.route(Event{ChannelType: "telegram", PlatformID: "team", MessageID: "t1", Text: "x", IsGroup: true}).Deliveries[0]
 
 	dm := Event{ChannelType: "telegram", PlatformID: "dm-9", MessageID: "d1", Sender: Sender{ID: "9", Name: "Cy"}, Text: "hello"}
@@ -197,8 +195,7 @@ func TestRouteUnknownSender(t *testing.T) {
 	c := newCentral(t)
 	c.group("ag-1", "Helper")
 	c.user("telegram:admin", sessiondb.RoleAdmin)
-	strict := c.chat("mg-s", "telegram", "strict", "Strict", true, sessiondb.PolicyStrict)
-	c.wire(sessiondb.NewWiring{MessagingGroupID: strict.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	strict := c.wiredChat("mg-s", "strict", "Strict", sessiondb.PolicyStrict)
 	// A second wiring that does not engage must not change the reason.
 	c.group("ag-2", "Other")
 	c.wire(sessiondb.NewWiring{MessagingGroupID: strict.ID, AgentGroupID: "ag-2", EngageMode: sessiondb.EngageMention})
@@ -217,8 +214,7 @@ func TestRouteUnknownSender(t *testing.T) {
 		t.Fatal("a strict chat asked for approval")
 	}
 
-	ask := c.chat("mg-a", "telegram", "asking", "Asking", true, sessiondb.PolicyRequestApproval)
-	c.wire(sessiondb.NewWiring{MessagingGroupID: ask.ID, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern})
+	c.wiredChat("mg-a", "asking", "Asking", sessiondb.PolicyRequestApproval)
 	ev.PlatformID, ev.MessageID = "asking", "a1"
 	res = c.route(ev)
 	if res.Outcome != RouteDropped || res.Reason != string(sessiondb.DropUnknownSenderRequestApprove) || !strings.HasPrefix(res.ApprovalID, "nsa-") {

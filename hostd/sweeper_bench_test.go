@@ -21,30 +21,50 @@ func sweepFarm(b *testing.B, n int) (*mailbox.Host, []mailbox.SessionRef) {
 		b.Fatal(err)
 	}
 	tmpl := mailbox.SessionRef{AgentGroupID: "g000", SessionID: "s00000"}
+	copies := newSessionCopier(b, h, tmpl)
+	refs := []mailbox.SessionRef{tmpl}
+	for i := 1; i < n; i++ {
+		ref := mailbox.SessionRef{AgentGroupID: fmt.Sprintf("g%03d", i%100), SessionID: fmt.Sprintf("s%05d", i)}
+		copies.make(b, ref)
+		refs = append(refs, ref)
+	}
+	return h, refs
+}
+
+// sessionCopier makes session folders quickly: one real InitSession (the
+// template), then copies of its two files, which is what an InitSession of
+// each would leave at a fraction of the setup time.
+type sessionCopier struct {
+	h       *mailbox.Host
+	in, out []byte
+}
+
+func newSessionCopier(b *testing.B, h *mailbox.Host, tmpl mailbox.SessionRef) *sessionCopier {
+	b.Helper()
 	if err := h.InitSession(context.Background(), tmpl); err != nil {
 		b.Fatal(err)
 	}
 	tdir, _ := h.Layout().SessionDir(tmpl)
 	in, _ := os.ReadFile(filepath.Join(tdir, mailbox.InboundFile))
 	out, _ := os.ReadFile(filepath.Join(tdir, mailbox.OutboundFile))
-	refs := []mailbox.SessionRef{tmpl}
-	for i := 1; i < n; i++ {
-		ref := mailbox.SessionRef{AgentGroupID: fmt.Sprintf("g%03d", i%100), SessionID: fmt.Sprintf("s%05d", i)}
-		dir, _ := h.Layout().SessionDir(ref)
-		for _, d := range []string{dir, filepath.Join(dir, mailbox.InboxDirName), filepath.Join(dir, mailbox.OutboxDirName)} {
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, mailbox.InboundFile), in, 0o600); err != nil {
+	return &sessionCopier{h: h, in: in, out: out}
+}
+
+// make gives ref a folder, with inbox/ and outbox/, holding copies of the
+// template's files.
+func (c *sessionCopier) make(b *testing.B, ref mailbox.SessionRef) {
+	b.Helper()
+	dir, _ := c.h.Layout().SessionDir(ref)
+	for _, d := range []string{dir, filepath.Join(dir, mailbox.InboxDirName), filepath.Join(dir, mailbox.OutboxDirName)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			b.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, mailbox.OutboundFile), out, 0o600); err != nil {
-			b.Fatal(err)
-		}
-		refs = append(refs, ref)
 	}
-	return h, refs
+	for name, data := range map[string][]byte{mailbox.InboundFile: c.in, mailbox.OutboundFile: c.out} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 type idleRuntime struct{}
