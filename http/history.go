@@ -39,11 +39,7 @@ func sessionQuery(p *params) sessiondb.SessionQuery {
 // listSessions: GET /api/v1/sessions → {"sessions":[...],"next":"cursor"}.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	_, _, page, err := s.sessionPage(r)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return answer(w, page, err)
 }
 
 // sessionPage lists the page of sessions r's parameters select
@@ -65,12 +61,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	x, err := s.cfg.History.GetSession(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, x)
-	return nil
+	return s.answerSession(w, r, id)
 }
 
 // sessionID resolves the {id} of a path: an exact id, else a unique

@@ -95,11 +95,7 @@ type mailboxesAnswer struct {
 func (s *Server) listMailboxes(w http.ResponseWriter, r *http.Request) error {
 	now := s.now()
 	rep, err := hostd.Report(r.Context(), s.cfg.Mailboxes, s.cfg.DataRoot, now)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, mailboxesAnswer{Now: now, DataReport: rep})
-	return nil
+	return answer(w, mailboxesAnswer{Now: now, DataReport: rep}, err)
 }
 
 // mailboxRef reads {group}/{session} of a path: both safe names, and the
@@ -135,11 +131,7 @@ func (s *Server) getMailbox(w http.ResponseWriter, r *http.Request) error {
 	if p.err != nil {
 		return p.err
 	}
-	ref, err := s.mailboxRef(r)
-	if err != nil {
-		return err
-	}
-	a, err := s.mailbox(r.Context(), ref, limit)
+	a, err := s.mailboxOf(r, limit)
 	if err != nil {
 		return err
 	}
@@ -191,6 +183,15 @@ func (s *Server) mailbox(ctx context.Context, ref mailbox.SessionRef, limit int)
 	return a, nil
 }
 
+// mailboxOf reads the summary and rows of the mailbox r's path names.
+func (s *Server) mailboxOf(r *http.Request, limit int) (*mailboxAnswer, error) {
+	ref, err := s.mailboxRef(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.mailbox(r.Context(), ref, limit)
+}
+
 // requeue: POST /api/v1/mailboxes/{group}/{session}/requeue {"ids":[...]}
 // puts failed rows back in line (all failed rows when ids is empty). It
 // refuses (conflict) while the host daemon says a container runs for the
@@ -212,9 +213,5 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) error {
 		return sessiondb.Errorf(sessiondb.ECONFLICT, "a container runs for %s: requeue when it has stopped", ref)
 	}
 	res, err := s.cfg.Mailboxes.Requeue(r.Context(), ref, body.IDs)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return answer(w, res, err)
 }

@@ -98,12 +98,8 @@ func (t mcpTools) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 	}
 	out := SearchOutput{Hits: []MCPHit{}}
 	for _, h := range hits {
-		m := MCPHit{SessionID: h.SessionID, MessageID: h.ID, Role: h.Role, Snippet: h.Snippet, Time: isoTime(h.Timestamp),
-			Source: h.Source, Context: h.Context}
-		if h.Model != nil {
-			m.Model = *h.Model
-		}
-		out.Hits = append(out.Hits, m)
+		out.Hits = append(out.Hits, MCPHit{SessionID: h.SessionID, MessageID: h.ID, Role: h.Role, Snippet: h.Snippet,
+			Time: isoTime(h.Timestamp), Source: h.Source, Model: deref(h.Model), Context: h.Context})
 	}
 	return nil, out, nil
 }
@@ -159,14 +155,8 @@ func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput
 	}
 	out := ListOutput{Sessions: []MCPSession{}, NextCursor: page.Next}
 	for _, s := range page.Sessions {
-		m := MCPSession{ID: s.ID, Source: s.Source, Started: isoTime(s.StartedAt), LastActive: isoTime(s.LastActive),
-			Ended: s.EndedAt != nil, MessageCount: s.MessageCount, Preview: s.Preview}
-		if s.Title != nil {
-			m.Title = *s.Title
-		}
-		if s.Model != nil {
-			m.Model = *s.Model
-		}
+		m := MCPSession{ID: s.ID, Title: deref(s.Title), Source: s.Source, Model: deref(s.Model), Started: isoTime(s.StartedAt),
+			LastActive: isoTime(s.LastActive), Ended: s.EndedAt != nil, MessageCount: s.MessageCount, Preview: s.Preview}
 		if s.ActualCostUSD != nil || s.EstimatedCostUSD != nil {
 			c := sessionCost(&s.Session)
 			m.CostUSD = &c
@@ -236,24 +226,16 @@ func (t mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput
 	a := toMessagesPage(id, mp)
 	out := ReadOutput{SessionID: id, Messages: []MCPMessage{}, HasBefore: a.HasBefore, HasAfter: a.HasAfter, Before: a.Before, After: a.After}
 	for _, m := range mp.Messages {
-		x := MCPMessage{ID: m.ID, Role: m.Role, Time: isoTime(m.Timestamp)}
+		x := MCPMessage{ID: m.ID, Role: m.Role, ToolName: deref(m.ToolName), ToolCallID: deref(m.ToolCallID),
+			Reasoning: deref(m.Reasoning), Time: isoTime(m.Timestamp)}
 		if m.Content != nil {
 			x.Content = sessiondb.ContentText(*m.Content)
-		}
-		if m.ToolName != nil {
-			x.ToolName = *m.ToolName
-		}
-		if m.ToolCallID != nil {
-			x.ToolCallID = *m.ToolCallID
 		}
 		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]" {
 			var calls any
 			if json.Unmarshal(m.ToolCalls, &calls) == nil {
 				x.ToolCalls = calls
 			}
-		}
-		if m.Reasoning != nil {
-			x.Reasoning = *m.Reasoning
 		}
 		out.Messages = append(out.Messages, x)
 	}
@@ -301,15 +283,8 @@ func (t mcpTools) lineage(ctx context.Context, _ *mcp.CallToolRequest, in Lineag
 	out := LineageOutput{Sessions: []LineageEntry{}}
 	var walk func(n *sessiondb.LineageNode, parent string, depth int)
 	walk = func(n *sessiondb.LineageNode, parent string, depth int) {
-		e := LineageEntry{ID: n.ID, ParentID: parent, Depth: depth, Source: n.Source, Started: isoTime(n.StartedAt),
-			Messages: n.Messages, Selected: n.Selected}
-		if n.Title != nil {
-			e.Title = *n.Title
-		}
-		if n.EndReason != nil {
-			e.EndReason = *n.EndReason
-		}
-		out.Sessions = append(out.Sessions, e)
+		out.Sessions = append(out.Sessions, LineageEntry{ID: n.ID, ParentID: parent, Depth: depth, Title: deref(n.Title),
+			Source: n.Source, Started: isoTime(n.StartedAt), EndReason: deref(n.EndReason), Messages: n.Messages, Selected: n.Selected})
 		for _, k := range n.Children {
 			walk(k, n.ID, depth+1)
 		}

@@ -27,32 +27,20 @@ func (s *Server) routesRegistry() {
 // listAgentGroups: GET /api/v1/registry/agent-groups → {"agent_groups":[...]}.
 func (s *Server) listAgentGroups(w http.ResponseWriter, r *http.Request) error {
 	gs, err := s.cfg.Registry.ListAgentGroups(r.Context())
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent_groups": sessiondb.NonNil(gs)})
-	return nil
+	return answer(w, map[string]any{"agent_groups": sessiondb.NonNil(gs)}, err)
 }
 
 // listMessagingGroups: GET /api/v1/registry/messaging-groups?channel_type=.
 func (s *Server) listMessagingGroups(w http.ResponseWriter, r *http.Request) error {
 	gs, err := s.cfg.Registry.ListMessagingGroups(r.Context(), sessiondb.MessagingGroupFilter{ChannelType: r.URL.Query().Get("channel_type")})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"messaging_groups": sessiondb.NonNil(gs)})
-	return nil
+	return answer(w, map[string]any{"messaging_groups": sessiondb.NonNil(gs)}, err)
 }
 
 // listWirings: GET /api/v1/registry/wirings?messaging_group=&agent_group=.
 func (s *Server) listWirings(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ws, err := s.cfg.Registry.ListWirings(r.Context(), sessiondb.WiringFilter{MessagingGroupID: q.Get("messaging_group"), AgentGroupID: q.Get("agent_group")})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"wirings": sessiondb.NonNil(ws)})
-	return nil
+	return answer(w, map[string]any{"wirings": sessiondb.NonNil(ws)}, err)
 }
 
 // listAgentSessions: GET /api/v1/registry/sessions?agent_group=
@@ -67,12 +55,8 @@ func (s *Server) listAgentSessions(w http.ResponseWriter, r *http.Request) error
 		return p.err
 	}
 	page, err := s.cfg.Registry.ListAgentSessions(r.Context(), f)
-	if err != nil {
-		return err
-	}
 	page.Sessions = sessiondb.NonNil(page.Sessions)
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return answer(w, page, err)
 }
 
 // listApprovals: GET /api/v1/registry/approvals?status=&action=
@@ -96,22 +80,14 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	channels, err := s.cfg.Registry.ListChannelApprovals(ctx)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": sessiondb.NonNil(as), "sender_approvals": sessiondb.NonNil(senders), "channel_approvals": sessiondb.NonNil(channels)})
-	return nil
+	return answer(w, map[string]any{"approvals": sessiondb.NonNil(as), "sender_approvals": sessiondb.NonNil(senders), "channel_approvals": sessiondb.NonNil(channels)}, err)
 }
 
 // listQuestions: GET /api/v1/registry/questions?session= → the pending
 // questions, oldest first.
 func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) error {
 	qs, err := s.cfg.Registry.ListQuestions(r.Context(), r.URL.Query().Get("session"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"questions": sessiondb.NonNil(qs)})
-	return nil
+	return answer(w, map[string]any{"questions": sessiondb.NonNil(qs)}, err)
 }
 
 // listDropped: GET /api/v1/registry/dropped?limit= → the senders whose
@@ -123,11 +99,7 @@ func (s *Server) listDropped(w http.ResponseWriter, r *http.Request) error {
 		return p.err
 	}
 	ds, err := s.cfg.Registry.ListDropped(r.Context(), limit)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"dropped": sessiondb.NonNil(ds)})
-	return nil
+	return answer(w, map[string]any{"dropped": sessiondb.NonNil(ds)}, err)
 }
 
 // listSubagents: GET /api/v1/subagents?channel=&status=&updated_before=
@@ -141,20 +113,12 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) error {
 		return p.err
 	}
 	page, err := s.cfg.Subagents.ListSubagents(r.Context(), f)
-	if err != nil {
-		return err
-	}
 	page.Subagents = sessiondb.NonNil(page.Subagents)
-	writeJSON(w, http.StatusOK, page)
-	return nil
+	return answer(w, page, err)
 }
 
 // getSubagent: GET /api/v1/subagents/{id}.
 func (s *Server) getSubagent(w http.ResponseWriter, r *http.Request) error {
 	x, err := s.cfg.Subagents.GetSubagent(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, x)
-	return nil
+	return answer(w, x, err)
 }

@@ -77,11 +77,7 @@ func (s *Server) lineage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	n, err := sessiondb.Lineage(r.Context(), s.cfg.History, id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, n)
-	return nil
+	return answer(w, n, err)
 }
 
 // usage: GET /api/v1/usage?source=&since=&top= → tokens and cost by
@@ -96,11 +92,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 		return p.err
 	}
 	rep, err := s.cfg.History.Usage(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, rep)
-	return nil
+	return answer(w, rep, err)
 }
 
 // startExport answers a download of JSON Lines (the export format of

@@ -86,6 +86,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// answer writes v as a handler's 200 answer, or, when the read that made v
+// failed, returns err for the route to answer instead.
+func answer(w http.ResponseWriter, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
 // maxBodyBytes bounds a request body: every write takes a few fields.
 const maxBodyBytes = 1 << 20
 

@@ -122,14 +122,11 @@ const mailboxRows = 200
 // token's cookie, from this origin). The page follows the session's event
 // stream and refreshes itself.
 func (s *Server) uiMailbox(w http.ResponseWriter, r *http.Request) error {
-	ref, err := s.mailboxRef(r)
+	a, err := s.mailboxOf(r, mailboxRows)
 	if err != nil {
 		return err
 	}
-	a, err := s.mailbox(r.Context(), ref, mailboxRows)
-	if err != nil {
-		return err
-	}
+	ref := a.Session.Ref
 	base := "/api/v1/mailboxes/" + url.PathEscape(ref.AgentGroupID) + "/" + url.PathEscape(ref.SessionID)
 	v := mailboxView{Now: a.Now, Group: ref.AgentGroupID, Session: ref.SessionID,
 		mailboxRow: mailboxRow{SessionReport: a.Session, Trouble: trouble(a.Session, a.Now)},

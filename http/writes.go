@@ -107,19 +107,11 @@ func (s *Server) prune(w http.ResponseWriter, r *http.Request) error {
 		return sessiondb.Errorf(sessiondb.EINVALID, "older_than_days must be given, a positive number of days")
 	}
 	n, err := s.cfg.History.PruneSessions(r.Context(), *body.OlderThanDays, body.Source)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"pruned": n})
-	return nil
+	return answer(w, map[string]any{"pruned": n}, err)
 }
 
-// answerSession answers the session row after a write.
+// answerSession answers the session row (a read of it, or a write's result).
 func (s *Server) answerSession(w http.ResponseWriter, r *http.Request, id string) error {
 	x, err := s.cfg.History.GetSession(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, x)
-	return nil
+	return answer(w, x, err)
 }
