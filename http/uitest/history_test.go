@@ -34,9 +34,7 @@ func rowTitles(p *page) []string {
 // quickstart`, then `sessiondb serve`, then the URL it prints (which
 // carries the token once and leads to the session list).
 func TestBrowserFirstVisit(t *testing.T) {
-	s := newSiteWith(t, siteOptions{examplesOnly: true})
-	p := newPage(t)
-	p.open(s.url + "/?token=" + testToken)
+	s, p := visit(t, siteOptions{examplesOnly: true}, "/?token="+testToken)
 	if loc := eval[string](p, `location.href`); loc != s.url+"/" {
 		t.Errorf("the printed URL leads to %s", loc)
 	}
@@ -52,9 +50,7 @@ func TestBrowserFirstVisit(t *testing.T) {
 // TestBrowserSessionList opens the list, filters it by text and by source,
 // sorts it by cost, and pages through it with the keyset cursor.
 func TestBrowserSessionList(t *testing.T) {
-	s := newSite(t, false)
-	p := newPage(t)
-	p.open(s.url + "/")
+	s, p := visit(t, siteOptions{}, "/")
 	p.shot("sessions")
 	got := rowTitles(p)
 	// The two added sessions started last, so they lead; the examples
@@ -164,9 +160,7 @@ func costsShown(p *page) []float64 {
 // call to read its arguments and result, unfolds the reasoning, and shows
 // the whole of a long tool output.
 func TestBrowserTranscript(t *testing.T) {
-	s := newSite(t, false)
-	p := newPage(t)
-	p.open(s.url + "/")
+	s, p := visit(t, siteOptions{}, "/")
 	p.do(chromedp.Click(chromedp.Search(`//td[@class="title"]/a[text()="Fix Docker build"]`)))
 	p.waitLoaded(`document.body.dataset.page === "session"`)
 	if h := p.text("#session-title"); h != "Fix Docker build" {
@@ -226,9 +220,7 @@ func TestBrowserTranscript(t *testing.T) {
 // TestBrowserSearch searches from the box in the frame, sees the matches
 // marked, and follows a hit into its transcript, onto its message.
 func TestBrowserSearch(t *testing.T) {
-	s := newSite(t, false)
-	p := newPage(t)
-	p.open(s.url + "/")
+	_, p := visit(t, siteOptions{}, "/")
 	p.do(chromedp.SendKeys(chromedp.CSS(`header .top-search input`), "restic\r"))
 	p.waitLoaded(`document.body.dataset.page === "search" && !!document.querySelector("#hits")`)
 	p.shot("search")
@@ -266,9 +258,7 @@ func TestBrowserSearch(t *testing.T) {
 // TestBrowserLineageAndAnalytics opens the lineage tree of a continued
 // session and the analytics page, and checks what they draw.
 func TestBrowserLineageAndAnalytics(t *testing.T) {
-	s := newSite(t, false)
-	p := newPage(t)
-	p.open(s.url + "/")
+	s, p := visit(t, siteOptions{}, "/")
 	p.do(chromedp.Click(chromedp.Search(`//td[@class="title"]/a[text()="proj #2"]`)))
 	p.waitLoaded(`document.body.dataset.page === "session"`)
 	p.do(chromedp.Click(chromedp.Search(`//p[@class="actions"]/a[text()="lineage"]`)))
@@ -316,7 +306,7 @@ func TestBrowserLineageAndAnalytics(t *testing.T) {
 // TestBrowserPhone shows the list and a transcript on a phone-sized
 // screen: nothing wider than the screen.
 func TestBrowserPhone(t *testing.T) {
-	s := newSite(t, false)
+	s := newSite(t, siteOptions{})
 	p := newPage(t)
 	p.phone()
 	for _, pg := range []struct{ name, path string }{

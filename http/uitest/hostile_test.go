@@ -13,7 +13,7 @@ import (
 // window.pwned), no element or link came out of them, and the texts read
 // literally, terminal escapes shown as escapes.
 func TestBrowserHostileText(t *testing.T) {
-	s := newSite(t, true)
+	s := newSite(t, siteOptions{mailboxes: true})
 	p := newPage(t)
 	sess := "/s/" + url.PathEscape(hostileID)
 	for _, path := range []string{

@@ -13,7 +13,7 @@ const liveID = "live_session_0001"
 // waiting until the page follows the session's event stream.
 func openLive(tb testing.TB) (*site, *page) {
 	tb.Helper()
-	s := newSite(tb, false)
+	s := newSite(tb, siteOptions{})
 	s.session(liveID, "cli", "openai/gpt-5-codex", "Deploy the API")
 	s.msg(sessionMsg(liveID, "user", "Deploy the API to staging and tell me when it is up."))
 	p := newPage(tb)

@@ -106,9 +106,7 @@ func (s *site) deliveryOf(ref mailbox.SessionRef, id string) string {
 // marked, and requeues its failed delivery: refused without the token,
 // done once the browser has it (the URL the server prints sets it).
 func TestBrowserMailboxRequeue(t *testing.T) {
-	s := newSite(t, true)
-	p := newPage(t)
-	p.open(s.url + "/mailboxes")
+	s, p := visit(t, siteOptions{mailboxes: true}, "/mailboxes")
 	p.shot("mailboxes")
 	rows := eval[[]string](p, `Array.from(document.querySelectorAll("#mailboxes tbody tr"), r => r.dataset.mailbox + " " + r.className)`)
 	if !slices.Equal(rows, []string{"ag-main/sess-failing bad", "ag-main/sess-healthy "}) {
@@ -169,9 +167,7 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 // sends: the new row appears without a reload, and the row the reader
 // unfolded stays unfolded.
 func TestBrowserMailboxFollows(t *testing.T) {
-	s := newSite(t, true)
-	p := newPage(t)
-	p.open(s.url + "/mailboxes/ag-main/sess-healthy")
+	s, p := visit(t, siteOptions{mailboxes: true}, "/mailboxes/ag-main/sess-healthy")
 	eval[bool](p, `window.notReloaded = true`)
 	p.do(chromedp.Click(chromedp.CSS(`#outbound tr[data-row="out-hello"] details > summary`)))
 	p.waitFor(`document.querySelector('#outbound tr[data-row="out-hello"] details').open`)

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
@@ -24,10 +25,7 @@ const hostileSender = `<img src=x onerror=pwned=30>Mallory</td></tr><script>pwne
 func newRegistry(t testing.TB) *sqlite.Central {
 	t.Helper()
 	reg, err := sqlite.OpenCentral(ctxb, filepath.Join(t.TempDir(), "v2.db"), sqlite.CentralOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
+	reg = testkit.Opened(t, reg, err)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -63,10 +61,7 @@ func newRegistry(t testing.TB) *sqlite.Central {
 func newSubagents(t testing.TB) *sqlite.Subagents {
 	t.Helper()
 	st, err := sqlite.OpenSubagents(ctxb, filepath.Join(t.TempDir(), "state.sqlite"), sqlite.SubagentOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st = testkit.Opened(t, st, err)
 	now := time.Now().UnixMilli()
 	for _, x := range []sessiondb.Subagent{
 		{ID: "sa-1", Key: "C042:1712.0042", ChannelID: "C042", ThreadTS: "1712.0042", SandboxName: "sbx-1", PISessionFile: "/sessions/sa-1.jsonl", Status: sessiondb.SubagentIdle, Turns: 7, CreatedAt: now - 3600e3, UpdatedAt: now - 60e3},
@@ -82,9 +77,7 @@ func newSubagents(t testing.TB) *sqlite.Subagents {
 
 // TestBrowserSubagents opens the subagents page and its status tabs.
 func TestBrowserSubagents(t *testing.T) {
-	s := newSiteWith(t, siteOptions{subagents: true})
-	p := newPage(t)
-	p.open(s.url + "/subagents")
+	_, p := visit(t, siteOptions{subagents: true}, "/subagents")
 	p.shot("subagents")
 	rows := eval[[]string](p, `Array.from(document.querySelectorAll("#subagents tbody tr"), r => r.dataset.subagent + " " + r.className)`)
 	if !slices.Equal(rows, []string{"sa-2 bad", "sa-1 "}) {
@@ -105,9 +98,7 @@ func TestBrowserSubagents(t *testing.T) {
 
 // TestBrowserRegistry opens the registry page and reads each section.
 func TestBrowserRegistry(t *testing.T) {
-	s := newSiteWith(t, siteOptions{registry: true})
-	p := newPage(t)
-	p.open(s.url + "/registry")
+	_, p := visit(t, siteOptions{registry: true}, "/registry")
 	p.shot("registry")
 	if ran := eval[string](p, `typeof window.pwned`); ran != "undefined" {
 		t.Errorf("a payload ran (window.pwned is %s)", ran)

@@ -13,6 +13,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/examples"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
@@ -65,29 +66,19 @@ type siteOptions struct {
 	examplesOnly bool
 }
 
-// newSite builds the stores and serves them; withMailboxes adds a data
-// root of session mailboxes.
-func newSite(t testing.TB, withMailboxes bool) *site {
-	t.Helper()
-	return newSiteWith(t, siteOptions{mailboxes: withMailboxes})
-}
-
-func newSiteWith(t testing.TB, o siteOptions) *site {
+// newSite builds the stores o asks for and serves them.
+func newSite(t testing.TB, o siteOptions) *site {
 	t.Helper()
 	dir := t.TempDir()
 	s := &site{t: t, path: filepath.Join(dir, "state.db")}
 	st, err := sqlite.Open(ctxb, s.path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s.st = st
+	s.st = testkit.Opened(t, st, err)
 	s.importExamples()
 	if !o.examplesOnly {
 		s.addHostile()
 		s.addLong()
 	}
-	cfg := sdbhttp.Config{History: st, Token: testToken}
+	cfg := sdbhttp.Config{History: s.st, Token: testToken}
 	if o.registry {
 		cfg.Registry = newRegistry(t)
 	}
@@ -108,6 +99,15 @@ func newSiteWith(t testing.TB, o siteOptions) *site {
 	t.Cleanup(func() { srv.Close() })
 	s.url = ts.URL
 	return s
+}
+
+// visit builds a site and opens its page at path in a new tab.
+func visit(t testing.TB, o siteOptions, path string) (*site, *page) {
+	t.Helper()
+	s := newSite(t, o)
+	p := newPage(t)
+	p.open(s.url + path)
+	return s, p
 }
 
 func (s *site) importExamples() {
