@@ -3,13 +3,11 @@ package http_test
 import (
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
-	"github.com/sessiondb/sessiondb/sqlite"
 )
 
 // walkPages follows a listing's cursor from its first page to its last.
@@ -33,6 +31,20 @@ func walkPages(t *testing.T, page func(cursor string) (ids []string, next string
 		}
 		between(ids)
 		cursor = next
+	}
+}
+
+// pager pages through the listing at path (its filters and limit) by its
+// next_cursor, reading the ids of the rows under key.
+func (f *fixture) pager(path, key string) func(cursor string) ([]string, string) {
+	return func(cursor string) ([]string, string) {
+		rows, next := f.listing(path+"&cursor="+url.QueryEscape(cursor), key)
+		var ids []string
+		for _, r := range rows {
+			id, _ := r["id"].(string)
+			ids = append(ids, id)
+		}
+		return ids, next
 	}
 }
 
@@ -135,11 +147,7 @@ func TestListSessionsCursorEverySortUnderWrites(t *testing.T) {
 // resolved between page requests neither repeat nor push others out.
 func TestRegistrySessionsCursorUnderWrites(t *testing.T) {
 	f := newFixture(t, sdbhttp.Config{})
-	reg, err := sqlite.OpenCentral(ctxb, filepath.Join(t.TempDir(), "v2.db"), sqlite.CentralOptions{Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
+	reg := f.registry()
 	if _, err := reg.CreateAgentGroup(ctxb, sessiondb.NewAgentGroup{ID: "ag1", Name: "Helper", Folder: "helper"}); err != nil {
 		t.Fatal(err)
 	}
@@ -166,15 +174,7 @@ func TestRegistrySessionsCursorUnderWrites(t *testing.T) {
 		initial = append(initial, resolve())
 	}
 	f.serve(sdbhttp.Config{Registry: reg})
-	seen := walkPages(t, func(cursor string) ([]string, string) {
-		var p sessiondb.AgentSessionPage
-		f.get("/api/v1/registry/sessions?agent_group=ag1&limit=3&cursor="+url.QueryEscape(cursor)).ok(t, &p)
-		var out []string
-		for _, s := range p.Sessions {
-			out = append(out, s.ID)
-		}
-		return out, p.NextCursor
-	}, func([]string) { resolve(); resolve() })
+	seen := walkPages(t, f.pager("/api/v1/registry/sessions?agent_group=ag1&limit=3", "sessions"), func([]string) { resolve(); resolve() })
 	checkOnce(t, "registry sessions", seen, initial, nil)
 	f.get("/api/v1/registry/sessions?cursor=nonsense").apiError(t, 400, "invalid")
 }
@@ -184,11 +184,7 @@ func TestRegistrySessionsCursorUnderWrites(t *testing.T) {
 // created between requests.
 func TestSubagentsListAndCursorUnderWrites(t *testing.T) {
 	f := newFixture(t, sdbhttp.Config{})
-	sub, err := sqlite.OpenSubagents(ctxb, filepath.Join(t.TempDir(), "state.sqlite"), sqlite.SubagentOptions{Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	sub := f.subagents()
 	n := 0
 	ensure := func(channel string) sessiondb.Subagent {
 		t.Helper()
@@ -224,15 +220,7 @@ func TestSubagentsListAndCursorUnderWrites(t *testing.T) {
 		}
 	}
 
-	seen := walkPages(t, func(cursor string) ([]string, string) {
-		var p sessiondb.SubagentPage
-		f.get("/api/v1/subagents?limit=2&cursor="+url.QueryEscape(cursor)).ok(t, &p)
-		var out []string
-		for _, s := range p.Subagents {
-			out = append(out, s.ID)
-		}
-		return out, p.NextCursor
-	}, func([]string) { ensure("C9") })
+	seen := walkPages(t, f.pager("/api/v1/subagents?limit=2", "subagents"), func([]string) { ensure("C9") })
 	checkOnce(t, "subagents", seen, initial, nil)
 	f.get("/api/v1/subagents?cursor=nonsense").apiError(t, 400, "invalid")
 	f.get("/api/v1/subagents?limit=0").apiError(t, 400, "invalid")

@@ -41,11 +41,7 @@ func newFixture(t *testing.T, cfg sdbhttp.Config) *fixture {
 	t.Helper()
 	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "state.db"), clock: testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 	st, err := sqlite.Open(ctxb, f.path, sqlite.Options{Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.st = st
-	t.Cleanup(func() { st.Close() })
+	f.st = testkit.Opened(t, st, err)
 	f.serve(cfg)
 	return f
 }
@@ -67,6 +63,28 @@ func (f *fixture) serve(cfg sdbhttp.Config) {
 	f.ts = httptest.NewServer(srv.Handler())
 	f.t.Cleanup(f.ts.Close)
 	f.t.Cleanup(func() { srv.Close() })
+}
+
+// serveReadOnly serves the fixture's file as `sessiondb serve --read-only`
+// does: through a store opened read-only, which it returns.
+func (f *fixture) serveReadOnly() *sqlite.Store {
+	f.t.Helper()
+	ro, err := sqlite.Open(ctxb, f.path, sqlite.Options{ReadOnly: true})
+	ro = testkit.Opened(f.t, ro, err)
+	f.serve(sdbhttp.Config{History: ro, ReadOnly: true, Token: testToken})
+	return ro
+}
+
+// registry opens an empty central registry on the fixture's clock.
+func (f *fixture) registry() *sqlite.Central {
+	reg, err := sqlite.OpenCentral(ctxb, filepath.Join(f.t.TempDir(), "v2.db"), sqlite.CentralOptions{Now: f.clock.Now})
+	return testkit.Opened(f.t, reg, err)
+}
+
+// subagents opens an empty subagent store on the fixture's clock.
+func (f *fixture) subagents() *sqlite.Subagents {
+	sub, err := sqlite.OpenSubagents(ctxb, filepath.Join(f.t.TempDir(), "state.sqlite"), sqlite.SubagentOptions{Now: f.clock.Now})
+	return testkit.Opened(f.t, sub, err)
 }
 
 // session creates a session with the given source and model, started at
@@ -115,14 +133,20 @@ type response struct {
 }
 
 // do sends a request to the fixture's server; hdr adds headers
-// ("Authorization", "Origin", ...).
+// ("Authorization", "Origin", ...; "Host" is the request's host).
 func (f *fixture) do(method, path, body string, hdr ...string) response {
+	f.t.Helper()
+	return f.doAt(f.ts.URL, method, path, body, hdr...)
+}
+
+// doAt is do to the server at base instead.
+func (f *fixture) doAt(base, method, path, body string, hdr ...string) response {
 	f.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, f.ts.URL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -164,6 +188,23 @@ func (r response) ok(t *testing.T, v any) {
 			t.Fatalf("decode %s: %v", r.body, err)
 		}
 	}
+}
+
+// listing reads a listing's answer at path: the rows under key (failing t
+// unless they are a list, empty or not) and the next_cursor, if any.
+func (f *fixture) listing(path, key string) (rows []map[string]any, next string) {
+	f.t.Helper()
+	var a map[string]json.RawMessage
+	f.get(path).ok(f.t, &a)
+	if err := json.Unmarshal(a[key], &rows); err != nil || rows == nil {
+		f.t.Fatalf("%s: %s is %s, want a list (%v)", path, key, a[key], err)
+	}
+	if c, ok := a["next_cursor"]; ok {
+		if err := json.Unmarshal(c, &next); err != nil {
+			f.t.Fatalf("%s: next_cursor %s: %v", path, c, err)
+		}
+	}
+	return rows, next
 }
 
 // apiError checks the status and the error body's code, and returns the

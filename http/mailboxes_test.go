@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiondb/sessiondb/hostd"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -43,11 +44,7 @@ func newMailboxFixture(t *testing.T) *mailboxFixture {
 	m.enqueue("in-1")
 	dir, _ := h.Layout().SessionDir(m.s2)
 	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{Now: f.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	m.agent = a
+	m.agent = testkit.Opened(t, a, err)
 	m.send("out-1")
 	res, err := h.Drain(ctxb, m.s2, mailbox.DelivererFunc(func(ctx2 contextT, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 		return "", mailbox.Permanent(errors.New("channel refused <script>"))

@@ -12,7 +12,6 @@ import (
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
 	"github.com/sessiondb/sessiondb/internal/testkit"
-	"github.com/sessiondb/sessiondb/sqlite"
 )
 
 // fakeListener claims an address without touching the network: Serve must
@@ -57,50 +56,30 @@ func TestBeyondLoopbackEveryRequestNeedsToken(t *testing.T) {
 		done <- f.srv.Serve(ctx, claimAddr{ln, &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 8321}})
 	}()
 	defer func() { cancel(); <-done }()
-	get := func(path string, hdr ...string) *http.Response {
-		req, _ := http.NewRequest("GET", "http://"+real+path, nil)
-		req.Host = "sessions.example:8321"
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
+	// Requests name the server as a client beyond loopback would.
+	do := func(method, path, body string, hdr ...string) response {
+		return f.doAt("http://"+real, method, path, body, append([]string{"Host", "sessions.example:8321"}, hdr...)...)
 	}
 	for _, p := range []string{"/api/v1/sessions", "/api/v1/sessions/s1", "/", "/metrics"} {
-		if r := get(p); r.StatusCode != http.StatusUnauthorized {
-			t.Errorf("GET %s without token: %d, want 401", p, r.StatusCode)
+		if r := do("GET", p, ""); r.status != http.StatusUnauthorized {
+			t.Errorf("GET %s without token: %d, want 401", p, r.status)
 		}
-		if r := get(p, "Authorization", "Bearer wrong"); r.StatusCode != http.StatusUnauthorized {
-			t.Errorf("GET %s with a wrong token: %d, want 401", p, r.StatusCode)
+		if r := do("GET", p, "", "Authorization", "Bearer wrong"); r.status != http.StatusUnauthorized {
+			t.Errorf("GET %s with a wrong token: %d, want 401", p, r.status)
 		}
-		if r := get(p, auth...); r.StatusCode != http.StatusOK {
-			t.Errorf("GET %s with the token: %d, want 200", p, r.StatusCode)
+		if r := do("GET", p, "", auth...); r.status != http.StatusOK {
+			t.Errorf("GET %s with the token: %d, want 200", p, r.status)
 		}
 	}
-	if r := get("/healthz"); r.StatusCode != http.StatusOK {
-		t.Errorf("/healthz without token: %d", r.StatusCode)
+	if r := do("GET", "/healthz", ""); r.status != http.StatusOK {
+		t.Errorf("/healthz without token: %d", r.status)
 	}
 	// MCP over HTTP is a read like any other: no tool answers without the
 	// token.
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong"}} {
-		req, _ := http.NewRequest("POST", "http://"+real+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Host = "sessions.example:8321"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("POST /mcp with %v: %d, want 401", hdr, resp.StatusCode)
+		r := do("POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append([]string{"Accept", "application/json, text/event-stream"}, hdr...)...)
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("POST /mcp with %v: %d, want 401", hdr, r.status)
 		}
 	}
 }
@@ -208,12 +187,7 @@ func TestReadOnlyHidesWritesAndKeepsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := testkit.DigestStore(t, f.path)
-	ro, err := sqlite.Open(ctxb, f.path, sqlite.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	f.serve(sdbhttp.Config{History: ro, ReadOnly: true, Token: testToken})
+	ro := f.serveReadOnly()
 	for _, p := range []string{"/api/v1/sessions", "/api/v1/sessions/s1", "/api/v1/sessions/s1/messages", "/healthz", "/"} {
 		f.get(p).ok(t, nil)
 	}
@@ -259,12 +233,7 @@ func TestReadOnlyKeepsBytesOfALiveFile(t *testing.T) {
 	}
 	before := testkit.DigestStore(t, f.path)
 
-	ro, err := sqlite.Open(ctxb, f.path, sqlite.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	f.serve(sdbhttp.Config{History: ro, ReadOnly: true, Token: testToken})
+	ro := f.serveReadOnly()
 	var list listAnswer
 	f.get("/api/v1/sessions").ok(t, &list)
 	if len(list.Sessions) != 2 {
