@@ -75,7 +75,11 @@ without a source filter, by last activity), the first and last page of a
 long session, stats, prune of 1% of the sessions, export, file size and the
 peak memory of this process and of each read command run as a child process
 (--read-commands). --store FILE builds in (or continues) that file and keeps
-it, so a large store is built once.
+it, so a large store is built once. Appends run in --append-rounds rounds,
+each next to the same round on a fresh baseline store (--append-baseline,
+by default of the first step's size, at most 100,000 messages), so every
+step's append rate is also given as a ratio to one measured in the same
+minutes.
 
   sessiondb bench                                  # generated, 100,000 messages
   sessiondb bench --messages 2000 --sessions 20 --long-session 100
@@ -152,7 +156,9 @@ it, so a large store is built once.
 	fl.BoolVar(&growth, "growth", false, "run the growth benchmark instead: one store built in steps, one JSON line per step")
 	fl.StringVar(&stepsFlag, "steps", "", "--growth: message counts to measure at, comma-separated (default 100000,1000000,10000000)")
 	fl.StringVar(&gcfg.store, "store", "", "--growth: build in (or continue) this store file and keep it, instead of a temporary one")
-	fl.IntVar(&gcfg.appends, "append-messages", gcfg.appends, "--growth: messages appended one call at a time at each step")
+	fl.IntVar(&gcfg.appends, "append-messages", gcfg.appends, "--growth: messages appended one call at a time in each append round")
+	fl.IntVar(&gcfg.rounds, "append-rounds", gcfg.rounds, "--growth: append rounds at each step; the step's rate is their median")
+	fl.IntVar(&gcfg.baseline, "append-baseline", gcfg.baseline, "--growth: messages of a fresh baseline store whose append rounds alternate with each step's (0: none; default the first step's size, at most 100000)")
 	fl.BoolVar(&gcfg.readCommands, "read-commands", true, "--growth: also run the read commands as child processes and report their peak memory")
 	fl.StringVar(&syncFlag, "synchronous", "normal", "durability of every store in the run: normal or full")
 	fl.BoolVar(&cfg.includeRaw, "include-raw", false, "also time the same SQL in a bare database/sql loop (raw.append)")

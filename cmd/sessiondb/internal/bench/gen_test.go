@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -193,6 +194,22 @@ func growthRun(t *testing.T, args ...string) []map[string]any {
 	return steps
 }
 
+// checkRounds fails unless the object at key of step s has three round
+// rates and msgs_per_s is their median.
+func checkRounds(t *testing.T, s map[string]any, key string) {
+	t.Helper()
+	rates, _ := jsonPath(s, key+".rounds_msgs_per_s")
+	rs, _ := rates.([]any)
+	if len(rs) != 3 {
+		t.Fatalf("%s.rounds_msgs_per_s = %v, want 3 rounds", key, rates)
+	}
+	v := []float64{rs[0].(float64), rs[1].(float64), rs[2].(float64)}
+	sort.Float64s(v)
+	if got, _ := jsonPath(s, key+".msgs_per_s"); got != v[1] {
+		t.Errorf("%s.msgs_per_s = %v, want the median round %v of %v", key, got, v[1], rs)
+	}
+}
+
 func TestGrowthSteps(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "growth.db")
 	steps := growthRun(t, "--steps", "600,3000", "--sessions", "300", "--store", store)
@@ -220,8 +237,18 @@ func TestGrowthSteps(t *testing.T) {
 		if m := num("messages"); m < target-200 || m > target+200 {
 			t.Errorf("step %d holds %v messages, want about %v", i+1, m, target)
 		}
-		if num("append.messages") != 20 || num("append.msgs_per_s") <= 0 {
+		if num("append.messages") != 20 || num("append.rounds") != 3 || num("append.msgs_per_s") <= 0 {
 			t.Errorf("step %d append %v", i+1, s["append"])
+		}
+		// The rate is the median round's, and the baseline (the first
+		// step's size by default) ran the same rounds beside them.
+		checkRounds(t, s, "append")
+		checkRounds(t, s, "append.baseline")
+		if b := num("append.baseline.store_messages"); b < 600-200 || b > 600+200+3*20 {
+			t.Errorf("step %d: baseline store of %v messages, want about the first step's 600", i+1, b)
+		}
+		if want := round(num("append.msgs_per_s")/num("append.baseline.msgs_per_s"), 3); num("append.ratio_vs_baseline") != want {
+			t.Errorf("step %d: ratio_vs_baseline %v, want %v", i+1, num("append.ratio_vs_baseline"), want)
 		}
 		for _, k := range []string{"list.keyset_first.rows", "list.keyset_deep.rows", "list.offset_first.rows", "list.offset_deep.rows",
 			"list.keyset_source_first.rows", "list.last_active_first.rows", "hermes_v6.list_first.rows", "hermes_v6.list_deep.rows"} {

@@ -36,7 +36,13 @@ type growthConfig struct {
 	longSession int   // messages of session 0; -1: the default
 	seed        uint64
 	store       string // keep and continue this file; "" for a scratch one
-	appends     int    // messages appended one call at a time per step
+	appends     int    // messages appended one call at a time per round
+	rounds      int    // append rounds per step (and per baseline)
+	// baseline is the size in messages of the fresh store the append
+	// rounds alternate with (0: none; -1: the first step's, at most
+	// maxBaseline), so a step's rate is set against one taken in the
+	// same minutes on the same machine.
+	baseline int
 	// readCommands runs the read commands as child processes of the
 	// sessiondb binary, for their peak memory.
 	readCommands bool
@@ -44,11 +50,13 @@ type growthConfig struct {
 }
 
 func defaultGrowthConfig() growthConfig {
-	return growthConfig{steps: []int{100_000, 1_000_000, 10_000_000}, longSession: -1, appends: 1000, readCommands: true}
+	return growthConfig{steps: []int{100_000, 1_000_000, 10_000_000}, longSession: -1, appends: 1000, rounds: 3, baseline: -1, readCommands: true}
 }
 
 const (
 	defaultLongSession = 20_000
+	// maxBaseline bounds the default baseline store of the append rounds.
+	maxBaseline = 100_000
 	// messagesPerSession sizes the default session count.
 	messagesPerSession = 100
 	// growthBase is when the first generated session starts (2024-01-01
@@ -115,6 +123,17 @@ func runGrowthCommand(cmd *cobra.Command, f *cli.Factory, cfg benchConfig, g gro
 	g.seed = cfg.gen.Seed
 	if g.appends < 0 {
 		return sessiondb.Errorf(sessiondb.EINVALID, "--append-messages %d: want 0 or more", g.appends)
+	}
+	if g.rounds < 1 {
+		return sessiondb.Errorf(sessiondb.EINVALID, "--append-rounds %d: want 1 or more", g.rounds)
+	}
+	switch {
+	case !fl.Changed("append-baseline"):
+		g.baseline = min(g.steps[0], maxBaseline)
+	case g.baseline < 0:
+		return sessiondb.Errorf(sessiondb.EINVALID, "--append-baseline %d: want 0 (none) or a message count", g.baseline)
+	case g.baseline > 0 && g.baseline < 2*messagesPerSession:
+		return sessiondb.Errorf(sessiondb.EINVALID, "--append-baseline %d: want 0 (none) or at least %d messages", g.baseline, 2*messagesPerSession)
 	}
 	switch {
 	case g.sessions < 2:
@@ -281,14 +300,32 @@ type growthStep struct {
 	listed []listing
 }
 
+// growthAppend is the append rounds of a step: MsgsPerS is the median of
+// the rounds' rates (RoundsMsgsPerS), the latencies are over every call.
 type growthAppend struct {
-	Messages int     `json:"messages"`
-	MsgsPerS float64 `json:"msgs_per_s"`
-	P50MS    float64 `json:"p50_ms"`
-	P99MS    float64 `json:"p99_ms"`
-	MaxMS    float64 `json:"max_ms"`
+	Messages       int       `json:"messages"` // in each round
+	Rounds         int       `json:"rounds"`
+	MsgsPerS       float64   `json:"msgs_per_s"`
+	RoundsMsgsPerS []float64 `json:"rounds_msgs_per_s"`
+	P50MS          float64   `json:"p50_ms"`
+	P99MS          float64   `json:"p99_ms"`
+	MaxMS          float64   `json:"max_ms"`
 	// RatioVsFirst is msgs_per_s over the first step's.
 	RatioVsFirst float64 `json:"ratio_vs_first_step"`
+	// Baseline is the same rounds on the baseline store, each run next to
+	// one of the step's (alternating which goes first); RatioVsBaseline
+	// is msgs_per_s over its msgs_per_s.
+	Baseline        *growthBaseline `json:"baseline,omitempty"`
+	RatioVsBaseline float64         `json:"ratio_vs_baseline,omitempty"`
+}
+
+// growthBaseline is the baseline store's side of the append rounds.
+type growthBaseline struct {
+	Messages       int64     `json:"store_messages"`
+	MsgsPerS       float64   `json:"msgs_per_s"`
+	RoundsMsgsPerS []float64 `json:"rounds_msgs_per_s"`
+	P50MS          float64   `json:"p50_ms"`
+	P99MS          float64   `json:"p99_ms"`
 }
 
 type growthSearch struct {
@@ -341,6 +378,7 @@ type grower struct {
 	queries     []wlQuery
 	firstAppend float64
 	have        map[int]bool // generated sessions in the store
+	base        *grower      // the baseline store's grower; nil without one
 }
 
 func (gr *grower) since(t time.Time) time.Duration { return gr.cfg.now().Sub(t) }
@@ -349,25 +387,37 @@ func (gr *grower) since(t time.Time) time.Duration { return gr.cfg.now().Sub(t) 
 func runGrowth(ctx context.Context, stderr io.Writer, cfg benchConfig, g growthConfig, emit func(any) error) error {
 	p := newProgress(stderr, cfg.quiet, cfg.now)
 	gr := &grower{cfg: cfg, g: g, p: p, stderr: stderr, plan: newGrowthPlan(g)}
-	if g.store != "" {
-		gr.path = g.store
-	} else {
+	var dir string
+	if g.store == "" || g.baseline > 0 {
 		if cfg.dir != "" {
 			if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
 				return sessiondb.Wrap(sessiondb.EINVALID, err, "--dir %s", cfg.dir)
 			}
 		}
-		dir, err := os.MkdirTemp(cfg.dir, "sessiondb-growth-*")
-		if err != nil {
+		var err error
+		if dir, err = os.MkdirTemp(cfg.dir, "sessiondb-growth-*"); err != nil {
 			return sessiondb.Wrap(sessiondb.EINVALID, err, "make the run folder")
 		}
 		defer os.RemoveAll(dir)
+	}
+	gr.path = g.store
+	if gr.path == "" {
 		gr.path = filepath.Join(dir, "state.db")
 	}
 	if err := gr.open(ctx); err != nil {
 		return err
 	}
 	defer func() { gr.st.Close() }()
+	if g.baseline > 0 {
+		base, err := gr.baselineStore(ctx, filepath.Join(dir, "baseline.db"))
+		if base != nil {
+			defer base.st.Close()
+		}
+		if err != nil {
+			return err
+		}
+		gr.base = base
+	}
 	// The phrase queries are lifted from the first sessions' text.
 	var sample []wlMessage
 	for i := 1; i < min(21, g.sessions); i++ {
@@ -535,26 +585,99 @@ func (gr *grower) grow(ctx context.Context, k int, res *growthStep) error {
 	return nil
 }
 
-// appendPhase appends messages one call at a time to new sessions spread
-// over liveAgents, timing each call.
+// baselineStore builds the baseline store at path: a fresh store of
+// g.baseline generated messages, made as a growth run of that one step
+// would make it, whose append rounds run beside each step's.
+func (gr *grower) baselineStore(ctx context.Context, path string) (*grower, error) {
+	bg := gr.g
+	bg.steps, bg.store, bg.readCommands = []int{gr.g.baseline}, path, false
+	bg.sessions = max(2, bg.baseline/messagesPerSession)
+	bg.longSession = min(defaultLongSession, bg.baseline/2)
+	base := &grower{cfg: gr.cfg, g: bg, p: gr.p, stderr: gr.stderr, plan: newGrowthPlan(bg), path: path}
+	if err := base.open(ctx); err != nil {
+		return nil, err
+	}
+	gr.p.phase("baseline: a fresh store of %d messages for the append rounds", bg.baseline)
+	if err := base.grow(ctx, 0, &growthStep{}); err != nil {
+		return base, err
+	}
+	return base, nil
+}
+
+// appendPhase appends messages one call at a time in rounds, each to
+// sessions of its own spread over liveAgents, timing each call. With a
+// baseline store, each round on the step's store is paired with the same
+// round on the baseline (alternating which goes first, so a drift in the
+// machine's load falls on both), and the step's rate is also given over
+// the baseline's.
 func (gr *grower) appendPhase(ctx context.Context, res *growthStep) error {
 	n := gr.g.appends
 	if n == 0 {
 		return nil
 	}
+	tg := gr.plan.gen.stream(streamWorkers - 1 + 2*uint64(1000+res.Step))
+	msgs := tg.script("live", n*gr.g.rounds)
+	gr.p.phase("append: %d rounds of %d messages one call at a time", gr.g.rounds, n)
+	var mine, base appendRounds
+	for r := range gr.g.rounds {
+		round := msgs[r*n : (r+1)*n]
+		if gr.base != nil && r%2 == 0 {
+			if err := base.run(ctx, gr.base, res.Step, round); err != nil {
+				return err
+			}
+		}
+		if err := mine.run(ctx, gr, res.Step, round); err != nil {
+			return err
+		}
+		if gr.base != nil && r%2 == 1 {
+			if err := base.run(ctx, gr.base, res.Step, round); err != nil {
+				return err
+			}
+		}
+	}
+	res.Append = growthAppend{Messages: n, Rounds: gr.g.rounds, MsgsPerS: mine.rate(), RoundsMsgsPerS: mine.rates,
+		P50MS: round(percentile(mine.samples, 0.5), 3), P99MS: round(percentile(mine.samples, 0.99), 3), MaxMS: round(percentile(mine.samples, 1), 3)}
+	if gr.firstAppend == 0 {
+		gr.firstAppend = res.Append.MsgsPerS
+	}
+	if gr.firstAppend > 0 {
+		res.Append.RatioVsFirst = round(res.Append.MsgsPerS/gr.firstAppend, 3)
+	}
+	if gr.base != nil {
+		held, err := gr.base.st.MessageCount(ctx, "")
+		if err != nil {
+			return err
+		}
+		res.Append.Baseline = &growthBaseline{Messages: held, MsgsPerS: base.rate(), RoundsMsgsPerS: base.rates,
+			P50MS: round(percentile(base.samples, 0.5), 3), P99MS: round(percentile(base.samples, 0.99), 3)}
+		if b := base.rate(); b > 0 {
+			res.Append.RatioVsBaseline = round(res.Append.MsgsPerS/b, 3)
+		}
+	}
+	return nil
+}
+
+// appendRounds gathers one store's append rounds.
+type appendRounds struct {
+	rates   []float64
+	samples []float64
+}
+
+// rate is the median round's rate.
+func (a *appendRounds) rate() float64 { return percentile(a.rates, 0.5) }
+
+// run appends msgs one call at a time to gr's store, to sessions it makes
+// for the round, and records the round.
+func (a *appendRounds) run(ctx context.Context, gr *grower, step int, msgs []wlMessage) error {
 	sids := make([]string, liveAgents)
-	for a := range sids {
-		sids[a] = fmt.Sprintf("live_s%d_%d_%d", res.Step, a, gr.cfg.now().UnixNano())
-		if _, err := gr.st.CreateSession(ctx, sessiondb.NewSession{ID: sids[a], Source: "cli", Model: "openai/gpt-5"}); err != nil {
+	for i := range sids {
+		sids[i] = fmt.Sprintf("live_s%d_r%d_%d_%d", step, len(a.rates), i, gr.cfg.now().UnixNano())
+		if _, err := gr.st.CreateSession(ctx, sessiondb.NewSession{ID: sids[i], Source: "cli", Model: "openai/gpt-5"}); err != nil {
 			return err
 		}
 	}
-	tg := gr.plan.gen.stream(streamWorkers - 1 + 2*uint64(1000+res.Step))
-	msgs := tg.script("live", n)
-	gr.p.phase("append: %d messages one call at a time", n)
-	bar := gr.p.counter("append", n, "messages")
+	bar := gr.p.counter("append", len(msgs), "messages")
 	flushFileSystems()
-	samples := make([]float64, n)
 	start := gr.cfg.now()
 	for i := range msgs {
 		m := msgs[i].newMessage()
@@ -563,19 +686,11 @@ func (gr *grower) appendPhase(ctx context.Context, res *growthStep) error {
 		if _, err := gr.st.AppendMessage(ctx, m); err != nil {
 			return sessiondb.Wrap("", err, "append")
 		}
-		samples[i] = ms(gr.since(t))
+		a.samples = append(a.samples, ms(gr.since(t)))
 		bar.Set(int64(i + 1))
 	}
-	took := gr.since(start)
+	a.rates = append(a.rates, rate(len(msgs), gr.since(start)))
 	bar.Done()
-	res.Append = growthAppend{Messages: n, MsgsPerS: rate(n, took), P50MS: round(percentile(samples, 0.5), 3),
-		P99MS: round(percentile(samples, 0.99), 3), MaxMS: round(percentile(samples, 1), 3)}
-	if gr.firstAppend == 0 {
-		gr.firstAppend = res.Append.MsgsPerS
-	}
-	if gr.firstAppend > 0 {
-		res.Append.RatioVsFirst = round(res.Append.MsgsPerS/gr.firstAppend, 3)
-	}
 	return nil
 }
 
