@@ -66,11 +66,7 @@ func (s *group) with(c *cobra.Command, write bool, fn func(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
-			err = sessiondb.Wrap("", cerr, "close subagent store")
-		}
-	}()
+	defer cli.CloseInto(&err, st, "close subagent store")
 	return fn(c.Context(), st)
 }
 
