@@ -28,21 +28,6 @@ func run(t *testing.T, args ...string) string {
 	return clitest.Must(t, args, groups...).Stdout
 }
 
-// routeLine sends one JSON line to the host at sock and returns its
-// result.
-func routeLine(t *testing.T, sock string, line string) hostd.LineResult {
-	t.Helper()
-	r := clitest.Run(context.Background(), clitest.Options{Stdin: strings.NewReader(line + "\n")}, []string{"route", "--host", sock, "--json"}, groups...)
-	if r.Code != 0 {
-		t.Fatalf("route %s: exit %d\n%s%s", line, r.Code, r.Stdout, r.Stderr)
-	}
-	var res hostd.LineResult
-	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {
-		t.Fatalf("route result %q: %v", r.Stdout, err)
-	}
-	return res
-}
-
 // delivered reads the deliverer's log: one envelope per delivered row.
 func delivered(t *testing.T, path string) []hostd.DeliveryEnvelope {
 	t.Helper()
@@ -76,17 +61,13 @@ func delivered(t *testing.T, path string) []hostd.DeliveryEnvelope {
 // reported back into its inbound; a question card it sends is recorded by
 // the host, and a click routed in through the host answers it.
 func TestEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	central, data, out := filepath.Join(dir, "v2.db"), filepath.Join(dir, "v2-sessions"), filepath.Join(dir, "delivered.jsonl")
+	p := clitest.NewControlPlane(t, groups...)
+	data, out := p.Data, filepath.Join(t.TempDir(), "delivered.jsonl")
 	sock := filepath.Join(data, hostd.DefaultSocketName)
-	cfg := []string{"--central", central, "--data", data}
+	p.WireHelper([]string{"--name", "Team", "--group-chat", "--policy", "public"}, "--engage", "pattern")
+	p.Run("admin", "channels", "create", "telegram", "elsewhere", "--id", "mg-other", "--name", "Other")
 
-	run(t, append([]string{"admin", "groups", "create", "Helper", "--id", "ag-helper"}, cfg...)...)
-	run(t, append([]string{"admin", "channels", "create", "telegram", "chat-1", "--id", "mg-team", "--name", "Team", "--group-chat", "--policy", "public"}, cfg...)...)
-	run(t, append([]string{"admin", "channels", "create", "telegram", "elsewhere", "--id", "mg-other", "--name", "Other"}, cfg...)...)
-	run(t, append([]string{"admin", "wire", "mg-team", "ag-helper", "--engage", "pattern"}, cfg...)...)
-
-	_, hostErr, stop := clitest.Start(clitest.Options{}, append([]string{"host", "--deliver", "exec:cat >> " + out, "--poll", "20ms"}, cfg...), groups...)
+	_, hostErr, stop := clitest.Start(clitest.Options{}, p.Args("host", "--deliver", "exec:cat >> "+out, "--poll", "20ms"), groups...)
 	defer func() {
 		if code := stop(); code != 0 {
 			t.Errorf("host exited %d\n%s", code, hostErr.String())
@@ -95,7 +76,7 @@ func TestEndToEnd(t *testing.T) {
 	testkit.WaitFor(t, "the host's event endpoint", func() bool { return hostd.Reachable(context.Background(), sock) })
 
 	// 1. An event through the host reaches the session's mailbox.
-	res := routeLine(t, sock, `{"channel_type":"telegram","platform_id":"chat-1","message_id":"m1","sender":{"id":"42","name":"Ann"},"text":"hello agent","is_group":true}`)
+	res := p.Route(`{"channel_type":"telegram","platform_id":"chat-1","message_id":"m1","sender":{"id":"42","name":"Ann"},"text":"hello agent","is_group":true}`, "--host", sock)
 	if res.Message == nil || res.Message.Outcome != hostd.RouteRouted || !res.Message.Deliveries[0].SessionCreated {
 		t.Fatalf("route: %+v", res)
 	}
@@ -163,10 +144,10 @@ func TestEndToEnd(t *testing.T) {
 	var qs []struct {
 		QuestionID string `json:"question_id"`
 	}
-	if err := json.Unmarshal([]byte(run(t, append([]string{"admin", "questions", "list", "--json"}, cfg...)...)), &qs); err != nil || len(qs) != 1 || qs[0].QuestionID != "q-1" {
+	if err := json.Unmarshal([]byte(p.Run("admin", "questions", "list", "--json")), &qs); err != nil || len(qs) != 1 || qs[0].QuestionID != "q-1" {
 		t.Fatalf("pending questions %+v %v", qs, err)
 	}
-	click := routeLine(t, sock, `{"type":"click","channel_type":"telegram","user_id":"42","action":"ncq:q-1:1"}`)
+	click := p.Route(`{"type":"click","channel_type":"telegram","user_id":"42","action":"ncq:q-1:1"}`, "--host", sock)
 	if click.Click == nil || click.Click.Outcome != hostd.ClickAnswered || click.Click.Value != "Later" {
 		t.Fatalf("click: %+v", click)
 	}

@@ -13,24 +13,19 @@ import (
 	"github.com/sessiondb/sessiondb/hostd"
 )
 
-// setup makes a registry with one wired public chat and returns the
-// location flags.
-func setup(t *testing.T) (cfg []string, data string) {
+// setup makes a registry with one wired public chat.
+func setup(t *testing.T) *clitest.ControlPlane {
 	t.Helper()
-	dir := t.TempDir()
-	data = filepath.Join(dir, "v2-sessions")
-	cfg = []string{"--central", filepath.Join(dir, "v2.db"), "--data", data}
-	run(t, append([]string{"admin", "groups", "create", "Helper", "--id", "ag-helper"}, cfg...)...)
-	run(t, append([]string{"admin", "channels", "create", "telegram", "chat-1", "--id", "mg-team", "--group-chat", "--policy", "public"}, cfg...)...)
-	run(t, append([]string{"admin", "wire", "mg-team", "ag-helper", "--engage", "mention"}, cfg...)...)
-	return cfg, data
+	p := clitest.NewControlPlane(t, groups...)
+	p.WireHelper([]string{"--group-chat", "--policy", "public"}, "--engage", "mention")
+	return p
 }
 
 // Routing in this process (no host running): one result per non-blank
 // line, in order, printed as JSON lines; a malformed line names its field
 // and fails the command with its code after the others were routed.
 func TestRouteDirect(t *testing.T) {
-	cfg, data := setup(t)
+	p := setup(t)
 	lines := `{"channel_type":"telegram","platform_id":"chat-1","message_id":"a","text":"@bot hi","is_group":true,"is_mention":true}
 {"channel_type":"telegram","platform_id":"chat-1","message_id":"b","text":"chatter","is_group":true}
 
@@ -41,7 +36,7 @@ func TestRouteDirect(t *testing.T) {
 	if err := os.WriteFile(in, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := clitest.Run(context.Background(), clitest.Options{}, append([]string{"route", in, "--json"}, cfg...), groups...)
+	r := clitest.Run(context.Background(), clitest.Options{}, p.Args("route", in, "--json"), groups...)
 	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "1 of 4 line(s) failed; the first, line 4: event: message_id") {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -70,24 +65,24 @@ func TestRouteDirect(t *testing.T) {
 	}
 	// The human form, from standard input, says the same in words.
 	r = clitest.Run(context.Background(), clitest.Options{Stdin: strings.NewReader(`{"channel_type":"telegram","platform_id":"chat-1","message_id":"e","text":"@bot \u001b[2J","is_group":true,"is_mention":true}` + "\n")},
-		append([]string{"route", "-"}, cfg...), groups...)
+		p.Args("route", "-"), groups...)
 	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "line 1: e routed to ag-helper/sess-") || !strings.Contains(r.Stdout, "(engage)") {
 		t.Fatalf("human: exit %d %q %s", r.Code, r.Stdout, r.Stderr)
 	}
-	if _, err := os.Stat(filepath.Join(data, "ag-helper")); err != nil {
+	if _, err := os.Stat(filepath.Join(p.Data, "ag-helper")); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestRouteRefusals(t *testing.T) {
-	cfg, _ := setup(t)
+	p := setup(t)
 	missing := []string{"--central", filepath.Join(t.TempDir(), "none.db"), "--data", t.TempDir()}
 	clitest.Fails(t, []clitest.Failure{
 		{Name: "no registry", Args: append([]string{"route", "--direct", "/dev/null"}, missing...), Code: cli.ExitNotFound, Want: "no central registry"},
-		{Name: "no file", Args: append([]string{"route", "/nonexistent/events.jsonl"}, cfg...), Code: cli.ExitNotFound, Want: "events.jsonl"},
-		{Name: "host and direct", Args: append([]string{"route", "--host", "/tmp/x.sock", "--direct"}, cfg...), Code: cli.ExitInvalid, Want: "exclude"},
-		{Name: "no host there", Args: append([]string{"route", "--host", filepath.Join(t.TempDir(), "host.sock"), "/dev/null"}, cfg...), Code: cli.ExitNotFound, Want: "no host is serving"},
-		{Name: "non-loopback host", Args: append([]string{"route", "--host", "192.0.2.1:80", "/dev/null"}, cfg...), Code: cli.ExitInvalid, Want: "loopback"},
-		{Name: "bad deliverer", Args: append([]string{"route", "--direct", "--deliver", "smtp:x", "/dev/null"}, cfg...), Code: cli.ExitInvalid, Want: "exec:CMD or webhook:URL"},
+		{Name: "no file", Args: p.Args("route", "/nonexistent/events.jsonl"), Code: cli.ExitNotFound, Want: "events.jsonl"},
+		{Name: "host and direct", Args: p.Args("route", "--host", "/tmp/x.sock", "--direct"), Code: cli.ExitInvalid, Want: "exclude"},
+		{Name: "no host there", Args: p.Args("route", "--host", filepath.Join(t.TempDir(), "host.sock"), "/dev/null"), Code: cli.ExitNotFound, Want: "no host is serving"},
+		{Name: "non-loopback host", Args: p.Args("route", "--host", "192.0.2.1:80", "/dev/null"), Code: cli.ExitInvalid, Want: "loopback"},
+		{Name: "bad deliverer", Args: p.Args("route", "--direct", "--deliver", "smtp:x", "/dev/null"), Code: cli.ExitInvalid, Want: "exec:CMD or webhook:URL"},
 	}, groups...)
 }
