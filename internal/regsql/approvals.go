@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"sort"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -84,16 +83,10 @@ func (c *Registry) GetQuestion(ctx context.Context, id string) (sessiondb.Pendin
 
 // ListQuestions implements sessiondb.ApprovalService.
 func (c *Registry) ListQuestions(ctx context.Context, sessionID string) ([]sessiondb.PendingQuestion, error) {
-	q, args := "SELECT "+questionCols+" FROM pending_questions", []any(nil)
-	if sessionID != "" {
-		q, args = q+" WHERE session_id = ?", []any{sessionID}
-	}
-	out, err := AppendRows(ctx, c.rq, q+" ORDER BY question_id", args, []sessiondb.PendingQuestion{}, scanQuestion)
-	if err != nil {
-		return nil, c.wrap(err, "list questions")
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return out, nil
+	var w where
+	w.equal("session_id", sessionID)
+	return listByTime(c, ctx, c.rq, "questions", "SELECT "+questionCols+" FROM pending_questions"+w.String()+" ORDER BY question_id", w.args,
+		scanQuestion, func(q sessiondb.PendingQuestion) time.Time { return q.CreatedAt })
 }
 
 // deleteOne runs a DELETE and reports whether it removed a row.
@@ -216,26 +209,17 @@ func (c *Registry) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	q := "SELECT " + approvalCols + " FROM pending_approvals WHERE 1 = 1"
-	var args []any
-	for _, c := range []struct{ col, v string }{
-		{"status", string(f.Status)}, {"action", f.Action}, {"agent_group_id", f.AgentGroupID}, {"session_id", f.SessionID},
-	} {
-		if c.v != "" {
-			q += " AND " + c.col + " = ?"
-			args = append(args, c.v)
-		}
-	}
-	out, err := AppendRows(ctx, c.rq, q+" ORDER BY approval_id", args, []sessiondb.PendingApproval{}, scanApproval)
+	var w where
+	w.equal("status", string(f.Status))
+	w.equal("action", f.Action)
+	w.equal("agent_group_id", f.AgentGroupID)
+	w.equal("session_id", f.SessionID)
+	out, err := listByTime(c, ctx, c.rq, "approvals", "SELECT "+approvalCols+" FROM pending_approvals"+w.String()+" ORDER BY approval_id", w.args,
+		scanApproval, func(a sessiondb.PendingApproval) time.Time { return a.CreatedAt })
 	if err != nil {
-		return nil, c.wrap(err, "list approvals")
+		return nil, err
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	limit := f.Limit
-	if limit == 0 {
-		limit = 100
-	}
-	if len(out) > limit {
+	if limit := pageLimit(f.Limit); len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil
@@ -387,16 +371,10 @@ func (c *Registry) GetSenderApproval(ctx context.Context, id string) (sessiondb.
 
 // ListSenderApprovals implements sessiondb.ApprovalService.
 func (c *Registry) ListSenderApprovals(ctx context.Context, messagingGroupID string) ([]sessiondb.PendingSenderApproval, error) {
-	q, args := "SELECT "+senderApprovalCols+" FROM pending_sender_approvals", []any(nil)
-	if messagingGroupID != "" {
-		q, args = q+" WHERE messaging_group_id = ?", []any{messagingGroupID}
-	}
-	out, err := AppendRows(ctx, c.rq, q+" ORDER BY id", args, []sessiondb.PendingSenderApproval{}, scanSenderApproval)
-	if err != nil {
-		return nil, c.wrap(err, "list sender approvals")
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return out, nil
+	var w where
+	w.equal("messaging_group_id", messagingGroupID)
+	return listByTime(c, ctx, c.rq, "sender approvals", "SELECT "+senderApprovalCols+" FROM pending_sender_approvals"+w.String()+" ORDER BY id", w.args,
+		scanSenderApproval, func(a sessiondb.PendingSenderApproval) time.Time { return a.CreatedAt })
 }
 
 // DeleteSenderApproval implements sessiondb.ApprovalService.
@@ -463,13 +441,8 @@ func (c *Registry) GetChannelApproval(ctx context.Context, messagingGroupID stri
 
 // ListChannelApprovals implements sessiondb.ApprovalService.
 func (c *Registry) ListChannelApprovals(ctx context.Context) ([]sessiondb.PendingChannelApproval, error) {
-	out, err := AppendRows(ctx, c.rq, "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
-		[]sessiondb.PendingChannelApproval{}, scanChannelApproval)
-	if err != nil {
-		return nil, c.wrap(err, "list channel approvals")
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return out, nil
+	return listByTime(c, ctx, c.rq, "channel approvals", "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
+		scanChannelApproval, func(a sessiondb.PendingChannelApproval) time.Time { return a.CreatedAt })
 }
 
 // UpdateChannelApprovalCard implements sessiondb.ApprovalService.

@@ -13,6 +13,7 @@ package regsql
 import (
 	"context"
 	"database/sql"
+	"sort"
 	"strings"
 	"time"
 
@@ -156,6 +157,55 @@ func qmarks(n int) string {
 		return ""
 	}
 	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// where is a WHERE clause being built: its conditions, ANDed, and the
+// arguments of their placeholders in order.
+type where struct {
+	conds []string
+	args  []any
+}
+
+// and adds cond with the arguments of its placeholders.
+func (w *where) and(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+// equal adds col = v, unless v is "" (a filter's field left unset).
+func (w *where) equal(col, v string) {
+	if v != "" {
+		w.and(col+" = ?", v)
+	}
+}
+
+// String is the clause with a leading space, "" without conditions.
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// pageLimit is the page size of a registry listing for limit: 0 means 100.
+func pageLimit(limit int) int {
+	if limit == 0 {
+		return 100
+	}
+	return limit
+}
+
+// listByTime returns every row of query, ordered by the moment at reads
+// from each, query's own order breaking ties; its error names what was
+// listed. By the moment, not its text: NanoClaw's ncl writes SQLite's
+// "YYYY-MM-DD HH:MM:SS", which sorts before the ISO form of the same day.
+func listByTime[T any](c *Registry, ctx context.Context, q Querier, what, query string, args []any, scan func(Scanner) (T, error), at func(T) time.Time) ([]T, error) {
+	out, err := AppendRows(ctx, q, query, args, []T{}, scan)
+	if err != nil {
+		return nil, c.wrap(err, "list %s", what)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return at(out[i]).Before(at(out[j])) })
+	return out, nil
 }
 
 // hasRow reports whether query finds a row.

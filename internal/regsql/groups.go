@@ -111,25 +111,35 @@ func (c *Registry) UpdateAgentGroup(ctx context.Context, id string, u sessiondb.
 
 // DeleteAgentGroup implements sessiondb.AgentGroupService.
 func (c *Registry) DeleteAgentGroup(ctx context.Context, id string) error {
-	return c.write(ctx, "delete agent group", func(tx Tx) error {
+	return c.deleteUnlessInSessions(ctx, "agent group", id, "agent_groups", "agent_group_id", "group", []string{
+		"DELETE FROM pending_approvals WHERE agent_group_id = ?",
+		"DELETE FROM pending_sender_approvals WHERE agent_group_id = ?",
+		"DELETE FROM pending_channel_approvals WHERE agent_group_id = ?",
+		"DELETE FROM agent_destinations WHERE agent_group_id = ?1 OR (target_type = 'agent' AND target_id = ?1)",
+		"DELETE FROM messaging_group_agents WHERE agent_group_id = ?",
+		"DELETE FROM user_roles WHERE agent_group_id = ?",
+		"DELETE FROM agent_group_members WHERE agent_group_id = ?",
+		"DELETE FROM container_configs WHERE agent_group_id = ?",
+		"DELETE FROM agent_groups WHERE id = ?",
+	})
+}
+
+// deleteUnlessInSessions deletes the kind row id of table by running
+// deletes, each with id for its placeholders, in one transaction: the
+// statements that remove what refers to it, then the row itself. It is
+// not_found when there is no such row, and a conflict while a session
+// names it in column sessionCol: sessions are never deleted, so the row
+// stays (the message calls it stays: "group", "chat").
+func (c *Registry) deleteUnlessInSessions(ctx context.Context, kind, id, table, sessionCol, stays string, deletes []string) error {
+	return c.write(ctx, "delete "+kind, func(tx Tx) error {
 		ctx := tx.Context()
-		if err := mustExist(ctx, tx, "agent group", id, "SELECT 1 FROM agent_groups WHERE id = ?", id); err != nil {
+		if err := mustExist(ctx, tx, kind, id, "SELECT 1 FROM "+table+" WHERE id = ?", id); err != nil {
 			return err
 		}
-		if has, err := hasRow(ctx, tx, "SELECT 1 FROM sessions WHERE agent_group_id = ?", id); err != nil || has {
-			return orConflict(err, "agent group %q still has sessions; sessions are never deleted, so the group stays", id)
+		if has, err := hasRow(ctx, tx, "SELECT 1 FROM sessions WHERE "+sessionCol+" = ?", id); err != nil || has {
+			return orConflict(err, "%s %q still has sessions; sessions are never deleted, so the %s stays", kind, id, stays)
 		}
-		for _, q := range []string{
-			"DELETE FROM pending_approvals WHERE agent_group_id = ?",
-			"DELETE FROM pending_sender_approvals WHERE agent_group_id = ?",
-			"DELETE FROM pending_channel_approvals WHERE agent_group_id = ?",
-			"DELETE FROM agent_destinations WHERE agent_group_id = ?1 OR (target_type = 'agent' AND target_id = ?1)",
-			"DELETE FROM messaging_group_agents WHERE agent_group_id = ?",
-			"DELETE FROM user_roles WHERE agent_group_id = ?",
-			"DELETE FROM agent_group_members WHERE agent_group_id = ?",
-			"DELETE FROM container_configs WHERE agent_group_id = ?",
-			"DELETE FROM agent_groups WHERE id = ?",
-		} {
+		for _, q := range deletes {
 			if _, err := tx.Exec(q, id); err != nil {
 				return err
 			}
@@ -310,27 +320,13 @@ func (c *Registry) UpdateMessagingGroup(ctx context.Context, id string, u sessio
 
 // DeleteMessagingGroup implements sessiondb.MessagingGroupService.
 func (c *Registry) DeleteMessagingGroup(ctx context.Context, id string) error {
-	return c.write(ctx, "delete messaging group", func(tx Tx) error {
-		ctx := tx.Context()
-		if err := mustExist(ctx, tx, "messaging group", id, "SELECT 1 FROM messaging_groups WHERE id = ?", id); err != nil {
-			return err
-		}
-		if has, err := hasRow(ctx, tx, "SELECT 1 FROM sessions WHERE messaging_group_id = ?", id); err != nil || has {
-			return orConflict(err, "messaging group %q still has sessions; sessions are never deleted, so the chat stays", id)
-		}
-		for _, q := range []string{
-			"DELETE FROM pending_sender_approvals WHERE messaging_group_id = ?",
-			"DELETE FROM pending_channel_approvals WHERE messaging_group_id = ?",
-			"DELETE FROM agent_destinations WHERE target_type = 'channel' AND target_id = ?",
-			"DELETE FROM user_dms WHERE messaging_group_id = ?",
-			"DELETE FROM messaging_group_agents WHERE messaging_group_id = ?",
-			"DELETE FROM messaging_groups WHERE id = ?",
-		} {
-			if _, err := tx.Exec(q, id); err != nil {
-				return err
-			}
-		}
-		return nil
+	return c.deleteUnlessInSessions(ctx, "messaging group", id, "messaging_groups", "messaging_group_id", "chat", []string{
+		"DELETE FROM pending_sender_approvals WHERE messaging_group_id = ?",
+		"DELETE FROM pending_channel_approvals WHERE messaging_group_id = ?",
+		"DELETE FROM agent_destinations WHERE target_type = 'channel' AND target_id = ?",
+		"DELETE FROM user_dms WHERE messaging_group_id = ?",
+		"DELETE FROM messaging_group_agents WHERE messaging_group_id = ?",
+		"DELETE FROM messaging_groups WHERE id = ?",
 	})
 }
 
@@ -418,18 +414,11 @@ func (c *Registry) GetWiring(ctx context.Context, id string) (sessiondb.Wiring, 
 
 // ListWirings implements sessiondb.WiringService.
 func (c *Registry) ListWirings(ctx context.Context, f sessiondb.WiringFilter) ([]sessiondb.Wiring, error) {
-	q := "SELECT " + wiringCols + " FROM messaging_group_agents WHERE 1 = 1"
-	var args []any
-	if f.MessagingGroupID != "" {
-		q += " AND messaging_group_id = ?"
-		args = append(args, f.MessagingGroupID)
-	}
-	if f.AgentGroupID != "" {
-		q += " AND agent_group_id = ?"
-		args = append(args, f.AgentGroupID)
-	}
-	q += " ORDER BY COALESCE(priority, 0) DESC, created_at, id"
-	out, err := AppendRows(ctx, c.rq, q, args, []sessiondb.Wiring{}, scanWiring)
+	var w where
+	w.equal("messaging_group_id", f.MessagingGroupID)
+	w.equal("agent_group_id", f.AgentGroupID)
+	out, err := AppendRows(ctx, c.rq, "SELECT "+wiringCols+" FROM messaging_group_agents"+w.String()+" ORDER BY COALESCE(priority, 0) DESC, created_at, id", w.args,
+		[]sessiondb.Wiring{}, scanWiring)
 	return out, c.wrap(err, "list wirings")
 }
 

@@ -141,37 +141,25 @@ func (c *Registry) ListAgentSessions(ctx context.Context, f sessiondb.AgentSessi
 	if err := f.Validate(); err != nil {
 		return sessiondb.AgentSessionPage{}, err
 	}
-	limit := f.Limit
-	if limit == 0 {
-		limit = 100
-	}
-	q := "SELECT " + agentSessionCols + ", created_at FROM sessions WHERE 1 = 1"
-	var args []any
-	for _, c := range []struct{ col, v string }{
-		{"agent_group_id", f.AgentGroupID}, {"messaging_group_id", f.MessagingGroupID},
-		{"status", string(f.Status)}, {"container_status", string(f.ContainerStatus)},
-	} {
-		if c.v != "" {
-			q += " AND " + c.col + " = ?"
-			args = append(args, c.v)
-		}
-	}
+	limit := pageLimit(f.Limit)
+	var w where
+	w.equal("agent_group_id", f.AgentGroupID)
+	w.equal("messaging_group_id", f.MessagingGroupID)
+	w.equal("status", string(f.Status))
+	w.equal("container_status", string(f.ContainerStatus))
 	if f.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
 		at, id, ok := strings.Cut(string(raw), "\x00")
 		if err != nil || !ok {
 			return sessiondb.AgentSessionPage{}, sessiondb.Errorf(sessiondb.EINVALID, "cursor %q is not one a listing returned", f.Cursor)
 		}
-		q += " AND (created_at < ? OR (created_at = ? AND id < ?))"
-		args = append(args, at, at, id)
+		w.and("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
 	}
-	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	args = append(args, limit+1)
 	type row struct {
 		s   sessiondb.AgentSession
 		raw string
 	}
-	rows, err := AppendRows(ctx, c.rq, q, args, nil, func(r Scanner) (row, error) {
+	rows, err := AppendRows(ctx, c.rq, "SELECT "+agentSessionCols+", created_at FROM sessions"+w.String()+" ORDER BY created_at DESC, id DESC LIMIT ?", append(w.args, limit+1), nil, func(r Scanner) (row, error) {
 		var raw string
 		s, err := scanAgentSessionAnd(r, &raw)
 		return row{s, raw}, err

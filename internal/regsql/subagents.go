@@ -111,26 +111,17 @@ ON CONFLICT (id) DO UPDATE SET thread_key = excluded.thread_key, channel_id = ex
 }
 
 // subagentWhere builds the WHERE clause of f (Limit and Cursor aside).
-func subagentWhere(f sessiondb.SubagentFilter) (string, []any) {
-	where := " WHERE 1 = 1"
-	var args []any
-	if f.ChannelID != "" {
-		where += " AND channel_id = ?"
-		args = append(args, f.ChannelID)
-	}
-	if f.Status != "" {
-		where += " AND status = ?"
-		args = append(args, string(f.Status))
-	}
+func subagentWhere(f sessiondb.SubagentFilter) where {
+	var w where
+	w.equal("channel_id", f.ChannelID)
+	w.equal("status", string(f.Status))
 	if f.UpdatedBefore != 0 {
-		where += " AND updated_at < ?"
-		args = append(args, f.UpdatedBefore)
+		w.and("updated_at < ?", f.UpdatedBefore)
 	}
 	if f.UpdatedAfter != 0 {
-		where += " AND updated_at > ?"
-		args = append(args, f.UpdatedAfter)
+		w.and("updated_at > ?", f.UpdatedAfter)
 	}
-	return where, args
+	return w
 }
 
 // ListSubagents implements sessiondb.SubagentService: newest first, a
@@ -139,21 +130,17 @@ func (s *Subagents) ListSubagents(ctx context.Context, f sessiondb.SubagentFilte
 	if err := f.Validate(); err != nil {
 		return sessiondb.SubagentPage{}, err
 	}
-	limit := f.Limit
-	if limit == 0 {
-		limit = 100
-	}
-	where, args := subagentWhere(f)
+	limit := pageLimit(f.Limit)
+	w := subagentWhere(f)
 	if f.Cursor != "" {
 		ms, id, err := sessiondb.ParseSubagentCursor(f.Cursor)
 		if err != nil {
 			return sessiondb.SubagentPage{}, err
 		}
-		where += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
-		args = append(args, ms, ms, id)
+		w.and("(updated_at < ? OR (updated_at = ? AND id < ?))", ms, ms, id)
 	}
-	rows, err := AppendRows(ctx, s.rq, "SELECT "+subagentCols+" FROM subagent_sessions"+where+" ORDER BY updated_at DESC, id DESC LIMIT ?",
-		append(args, limit+1), []sessiondb.Subagent{}, scanSubagent)
+	rows, err := AppendRows(ctx, s.rq, "SELECT "+subagentCols+" FROM subagent_sessions"+w.String()+" ORDER BY updated_at DESC, id DESC LIMIT ?",
+		append(w.args, limit+1), []sessiondb.Subagent{}, scanSubagent)
 	if err != nil {
 		return sessiondb.SubagentPage{}, sessiondb.Wrap(s.b.Code(err), err, "list subagents")
 	}
@@ -170,8 +157,8 @@ func (s *Subagents) CountSubagents(ctx context.Context, f sessiondb.SubagentFilt
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	where, args := subagentWhere(f)
-	n, err := AppendRows(ctx, s.rq, "SELECT COUNT(*) FROM subagent_sessions"+where, args, nil, valueOf[int64])
+	w := subagentWhere(f)
+	n, err := AppendRows(ctx, s.rq, "SELECT COUNT(*) FROM subagent_sessions"+w.String(), w.args, nil, valueOf[int64])
 	if err != nil || len(n) == 0 {
 		return 0, sessiondb.Wrap(s.b.Code(err), err, "count subagents")
 	}

@@ -3,8 +3,8 @@ package regsql
 import (
 	"context"
 	"database/sql"
-	"sort"
 	"strings"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -124,31 +124,16 @@ func (c *Registry) ListRoles(ctx context.Context, f sessiondb.RoleFilter) ([]ses
 }
 
 func (c *Registry) listRoles(ctx context.Context, q Querier, f sessiondb.RoleFilter) ([]sessiondb.RoleGrant, error) {
-	query := "SELECT " + roleCols + " FROM user_roles WHERE 1 = 1"
-	var args []any
-	if f.UserID != "" {
-		query += " AND user_id = ?"
-		args = append(args, f.UserID)
-	}
-	if f.Role != "" {
-		query += " AND role = ?"
-		args = append(args, string(f.Role))
-	}
+	var w where
+	w.equal("user_id", f.UserID)
+	w.equal("role", string(f.Role))
 	if f.GlobalOnly {
-		query += " AND agent_group_id IS NULL"
-	} else if f.AgentGroupID != "" {
-		query += " AND agent_group_id = ?"
-		args = append(args, f.AgentGroupID)
+		w.and("agent_group_id IS NULL")
+	} else {
+		w.equal("agent_group_id", f.AgentGroupID)
 	}
-	out, err := AppendRows(ctx, q, query+" ORDER BY user_id, role, agent_group_id", args, []sessiondb.RoleGrant{}, scanRole)
-	if err != nil {
-		return nil, c.wrap(err, "list roles")
-	}
-	// By the moment of the grant, not its text: NanoClaw's ncl writes
-	// SQLite's "YYYY-MM-DD HH:MM:SS", which sorts before the ISO form of
-	// the same day.
-	sort.SliceStable(out, func(i, j int) bool { return out[i].GrantedAt.Before(out[j].GrantedAt) })
-	return out, nil
+	return listByTime(c, ctx, q, "roles", "SELECT "+roleCols+" FROM user_roles"+w.String()+" ORDER BY user_id, role, agent_group_id", w.args,
+		scanRole, func(g sessiondb.RoleGrant) time.Time { return g.GrantedAt })
 }
 
 // AddMember implements sessiondb.UserService.
@@ -200,12 +185,8 @@ func scanMember(r Scanner) (sessiondb.Membership, error) {
 
 // ListMembers implements sessiondb.UserService.
 func (c *Registry) ListMembers(ctx context.Context, agentGroupID string) ([]sessiondb.Membership, error) {
-	out, err := AppendRows(ctx, c.rq, "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID}, []sessiondb.Membership{}, scanMember)
-	if err != nil {
-		return nil, c.wrap(err, "list members")
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].AddedAt.Before(out[j].AddedAt) })
-	return out, nil
+	return listByTime(c, ctx, c.rq, "members", "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID},
+		scanMember, func(m sessiondb.Membership) time.Time { return m.AddedAt })
 }
 
 // UserAccess implements sessiondb.UserService.
