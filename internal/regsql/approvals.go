@@ -103,23 +103,38 @@ func (c *Registry) DeleteQuestion(ctx context.Context, id string) (bool, error) 
 // ExpireQuestions implements sessiondb.ApprovalService. Rows are compared
 // by their parsed created_at, whatever form another program wrote.
 func (c *Registry) ExpireQuestions(ctx context.Context, cutoff time.Time) ([]sessiondb.PendingQuestion, error) {
-	var out []sessiondb.PendingQuestion
-	err := c.write(ctx, "expire questions", func(tx Tx) error {
-		all, err := AppendRows(tx.Context(), tx, "SELECT "+questionCols+" FROM pending_questions ORDER BY question_id", nil, nil, scanQuestion)
+	return sweep(c, ctx, "expire questions", "SELECT "+questionCols+" FROM pending_questions ORDER BY question_id", scanQuestion,
+		func(q *sessiondb.PendingQuestion) (string, []any) {
+			if !q.CreatedAt.Before(cutoff) {
+				return "", nil
+			}
+			return "DELETE FROM pending_questions WHERE question_id = ?", []any{q.QuestionID}
+		})
+}
+
+// sweep reads the rows of query in one write transaction and runs, for
+// each, the statement change returns with its arguments ("" leaves the
+// row be; change may update the row it is given, as it is to be
+// returned). It returns the rows whose statement changed one row: only
+// those this sweep changed, for another host's sweep at the same moment
+// reports the others.
+func sweep[T any](c *Registry, ctx context.Context, what, query string, scan func(Scanner) (T, error), change func(*T) (string, []any)) ([]T, error) {
+	var out []T
+	err := c.write(ctx, what, func(tx Tx) error {
+		rows, err := AppendRows(tx.Context(), tx, query, nil, nil, scan)
 		if err != nil {
 			return err
 		}
 		out = out[:0]
-		for _, q := range all {
-			if !q.CreatedAt.Before(cutoff) {
+		for _, r := range rows {
+			stmt, args := change(&r)
+			if stmt == "" {
 				continue
 			}
-			// Only the rows this sweep deleted: another host's sweep at the
-			// same moment reports the others.
-			if n, err := Changed(tx, "DELETE FROM pending_questions WHERE question_id = ?", q.QuestionID); err != nil {
+			if n, err := Changed(tx, stmt, args...); err != nil {
 				return err
 			} else if n == 1 {
-				out = append(out, q)
+				out = append(out, r)
 			}
 		}
 		return nil
@@ -271,36 +286,18 @@ func (c *Registry) ExpireApprovals(ctx context.Context, now time.Time, ttl time.
 	if ttl <= 0 {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "ttl %s is not positive", ttl)
 	}
-	var out []sessiondb.PendingApproval
-	err := c.write(ctx, "expire approvals", func(tx Tx) error {
-		pending, err := AppendRows(tx.Context(), tx, "SELECT "+approvalCols+" FROM pending_approvals WHERE status = 'pending' ORDER BY approval_id", nil, nil, scanApproval)
-		if err != nil {
-			return err
-		}
-		out = out[:0]
-		for _, a := range pending {
+	return sweep(c, ctx, "expire approvals", "SELECT "+approvalCols+" FROM pending_approvals WHERE status = 'pending' ORDER BY approval_id", scanApproval,
+		func(a *sessiondb.PendingApproval) (string, []any) {
 			due := a.ExpiresAt
 			if due.IsZero() {
 				due = a.CreatedAt.Add(ttl)
 			}
 			if due.After(now) {
-				continue
+				return "", nil
 			}
-			// Only the rows this sweep moved: another host's sweep at the
-			// same moment tells the others' agents.
-			if n, err := Changed(tx, "UPDATE pending_approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending'", a.ApprovalID); err != nil {
-				return err
-			} else if n == 1 {
-				a.Status = sessiondb.ApprovalExpired
-				out = append(out, a)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+			a.Status = sessiondb.ApprovalExpired
+			return "UPDATE pending_approvals SET status = 'expired' WHERE approval_id = ? AND status = 'pending'", []any{a.ApprovalID}
+		})
 }
 
 const senderApprovalCols = "id, messaging_group_id, agent_group_id, sender_identity, sender_name, original_message, approver_user_id, title, options_json, created_at"
