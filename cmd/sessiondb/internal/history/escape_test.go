@@ -12,7 +12,7 @@ import (
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
 
-// hostileDB is the example store with clitest.Hostile text planted where another
+// hostileDB is the example store with hostile text planted where another
 // program (a Hermes, an agent, an attacker with write access) could put
 // it: the Docker session's title, model and end reason, its first user
 // message, the first answer and its reasoning, a tool name and a tool call.
