@@ -9,66 +9,100 @@ import (
 	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
-// RegistryHarness is how the control-plane suite reaches one backend's
-// central registry (spec/control-plane.md part A).
-type RegistryHarness struct {
-	// Open returns a new, empty registry whose clock is now. Each call
-	// must give an independent registry; calls may come from parallel
-	// tests. The suite closes it when the test ends.
-	Open func(t *testing.T, now sessiondb.Clock) sessiondb.Registry
-	// Reopen returns a second handle on the registry r (as another process
+// Handles is how a suite that needs a second handle on one store reaches
+// a backend.
+type Handles[S interface{ Close() error }] struct {
+	// Open returns a new, empty store whose clock is now. Each call must
+	// give an independent store; calls may come from parallel tests. The
+	// suite closes it when the test ends.
+	Open func(t *testing.T, now sessiondb.Clock) S
+	// Reopen returns a second handle on the store s (as another process
 	// would hold one), with its own connections and the clock now. The
 	// suite closes it.
-	Reopen func(t *testing.T, r sessiondb.Registry, now sessiondb.Clock) sessiondb.Registry
+	Reopen func(t *testing.T, s S, now sessiondb.Clock) S
+}
+
+// RegistryHarness is how the control-plane suite reaches one backend's
+// central registry (spec/control-plane.md part A).
+type RegistryHarness = Handles[sessiondb.Registry]
+
+// required fails t unless h has both functions; name is the harness's
+// type, for the message.
+func (h Handles[S]) required(t *testing.T, name string) {
+	if h.Open == nil || h.Reopen == nil {
+		t.Fatalf("storetest: %s.Open and Reopen are required", name)
+	}
+}
+
+// reopen returns a second handle on s on the clock now (Reopen), closed
+// when t ends.
+func (h Handles[S]) reopen(t *testing.T, s S, now sessiondb.Clock) S {
+	t.Helper()
+	r := h.Reopen(t, s, now)
+	if any(r) == nil {
+		t.Fatal("Reopen returned nil")
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // RunRegistry runs the central registry's conformance suite against h.
 // Groups follow the spec's sections; they run in parallel with each other.
 func RunRegistry(t *testing.T, h RegistryHarness) {
-	if h.Open == nil || h.Reopen == nil {
-		t.Fatal("storetest: RegistryHarness.Open and Reopen are required")
-	}
-	t.Run("AgentGroups", func(t *testing.T) { t.Parallel(); testAgentGroups(t, h) })
-	t.Run("MessagingGroups", func(t *testing.T) { t.Parallel(); testMessagingGroups(t, h) })
-	t.Run("Wirings", func(t *testing.T) { t.Parallel(); testWirings(t, h) })
-	t.Run("Users", func(t *testing.T) { t.Parallel(); testUsers(t, h) })
-	t.Run("Roles", func(t *testing.T) { t.Parallel(); testRoles(t, h) })
-	t.Run("Members", func(t *testing.T) { t.Parallel(); testMembers(t, h) })
-	t.Run("Access", func(t *testing.T) { t.Parallel(); testAccess(t, h) })
-	t.Run("UserDMs", func(t *testing.T) { t.Parallel(); testUserDMs(t, h) })
-	t.Run("ResolveSession", func(t *testing.T) { t.Parallel(); testResolveSession(t, h) })
-	t.Run("SessionRegistry", func(t *testing.T) { t.Parallel(); testSessionRegistry(t, h) })
-	t.Run("ResolveConcurrently", func(t *testing.T) { t.Parallel(); testResolveConcurrently(t, h) })
-	t.Run("Destinations", func(t *testing.T) { t.Parallel(); testDestinations(t, h) })
-	t.Run("Questions", func(t *testing.T) { t.Parallel(); testQuestions(t, h) })
-	t.Run("ActionApprovals", func(t *testing.T) { t.Parallel(); testActionApprovals(t, h) })
-	t.Run("ExpireConcurrently", func(t *testing.T) { t.Parallel(); testExpireConcurrently(t, h) })
-	t.Run("SenderApprovals", func(t *testing.T) { t.Parallel(); testSenderApprovals(t, h) })
-	t.Run("ChannelApprovals", func(t *testing.T) { t.Parallel(); testChannelApprovals(t, h) })
-	t.Run("FindCard", func(t *testing.T) { t.Parallel(); testFindCard(t, h) })
-	t.Run("Dropped", func(t *testing.T) { t.Parallel(); testDropped(t, h) })
-	t.Run("DeleteGroups", func(t *testing.T) { t.Parallel(); testDeleteGroups(t, h) })
+	h.required(t, "RegistryHarness")
+	runGroups(t, h, []group[RegistryHarness]{
+		{"AgentGroups", testAgentGroups},
+		{"MessagingGroups", testMessagingGroups},
+		{"Wirings", testWirings},
+		{"Users", testUsers},
+		{"Roles", testRoles},
+		{"Members", testMembers},
+		{"Access", testAccess},
+		{"UserDMs", testUserDMs},
+		{"ResolveSession", testResolveSession},
+		{"SessionRegistry", testSessionRegistry},
+		{"ResolveConcurrently", testResolveConcurrently},
+		{"Destinations", testDestinations},
+		{"Questions", testQuestions},
+		{"ActionApprovals", testActionApprovals},
+		{"ExpireConcurrently", testExpireConcurrently},
+		{"SenderApprovals", testSenderApprovals},
+		{"ChannelApprovals", testChannelApprovals},
+		{"FindCard", testFindCard},
+		{"Dropped", testDropped},
+		{"DeleteGroups", testDeleteGroups},
+	})
 }
 
 // renv is one fresh registry with its clock.
 type renv struct {
-	t     *testing.T
-	ctx   context.Context
-	clock *testkit.Clock
-	r     sessiondb.Registry
-	h     RegistryHarness
+	clocked
+	r sessiondb.Registry
+	h RegistryHarness
 }
 
 func newRenv(t *testing.T, h RegistryHarness) *renv {
 	t.Helper()
 	r, c := openOnClock(t, "RegistryHarness.Open", h.Open)
-	return &renv{t: t, ctx: context.Background(), clock: c, r: r, h: h}
+	return &renv{c, r, h}
 }
 
+// clocked is what every environment of the suites starts from: its test,
+// a context and the suite clock the store was opened on.
+type clocked struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *testkit.Clock
+}
+
+// tick advances the clock one second, so rows made one after the other
+// have distinct, ordered times.
+func (e clocked) tick() { e.clock.Advance(time.Second) }
+
 // openOnClock opens a fresh store with open (what names it) on a clock at
-// Epoch, closed, its error reported, when t ends: where the registry's and
-// the subagent store's environments start.
-func openOnClock[S interface{ Close() error }](t *testing.T, what string, open func(*testing.T, sessiondb.Clock) S) (S, *testkit.Clock) {
+// Epoch, closed, its error reported, when t ends: where the suites'
+// environments start.
+func openOnClock[S interface{ Close() error }](t *testing.T, what string, open func(*testing.T, sessiondb.Clock) S) (S, clocked) {
 	t.Helper()
 	c := testkit.NewClock(Epoch)
 	s := open(t, c.Now)
@@ -80,21 +114,14 @@ func openOnClock[S interface{ Close() error }](t *testing.T, what string, open f
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return s, c
+	return s, clocked{t, context.Background(), c}
 }
 
 // reopen returns a second handle on e's registry on the same clock.
 func (e *renv) reopen() sessiondb.Registry {
 	e.t.Helper()
-	r := e.h.Reopen(e.t, e.r, e.clock.Now)
-	if r == nil {
-		e.t.Fatal("RegistryHarness.Reopen returned nil")
-	}
-	e.t.Cleanup(func() { r.Close() })
-	return r
+	return e.h.reopen(e.t, e.r, e.clock.Now)
 }
-
-func (e *renv) tick() { e.clock.Advance(time.Second) }
 
 // at is the clock's time as the registry stores it (milliseconds).
 func (e *renv) at() time.Time { return e.clock.Now().Truncate(time.Millisecond) }

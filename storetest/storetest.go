@@ -18,7 +18,6 @@ package storetest
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -26,7 +25,6 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // Harness is how the suite reaches one backend.
@@ -40,7 +38,9 @@ type Harness struct {
 	// text, bypassing the store's API. The suite uses it to plant what
 	// another program may have written (invalid JSON in tool_calls,
 	// reasoning_details, codex_reasoning_items) and check how readers cope.
-	// Every backend must provide it.
+	// Every backend must provide it. column is always one of those three
+	// names, from the suite's own code, so a backend may put it into its
+	// statement as it is.
 	SetMessageColumn func(t *testing.T, s sessiondb.Store, messageID int64, column, value string)
 }
 
@@ -50,31 +50,46 @@ func Run(t *testing.T, h Harness) {
 	if h.Open == nil {
 		t.Fatal("storetest: Harness.Open is nil")
 	}
-	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, h) })
-	t.Run("TokenCounts", func(t *testing.T) { t.Parallel(); testTokenCounts(t, h) })
-	t.Run("Resolve", func(t *testing.T) { t.Parallel(); testResolve(t, h) })
-	t.Run("SearchSessions", func(t *testing.T) { t.Parallel(); testSearchSessions(t, h) })
-	t.Run("CompressionTip", func(t *testing.T) { t.Parallel(); testCompressionTip(t, h) })
-	t.Run("Titles", func(t *testing.T) { t.Parallel(); testTitles(t, h) })
-	t.Run("ListSessionsRich", func(t *testing.T) { t.Parallel(); testRich(t, h) })
-	t.Run("ListSessions", func(t *testing.T) { t.Parallel(); testListSessions(t, h) })
-	t.Run("Lineage", func(t *testing.T) { t.Parallel(); testLineage(t, h) })
-	t.Run("ListSessionsUnderWrites", func(t *testing.T) { t.Parallel(); testListSessionsUnderWrites(t, h) })
-	t.Run("Messages", func(t *testing.T) { t.Parallel(); testMessages(t, h) })
-	t.Run("Conversation", func(t *testing.T) { t.Parallel(); testConversation(t, h) })
-	t.Run("SearchMessages", func(t *testing.T) { t.Parallel(); testSearch(t, h) })
-	t.Run("Export", func(t *testing.T) { t.Parallel(); testExport(t, h) })
-	t.Run("Cleanup", func(t *testing.T) { t.Parallel(); testCleanup(t, h) })
-	t.Run("Prune", func(t *testing.T) { t.Parallel(); testPrune(t, h) })
-	t.Run("Fork", func(t *testing.T) { t.Parallel(); testFork(t, h) })
-	t.Run("Paging", func(t *testing.T) { t.Parallel(); testPaging(t, h) })
-	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); testConcurrency(t, h) })
-	t.Run("FindSession", func(t *testing.T) { t.Parallel(); testFindSession(t, h) })
-	t.Run("EachSession", func(t *testing.T) { t.Parallel(); testEachSession(t, h) })
-	t.Run("Import", func(t *testing.T) { t.Parallel(); testImport(t, h) })
-	t.Run("Usage", func(t *testing.T) { t.Parallel(); testUsage(t, h) })
-	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, h) })
-	t.Run("Validation", func(t *testing.T) { t.Parallel(); testValidation(t, h) })
+	runGroups(t, h, []group[Harness]{
+		{"Sessions", testSessions},
+		{"TokenCounts", testTokenCounts},
+		{"Resolve", testResolve},
+		{"SearchSessions", testSearchSessions},
+		{"CompressionTip", testCompressionTip},
+		{"Titles", testTitles},
+		{"ListSessionsRich", testRich},
+		{"ListSessions", testListSessions},
+		{"Lineage", testLineage},
+		{"ListSessionsUnderWrites", testListSessionsUnderWrites},
+		{"Messages", testMessages},
+		{"Conversation", testConversation},
+		{"SearchMessages", testSearch},
+		{"Export", testExport},
+		{"Cleanup", testCleanup},
+		{"Prune", testPrune},
+		{"Fork", testFork},
+		{"Paging", testPaging},
+		{"Concurrency", testConcurrency},
+		{"FindSession", testFindSession},
+		{"EachSession", testEachSession},
+		{"Import", testImport},
+		{"Usage", testUsage},
+		{"Retention", testRetention},
+		{"Validation", testValidation},
+	})
+}
+
+// group is one named group of a suite's cases.
+type group[H any] struct {
+	name string
+	run  func(*testing.T, H)
+}
+
+// runGroups runs each group against h as a parallel subtest, in order.
+func runGroups[H any](t *testing.T, h H, groups []group[H]) {
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, h) })
+	}
 }
 
 // Epoch is where every suite clock starts: 2026-03-15 09:24:37 UTC, a time
@@ -83,33 +98,18 @@ var Epoch = time.Date(2026, 3, 15, 9, 24, 37, 0, time.UTC)
 
 // env is one fresh store with its clock and the helpers the cases share.
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	clock *testkit.Clock
-	s     sessiondb.Store
+	clocked
+	s sessiondb.Store
 }
 
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
-	c := testkit.NewClock(Epoch)
-	s := h.Open(t, c.Now)
-	if s == nil {
-		t.Fatal("Harness.Open returned a nil store")
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return &env{t: t, ctx: context.Background(), clock: c, s: s}
+	s, c := openOnClock(t, "Harness.Open", h.Open)
+	return &env{c, s}
 }
 
 // now is the clock's time as state.db stores it.
 func (e *env) now() float64 { return sessiondb.EpochSeconds(e.clock.Now()) }
-
-// tick advances the clock one second, so rows created one after the other
-// have distinct, ordered started_at and timestamp values.
-func (e *env) tick() { e.clock.Advance(time.Second) }
 
 // create makes a session with the given id and source, then ticks.
 func (e *env) create(id, source string) {

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,45 +8,36 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // SubagentHarness is how the subagent suite reaches one backend's store
 // (spec/control-plane.md part B).
-type SubagentHarness struct {
-	// Open returns a new, empty store whose clock is now; the suite closes
-	// it.
-	Open func(t *testing.T, now sessiondb.Clock) sessiondb.SubagentService
-	// Reopen returns a second handle on the store s, with the clock now;
-	// the suite closes it.
-	Reopen func(t *testing.T, s sessiondb.SubagentService, now sessiondb.Clock) sessiondb.SubagentService
-}
+type SubagentHarness = Handles[sessiondb.SubagentService]
 
 // RunSubagents runs the subagent store's conformance suite against h.
 func RunSubagents(t *testing.T, h SubagentHarness) {
-	if h.Open == nil || h.Reopen == nil {
-		t.Fatal("storetest: SubagentHarness.Open and Reopen are required")
-	}
-	t.Run("Records", func(t *testing.T) { t.Parallel(); testSubagentRecords(t, h) })
-	t.Run("Listing", func(t *testing.T) { t.Parallel(); testSubagentListing(t, h) })
-	t.Run("DeleteAndPrune", func(t *testing.T) { t.Parallel(); testSubagentDeletePrune(t, h) })
-	t.Run("StatusMachine", func(t *testing.T) { t.Parallel(); testSubagentStatusMachine(t, h) })
-	t.Run("StaleRunning", func(t *testing.T) { t.Parallel(); testSubagentStaleRunning(t, h) })
-	t.Run("ConcurrentCompletions", func(t *testing.T) { t.Parallel(); testSubagentConcurrentCompletions(t, h) })
+	h.required(t, "SubagentHarness")
+	runGroups(t, h, []group[SubagentHarness]{
+		{"Records", testSubagentRecords},
+		{"Listing", testSubagentListing},
+		{"DeleteAndPrune", testSubagentDeletePrune},
+		{"StatusMachine", testSubagentStatusMachine},
+		{"StaleRunning", testSubagentStaleRunning},
+		{"ConcurrentCompletions", testSubagentConcurrentCompletions},
+	})
 }
 
+// senv is one fresh subagent store with its clock.
 type senv struct {
-	t     *testing.T
-	ctx   context.Context
-	clock *testkit.Clock
-	s     sessiondb.SubagentService
-	h     SubagentHarness
+	clocked
+	s sessiondb.SubagentService
+	h SubagentHarness
 }
 
 func newSenv(t *testing.T, h SubagentHarness) *senv {
 	t.Helper()
 	s, c := openOnClock(t, "SubagentHarness.Open", h.Open)
-	return &senv{t: t, ctx: context.Background(), clock: c, s: s, h: h}
+	return &senv{c, s, h}
 }
 
 func (e *senv) ms() int64 { return e.clock.Now().UnixMilli() }
@@ -56,7 +46,7 @@ func (e *senv) ensure(channel, thread string) sessiondb.Subagent {
 	e.t.Helper()
 	a, _, err := e.s.EnsureSubagent(e.ctx, channel, thread, "/home/sprite/sessions")
 	noErr(e.t, "EnsureSubagent", err)
-	e.clock.Advance(time.Second)
+	e.tick()
 	return a
 }
 
@@ -358,8 +348,7 @@ func testSubagentStaleRunning(t *testing.T, h SubagentHarness) {
 // and every other gets conflict.
 func testSubagentConcurrentCompletions(t *testing.T, h SubagentHarness) {
 	e := newSenv(t, h)
-	other := e.h.Reopen(t, e.s, e.clock.Now)
-	t.Cleanup(func() { other.Close() })
+	other := e.h.reopen(t, e.s, e.clock.Now)
 	handles := []sessiondb.SubagentService{e.s, other}
 	for round := 0; round < 5; round++ {
 		a := e.ensure("C", fmt.Sprintf("%d", round))
