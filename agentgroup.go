@@ -29,16 +29,12 @@ type NewAgentGroup struct {
 // (CheckSafeName), AgentProvider plain text. The error is invalid and names
 // the field.
 func (n NewAgentGroup) Validate() error {
-	if err := checkID("id", n.ID, false); err != nil {
-		return err
-	}
-	if err := checkText("name", n.Name, true, MaxNameText); err != nil {
-		return err
-	}
-	if err := CheckSafeName("folder", n.Folder); err != nil {
-		return err
-	}
-	return checkText("agent_provider", n.AgentProvider, false, MaxNameText)
+	return firstError(
+		checkID("id", n.ID, false),
+		checkText("name", n.Name, true, MaxNameText),
+		CheckSafeName("folder", n.Folder),
+		checkText("agent_provider", n.AgentProvider, false, MaxNameText),
+	)
 }
 
 // AgentGroupUpdate changes the fields that are not nil.

@@ -61,16 +61,12 @@ type SessionLookup struct {
 // Validate checks l: the agent group set, ids safe names, the mode one of
 // the three. The error is invalid and names the field.
 func (l SessionLookup) Validate() error {
-	if err := checkID("agent_group_id", l.AgentGroupID, true); err != nil {
-		return err
-	}
-	if err := checkID("messaging_group_id", l.MessagingGroupID, false); err != nil {
-		return err
-	}
-	if err := checkText("thread_id", l.ThreadID, false, MaxPlatformID); err != nil {
-		return err
-	}
-	return l.Mode.Validate()
+	return firstError(
+		checkID("agent_group_id", l.AgentGroupID, true),
+		checkID("messaging_group_id", l.MessagingGroupID, false),
+		checkText("thread_id", l.ThreadID, false, MaxPlatformID),
+		l.Mode.Validate(),
+	)
 }
 
 // Key is the lookup the resolver runs for l, and the row it would insert
@@ -115,17 +111,11 @@ type AgentSessionFilter struct {
 // Validate checks the words and the limit; the error is invalid and names
 // the field.
 func (f AgentSessionFilter) Validate() error {
-	if f.Status != "" {
-		if err := checkWord("status", f.Status, SessionActive, SessionClosed); err != nil {
-			return err
-		}
-	}
-	if f.ContainerStatus != "" {
-		if err := f.ContainerStatus.Validate(); err != nil {
-			return err
-		}
-	}
-	return CheckWindow(f.Limit, 0)
+	return firstError(
+		unlessEmpty(f.Status, func() error { return checkWord("status", f.Status, SessionActive, SessionClosed) }),
+		unlessEmpty(f.ContainerStatus, f.ContainerStatus.Validate),
+		CheckWindow(f.Limit, 0),
+	)
 }
 
 // AgentSessionPage is one page of a session listing; NextCursor is empty

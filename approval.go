@@ -263,12 +263,7 @@ type ApprovalFilter struct {
 // Validate checks the status word and the limit; the error is invalid and
 // names the field.
 func (f ApprovalFilter) Validate() error {
-	if f.Status != "" {
-		if err := f.Status.Validate(); err != nil {
-			return err
-		}
-	}
-	return CheckWindow(f.Limit, 0)
+	return firstError(unlessEmpty(f.Status, f.Status.Validate), CheckWindow(f.Limit, 0))
 }
 
 // PendingSenderApproval asks an approver whether an unknown sender may talk

@@ -41,19 +41,17 @@ type NewDestination struct {
 // spaces at its ends, the target type a known word. The error is invalid
 // and names the field.
 func (n NewDestination) Validate() error {
-	if err := checkID("agent_group_id", n.AgentGroupID, true); err != nil {
-		return err
-	}
-	if err := checkText("local_name", n.LocalName, true, MaxNameText); err != nil {
-		return err
-	}
+	var padded error
 	if strings.TrimSpace(n.LocalName) != n.LocalName {
-		return Errorf(EINVALID, "local_name %q begins or ends with white space", clip(n.LocalName))
+		padded = Errorf(EINVALID, "local_name %q begins or ends with white space", clip(n.LocalName))
 	}
-	if err := n.TargetType.Validate(); err != nil {
-		return err
-	}
-	return checkID("target_id", n.TargetID, true)
+	return firstError(
+		checkID("agent_group_id", n.AgentGroupID, true),
+		checkText("local_name", n.LocalName, true, MaxNameText),
+		padded,
+		n.TargetType.Validate(),
+		checkID("target_id", n.TargetID, true),
+	)
 }
 
 // NormalizeDestinationName turns a chat name into a local name (spec A8):

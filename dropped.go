@@ -20,19 +20,13 @@ type DroppedMessage struct {
 // Validate checks the chat key and the reason; the error is invalid and
 // names the field.
 func (d DroppedMessage) Validate() error {
-	if err := checkChannelType("channel_type", d.ChannelType); err != nil {
-		return err
-	}
-	if err := checkText("platform_id", d.PlatformID, true, MaxPlatformID); err != nil {
-		return err
-	}
-	if err := checkText("user_id", d.UserID, false, MaxPlatformID); err != nil {
-		return err
-	}
-	if err := checkText("sender_name", d.SenderName, false, MaxPlatformID); err != nil {
-		return err
-	}
-	return checkWord("reason", d.Reason, DropNoAgentWired, DropNoAgentEngaged, DropUnknownSenderStrict, DropUnknownSenderRequestApprove)
+	return firstError(
+		checkChannelType("channel_type", d.ChannelType),
+		checkText("platform_id", d.PlatformID, true, MaxPlatformID),
+		checkText("user_id", d.UserID, false, MaxPlatformID),
+		checkText("sender_name", d.SenderName, false, MaxPlatformID),
+		checkWord("reason", d.Reason, DropNoAgentWired, DropNoAgentEngaged, DropUnknownSenderStrict, DropUnknownSenderRequestApprove),
+	)
 }
 
 // DroppedSender is the audit row of one chat: a row of

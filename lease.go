@@ -84,13 +84,11 @@ const MaxHandOffBytes = 32 << 20
 // Validate checks a hand-off before it is queued; the error is invalid and
 // names the field.
 func (h HandOff) Validate() error {
-	if err := checkID("session_id", h.SessionID, true); err != nil {
-		return err
-	}
-	if err := checkID("agent_group_id", h.AgentGroupID, true); err != nil {
-		return err
-	}
-	if err := checkText("row_id", h.RowID, true, MaxPlatformID); err != nil {
+	if err := firstError(
+		checkID("session_id", h.SessionID, true),
+		checkID("agent_group_id", h.AgentGroupID, true),
+		checkText("row_id", h.RowID, true, MaxPlatformID),
+	); err != nil {
 		return err
 	}
 	switch {

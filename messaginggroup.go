@@ -57,22 +57,13 @@ type NewMessagingGroup struct {
 // policy one of the three (or empty), ID a safe name when given. The error
 // is invalid and names the field.
 func (n NewMessagingGroup) Validate() error {
-	if err := checkID("id", n.ID, false); err != nil {
-		return err
-	}
-	if err := checkChannelType("channel_type", n.ChannelType); err != nil {
-		return err
-	}
-	if err := checkText("platform_id", n.PlatformID, true, MaxPlatformID); err != nil {
-		return err
-	}
-	if err := checkText("name", n.Name, false, MaxNameText); err != nil {
-		return err
-	}
-	if n.UnknownSenderPolicy != "" {
-		return n.UnknownSenderPolicy.Validate()
-	}
-	return nil
+	return firstError(
+		checkID("id", n.ID, false),
+		checkChannelType("channel_type", n.ChannelType),
+		checkText("platform_id", n.PlatformID, true, MaxPlatformID),
+		checkText("name", n.Name, false, MaxNameText),
+		unlessEmpty(n.UnknownSenderPolicy, n.UnknownSenderPolicy.Validate),
+	)
 }
 
 // MessagingGroupUpdate changes the fields that are not nil.

@@ -86,6 +86,15 @@ func firstError(errs ...error) error {
 	return nil
 }
 
+// unlessEmpty runs check only when v is set: an empty word is a filter
+// that does not filter, or a default to fill in.
+func unlessEmpty[T ~string](v T, check func() error) error {
+	if v == "" {
+		return nil
+	}
+	return check()
+}
+
 // checkID refuses an id that is empty (when required) or unsafe: registry
 // ids name folders (agent groups, sessions) or travel in button data, so
 // every one is held to CheckSafeName.

@@ -194,3 +194,13 @@ func TestFirstErrorKeepsTheOrderOfTheChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestUnlessEmptySkipsTheCheckOfAnEmptyWord(t *testing.T) {
+	refuse := func() error { return Errorf(EINVALID, "refused") }
+	if err := unlessEmpty(SubagentStatus(""), refuse); err != nil {
+		t.Errorf("empty word: %v, want the check skipped", err)
+	}
+	if err := unlessEmpty(SubagentStatus("done"), refuse); ErrorCode(err) != EINVALID {
+		t.Errorf("set word: %v, want the check's error", err)
+	}
+}

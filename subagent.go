@@ -152,12 +152,7 @@ type SubagentFilter struct {
 // Validate checks the status word and the limit; the error is invalid and
 // names the field.
 func (f SubagentFilter) Validate() error {
-	if f.Status != "" {
-		if err := f.Status.Validate(); err != nil {
-			return err
-		}
-	}
-	return CheckWindow(f.Limit, 0)
+	return firstError(unlessEmpty(f.Status, f.Status.Validate), CheckWindow(f.Limit, 0))
 }
 
 // SubagentPage is one page of a listing; NextCursor is empty on the last.

@@ -26,15 +26,11 @@ type NewUser struct {
 // Validate checks n: ID namespaced (CheckUserID), Kind a channel type when
 // given, DisplayName plain text. The error is invalid and names the field.
 func (n NewUser) Validate() error {
-	if err := CheckUserID("id", n.ID); err != nil {
-		return err
-	}
-	if n.Kind != "" {
-		if err := checkChannelType("kind", n.Kind); err != nil {
-			return err
-		}
-	}
-	return checkText("display_name", n.DisplayName, false, MaxNameText)
+	return firstError(
+		CheckUserID("id", n.ID),
+		unlessEmpty(n.Kind, func() error { return checkChannelType("kind", n.Kind) }),
+		checkText("display_name", n.DisplayName, false, MaxNameText),
+	)
 }
 
 // CheckUserID refuses a user id that is not "<prefix>:<handle>" with both
@@ -103,22 +99,17 @@ type NewRoleGrant struct {
 // owner (owner is always global, spec A5). The error is invalid and names
 // the field.
 func (g NewRoleGrant) Validate() error {
-	if err := CheckUserID("user_id", g.UserID); err != nil {
-		return err
-	}
-	if err := g.Role.Validate(); err != nil {
-		return err
-	}
+	var scopedOwner error
 	if g.Role == RoleOwner && g.AgentGroupID != "" {
-		return Errorf(EINVALID, "agent_group_id: the owner role is always global and cannot be scoped to agent group %q", clip(g.AgentGroupID))
+		scopedOwner = Errorf(EINVALID, "agent_group_id: the owner role is always global and cannot be scoped to agent group %q", clip(g.AgentGroupID))
 	}
-	if err := checkID("agent_group_id", g.AgentGroupID, false); err != nil {
-		return err
-	}
-	if g.GrantedBy != "" {
-		return CheckUserID("granted_by", g.GrantedBy)
-	}
-	return nil
+	return firstError(
+		CheckUserID("user_id", g.UserID),
+		g.Role.Validate(),
+		scopedOwner,
+		checkID("agent_group_id", g.AgentGroupID, false),
+		unlessEmpty(g.GrantedBy, func() error { return CheckUserID("granted_by", g.GrantedBy) }),
+	)
 }
 
 // RoleFilter selects role grants; empty fields do not filter, except that
@@ -159,16 +150,12 @@ type NewUserDM struct {
 
 // Validate checks n's fields; the error is invalid and names the field.
 func (n NewUserDM) Validate() error {
-	if err := CheckUserID("user_id", n.UserID); err != nil {
-		return err
-	}
-	if err := checkChannelType("channel_type", n.ChannelType); err != nil {
-		return err
-	}
-	if err := checkText("platform_id", n.PlatformID, true, MaxPlatformID); err != nil {
-		return err
-	}
-	return checkText("name", n.Name, false, MaxNameText)
+	return firstError(
+		CheckUserID("user_id", n.UserID),
+		checkChannelType("channel_type", n.ChannelType),
+		checkText("platform_id", n.PlatformID, true, MaxPlatformID),
+		checkText("name", n.Name, false, MaxNameText),
+	)
 }
 
 // UserService keeps users, their roles and memberships, and the DM cache.
