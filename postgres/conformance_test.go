@@ -48,49 +48,41 @@ func setMessageColumn(t *testing.T, s sessiondb.Store, id int64, column, value s
 	pgtest.Exec(t, pgtest.WithSearchPath(url, s.(*postgres.Store).Schema()), "UPDATE messages SET "+column+" = $1 WHERE id = $2", value, id)
 }
 
-// TestSubagentConformance runs the subagent store's suite against a fresh
-// schema per case; Reopen is a second store (another pool) on the schema.
-func TestSubagentConformance(t *testing.T) {
-	open := func(t *testing.T, url, schema string, now sessiondb.Clock) *postgres.Subagents {
+// schemaHandles is a control-plane harness: Open opens a store with open
+// in a fresh schema of the test server, Reopen a second one (another pool,
+// as another host would hold) on the schema of s.
+func schemaHandles[S interface{ Close() error }](open func(context.Context, string, postgres.Options) (S, error), schemaOf func(s S) string) storetest.Handles[S] {
+	openIn := func(t *testing.T, url, schema string, now sessiondb.Clock) S {
 		t.Helper()
-		s, err := postgres.OpenSubagents(context.Background(), url, postgres.Options{Schema: schema, Now: now, MaxConns: 4})
+		s, err := open(context.Background(), url, postgres.Options{Schema: schema, Now: now, MaxConns: 4})
 		if err != nil {
-			t.Fatalf("postgres.OpenSubagents: %v", err)
+			t.Fatalf("open in schema %s: %v", schema, err)
 		}
 		return s
 	}
-	storetest.RunSubagents(t, storetest.SubagentHarness{
-		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.SubagentService {
+	return storetest.Handles[S]{
+		Open: func(t *testing.T, now sessiondb.Clock) S {
 			url := pgtest.URL(t)
-			return open(t, url, pgtest.Schema(t, url), now)
+			return openIn(t, url, pgtest.Schema(t, url), now)
 		},
-		Reopen: func(t *testing.T, s sessiondb.SubagentService, now sessiondb.Clock) sessiondb.SubagentService {
-			return open(t, pgtest.URL(t), s.(*postgres.Subagents).Schema(), now)
+		Reopen: func(t *testing.T, s S, now sessiondb.Clock) S {
+			return openIn(t, pgtest.URL(t), schemaOf(s), now)
 		},
-	})
+	}
 }
 
-// centralHarness opens the central registry in a fresh schema per case;
-// Reopen is a second store (another pool, as another host would hold) on
-// the schema.
+// TestSubagentConformance runs the subagent store's suite.
+func TestSubagentConformance(t *testing.T) {
+	storetest.RunSubagents(t, schemaHandles(func(ctx context.Context, url string, o postgres.Options) (sessiondb.SubagentService, error) {
+		return postgres.OpenSubagents(ctx, url, o)
+	}, func(s sessiondb.SubagentService) string { return s.(*postgres.Subagents).Schema() }))
+}
+
+// centralHarness opens the central registry.
 func centralHarness() storetest.RegistryHarness {
-	open := func(t *testing.T, url, schema string, now sessiondb.Clock) *postgres.Central {
-		t.Helper()
-		c, err := postgres.OpenCentral(context.Background(), url, postgres.Options{Schema: schema, Now: now, MaxConns: 4})
-		if err != nil {
-			t.Fatalf("postgres.OpenCentral: %v", err)
-		}
-		return c
-	}
-	return storetest.RegistryHarness{
-		Open: func(t *testing.T, now sessiondb.Clock) sessiondb.Registry {
-			url := pgtest.URL(t)
-			return open(t, url, pgtest.Schema(t, url), now)
-		},
-		Reopen: func(t *testing.T, r sessiondb.Registry, now sessiondb.Clock) sessiondb.Registry {
-			return open(t, pgtest.URL(t), r.(*postgres.Central).Schema(), now)
-		},
-	}
+	return schemaHandles(func(ctx context.Context, url string, o postgres.Options) (sessiondb.Registry, error) {
+		return postgres.OpenCentral(ctx, url, o)
+	}, func(r sessiondb.Registry) string { return r.(*postgres.Central).Schema() })
 }
 
 // TestRegistryConformance runs the central registry's suite.

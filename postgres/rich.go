@@ -54,15 +54,7 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	}
 	page += " ORDER BY started_at DESC, seq LIMIT $1 OFFSET $2"
 	q := "SELECT " + sessionColumnsOf("s") + richExtra + " FROM (" + page + ") p JOIN sessions s ON s.id = p.id ORDER BY p.started_at DESC, p.seq"
-	out := []sessiondb.RichSession{}
-	err := each(ctx, s.pool, q, args, func(r pgx.Rows) error {
-		x, err := scanRich(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, *x)
-		return nil
-	})
+	out, err := appendRows(ctx, s.pool, q, args, []sessiondb.RichSession{}, scanRich)
 	if err != nil {
 		return nil, s.readErr(err, "list sessions")
 	}

@@ -39,6 +39,20 @@ func eachOf(rows pgx.Rows, err error, fn func(r pgx.Rows) error) error {
 	return rows.Err()
 }
 
+// appendRows appends what scan reads of every row of sql on q to out:
+// each for the common case of reading a list.
+func appendRows[T any](ctx context.Context, q querier, sql string, args []any, out []T, scan func(pgx.Row) (*T, error)) ([]T, error) {
+	err := each(ctx, q, sql, args, func(r pgx.Rows) error {
+		v, err := scan(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, *v)
+		return nil
+	})
+	return out, err
+}
+
 // strings returns the first column of every row, NULL as "".
 func queryStrings(ctx context.Context, q querier, sql string, args ...any) ([]string, error) {
 	var out []string

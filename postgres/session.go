@@ -171,15 +171,7 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 	}
 	q += " ORDER BY started_at DESC, seq LIMIT $1 OFFSET $2"
 	args = append([]any{sessiondb.PageSize(limit), offset}, args...)
-	out := []sessiondb.Session{}
-	err := each(ctx, s.pool, q, args, func(r pgx.Rows) error {
-		x, err := scanSession(r)
-		if err != nil {
-			return err
-		}
-		out = append(out, *x)
-		return nil
-	})
+	out, err := appendRows(ctx, s.pool, q, args, []sessiondb.Session{}, func(r pgx.Row) (*sessiondb.Session, error) { return scanSession(r) })
 	if err != nil {
 		return nil, s.readErr(err, "search sessions")
 	}
@@ -188,30 +180,24 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 
 // SessionCount counts sessions of source ("" means all).
 func (s *Store) SessionCount(ctx context.Context, source string) (int64, error) {
-	var n int64
-	var err error
-	if source == "" {
-		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM sessions").Scan(&n)
-	} else {
-		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM sessions WHERE source = $1", source).Scan(&n)
-	}
-	if err != nil {
-		return 0, s.readErr(err, "count sessions")
-	}
-	return n, nil
+	return s.countRows(ctx, "count sessions", "sessions", "source", source)
 }
 
 // MessageCount counts the messages of a session ("" means all sessions).
 func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, error) {
-	var n int64
-	var err error
-	if sessionID == "" {
-		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM messages").Scan(&n)
-	} else {
-		err = s.pool.QueryRow(ctx, "SELECT count(*) FROM messages WHERE session_id = $1", sessionID).Scan(&n)
+	return s.countRows(ctx, "count messages", "messages", "session_id", sessionID)
+}
+
+// countRows counts the rows of table, only those whose col is v when v is
+// set; what names the count in its error.
+func (s *Store) countRows(ctx context.Context, what, table, col, v string) (int64, error) {
+	q, args := "SELECT count(*) FROM "+table, []any{}
+	if v != "" {
+		q, args = q+" WHERE "+col+" = $1", []any{v}
 	}
-	if err != nil {
-		return 0, s.readErr(err, "count messages")
+	var n int64
+	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, s.readErr(err, "%s", what)
 	}
 	return n, nil
 }
