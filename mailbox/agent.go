@@ -191,4 +191,4 @@ func (a *Agent) withInbound(ctx context.Context, fn func(q queryer) error) error
 	return readRO(ctx, a.inboundPath, pragmasAgentIn, lockWait, fn, "agent: read inbound")
 }
 
-func (a *Agent) outQ(ctx context.Context) queryer { return dbQueryer{ctx, a.out} }
+func (a *Agent) outQ(ctx context.Context) queryer { return ctxQueryer{ctx, a.out} }

@@ -115,7 +115,7 @@ func readOpen(ctx context.Context, path string, pragmas []string, wait time.Dura
 	if snap {
 		err = snapshot(ctx, db, fn)
 	} else {
-		err = fn(dbQueryer{ctx, db})
+		err = fn(ctxQueryer{ctx, db})
 	}
 	if err != nil {
 		if errCode(err) == "" {
@@ -140,7 +140,7 @@ func mustExist(path string) error {
 }
 
 // queryer is a read handle that knows the context its reads run under:
-// the writer's *sqlitedb.Tx, or a dbQueryer over a read-only open.
+// the writer's *sqlitedb.Tx, or a ctxQueryer over a read-only open.
 type queryer interface {
 	sqlitedb.Querier
 	Context() context.Context
@@ -174,7 +174,7 @@ func snapshot(ctx context.Context, db *sql.DB, fn func(q queryer) error) error {
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		return err
 	}
-	err = fn(connQueryer{ctx, conn})
+	err = fn(ctxQueryer{ctx, conn})
 	// Ending a read transaction takes no lock; ROLLBACK is the one end that
 	// cannot fail for want of one.
 	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err == nil {
@@ -183,29 +183,14 @@ func snapshot(ctx context.Context, db *sql.DB, fn func(q queryer) error) error {
 	return err
 }
 
-// connQueryer is a *sql.Conn with the context of the operation using it.
-type connQueryer struct {
-	ctx  context.Context
-	conn *sql.Conn
-}
-
-func (q connQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return q.conn.QueryContext(ctx, query, args...)
-}
-
-func (q connQueryer) Context() context.Context { return q.ctx }
-
-// dbQueryer is a *sql.DB with the context of the operation using it.
-type dbQueryer struct {
+// ctxQueryer is a *sql.DB or *sql.Conn with the context of the operation
+// using it.
+type ctxQueryer struct {
 	ctx context.Context
-	db  *sql.DB
+	sqlitedb.Querier
 }
 
-func (q dbQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return q.db.QueryContext(ctx, query, args...)
-}
-
-func (q dbQueryer) Context() context.Context { return q.ctx }
+func (q ctxQueryer) Context() context.Context { return q.ctx }
 
 // columns returns the column names of table (empty when it does not exist).
 func columns(q queryer, table string) (map[string]bool, error) {

@@ -81,7 +81,7 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 		return res, err
 	}
 	defer outDB.Close()
-	out := dbQueryer{ctx, outDB}
+	out := ctxQueryer{ctx, outDB}
 
 	now := h.now()
 	requeued := takeRequeueMark(dir)
