@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
@@ -166,15 +167,7 @@ func TestDiskFull(t *testing.T) {
 		s.Close()
 		d.fill(t, 512<<10)
 		cmd := d.limit(child("appender", db, "full"), 1<<20)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		out, stderr := testkit.StartReading(t, cmd)
 		acked := map[string]bool{}
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {

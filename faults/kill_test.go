@@ -82,15 +82,7 @@ func TestKilledWritersLoseNothing(t *testing.T) {
 			w := &writer{sid: fmt.Sprintf("r%02d_w%d", round, k), limit: 1 + rng.IntN(80), acks: map[int64]int64{}}
 			ws = append(ws, w)
 			cmd := child("appender", path, w.sid)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			stdout, stderr := testkit.StartReading(t, cmd)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

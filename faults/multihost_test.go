@@ -134,6 +134,17 @@ done
 		}
 	}
 	var sent []string
+	// events are the events e<from> to e<to-1>, round the chats, counted
+	// as sent.
+	events := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("e%d", i)
+			out = append(out, event(chats[i%len(chats)], id))
+			sent = append(sent, id)
+		}
+		return out
+	}
 	answered := func(hosts ...*hostProc) func() bool {
 		return func() bool {
 			got := map[string]int{}
@@ -154,12 +165,7 @@ done
 	route(a, event("chat-0", "e0"), event("chat-2", "e2"))
 	route(b, event("chat-1", "e1"), event("chat-3", "e3"))
 	sent = append(sent, "e0", "e1", "e2", "e3")
-	var same []string
-	for i := 4; i < 12; i++ {
-		id := fmt.Sprintf("e%d", i)
-		same = append(same, event(chats[i%len(chats)], id))
-		sent = append(sent, id)
-	}
+	same := events(4, 12)
 	var wg sync.WaitGroup
 	for _, h := range []*hostProc{a, b} {
 		wg.Add(1)
@@ -183,25 +189,13 @@ done
 	// chat, host-b's included: it hands them to host-b until host-b's
 	// leases run out, then serves those sessions itself.
 	b.kill(t)
-	var next []string
-	for i := 12; i < 20; i++ {
-		id := fmt.Sprintf("e%d", i)
-		next = append(next, event(chats[i%len(chats)], id))
-		sent = append(sent, id)
-	}
-	route(a, next...)
+	route(a, events(12, 20)...)
 	testkit.WaitFor(t, "host-a answering host-b's sessions after the kill", answered(a, b))
 
 	// host-b comes back on the same data root: host-a holds its old
 	// sessions now, so what host-b is sent for them goes to host-a.
 	b = startHost(t, e, central, dir, "host-b", agent)
-	var later []string
-	for i := 20; i < 24; i++ {
-		id := fmt.Sprintf("e%d", i)
-		later = append(later, event(chats[i%len(chats)], id))
-		sent = append(sent, id)
-	}
-	route(b, later...)
+	route(b, events(20, 24)...)
 	testkit.WaitFor(t, "the messages sent to the restarted host answered", answered(a, b))
 	a.stop(t)
 	b.stop(t)

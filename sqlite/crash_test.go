@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
@@ -90,15 +90,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Run(round.name, func(t *testing.T) {
 			sid := fmt.Sprintf("crash%d", r)
 			cmd := helperCmd(t, "crash", path, sid, round.sync)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			stdout, stderr := testkit.StartReading(t, cmd)
 			rd := bufio.NewReader(stdout)
 			var acked []int64
 			killed := false
