@@ -75,7 +75,7 @@ func TestKilledExportKeepsTheOldFile(t *testing.T) {
 			default:
 			}
 			if tmp := temporaries(t, folder); len(tmp) == 1 {
-				if fi, err := os.Stat(filepath.Join(folder, tmp[0])); err == nil && fi.Size() >= threshold {
+				if fi, err := os.Stat(tmp[0]); err == nil && fi.Size() >= threshold {
 					cmd.Process.Signal(syscall.SIGKILL)
 					<-done
 					killed++
@@ -101,8 +101,8 @@ func TestKilledExportKeepsTheOldFile(t *testing.T) {
 		if !bytes.Equal(got, old) && !wholeExport(got, sessions) {
 			t.Fatalf("round %d: the target holds %d bytes that are neither the old export nor a whole new one", round, len(got))
 		}
-		for _, name := range temporaries(t, folder) {
-			os.Remove(filepath.Join(folder, name)) // what a kill leaves: hidden, never the target
+		for _, tmp := range temporaries(t, folder) {
+			os.Remove(tmp) // what a kill leaves: hidden, never the target
 		}
 	}
 	t.Logf("%d rounds: %d killed mid-write, %d killed once the target had changed, %d finished first; the target was whole every time", rounds, killed, atTarget, finished)
@@ -111,20 +111,14 @@ func TestKilledExportKeepsTheOldFile(t *testing.T) {
 	}
 }
 
-// temporaries lists the export's temporary files in folder.
+// temporaries lists the paths of the export's temporary files in folder.
 func temporaries(t *testing.T, folder string) []string {
 	t.Helper()
-	des, err := os.ReadDir(folder)
+	paths, err := filepath.Glob(filepath.Join(folder, ".backup.jsonl.tmp-*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, d := range des {
-		if strings.HasPrefix(d.Name(), ".backup.jsonl.tmp-") {
-			out = append(out, d.Name())
-		}
-	}
-	return out
+	return paths
 }
 
 // wholeExport reports whether b is a complete export of n sessions: n
