@@ -71,16 +71,16 @@ func chromiumPath() (string, error) {
 	return "", errors.New("no chromium on PATH (Debian: apt-get install chromium)")
 }
 
-func startBrowser() {
+// startBrowser starts Chromium and returns its chromedp context and stop,
+// which ends it and removes its files.
+func startBrowser() (context.Context, func(), error) {
 	path, err := chromiumPath()
 	if err != nil {
-		browser.err = err
-		return
+		return nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "sessiondb-chromium-")
 	if err != nil {
-		browser.err = err
-		return
+		return nil, nil, err
 	}
 	// A fresh profile each run; no sandbox because CI runs as root (the
 	// page is our own, served on loopback); no network of its own (the
@@ -89,8 +89,8 @@ func startBrowser() {
 	// disable-dev-shm-usage) live in one folder, removed when it stops.
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		browser.err = err
-		return
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
@@ -121,10 +121,9 @@ func startBrowser() {
 	}
 	if err != nil {
 		stop()
-		browser.err = fmt.Errorf("start %s: %w", path, err)
-		return
+		return nil, nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	browser.ctx, browser.stop = ctx, stop
+	return ctx, stop, nil
 }
 
 // page is one browser tab of a test, with the console messages it
@@ -154,7 +153,7 @@ func (p *page) expectConsole(text string) {
 // own policy).
 func newPage(t testing.TB) *page {
 	t.Helper()
-	browser.once.Do(startBrowser)
+	browser.once.Do(func() { browser.ctx, browser.stop, browser.err = startBrowser() })
 	if browser.err != nil {
 		if os.Getenv(envRequire) == "1" {
 			t.Fatalf("Chromium is required (%s=1): %v", envRequire, browser.err)
