@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -230,13 +229,4 @@ func jsonBody(v any) string {
 	var b bytes.Buffer
 	json.NewEncoder(&b).Encode(v)
 	return b.String()
-}
-
-type contextT = context.Context
-
-func writeFile(t *testing.T, path string, b []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -2,8 +2,10 @@ package http_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -46,7 +48,7 @@ func newMailboxFixture(t *testing.T) *mailboxFixture {
 	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{Now: f.clock.Now})
 	m.agent = testkit.Opened(t, a, err)
 	m.send("out-1")
-	res, err := h.Drain(ctxb, m.s2, mailbox.DelivererFunc(func(ctx2 contextT, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
+	res, err := h.Drain(ctxb, m.s2, mailbox.DelivererFunc(func(ctx2 context.Context, ref mailbox.SessionRef, row mailbox.OutboundRow) (string, error) {
 		return "", mailbox.Permanent(errors.New("channel refused <script>"))
 	}))
 	if err != nil || res.Failed != 1 {
@@ -135,7 +137,9 @@ func TestRequeueRefusedWhileContainerRuns(t *testing.T) {
 	st := hostd.Status{PID: 1, StartedAt: m.clock.Now(), UpdatedAt: m.clock.Now(), FullSweep: time.Minute,
 		Sessions: map[string]hostd.SessionHealth{m.s2.String(): {Running: true}}}
 	b, _ := json.Marshal(st)
-	writeFile(t, filepath.Join(m.root, hostd.StatusFile), b)
+	if err := os.WriteFile(filepath.Join(m.root, hostd.StatusFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	m.do("POST", "/api/v1/mailboxes/g1/s2/requeue", "", auth...).apiError(t, 409, "conflict")
 	var all mailboxesAnswer
 	m.get("/api/v1/mailboxes").ok(t, &all)
