@@ -236,10 +236,7 @@ func (a *group) channelsListCmd() *cobra.Command {
 }
 
 func (a *group) channelsCreateCmd() *cobra.Command {
-	var (
-		n      sessiondb.NewMessagingGroup
-		policy string
-	)
+	var n sessiondb.NewMessagingGroup
 	c := &cobra.Command{
 		Use:   "create CHANNEL_TYPE PLATFORM_ID [--name N] [--group-chat] [--policy P]",
 		Short: "Register a chat (the registry file is created when missing)",
@@ -251,7 +248,6 @@ it is not read as a flag.`,
 		Args: cli.ExactArgs(2, "the channel type and the platform's id of the chat"),
 		RunE: func(c *cobra.Command, args []string) error {
 			n.ChannelType, n.PlatformID = args[0], args[1]
-			n.UnknownSenderPolicy = sessiondb.UnknownSenderPolicy(policy)
 			if err := n.Validate(); err != nil {
 				return err
 			}
@@ -267,7 +263,7 @@ it is not read as a flag.`,
 	c.Flags().StringVar(&n.ID, "id", "", "the chat's id (default mg-<ms>-<random>)")
 	c.Flags().StringVar(&n.Name, "name", "", "the chat's name (destinations are named after it)")
 	c.Flags().BoolVar(&n.IsGroup, "group-chat", false, "a group chat (more than two people), not a DM")
-	c.Flags().StringVar(&policy, "policy", "", "unknown-sender policy: "+words(sessiondb.PolicyStrict, sessiondb.PolicyRequestApproval, sessiondb.PolicyPublic)+" (default strict)")
+	c.Flags().StringVar((*string)(&n.UnknownSenderPolicy), "policy", "", "unknown-sender policy: "+words(sessiondb.PolicyStrict, sessiondb.PolicyRequestApproval, sessiondb.PolicyPublic)+" (default strict)")
 	return c
 }
 

@@ -28,16 +28,12 @@ new one for the next message.`,
 }
 
 func (a *group) sessionsListCmd() *cobra.Command {
-	var (
-		f                 sessiondb.AgentSessionFilter
-		status, container string
-	)
+	var f sessiondb.AgentSessionFilter
 	c := &cobra.Command{
 		Use:   "list [--group ID] [--chat ID] [--status active|closed] [--container running|idle|stopped] [--limit N] [--cursor C]",
 		Short: "List sessions, newest first",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			f.Status, f.ContainerStatus = sessiondb.SessionStatus(status), sessiondb.ContainerStatus(container)
 			if err := f.Validate(); err != nil {
 				return err
 			}
@@ -54,8 +50,8 @@ func (a *group) sessionsListCmd() *cobra.Command {
 	fl := c.Flags()
 	fl.StringVar(&f.AgentGroupID, "group", "", "only this agent group's sessions")
 	fl.StringVar(&f.MessagingGroupID, "chat", "", "only this chat's sessions")
-	fl.StringVar(&status, "status", "", "only sessions with this status: active|closed")
-	fl.StringVar(&container, "container", "", "only sessions whose container is: running|idle|stopped")
+	fl.StringVar((*string)(&f.Status), "status", "", "only sessions with this status: active|closed")
+	fl.StringVar((*string)(&f.ContainerStatus), "container", "", "only sessions whose container is: running|idle|stopped")
 	fl.IntVar(&f.Limit, "limit", 100, "sessions per page")
 	fl.StringVar(&f.Cursor, "cursor", "", "continue after the previous page (its last line on stderr names it)")
 	return c
@@ -165,13 +161,12 @@ about them, and an unknown chat that mentioned the bot. A click arrives through
 }
 
 func (a *group) approvalsListCmd() *cobra.Command {
-	var status string
+	var st sessiondb.ApprovalStatus
 	c := &cobra.Command{
 		Use:   "list [--status pending|approved|rejected|expired]",
 		Short: "List pending approvals of every kind, oldest first",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			st := sessiondb.ApprovalStatus(status)
 			if err := checkWord("status", st.Validate()); err != nil {
 				return err
 			}
@@ -208,7 +203,7 @@ func (a *group) approvalsListCmd() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().StringVar(&status, "status", string(sessiondb.ApprovalPending), "action approvals with this status (sender and chat approvals are listed with pending)")
+	c.Flags().StringVar((*string)(&st), "status", string(sessiondb.ApprovalPending), "action approvals with this status (sender and chat approvals are listed with pending)")
 	return c
 }
 

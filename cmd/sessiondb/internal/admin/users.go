@@ -112,14 +112,12 @@ twice is a no-op.`,
 
 func (a *group) rolesListCmd() *cobra.Command {
 	var f sessiondb.RoleFilter
-	var role string
 	c := &cobra.Command{
 		Use:   "list [--user ID] [--role R] [--group ID | --global]",
 		Short: "List role grants by the time they were granted",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			f.Role = sessiondb.Role(role)
-			if role != "" {
+			if f.Role != "" {
 				if err := checkWord("role", f.Role.Validate()); err != nil {
 					return err
 				}
@@ -130,7 +128,7 @@ func (a *group) rolesListCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&f.UserID, "user", "", "only this user's grants")
-	c.Flags().StringVar(&role, "role", "", "only grants of this role: owner|admin")
+	c.Flags().StringVar((*string)(&f.Role), "role", "", "only grants of this role: owner|admin")
 	c.Flags().StringVar(&f.AgentGroupID, "group", "", "only grants scoped to this agent group")
 	c.Flags().BoolVar(&f.GlobalOnly, "global", false, "only global grants")
 	return c

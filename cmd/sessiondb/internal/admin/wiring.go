@@ -13,11 +13,7 @@ import (
 )
 
 func (a *group) wireCmd() *cobra.Command {
-	var (
-		engage, pattern, scope, ignored, mode string
-		priority                              int
-		id                                    string
-	)
+	var n sessiondb.NewWiring
 	c := &cobra.Command{
 		Use:   "wire CHAT AGENT_GROUP [flags]",
 		Short: "Wire a chat to an agent group: the agent answers it (and may send to it)",
@@ -41,9 +37,7 @@ agent's running sessions) unless it has one.`,
   sessiondb admin wire mg-ops ag-helper --engage pattern --pattern '^!deploy' --priority 10`,
 		Args: cli.ExactArgs(2, "a chat id and an agent group id"),
 		RunE: func(c *cobra.Command, args []string) error {
-			n := sessiondb.NewWiring{ID: id, MessagingGroupID: args[0], AgentGroupID: args[1], EngageMode: sessiondb.EngageMode(engage),
-				EngagePattern: pattern, SenderScope: sessiondb.SenderScope(scope), IgnoredMessagePolicy: sessiondb.IgnoredMessagePolicy(ignored),
-				SessionMode: sessiondb.SessionMode(mode), Priority: priority}
+			n.MessagingGroupID, n.AgentGroupID = args[0], args[1]
 			if n.EngageMode == "" && n.EngagePattern != "" {
 				n.EngageMode = sessiondb.EngagePattern
 			}
@@ -72,13 +66,13 @@ agent's running sessions) unless it has one.`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&engage, "engage", "", "when the agent answers: "+words(sessiondb.EngagePattern, sessiondb.EngageMention, sessiondb.EngageMentionSticky)+" (default mention)")
-	fl.StringVar(&pattern, "pattern", "", "the engage pattern (a Go regular expression; '.' is everything)")
-	fl.StringVar(&scope, "scope", "", "whom it answers: "+words(sessiondb.ScopeAll, sessiondb.ScopeKnown)+" (default all)")
-	fl.StringVar(&ignored, "ignored", "", "messages it does not answer: "+words(sessiondb.IgnoredDrop, sessiondb.IgnoredAccumulate)+" (default drop)")
-	fl.StringVar(&mode, "session-mode", "", "which session: "+words(sessiondb.ModeShared, sessiondb.ModePerThread, sessiondb.ModeAgentShared)+" (default shared)")
-	fl.IntVar(&priority, "priority", 0, "evaluation order among the chat's wirings (highest first)")
-	fl.StringVar(&id, "id", "", "the wiring's id (default mga-<ms>-<random>)")
+	fl.StringVar((*string)(&n.EngageMode), "engage", "", "when the agent answers: "+words(sessiondb.EngagePattern, sessiondb.EngageMention, sessiondb.EngageMentionSticky)+" (default mention)")
+	fl.StringVar(&n.EngagePattern, "pattern", "", "the engage pattern (a Go regular expression; '.' is everything)")
+	fl.StringVar((*string)(&n.SenderScope), "scope", "", "whom it answers: "+words(sessiondb.ScopeAll, sessiondb.ScopeKnown)+" (default all)")
+	fl.StringVar((*string)(&n.IgnoredMessagePolicy), "ignored", "", "messages it does not answer: "+words(sessiondb.IgnoredDrop, sessiondb.IgnoredAccumulate)+" (default drop)")
+	fl.StringVar((*string)(&n.SessionMode), "session-mode", "", "which session: "+words(sessiondb.ModeShared, sessiondb.ModePerThread, sessiondb.ModeAgentShared)+" (default shared)")
+	fl.IntVar(&n.Priority, "priority", 0, "evaluation order among the chat's wirings (highest first)")
+	fl.StringVar(&n.ID, "id", "", "the wiring's id (default mga-<ms>-<random>)")
 	return c
 }
 

@@ -87,15 +87,14 @@ var subagentColumns = cli.Columns[sessiondb.Subagent]{
 
 func (s *group) listCmd() *cobra.Command {
 	var (
-		f                     sessiondb.SubagentFilter
-		status, before, after string
+		f             sessiondb.SubagentFilter
+		before, after string
 	)
 	c := &cobra.Command{
 		Use:   "list [--channel C] [--status idle|running|error] [--updated-before T] [--updated-after T] [--limit N] [--cursor C]",
 		Short: "List subagent sessions, most recently updated first",
 		Args:  cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			f.Status = sessiondb.SubagentStatus(status)
 			var err error
 			if f.UpdatedBefore, err = parseWhen("updated-before", before, s.Now()); err != nil {
 				return err
@@ -118,7 +117,7 @@ func (s *group) listCmd() *cobra.Command {
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.ChannelID, "channel", "", "only this Slack channel's threads")
-	fl.StringVar(&status, "status", "", "only this status: idle|running|error")
+	fl.StringVar((*string)(&f.Status), "status", "", "only this status: idle|running|error")
 	fl.StringVar(&before, "updated-before", "", "updated before this time (RFC 3339) or this long ago (24h)")
 	fl.StringVar(&after, "updated-after", "", "updated after this time (RFC 3339) or this long ago (24h)")
 	fl.IntVar(&f.Limit, "limit", 100, "records per page")
