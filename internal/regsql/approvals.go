@@ -2,7 +2,6 @@ package regsql
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"time"
 
@@ -43,11 +42,9 @@ const questionCols = "question_id, session_id, message_out_id, channel_type, pla
 
 func scanQuestion(r Scanner) (sessiondb.PendingQuestion, error) {
 	var q sessiondb.PendingQuestion
-	var ch, pid, thread, at sql.NullString
 	var opts string
-	err := r.Scan(&q.QuestionID, &q.SessionID, &q.MessageOutID, &ch, &pid, &thread, &q.Title, &opts, &at)
-	q.ChannelType, q.PlatformID, q.ThreadID = ch.String, pid.String, thread.String
-	q.Options, q.CreatedAt = readOptions(opts), ReadTime(at)
+	err := r.Scan(&q.QuestionID, &q.SessionID, &q.MessageOutID, intoText(&q.ChannelType), intoText(&q.PlatformID), intoText(&q.ThreadID), &q.Title, &opts, intoTime(&q.CreatedAt))
+	q.Options = readOptions(opts)
 	return q, err
 }
 
@@ -149,12 +146,10 @@ const approvalCols = "approval_id, session_id, request_id, action, payload, agen
 
 func scanApproval(r Scanner) (sessiondb.PendingApproval, error) {
 	var a sessiondb.PendingApproval
-	var sess, ag, ch, pid, pmid, expires, at sql.NullString
 	var payload, status, opts string
-	err := r.Scan(&a.ApprovalID, &sess, &a.RequestID, &a.Action, &payload, &ag, &ch, &pid, &pmid, &expires, &status, &a.Title, &opts, &at)
-	a.SessionID, a.AgentGroupID, a.ChannelType, a.PlatformID, a.PlatformMessageID = sess.String, ag.String, ch.String, pid.String, pmid.String
+	err := r.Scan(&a.ApprovalID, intoText(&a.SessionID), &a.RequestID, &a.Action, &payload, intoText(&a.AgentGroupID), intoText(&a.ChannelType),
+		intoText(&a.PlatformID), intoText(&a.PlatformMessageID), intoTime(&a.ExpiresAt), &status, &a.Title, &opts, intoTime(&a.CreatedAt))
 	a.Payload, a.Status, a.Options = rawJSON(payload), sessiondb.ApprovalStatus(status), readOptions(opts)
-	a.ExpiresAt, a.CreatedAt = ReadTime(expires), ReadTime(at)
 	return a, err
 }
 
@@ -304,10 +299,9 @@ const senderApprovalCols = "id, messaging_group_id, agent_group_id, sender_ident
 
 func scanSenderApproval(r Scanner) (sessiondb.PendingSenderApproval, error) {
 	var a sessiondb.PendingSenderApproval
-	var name, at sql.NullString
 	var msg, opts string
-	err := r.Scan(&a.ID, &a.MessagingGroupID, &a.AgentGroupID, &a.SenderIdentity, &name, &msg, &a.ApproverUserID, &a.Title, &opts, &at)
-	a.SenderName, a.OriginalMessage, a.Options, a.CreatedAt = name.String, rawJSON(msg), readOptions(opts), ReadTime(at)
+	err := r.Scan(&a.ID, &a.MessagingGroupID, &a.AgentGroupID, &a.SenderIdentity, intoText(&a.SenderName), &msg, &a.ApproverUserID, &a.Title, &opts, intoTime(&a.CreatedAt))
+	a.OriginalMessage, a.Options = rawJSON(msg), readOptions(opts)
 	return a, err
 }
 
@@ -383,10 +377,9 @@ const channelApprovalCols = "messaging_group_id, agent_group_id, original_messag
 
 func scanChannelApproval(r Scanner) (sessiondb.PendingChannelApproval, error) {
 	var a sessiondb.PendingChannelApproval
-	var at sql.NullString
 	var msg, opts string
-	err := r.Scan(&a.MessagingGroupID, &a.AgentGroupID, &msg, &a.ApproverUserID, &a.Title, &opts, &at)
-	a.OriginalMessage, a.Options, a.CreatedAt = rawJSON(msg), readOptions(opts), ReadTime(at)
+	err := r.Scan(&a.MessagingGroupID, &a.AgentGroupID, &msg, &a.ApproverUserID, &a.Title, &opts, intoTime(&a.CreatedAt))
+	a.OriginalMessage, a.Options = rawJSON(msg), readOptions(opts)
 	return a, err
 }
 

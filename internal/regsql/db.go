@@ -143,6 +143,30 @@ func ReadTime(s sql.NullString) time.Time {
 	return t
 }
 
+// intoText scans a nullable text column into *p, NULL as "".
+func intoText[S ~string](p *S) sql.Scanner { return textDest[S]{p} }
+
+type textDest[S ~string] struct{ p *S }
+
+func (d textDest[S]) Scan(src any) error {
+	var s sql.NullString
+	err := s.Scan(src)
+	*d.p = S(s.String)
+	return err
+}
+
+// intoTime scans a timestamp column into *p as ReadTime reads it.
+func intoTime(p *time.Time) sql.Scanner { return timeDest{p} }
+
+type timeDest struct{ p *time.Time }
+
+func (d timeDest) Scan(src any) error {
+	var s sql.NullString
+	err := s.Scan(src)
+	*d.p = ReadTime(s)
+	return err
+}
+
 // nullText is NULL for "", else s.
 func nullText(s string) any {
 	if s == "" {

@@ -14,9 +14,8 @@ const destinationCols = "agent_group_id, local_name, target_type, target_id, cre
 func scanDestination(r Scanner) (sessiondb.Destination, error) {
 	var d sessiondb.Destination
 	var tt string
-	var at sql.NullString
-	err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, &at)
-	d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), ReadTime(at)
+	err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, intoTime(&d.CreatedAt))
+	d.TargetType = sessiondb.TargetType(tt)
 	return d, err
 }
 
@@ -80,22 +79,22 @@ WHERE d.agent_group_id = ? ORDER BY d.local_name`
 	out, err := AppendRows(ctx, c.rq, q, []any{agentGroupID}, []sessiondb.ResolvedDestination{}, func(r Scanner) (sessiondb.ResolvedDestination, error) {
 		var d sessiondb.ResolvedDestination
 		var tt string
-		var at sql.NullString
-		var mgID, mgChannel, mgPlatform, mgName, mgPolicy, mgCreated, mgDenied sql.NullString
+		var mgID, agID sql.NullString
 		var mgIsGroup sql.NullInt64
-		var agID, agName, agFolder, agProvider, agCreated sql.NullString
-		err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, &at,
-			&mgID, &mgChannel, &mgPlatform, &mgName, &mgIsGroup, &mgPolicy, &mgCreated, &mgDenied,
-			&agID, &agName, &agFolder, &agProvider, &agCreated)
-		d.TargetType, d.CreatedAt = sessiondb.TargetType(tt), ReadTime(at)
+		var mg sessiondb.MessagingGroup
+		var ag sessiondb.AgentGroup
+		err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, intoTime(&d.CreatedAt),
+			&mgID, intoText(&mg.ChannelType), intoText(&mg.PlatformID), intoText(&mg.Name), &mgIsGroup,
+			intoText(&mg.UnknownSenderPolicy), intoTime(&mg.CreatedAt), intoTime(&mg.DeniedAt),
+			&agID, intoText(&ag.Name), intoText(&ag.Folder), intoText(&ag.AgentProvider), intoTime(&ag.CreatedAt))
+		d.TargetType = sessiondb.TargetType(tt)
 		if mgID.Valid {
-			d.Chat = &sessiondb.MessagingGroup{ID: mgID.String, ChannelType: mgChannel.String, PlatformID: mgPlatform.String,
-				Name: mgName.String, IsGroup: mgIsGroup.Int64 != 0, UnknownSenderPolicy: sessiondb.UnknownSenderPolicy(mgPolicy.String),
-				CreatedAt: ReadTime(mgCreated), DeniedAt: ReadTime(mgDenied)}
+			mg.ID, mg.IsGroup = mgID.String, mgIsGroup.Int64 != 0
+			d.Chat = &mg
 		}
 		if agID.Valid {
-			d.Agent = &sessiondb.AgentGroup{ID: agID.String, Name: agName.String, Folder: agFolder.String,
-				AgentProvider: agProvider.String, CreatedAt: ReadTime(agCreated)}
+			ag.ID = agID.String
+			d.Agent = &ag
 		}
 		return d, err
 	})

@@ -2,7 +2,6 @@ package regsql
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -46,11 +45,10 @@ func (c *Registry) ListDropped(ctx context.Context, limit int) ([]sessiondb.Drop
   message_count, first_seen, last_seen FROM unregistered_senders ORDER BY last_seen DESC, channel_type, platform_id LIMIT ?`,
 		[]any{limit}, []sessiondb.DroppedSender{}, func(r Scanner) (sessiondb.DroppedSender, error) {
 			var d sessiondb.DroppedSender
-			var user, name, mg, ag, first, last sql.NullString
 			var reason string
-			err := r.Scan(&d.ChannelType, &d.PlatformID, &user, &name, &reason, &mg, &ag, &d.MessageCount, &first, &last)
-			d.UserID, d.SenderName, d.Reason = user.String, name.String, sessiondb.DropReason(reason)
-			d.MessagingGroupID, d.AgentGroupID, d.FirstSeen, d.LastSeen = mg.String, ag.String, ReadTime(first), ReadTime(last)
+			err := r.Scan(&d.ChannelType, &d.PlatformID, intoText(&d.UserID), intoText(&d.SenderName), &reason, intoText(&d.MessagingGroupID), intoText(&d.AgentGroupID),
+				&d.MessageCount, intoTime(&d.FirstSeen), intoTime(&d.LastSeen))
+			d.Reason = sessiondb.DropReason(reason)
 			return d, err
 		})
 	return out, c.wrap(err, "list dropped messages")

@@ -14,9 +14,7 @@ const agentGroupCols = "id, name, folder, agent_provider, created_at"
 
 func scanAgentGroup(r Scanner) (sessiondb.AgentGroup, error) {
 	var g sessiondb.AgentGroup
-	var provider, created sql.NullString
-	err := r.Scan(&g.ID, &g.Name, &g.Folder, &provider, &created)
-	g.AgentProvider, g.CreatedAt = provider.String, ReadTime(created)
+	err := r.Scan(&g.ID, &g.Name, &g.Folder, intoText(&g.AgentProvider), intoTime(&g.CreatedAt))
 	return g, err
 }
 
@@ -152,12 +150,10 @@ const messagingGroupCols = "id, channel_type, platform_id, name, is_group, unkno
 
 func scanMessagingGroup(r Scanner) (sessiondb.MessagingGroup, error) {
 	var m sessiondb.MessagingGroup
-	var name, created, denied sql.NullString
 	var isGroup sql.NullInt64
 	var policy string
-	err := r.Scan(&m.ID, &m.ChannelType, &m.PlatformID, &name, &isGroup, &policy, &created, &denied)
-	m.Name, m.IsGroup, m.UnknownSenderPolicy = name.String, isGroup.Int64 != 0, sessiondb.UnknownSenderPolicy(policy)
-	m.CreatedAt, m.DeniedAt = ReadTime(created), ReadTime(denied)
+	err := r.Scan(&m.ID, &m.ChannelType, &m.PlatformID, intoText(&m.Name), &isGroup, &policy, intoTime(&m.CreatedAt), intoTime(&m.DeniedAt))
+	m.IsGroup, m.UnknownSenderPolicy = isGroup.Int64 != 0, sessiondb.UnknownSenderPolicy(policy)
 	return m, err
 }
 
@@ -334,12 +330,10 @@ const wiringCols = "id, messaging_group_id, agent_group_id, engage_mode, engage_
 
 func scanWiring(r Scanner) (sessiondb.Wiring, error) {
 	var w sessiondb.Wiring
-	var mode, pattern, scope, policy, smode, created sql.NullString
 	var prio sql.NullInt64
-	err := r.Scan(&w.ID, &w.MessagingGroupID, &w.AgentGroupID, &mode, &pattern, &scope, &policy, &smode, &prio, &created)
-	w.EngageMode, w.EngagePattern = sessiondb.EngageMode(mode.String), pattern.String
-	w.SenderScope, w.IgnoredMessagePolicy = sessiondb.SenderScope(scope.String), sessiondb.IgnoredMessagePolicy(policy.String)
-	w.SessionMode, w.Priority, w.CreatedAt = sessiondb.SessionMode(smode.String), int(prio.Int64), ReadTime(created)
+	err := r.Scan(&w.ID, &w.MessagingGroupID, &w.AgentGroupID, intoText(&w.EngageMode), intoText(&w.EngagePattern), intoText(&w.SenderScope),
+		intoText(&w.IgnoredMessagePolicy), intoText(&w.SessionMode), &prio, intoTime(&w.CreatedAt))
+	w.Priority = int(prio.Int64)
 	return w.WithDefaults(), err
 }
 

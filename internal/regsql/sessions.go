@@ -2,7 +2,6 @@ package regsql
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"strings"
 
@@ -19,11 +18,8 @@ func scanAgentSession(r Scanner) (sessiondb.AgentSession, error) { return scanAg
 // extra.
 func scanAgentSessionAnd(r Scanner, extra ...any) (sessiondb.AgentSession, error) {
 	var s sessiondb.AgentSession
-	var mg, thread, provider, status, cstatus, last, created sql.NullString
-	err := r.Scan(append([]any{&s.ID, &s.AgentGroupID, &mg, &thread, &provider, &status, &cstatus, &last, &created}, extra...)...)
-	s.MessagingGroupID, s.ThreadID, s.AgentProvider = mg.String, thread.String, provider.String
-	s.Status, s.ContainerStatus = sessiondb.SessionStatus(status.String), sessiondb.ContainerStatus(cstatus.String)
-	s.LastActive, s.CreatedAt = ReadTime(last), ReadTime(created)
+	err := r.Scan(append([]any{&s.ID, &s.AgentGroupID, intoText(&s.MessagingGroupID), intoText(&s.ThreadID), intoText(&s.AgentProvider),
+		intoText(&s.Status), intoText(&s.ContainerStatus), intoTime(&s.LastActive), intoTime(&s.CreatedAt)}, extra...)...)
 	return s, err
 }
 

@@ -2,7 +2,6 @@ package regsql
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -27,9 +26,9 @@ const subagentCols = "id, thread_key, channel_id, thread_ts, sandbox_name, pi_se
 func scanSubagent(r Scanner) (sessiondb.Subagent, error) {
 	var a sessiondb.Subagent
 	var status string
-	var running, last, lastErr sql.NullString
-	err := r.Scan(&a.ID, &a.Key, &a.ChannelID, &a.ThreadTS, &a.SandboxName, &a.PISessionFile, &status, &running, &last, &lastErr, &a.Turns, &a.CreatedAt, &a.UpdatedAt)
-	a.Status, a.RunningJobID, a.LastJobID, a.LastError = sessiondb.SubagentStatus(status), running.String, last.String, lastErr.String
+	err := r.Scan(&a.ID, &a.Key, &a.ChannelID, &a.ThreadTS, &a.SandboxName, &a.PISessionFile, &status,
+		intoText(&a.RunningJobID), intoText(&a.LastJobID), intoText(&a.LastError), &a.Turns, &a.CreatedAt, &a.UpdatedAt)
+	a.Status = sessiondb.SubagentStatus(status)
 	return a, err
 }
 

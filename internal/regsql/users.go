@@ -2,7 +2,6 @@ package regsql
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"time"
 
@@ -15,9 +14,7 @@ const userCols = "id, kind, display_name, created_at"
 
 func scanUser(r Scanner) (sessiondb.User, error) {
 	var u sessiondb.User
-	var name, created sql.NullString
-	err := r.Scan(&u.ID, &u.Kind, &name, &created)
-	u.DisplayName, u.CreatedAt = name.String, ReadTime(created)
+	err := r.Scan(&u.ID, &u.Kind, intoText(&u.DisplayName), intoTime(&u.CreatedAt))
 	return u, err
 }
 
@@ -74,9 +71,8 @@ const roleCols = "user_id, role, agent_group_id, granted_by, granted_at"
 func scanRole(r Scanner) (sessiondb.RoleGrant, error) {
 	var g sessiondb.RoleGrant
 	var role string
-	var ag, by, at sql.NullString
-	err := r.Scan(&g.UserID, &role, &ag, &by, &at)
-	g.Role, g.AgentGroupID, g.GrantedBy, g.GrantedAt = sessiondb.Role(role), ag.String, by.String, ReadTime(at)
+	err := r.Scan(&g.UserID, &role, intoText(&g.AgentGroupID), intoText(&g.GrantedBy), intoTime(&g.GrantedAt))
+	g.Role = sessiondb.Role(role)
 	return g, err
 }
 
@@ -177,9 +173,7 @@ const memberCols = "user_id, agent_group_id, added_by, added_at"
 
 func scanMember(r Scanner) (sessiondb.Membership, error) {
 	var m sessiondb.Membership
-	var by, at sql.NullString
-	err := r.Scan(&m.UserID, &m.AgentGroupID, &by, &at)
-	m.AddedBy, m.AddedAt = by.String, ReadTime(at)
+	err := r.Scan(&m.UserID, &m.AgentGroupID, intoText(&m.AddedBy), intoTime(&m.AddedAt))
 	return m, err
 }
 
@@ -216,9 +210,7 @@ func (c *Registry) GetUserDM(ctx context.Context, userID, channelType string) (s
 		"SELECT user_id, channel_type, messaging_group_id, resolved_at FROM user_dms WHERE user_id = ? AND channel_type = ?",
 		[]any{userID, channelType}, func(r Scanner) (sessiondb.UserDM, error) {
 			var d sessiondb.UserDM
-			var at sql.NullString
-			err := r.Scan(&d.UserID, &d.ChannelType, &d.MessagingGroupID, &at)
-			d.ResolvedAt = ReadTime(at)
+			err := r.Scan(&d.UserID, &d.ChannelType, &d.MessagingGroupID, intoTime(&d.ResolvedAt))
 			return d, err
 		})
 }
