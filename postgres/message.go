@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -78,20 +76,8 @@ func (s *Store) decodeToolCalls(r *rawMessage) {
 
 // queryRaw runs q, which selects messageColumns, and returns the rows as
 // stored.
-func (s *Store) queryRaw(ctx context.Context, q querier, sql string, args ...any) ([]*rawMessage, error) {
-	var out []*rawMessage
-	err := each(ctx, q, sql, args, func(rows pgx.Rows) error {
-		r, err := scanMessage(rows)
-		if err != nil {
-			return err
-		}
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+func (s *Store) queryRaw(ctx context.Context, q querier, sql string, args ...any) ([]rawMessage, error) {
+	return appendRows(ctx, q, sql, args, nil, scanMessage)
 }
 
 // queryMessages runs q (selecting messageColumns) and returns its messages
@@ -102,9 +88,9 @@ func (s *Store) queryMessages(ctx context.Context, what, sql string, args ...any
 		return nil, s.readErr(err, "%s", what)
 	}
 	out := make([]sessiondb.Message, 0, len(raws))
-	for _, r := range raws {
-		s.decodeToolCalls(r)
-		out = append(out, r.Message)
+	for i := range raws {
+		s.decodeToolCalls(&raws[i])
+		out = append(out, raws[i].Message)
 	}
 	return out, nil
 }
