@@ -12,8 +12,7 @@ import (
 )
 
 func TestPendingReadsEveryDueRow(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	ctxOnly := chat("c1", "context")
 	ctxOnly.ContextOnly = true
 	f.enqueue(ctxOnly)
@@ -49,8 +48,7 @@ func TestPendingReadsEveryDueRow(t *testing.T) {
 }
 
 func TestRequireInbound(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	f.enqueue(chat("m1", "a"))
 	f.enqueue(chat("m2", "b"))
 	must(t, a.RequireInbound(ctxb, "m1", "m2"))
@@ -64,8 +62,7 @@ func TestRequireInbound(t *testing.T) {
 // TestInboundByID: the row --reply-to names, with its routing; an unknown
 // id is not_found naming it; a file from before on_wake is read too.
 func TestInboundByID(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	m := chat("m1", "deploy?")
 	m.Routing.ThreadID = "T1"
 	f.enqueue(chat("m0", "earlier"))
@@ -97,8 +94,7 @@ INSERT INTO messages_in (id, seq, kind, timestamp, platform_id, channel_type, co
 // T1 and whose outbound o1 (seq 3) was delivered as platform message P-3.
 func threadWithReply(t *testing.T) (*fixture, *Agent) {
 	t.Helper()
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	m := chat("m1", "a")
 	m.Routing.ThreadID = "T1"
 	f.enqueue(m) // 2
@@ -132,8 +128,7 @@ func TestLookupSeq(t *testing.T) {
 }
 
 func TestAgentReadsItsOwnRows(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	f.enqueue(chat("m1", "a"))
 	must(t, a.MarkProcessing(ctxb, "m1"))
 	f.send("o1", `{"text":"one"}`)

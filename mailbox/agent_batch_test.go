@@ -7,8 +7,7 @@ import (
 )
 
 func TestClearSession(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	must(t, a.SetContinuation(ctxb, "claude", "resume-1"))
 	cases := []struct {
 		name string
@@ -44,8 +43,7 @@ func TestClearSession(t *testing.T) {
 }
 
 func TestKeepAlive(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	stop := a.KeepAlive(ctxb, time.Hour)
 	// The first beat is immediate.
 	deadline := time.Now().Add(10 * time.Second)

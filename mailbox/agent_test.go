@@ -83,8 +83,7 @@ func TestPollWindow(t *testing.T) {
 }
 
 func TestSendShapesAndSeq(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	f.enqueue(chat("in-1", "x")) // seq 2
 	rt := Routing{ChannelType: "slack", PlatformID: "C1", ThreadID: "T"}
 	shapes := []struct {
@@ -143,8 +142,7 @@ func TestSendShapesAndSeq(t *testing.T) {
 }
 
 func TestSendFilesGoToOutbox(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	src := filepath.Join(t.TempDir(), "report.pdf")
 	must(t, os.WriteFile(src, []byte("%PDF"), 0o644))
 	_, err := a.Send(ctxb, OutboundMessage{ID: "out-1", Content: json.RawMessage(`{"text":"see"}`), Files: []string{src},
@@ -172,8 +170,7 @@ func TestSendFilesGoToOutbox(t *testing.T) {
 }
 
 func TestMessageIDAndRoutingBySeq(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	in := chat("slack:C1:1.1", "x")
 	in.Routing.ThreadID = "T1"
 	f.enqueue(in)                                                                                                                                                  // 2
@@ -255,8 +252,7 @@ func TestStateContinuationAndLegacyAdoption(t *testing.T) {
 			}
 		})
 	}
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	must(t, a.SetContinuation(ctxb, "OpenAI", "resp-1"))
 	if v, _, _ := a.StateGet(ctxb, "continuation:openai"); v != "resp-1" {
 		t.Errorf("continuation key not lowercased: %q", v)
@@ -290,8 +286,7 @@ func execFile(t testing.TB, path, script string) {
 }
 
 func TestHeartbeatToolInFlightAndStuck(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	if hb, _ := f.host.Heartbeat(f.ref); !hb.IsZero() {
 		t.Fatal("heartbeat present before any touch")
 	}
@@ -372,8 +367,7 @@ func TestDecideStuck(t *testing.T) {
 }
 
 func TestClearStaleProcessing(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	must(t, a.MarkProcessing(ctxb, "a", "b"))
 	must(t, a.MarkCompleted(ctxb, "c"))
 	n, err := a.ClearStaleProcessing(ctxb)

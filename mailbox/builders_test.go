@@ -10,8 +10,7 @@ import (
 )
 
 func TestBuilders(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	now := f.clk.Now()
 	qr, err := QuestionResponse("q-1", "yes", "U1", Routing{ChannelType: "slack", PlatformID: "C1"}, now)
 	must(t, err)

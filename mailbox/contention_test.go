@@ -97,8 +97,7 @@ func holdLock(t *testing.T, path string) (release func()) {
 // its file's lock does not wait for it and still comes after every row of
 // that side this side has read.
 func TestSeqWhileOtherSideCommits(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	f.enqueue(chat("m1", "one")) // 2
 	if seq := f.send("o1", `{"text":"a"}`); seq != 3 {
 		t.Fatalf("o1 seq %d, want 3", seq)

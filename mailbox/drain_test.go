@@ -131,8 +131,7 @@ func TestDrainMalformedStoredContent(t *testing.T) {
 }
 
 func TestDrainOrderAndDeliverAfter(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	for _, id := range []string{"a", "b", "c"} {
 		f.send(id, `{"text":"`+id+`"}`)
 	}

@@ -44,6 +44,14 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// newAgentFixture is newFixture with the session's agent side open: the
+// start of most agent tests.
+func newAgentFixture(t *testing.T) (*fixture, *Agent) {
+	t.Helper()
+	f := newFixture(t)
+	return f, f.openAgent()
+}
+
 func (f *fixture) openAgent() *Agent {
 	f.t.Helper()
 	if f.agent != nil {

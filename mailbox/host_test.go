@@ -268,8 +268,7 @@ func TestTaskLifecycle(t *testing.T) {
 }
 
 func TestPrepareSpawnAndProjections(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	must(t, a.TouchHeartbeat())
 	dests := []Destination{
 		{Name: "team", DisplayName: "Team chat", Type: DestinationChannel, ChannelType: "slack", PlatformID: "C9"},

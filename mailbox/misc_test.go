@@ -84,8 +84,7 @@ func TestOnEnqueueHookAndListings(t *testing.T) {
 }
 
 func TestRouteTo(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	must(t, f.host.PrepareSpawn(ctxb, f.ref, Spawn{
 		Routing: Routing{ChannelType: "slack", PlatformID: "C1", ThreadID: "T1"},
 		Destinations: []Destination{
@@ -120,8 +119,7 @@ func TestRouteTo(t *testing.T) {
 }
 
 func TestPollReportsPersistentCorruption(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	in, _ := f.host.layout.InboundPath(f.ref)
 	must(t, os.WriteFile(in, []byte("garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage"), 0o600))
 	for i := 1; i <= MaxMalformedPolls; i++ {
@@ -184,8 +182,7 @@ func TestSharedGroupModes(t *testing.T) {
 // context is busy, on the host's read-only opens and on the agent's own
 // connection, and still says it was cancelled.
 func TestCancelledReadsAreBusy(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	ctx, cancel := context.WithCancel(ctxb)
 	cancel()
 	for _, tc := range []struct {

@@ -195,8 +195,7 @@ func TestNanoClawReadsProcessAfter(t *testing.T) {
 // TestTimestampForms checks the form of every timestamp column we write,
 // as docs/mailbox.md's table states it.
 func TestTimestampForms(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	h := f.host
 	f.enqueue(chat("m1", "a"))
 	if _, _, err := h.EnqueueTask(ctxb, f.ref, Task{ID: "t1", Prompt: "p", ProcessAfter: f.clk.Now().Add(time.Minute), Recurrence: "*/5 * * * *"}); err != nil {
