@@ -124,6 +124,31 @@ func (f *fixture) toolCall(session, callID, name, result string) (int64, int64) 
 	return a, r
 }
 
+// request makes a request to url with body (JSON, when not empty) and the
+// header pairs of hdr ("Host" sets the request's host).
+func (f *fixture) request(ctx context.Context, method, url, body string, hdr ...string) *http.Request {
+	f.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return req
+}
+
 // response is a finished request.
 type response struct {
 	status int
@@ -141,25 +166,7 @@ func (f *fixture) do(method, path, body string, hdr ...string) response {
 // doAt is do to the server at base instead.
 func (f *fixture) doAt(base, method, path, body string, hdr ...string) response {
 	f.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, base+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i] == "Host" {
-			req.Host = hdr[i+1]
-			continue
-		}
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := f.ts.Client().Do(req)
+	resp, err := f.ts.Client().Do(f.request(ctxb, method, base+path, body, hdr...))
 	if err != nil {
 		f.t.Fatal(err)
 	}

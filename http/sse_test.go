@@ -34,11 +34,7 @@ type sseClient struct {
 func (f *fixture) openSSE(path string, hdr ...string) *sseClient {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(ctxb, 30*time.Second)
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.ts.URL+path, nil)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := f.ts.Client().Do(req)
+	resp, err := f.ts.Client().Do(f.request(ctx, "GET", f.ts.URL+path, "", hdr...))
 	if err != nil {
 		cancel()
 		f.t.Fatal(err)
@@ -81,10 +77,7 @@ func TestSessionEventsLiveAndResumable(t *testing.T) {
 	first := f.msg("s", "user", "before the stream")
 	// Another process appends: a second store on the same file.
 	other, err := sqlite.Open(ctxb, f.path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other = testkit.Opened(t, other, err)
 
 	live := f.openSSE("/api/v1/sessions/s/events")
 	text := "appended by another process"
