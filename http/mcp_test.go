@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // mcpCall calls a tool and decodes its structured output into out; it
@@ -29,6 +30,15 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 	return res
 }
 
+// mcpSession connects the MCP SDK's own client to the fixture's /mcp,
+// over streamable HTTP; the session is closed when the test ends.
+func (f *fixture) mcpSession() *mcp.ClientSession {
+	f.t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctxb,
+		&mcp.StreamableClientTransport{Endpoint: f.ts.URL + "/mcp", HTTPClient: f.ts.Client()}, nil)
+	return testkit.Opened(f.t, cs, err)
+}
+
 // TestMCPOverHTTP drives the four tools with the SDK's own client over
 // streamable HTTP at /mcp.
 func TestMCPOverHTTP(t *testing.T) {
@@ -41,13 +51,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	f.session("sess-b", "telegram", "claude")
 	f.msg("sess-b", "user", "unrelated")
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(ctxb, &mcp.StreamableClientTransport{Endpoint: f.ts.URL + "/mcp", HTTPClient: f.ts.Client()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	checkMCPTools(t, cs)
+	checkMCPTools(t, f.mcpSession())
 
 	// A page of another site may not call the tools through the
 	// visitor's browser.
@@ -144,14 +148,8 @@ func TestMCPListCost(t *testing.T) {
 	f.session("none", "cli", "gpt")
 	f.st.UpdateTokenCounts(ctxb, "est", sessiondb.TokenUpdate{Input: 1, EstimatedCostUSD: ptr(0.25)})
 	f.st.UpdateTokenCounts(ctxb, "act", sessiondb.TokenUpdate{Input: 1, EstimatedCostUSD: ptr(0.5), ActualCostUSD: ptr(0.75)})
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctxb,
-		&mcp.StreamableClientTransport{Endpoint: f.ts.URL + "/mcp", HTTPClient: f.ts.Client()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 	var list sdbhttp.ListOutput
-	mcpCall(t, cs, "list_sessions", map[string]any{}, &list)
+	mcpCall(t, f.mcpSession(), "list_sessions", map[string]any{}, &list)
 	got := map[string]string{}
 	for _, s := range list.Sessions {
 		got[s.ID] = "nil"
