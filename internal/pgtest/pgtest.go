@@ -46,7 +46,7 @@ func URL(t testing.TB) string {
 	if u := os.Getenv(EnvURL); u != "" {
 		return u
 	}
-	local.once.Do(startLocal)
+	local.once.Do(func() { local.dir, local.url, local.err = startLocal() })
 	if local.err != nil {
 		if os.Getenv(EnvRequire) == "1" {
 			t.Fatalf("PostgreSQL is required (%s=1) but %s is unset and no cluster could be started: %v", EnvRequire, EnvURL, local.err)
@@ -75,16 +75,16 @@ func Stop() {
 	}
 }
 
-func startLocal() {
+// startLocal starts a cluster in a new temporary folder with .ci/postgres
+// and returns the folder and the server's URL.
+func startLocal() (dir, url string, err error) {
 	script, err := findScript()
 	if err != nil {
-		local.err = err
-		return
+		return "", "", err
 	}
-	dir, err := os.MkdirTemp("", "sessiondb-pgtest-")
+	dir, err = os.MkdirTemp("", "sessiondb-pgtest-")
 	if err != nil {
-		local.err = err
-		return
+		return "", "", err
 	}
 	out, err := exec.Command("bash", script, "start", dir).Output()
 	if err != nil {
@@ -93,10 +93,9 @@ func startLocal() {
 			stderr = string(ee.Stderr)
 		}
 		os.RemoveAll(dir)
-		local.err = fmt.Errorf("%s start: %v %s", script, err, strings.TrimSpace(stderr))
-		return
+		return "", "", fmt.Errorf("%s start: %v %s", script, err, strings.TrimSpace(stderr))
 	}
-	local.dir, local.url = dir, strings.TrimSpace(string(out))
+	return dir, strings.TrimSpace(string(out)), nil
 }
 
 // findScript finds .ci/postgres in the working folder or above it (go test
