@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // entries lists a folder's names, to prove no temporary file is left.
@@ -70,14 +71,7 @@ func TestWriteFileReplacesWhole(t *testing.T) {
 
 func TestRefusesLinksAndFolders(t *testing.T) {
 	dir := t.TempDir()
-	victim := filepath.Join(dir, "victim")
-	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(dir, "link")
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
+	planted := testkit.PlantLink(t, dir, "link")
 	dangling := filepath.Join(dir, "dangling")
 	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
 		t.Fatal(err)
@@ -87,7 +81,7 @@ func TestRefusesLinksAndFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, path, want string }{
-		{"link to a file", link, "symbolic link"},
+		{"link to a file", planted.Link, "symbolic link"},
 		{"dangling link", dangling, "symbolic link"},
 		{"folder", dir, "is a folder"},
 		{"fifo", fifo, "not a regular file"},
@@ -105,9 +99,7 @@ func TestRefusesLinksAndFolders(t *testing.T) {
 			}
 		})
 	}
-	if b, _ := os.ReadFile(victim); string(b) != "precious" {
-		t.Fatalf("the link's target was written: %q", b)
-	}
+	planted.Untouched(t)
 	if _, err := os.Stat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the dangling link's target was created: %v", err)
 	}
@@ -117,27 +109,23 @@ func TestRefusesLinksAndFolders(t *testing.T) {
 // replaced by the rename, and its target is left alone.
 func TestCommitReplacesALinkPlantedMeanwhile(t *testing.T) {
 	dir := t.TempDir()
-	victim := filepath.Join(dir, "victim")
-	os.WriteFile(victim, []byte("precious"), 0o644)
 	p := filepath.Join(dir, "out")
 	f, err := Create("--output", p, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Abort()
-	if err := os.Symlink(victim, p); err != nil {
-		t.Fatal(err)
-	}
+	planted := testkit.PlantLink(t, dir, "out")
 	f.WriteString("mine")
 	if err := f.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	fi, _ := os.Lstat(p)
 	b, _ := os.ReadFile(p)
-	v, _ := os.ReadFile(victim)
-	if fi.Mode()&fs.ModeSymlink != 0 || string(b) != "mine" || string(v) != "precious" {
-		t.Fatalf("path %v %q, victim %q", fi.Mode(), b, v)
+	if fi.Mode()&fs.ModeSymlink != 0 || string(b) != "mine" {
+		t.Fatalf("path %v %q", fi.Mode(), b)
 	}
+	planted.Untouched(t)
 }
 
 func TestReadFile(t *testing.T) {

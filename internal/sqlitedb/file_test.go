@@ -8,27 +8,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // TestTighten: only a regular file's extra permission bits go; a link is
 // refused and what it points at keeps its mode; nothing is loosened.
 func TestTighten(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "f.db")
-	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(file, 0o644)
-	link := filepath.Join(dir, "link.db")
-	if err := os.Symlink(file, link); err != nil {
-		t.Fatal(err)
-	}
-	if changed, err := Tighten(link, 0o600); changed || err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	planted := testkit.PlantLink(t, t.TempDir(), "link.db")
+	if changed, err := Tighten(planted.Link, 0o600); changed || err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("Tighten(link) = %v, %v; want a refusal naming the link", changed, err)
 	}
-	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o644 {
-		t.Errorf("the file behind the link went to %v", fi.Mode().Perm())
-	}
+	planted.Untouched(t)
+	file := planted.Target
 	if changed, err := Tighten(file, 0o600); !changed || err != nil {
 		t.Errorf("Tighten(file) = %v, %v", changed, err)
 	}
@@ -47,21 +39,14 @@ func TestTighten(t *testing.T) {
 // TestCreateFileLeavesExistingAlone: an existing file keeps its mode and a
 // planted link is neither followed nor replaced.
 func TestCreateFileLeavesExistingAlone(t *testing.T) {
-	dir := t.TempDir()
-	victim := filepath.Join(dir, "victim.txt")
-	os.WriteFile(victim, []byte("keep"), 0o644)
-	os.Chmod(victim, 0o644)
-	link := filepath.Join(dir, "state.db")
-	os.Symlink(victim, link)
-	for _, p := range []string{victim, link} {
+	planted := testkit.PlantLink(t, t.TempDir(), "state.db")
+	for _, p := range []string{planted.Target, planted.Link} {
 		if created, _, err := CreateFile(p, 0o700, 0o600); created || err != nil {
 			t.Errorf("CreateFile(%s) = %v, %v", p, created, err)
 		}
 	}
-	if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o644 {
-		t.Errorf("victim mode %v", fi.Mode().Perm())
-	}
-	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+	planted.Untouched(t)
+	if fi, _ := os.Lstat(planted.Link); fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link was replaced")
 	}
 }

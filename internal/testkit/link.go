@@ -24,6 +24,10 @@ func PlantLink(t testing.TB, dir, name string) PlantedLink {
 	if err := os.WriteFile(p.Target, []byte(Precious), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Whatever the umask took away: Untouched expects 0644.
+	if err := os.Chmod(p.Target, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink(p.Target, p.Link); err != nil {
 		t.Fatal(err)
 	}
