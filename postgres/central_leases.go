@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/sessiondb/sessiondb/internal/regsql"
@@ -32,11 +31,8 @@ func (c *Central) ClaimSession(ctx context.Context, sessionID, host string, ttl 
 		if _, err := tx.Exec(claimLeaseSQL, sessionID, host, sessiondb.FormatTimestamp(now.Add(ttl)), sessiondb.FormatTimestamp(now)); err != nil {
 			return err
 		}
-		var expires sql.NullString
 		l = sessiondb.SessionLease{SessionID: sessionID}
-		err := tx.QueryRow("SELECT host, expires_at, epoch FROM session_leases WHERE session_id = ?", sessionID).Scan(&l.Host, &expires, &l.Epoch)
-		l.Expires = regsql.ReadTime(expires)
-		return err
+		return tx.QueryRow("SELECT host, expires_at, epoch FROM session_leases WHERE session_id = ?", sessionID).Scan(&l.Host, regsql.IntoTime(&l.Expires), &l.Epoch)
 	})
 	if err != nil {
 		return sessiondb.SessionLease{}, false, err
@@ -107,9 +103,7 @@ func (c *Central) RenewSessions(ctx context.Context, host string, ttl time.Durat
 
 func scanLease(r regsql.Scanner) (sessiondb.SessionLease, error) {
 	var l sessiondb.SessionLease
-	var expires sql.NullString
-	err := r.Scan(&l.SessionID, &l.Host, &expires, &l.Epoch)
-	l.Expires = regsql.ReadTime(expires)
+	err := r.Scan(&l.SessionID, &l.Host, regsql.IntoTime(&l.Expires), &l.Epoch)
 	return l, err
 }
 
@@ -141,9 +135,7 @@ FROM session_handoffs h LEFT JOIN session_leases l ON l.session_id = h.session_i
 WHERE l.session_id IS NULL OR l.host = ? OR l.expires_at <= ? ORDER BY h.id LIMIT ?`,
 		[]any{host, c.stamp(), limit}, []sessiondb.HandOff{}, func(r regsql.Scanner) (sessiondb.HandOff, error) {
 			var h sessiondb.HandOff
-			var created sql.NullString
-			err := r.Scan(&h.ID, &h.SessionID, &h.AgentGroupID, &h.RowID, &h.Row, &h.Wake, &created)
-			h.Created = regsql.ReadTime(created)
+			err := r.Scan(&h.ID, &h.SessionID, &h.AgentGroupID, &h.RowID, &h.Row, &h.Wake, regsql.IntoTime(&h.Created))
 			return h, err
 		})
 	return out, c.classify(err, "read hand-offs")

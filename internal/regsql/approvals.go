@@ -43,7 +43,7 @@ const questionCols = "question_id, session_id, message_out_id, channel_type, pla
 func scanQuestion(r Scanner) (sessiondb.PendingQuestion, error) {
 	var q sessiondb.PendingQuestion
 	var opts string
-	err := r.Scan(&q.QuestionID, &q.SessionID, &q.MessageOutID, intoText(&q.ChannelType), intoText(&q.PlatformID), intoText(&q.ThreadID), &q.Title, &opts, intoTime(&q.CreatedAt))
+	err := r.Scan(&q.QuestionID, &q.SessionID, &q.MessageOutID, intoText(&q.ChannelType), intoText(&q.PlatformID), intoText(&q.ThreadID), &q.Title, &opts, IntoTime(&q.CreatedAt))
 	q.Options = readOptions(opts)
 	return q, err
 }
@@ -148,7 +148,7 @@ func scanApproval(r Scanner) (sessiondb.PendingApproval, error) {
 	var a sessiondb.PendingApproval
 	var payload, status, opts string
 	err := r.Scan(&a.ApprovalID, intoText(&a.SessionID), &a.RequestID, &a.Action, &payload, intoText(&a.AgentGroupID), intoText(&a.ChannelType),
-		intoText(&a.PlatformID), intoText(&a.PlatformMessageID), intoTime(&a.ExpiresAt), &status, &a.Title, &opts, intoTime(&a.CreatedAt))
+		intoText(&a.PlatformID), intoText(&a.PlatformMessageID), IntoTime(&a.ExpiresAt), &status, &a.Title, &opts, IntoTime(&a.CreatedAt))
 	a.Payload, a.Status, a.Options = rawJSON(payload), sessiondb.ApprovalStatus(status), readOptions(opts)
 	return a, err
 }
@@ -300,7 +300,7 @@ const senderApprovalCols = "id, messaging_group_id, agent_group_id, sender_ident
 func scanSenderApproval(r Scanner) (sessiondb.PendingSenderApproval, error) {
 	var a sessiondb.PendingSenderApproval
 	var msg, opts string
-	err := r.Scan(&a.ID, &a.MessagingGroupID, &a.AgentGroupID, &a.SenderIdentity, intoText(&a.SenderName), &msg, &a.ApproverUserID, &a.Title, &opts, intoTime(&a.CreatedAt))
+	err := r.Scan(&a.ID, &a.MessagingGroupID, &a.AgentGroupID, &a.SenderIdentity, intoText(&a.SenderName), &msg, &a.ApproverUserID, &a.Title, &opts, IntoTime(&a.CreatedAt))
 	a.OriginalMessage, a.Options = rawJSON(msg), readOptions(opts)
 	return a, err
 }
@@ -378,7 +378,7 @@ const channelApprovalCols = "messaging_group_id, agent_group_id, original_messag
 func scanChannelApproval(r Scanner) (sessiondb.PendingChannelApproval, error) {
 	var a sessiondb.PendingChannelApproval
 	var msg, opts string
-	err := r.Scan(&a.MessagingGroupID, &a.AgentGroupID, &msg, &a.ApproverUserID, &a.Title, &opts, intoTime(&a.CreatedAt))
+	err := r.Scan(&a.MessagingGroupID, &a.AgentGroupID, &msg, &a.ApproverUserID, &a.Title, &opts, IntoTime(&a.CreatedAt))
 	a.OriginalMessage, a.Options = rawJSON(msg), readOptions(opts)
 	return a, err
 }

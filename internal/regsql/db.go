@@ -135,14 +135,6 @@ func nullTime(t time.Time) any {
 	return sessiondb.FormatTimestamp(t)
 }
 
-// ReadTime reads a stored timestamp; NULL and forms ParseTimestamp does
-// not know read as the zero time. The backends read their own tables'
-// timestamps with it too.
-func ReadTime(s sql.NullString) time.Time {
-	t, _ := sessiondb.ParseTimestamp(s.String)
-	return t
-}
-
 // intoText scans a nullable text column into *p, NULL as "".
 func intoText[S ~string](p *S) sql.Scanner { return textDest[S]{p} }
 
@@ -155,15 +147,17 @@ func (d textDest[S]) Scan(src any) error {
 	return err
 }
 
-// intoTime scans a timestamp column into *p as ReadTime reads it.
-func intoTime(p *time.Time) sql.Scanner { return timeDest{p} }
+// IntoTime scans a stored timestamp into *p; NULL and forms
+// ParseTimestamp does not know read as the zero time. The backends read
+// their own tables' timestamps with it too.
+func IntoTime(p *time.Time) sql.Scanner { return timeDest{p} }
 
 type timeDest struct{ p *time.Time }
 
 func (d timeDest) Scan(src any) error {
 	var s sql.NullString
 	err := s.Scan(src)
-	*d.p = ReadTime(s)
+	*d.p, _ = sessiondb.ParseTimestamp(s.String)
 	return err
 }
 

@@ -14,7 +14,7 @@ const destinationCols = "agent_group_id, local_name, target_type, target_id, cre
 func scanDestination(r Scanner) (sessiondb.Destination, error) {
 	var d sessiondb.Destination
 	var tt string
-	err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, intoTime(&d.CreatedAt))
+	err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, IntoTime(&d.CreatedAt))
 	d.TargetType = sessiondb.TargetType(tt)
 	return d, err
 }
@@ -83,10 +83,10 @@ WHERE d.agent_group_id = ? ORDER BY d.local_name`
 		var mgIsGroup sql.NullInt64
 		var mg sessiondb.MessagingGroup
 		var ag sessiondb.AgentGroup
-		err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, intoTime(&d.CreatedAt),
+		err := r.Scan(&d.AgentGroupID, &d.LocalName, &tt, &d.TargetID, IntoTime(&d.CreatedAt),
 			&mgID, intoText(&mg.ChannelType), intoText(&mg.PlatformID), intoText(&mg.Name), &mgIsGroup,
-			intoText(&mg.UnknownSenderPolicy), intoTime(&mg.CreatedAt), intoTime(&mg.DeniedAt),
-			&agID, intoText(&ag.Name), intoText(&ag.Folder), intoText(&ag.AgentProvider), intoTime(&ag.CreatedAt))
+			intoText(&mg.UnknownSenderPolicy), IntoTime(&mg.CreatedAt), IntoTime(&mg.DeniedAt),
+			&agID, intoText(&ag.Name), intoText(&ag.Folder), intoText(&ag.AgentProvider), IntoTime(&ag.CreatedAt))
 		d.TargetType = sessiondb.TargetType(tt)
 		if mgID.Valid {
 			mg.ID, mg.IsGroup = mgID.String, mgIsGroup.Int64 != 0

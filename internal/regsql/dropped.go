@@ -47,7 +47,7 @@ func (c *Registry) ListDropped(ctx context.Context, limit int) ([]sessiondb.Drop
 			var d sessiondb.DroppedSender
 			var reason string
 			err := r.Scan(&d.ChannelType, &d.PlatformID, intoText(&d.UserID), intoText(&d.SenderName), &reason, intoText(&d.MessagingGroupID), intoText(&d.AgentGroupID),
-				&d.MessageCount, intoTime(&d.FirstSeen), intoTime(&d.LastSeen))
+				&d.MessageCount, IntoTime(&d.FirstSeen), IntoTime(&d.LastSeen))
 			d.Reason = sessiondb.DropReason(reason)
 			return d, err
 		})

@@ -14,7 +14,7 @@ const agentGroupCols = "id, name, folder, agent_provider, created_at"
 
 func scanAgentGroup(r Scanner) (sessiondb.AgentGroup, error) {
 	var g sessiondb.AgentGroup
-	err := r.Scan(&g.ID, &g.Name, &g.Folder, intoText(&g.AgentProvider), intoTime(&g.CreatedAt))
+	err := r.Scan(&g.ID, &g.Name, &g.Folder, intoText(&g.AgentProvider), IntoTime(&g.CreatedAt))
 	return g, err
 }
 
@@ -152,7 +152,7 @@ func scanMessagingGroup(r Scanner) (sessiondb.MessagingGroup, error) {
 	var m sessiondb.MessagingGroup
 	var isGroup sql.NullInt64
 	var policy string
-	err := r.Scan(&m.ID, &m.ChannelType, &m.PlatformID, intoText(&m.Name), &isGroup, &policy, intoTime(&m.CreatedAt), intoTime(&m.DeniedAt))
+	err := r.Scan(&m.ID, &m.ChannelType, &m.PlatformID, intoText(&m.Name), &isGroup, &policy, IntoTime(&m.CreatedAt), IntoTime(&m.DeniedAt))
 	m.IsGroup, m.UnknownSenderPolicy = isGroup.Int64 != 0, sessiondb.UnknownSenderPolicy(policy)
 	return m, err
 }
@@ -332,7 +332,7 @@ func scanWiring(r Scanner) (sessiondb.Wiring, error) {
 	var w sessiondb.Wiring
 	var prio sql.NullInt64
 	err := r.Scan(&w.ID, &w.MessagingGroupID, &w.AgentGroupID, intoText(&w.EngageMode), intoText(&w.EngagePattern), intoText(&w.SenderScope),
-		intoText(&w.IgnoredMessagePolicy), intoText(&w.SessionMode), &prio, intoTime(&w.CreatedAt))
+		intoText(&w.IgnoredMessagePolicy), intoText(&w.SessionMode), &prio, IntoTime(&w.CreatedAt))
 	w.Priority = int(prio.Int64)
 	return w.WithDefaults(), err
 }

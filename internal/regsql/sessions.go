@@ -19,7 +19,7 @@ func scanAgentSession(r Scanner) (sessiondb.AgentSession, error) { return scanAg
 func scanAgentSessionAnd(r Scanner, extra ...any) (sessiondb.AgentSession, error) {
 	var s sessiondb.AgentSession
 	err := r.Scan(append([]any{&s.ID, &s.AgentGroupID, intoText(&s.MessagingGroupID), intoText(&s.ThreadID), intoText(&s.AgentProvider),
-		intoText(&s.Status), intoText(&s.ContainerStatus), intoTime(&s.LastActive), intoTime(&s.CreatedAt)}, extra...)...)
+		intoText(&s.Status), intoText(&s.ContainerStatus), IntoTime(&s.LastActive), IntoTime(&s.CreatedAt)}, extra...)...)
 	return s, err
 }
 

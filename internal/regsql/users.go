@@ -14,7 +14,7 @@ const userCols = "id, kind, display_name, created_at"
 
 func scanUser(r Scanner) (sessiondb.User, error) {
 	var u sessiondb.User
-	err := r.Scan(&u.ID, &u.Kind, intoText(&u.DisplayName), intoTime(&u.CreatedAt))
+	err := r.Scan(&u.ID, &u.Kind, intoText(&u.DisplayName), IntoTime(&u.CreatedAt))
 	return u, err
 }
 
@@ -71,7 +71,7 @@ const roleCols = "user_id, role, agent_group_id, granted_by, granted_at"
 func scanRole(r Scanner) (sessiondb.RoleGrant, error) {
 	var g sessiondb.RoleGrant
 	var role string
-	err := r.Scan(&g.UserID, &role, intoText(&g.AgentGroupID), intoText(&g.GrantedBy), intoTime(&g.GrantedAt))
+	err := r.Scan(&g.UserID, &role, intoText(&g.AgentGroupID), intoText(&g.GrantedBy), IntoTime(&g.GrantedAt))
 	g.Role = sessiondb.Role(role)
 	return g, err
 }
@@ -173,7 +173,7 @@ const memberCols = "user_id, agent_group_id, added_by, added_at"
 
 func scanMember(r Scanner) (sessiondb.Membership, error) {
 	var m sessiondb.Membership
-	err := r.Scan(&m.UserID, &m.AgentGroupID, intoText(&m.AddedBy), intoTime(&m.AddedAt))
+	err := r.Scan(&m.UserID, &m.AgentGroupID, intoText(&m.AddedBy), IntoTime(&m.AddedAt))
 	return m, err
 }
 
@@ -210,7 +210,7 @@ func (c *Registry) GetUserDM(ctx context.Context, userID, channelType string) (s
 		"SELECT user_id, channel_type, messaging_group_id, resolved_at FROM user_dms WHERE user_id = ? AND channel_type = ?",
 		[]any{userID, channelType}, func(r Scanner) (sessiondb.UserDM, error) {
 			var d sessiondb.UserDM
-			err := r.Scan(&d.UserID, &d.ChannelType, &d.MessagingGroupID, intoTime(&d.ResolvedAt))
+			err := r.Scan(&d.UserID, &d.ChannelType, &d.MessagingGroupID, IntoTime(&d.ResolvedAt))
 			return d, err
 		})
 }
