@@ -2,10 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -93,127 +89,35 @@ var messageKinds = map[string]sessiondb.ColumnKind{
 	"reasoning_details": sessiondb.KindJSON, "codex_reasoning_items": sessiondb.KindJSON,
 }
 
-// importRow is one row to insert: columns and values in step.
-type importRow struct {
-	cols []string
-	vals []any
-	id   any // original message id, nil when none
-	tc   int64
+// importColumns converts a record's values by each column's kind
+// (sessionKinds, messageKinds), refusing text PostgreSQL cannot hold in a
+// column other than message content (stored as bytes when needed); a
+// message's empty tool_calls is stored as NULL.
+var importColumns = sessiondb.ImportColumns{
+	Session: func(field, col string, v any) (any, bool, error) {
+		return importValue(sessionKinds, field, col, v)
+	},
+	Message: func(field, col string, v any) (any, bool, error) {
+		val, ok, err := importValue(messageKinds, field, col, v)
+		if t, isText := val.(string); col == "tool_calls" && isText && t == "" {
+			val = nil
+		}
+		return val, ok, err
+	},
 }
 
-type preparedImport struct {
-	id     string
-	parent string
-	sess   importRow
-	msgs   []importRow
-}
-
-// checkImportText refuses text PostgreSQL cannot hold, naming the field;
-// message content is exempt (it is stored as bytes when needed).
-func checkImportText(field string, v any) error {
-	if t, ok := v.(string); ok {
-		return checkText(field, &t)
+// importValue converts v for column col of kinds; false when the table
+// has no such column.
+func importValue(kinds map[string]sessiondb.ColumnKind, field, col string, v any) (any, bool, error) {
+	kind, ok := kinds[col]
+	if !ok {
+		return nil, false, nil
 	}
-	return nil
-}
-
-// prepareImport validates and converts one exported session without
-// touching the database.
-func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
-	id, _ := rec["id"].(string)
-	if err := sessiondb.SessionRecord(rec).Validate(); err != nil {
-		if id == "" {
-			return nil, sessiondb.Wrap("", err, "import")
-		}
-		return nil, sessiondb.Wrap("", err, "import session %s", id)
+	val, err := sessiondb.ImportValue(field, kind, v)
+	if t, isText := val.(string); err == nil && isText && col != "content" {
+		err = checkText(field, &t)
 	}
-	p := &preparedImport{id: id}
-	for _, k := range slices.Sorted(maps.Keys(rec)) {
-		kind, ok := sessionKinds[k]
-		if !ok {
-			continue
-		}
-		val, err := sessiondb.ImportValue(k, kind, rec[k])
-		if err == nil {
-			err = checkImportText(k, val)
-		}
-		if err != nil {
-			return nil, sessiondb.Wrap("", err, "import session %s", id)
-		}
-		if k == "parent_session_id" {
-			p.parent, _ = val.(string)
-			continue
-		}
-		p.sess.cols = append(p.sess.cols, k)
-		p.sess.vals = append(p.sess.vals, val)
-	}
-	var rawMsgs []any
-	switch m := rec["messages"].(type) {
-	case []any:
-		rawMsgs = m
-	case []sessiondb.Message:
-		b, err := json.Marshal(m)
-		if err == nil {
-			err = json.Unmarshal(b, &rawMsgs)
-		}
-		if err != nil {
-			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
-		}
-	}
-	p.msgs = make([]importRow, 0, len(rawMsgs))
-	var toolCalls int64
-	for i, raw := range rawMsgs {
-		m, _ := raw.(map[string]any)
-		row, err := importMessage(id, i, m)
-		if err != nil {
-			return nil, err
-		}
-		toolCalls += row.tc
-		p.msgs = append(p.msgs, row)
-	}
-	p.sess.cols = append(p.sess.cols, "message_count", "tool_call_count")
-	p.sess.vals = append(p.sess.vals, int64(len(p.msgs)), toolCalls)
-	return p, nil
-}
-
-// importMessage converts one exported message.
-func importMessage(sessionID string, i int, m map[string]any) (importRow, error) {
-	field := func(k string) string { return fmt.Sprintf("messages[%d].%s", i, k) }
-	row := importRow{}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		kind, ok := messageKinds[k]
-		if !ok {
-			continue
-		}
-		val, err := sessiondb.ImportValue(field(k), kind, m[k])
-		if err == nil && k != "content" {
-			err = checkImportText(field(k), val)
-		}
-		if err != nil {
-			return row, sessiondb.Wrap("", err, "import session %s", sessionID)
-		}
-		switch k {
-		case "id":
-			row.id = val
-			continue
-		case "tool_calls":
-			t, ok := val.(string)
-			if ok && t == "" {
-				val, ok = nil, false
-			}
-			row.tc = sessiondb.StoredToolCallCount(t, ok)
-		case "content":
-			if t, ok := val.(string); ok {
-				text, raw := storableContent(&t)
-				row.cols = append(row.cols, "content_bytes")
-				row.vals = append(row.vals, raw)
-				val = *text
-			}
-		}
-		row.cols = append(row.cols, quoteIdent(k))
-		row.vals = append(row.vals, val)
-	}
-	return row, nil
+	return val, true, err
 }
 
 // placeholders returns "$from, $from+1, ..." for n values.
@@ -225,15 +129,14 @@ func placeholders(from, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// SessionID names the prepared session (sessiondb.PreparedSession).
-func (p *preparedImport) SessionID() string { return p.id }
-
 // importer is the store's side of sessiondb.ImportOne and ImportBatch.
 type importer struct{ s *Store }
 
-func (b importer) Prepare(rec map[string]any) (*preparedImport, error) { return b.s.prepareImport(rec) }
+func (b importer) Prepare(rec map[string]any) (*sessiondb.PreparedImport, error) {
+	return sessiondb.PrepareImport(rec, importColumns)
+}
 
-func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*preparedImport]) error) error {
+func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*sessiondb.PreparedImport]) error) error {
 	return b.s.write(ctx, what, func(tx pgx.Tx) error { return fn(importTx{ctx, b.s, tx}) })
 }
 
@@ -246,25 +149,25 @@ type importTx struct {
 
 // Insert inserts one prepared session; false when the session already
 // exists.
-func (t importTx) Insert(p *preparedImport) (bool, string, error) {
+func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	ctx, tx, s := t.ctx, t.tx, t.s
-	cols, vals := p.sess.cols, p.sess.vals
+	cols, vals := p.Session.Cols, p.Session.Vals
 	missingParent := ""
-	if p.parent != "" {
+	if p.Parent != "" {
 		var one int
-		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR KEY SHARE", p.parent).Scan(&one)
+		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR KEY SHARE", p.Parent).Scan(&one)
 		switch {
 		case err == nil:
-			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.parent)
+			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.Parent)
 		case noRows(err):
-			missingParent = p.parent
+			missingParent = p.Parent
 		default:
 			return false, "", err
 		}
 	}
 	tag, err := tx.Exec(ctx, "INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(1, len(cols))+") ON CONFLICT (id) DO NOTHING", vals...)
 	if sqlState(err) == pgUniqueViolation {
-		return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
+		return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.ID)
 	}
 	if err != nil {
 		return false, "", err
@@ -276,8 +179,8 @@ func (t importTx) Insert(p *preparedImport) (bool, string, error) {
 	// before the next row that takes its id from it, and at the end, so
 	// no later append picks one of them.
 	var ahead int64
-	for i, m := range p.msgs {
-		id, err := insertImported(ctx, tx, p.id, m, func() error {
+	for i, m := range p.Messages {
+		id, err := insertImported(ctx, tx, p.ID, m, func() error {
 			if ahead == 0 {
 				return nil
 			}
@@ -286,7 +189,7 @@ func (t importTx) Insert(p *preparedImport) (bool, string, error) {
 			return err
 		})
 		if err != nil {
-			return false, "", sessiondb.Wrap("", s.classify(err, "insert"), "import session %s: messages[%d]", p.id, i)
+			return false, "", sessiondb.Wrap("", s.classify(err, "insert"), "import session %s: messages[%d]", p.ID, i)
 		}
 		ahead = max(ahead, id)
 	}
@@ -305,7 +208,7 @@ func (t importTx) LinkChild(parent, child string) error {
 
 // Alone runs fn inside a savepoint; a failure that makes the whole
 // transaction retry is fatal.
-func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*preparedImport]) error) (failed, fatal error) {
+func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*sessiondb.PreparedImport]) error) (failed, fatal error) {
 	err := pgx.BeginFunc(t.ctx, t.tx, func(sp pgx.Tx) error {
 		return fn(importTx{t.ctx, t.s, sp})
 	})
@@ -332,13 +235,22 @@ func (s *Store) advanceSequence(ctx context.Context, tx pgx.Tx, id int64) error 
 // insertImported inserts one message, with its original id when that id
 // is free, and returns the id it kept (0 when it took a new one, after
 // calling beforeNew).
-func insertImported(ctx context.Context, tx pgx.Tx, sessionID string, m importRow, beforeNew func() error) (int64, error) {
-	cols := "session_id, " + strings.Join(m.cols, ", ")
-	args := append([]any{sessionID}, m.vals...)
+func insertImported(ctx context.Context, tx pgx.Tx, sessionID string, m sessiondb.ImportRow, beforeNew func() error) (int64, error) {
+	names, args := []string{"session_id"}, []any{sessionID}
+	for i, c := range m.Cols {
+		v := m.Vals[i]
+		if t, ok := v.(string); ok && c == "content" {
+			text, raw := storableContent(&t)
+			names, args = append(names, "content_bytes"), append(args, raw)
+			v = *text
+		}
+		names, args = append(names, quoteIdent(c)), append(args, v)
+	}
+	cols := strings.Join(names, ", ")
 	var id int64
-	if m.id != nil {
+	if m.ID != nil {
 		err := tx.QueryRow(ctx, "INSERT INTO messages (id, "+cols+") VALUES ($1, "+placeholders(2, len(args))+") ON CONFLICT (id) DO NOTHING RETURNING id",
-			append([]any{m.id}, args...)...).Scan(&id)
+			append([]any{m.ID}, args...)...).Scan(&id)
 		if err == nil || !noRows(err) {
 			return id, err
 		}

@@ -3,10 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -94,92 +90,43 @@ func importValue(field, column, typ string, v any) (any, error) {
 	return sessiondb.ImportValue(field, k, v)
 }
 
-// importRow is one row to insert: columns and values in step.
-type importRow struct {
-	cols []string
-	vals []any
-	id   any // original message id, nil when none
-	tc   int64
+// importColumns converts a record's values for the file's own columns,
+// each by its declared type (importValue); a message's tool_calls given as
+// decoded JSON is stored as its text, and "" as NULL.
+func (s *Store) importColumns() sessiondb.ImportColumns {
+	return sessiondb.ImportColumns{
+		Session: func(field, col string, v any) (any, bool, error) {
+			if !s.si.sessCols[col] {
+				return nil, false, nil
+			}
+			val, err := importValue(field, col, s.si.colTypes["sessions."+col], v)
+			return val, true, err
+		},
+		Message: func(field, col string, v any) (any, bool, error) {
+			if !s.si.msgCols[col] {
+				return nil, false, nil
+			}
+			if col != "tool_calls" {
+				val, err := importValue(field, col, s.si.colTypes["messages."+col], v)
+				return val, true, err
+			}
+			if str, ok := v.(string); ok {
+				return nullStr(str), true, nil
+			}
+			val, err := encodeJSONField(field, v)
+			return val, true, err
+		},
+	}
 }
-
-// preparedImport is one validated session of an import, ready to insert.
-type preparedImport struct {
-	id     string
-	parent string // wanted parent; linked only if it exists
-	sess   importRow
-	msgs   []importRow
-}
-
-// prepareImport validates (sessiondb.SessionRecord.Validate) and converts
-// one exported session without touching the database.
-func (s *Store) prepareImport(rec map[string]any) (*preparedImport, error) {
-	id, _ := rec["id"].(string)
-	if err := sessiondb.SessionRecord(rec).Validate(); err != nil {
-		if id == "" {
-			return nil, sessiondb.Wrap("", err, "import")
-		}
-		return nil, inputErr(err, "import session", id)
-	}
-	p := &preparedImport{id: id}
-	// Columns in name order: sessions of the same shape share one cached
-	// statement, and the first bad field reported is always the same.
-	for _, k := range slices.Sorted(maps.Keys(rec)) {
-		v := rec[k]
-		if k == "messages" || k == "message_count" || k == "tool_call_count" || !s.si.sessCols[k] {
-			continue
-		}
-		val, err := importValue(k, k, s.si.colTypes["sessions."+k], v)
-		if err != nil {
-			return nil, sessiondb.Wrap("", err, "import session %s", id)
-		}
-		if k == "parent_session_id" {
-			p.parent, _ = val.(string)
-			continue // set at insert time, once we know the parent exists
-		}
-		p.sess.cols = append(p.sess.cols, k)
-		p.sess.vals = append(p.sess.vals, val)
-	}
-	// Validate has checked the list's shape: nil, []any of objects, or
-	// []sessiondb.Message.
-	var rawMsgs []any
-	switch m := rec["messages"].(type) {
-	case []any:
-		rawMsgs = m
-	case []sessiondb.Message:
-		// Straight from ExportSession, without a JSON round trip.
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
-		}
-		if err := json.Unmarshal(b, &rawMsgs); err != nil {
-			return nil, sessiondb.Errorf(sessiondb.EINVALID, "import session %s: messages: %v", id, err)
-		}
-	}
-	p.msgs = make([]importRow, 0, len(rawMsgs))
-	var toolCalls int64
-	for i, raw := range rawMsgs {
-		m, _ := raw.(map[string]any)
-		row, err := s.importMessage(id, i, m)
-		if err != nil {
-			return nil, err
-		}
-		toolCalls += row.tc
-		p.msgs = append(p.msgs, row)
-	}
-	p.sess.cols = append(p.sess.cols, "message_count", "tool_call_count")
-	p.sess.vals = append(p.sess.vals, int64(len(p.msgs)), toolCalls)
-	return p, nil
-}
-
-// SessionID names the prepared session (sessiondb.PreparedSession).
-func (p *preparedImport) SessionID() string { return p.id }
 
 // importer is the store's side of sessiondb.ImportOne and ImportBatch.
 type importer struct{ s *Store }
 
-func (b importer) Prepare(rec map[string]any) (*preparedImport, error) { return b.s.prepareImport(rec) }
+func (b importer) Prepare(rec map[string]any) (*sessiondb.PreparedImport, error) {
+	return sessiondb.PrepareImport(rec, b.s.importColumns())
+}
 
-func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*preparedImport]) error) error {
+func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*sessiondb.PreparedImport]) error) error {
 	return b.s.write(ctx, what, func(tx *sqlitedb.Tx) error { return fn(importTx{b.s, tx}) })
 }
 
@@ -191,38 +138,38 @@ type importTx struct {
 
 // Insert inserts one prepared session; false when the session already
 // exists.
-func (t importTx) Insert(p *preparedImport) (bool, string, error) {
+func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	tx := t.tx
 	var one int
-	err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.id).Scan(&one)
+	err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.ID).Scan(&one)
 	if err == nil {
 		return false, "", nil
 	}
 	if err != sql.ErrNoRows {
 		return false, "", err
 	}
-	cols, vals := p.sess.cols, p.sess.vals
+	cols, vals := p.Session.Cols, p.Session.Vals
 	missingParent := ""
-	if p.parent != "" {
-		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.parent).Scan(&one)
+	if p.Parent != "" {
+		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", p.Parent).Scan(&one)
 		switch {
 		case err == nil:
-			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.parent)
+			cols, vals = append(cols[:len(cols):len(cols)], "parent_session_id"), append(vals[:len(vals):len(vals)], p.Parent)
 		case err == sql.ErrNoRows:
-			missingParent = p.parent
+			missingParent = p.Parent
 		default:
 			return false, "", err
 		}
 	}
 	if _, err := tx.Exec("INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(len(cols))+")", vals...); err != nil {
 		if sqlitedb.IsUnique(err) {
-			return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.id)
+			return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.ID)
 		}
 		return false, "", err
 	}
-	for i, m := range p.msgs {
-		if err := insertImported(tx, p.id, m); err != nil {
-			return false, "", sessiondb.Wrap("", err, "import session %s: messages[%d]", p.id, i)
+	for i, m := range p.Messages {
+		if err := insertImported(tx, p.ID, m); err != nil {
+			return false, "", sessiondb.Wrap("", err, "import session %s: messages[%d]", p.ID, i)
 		}
 	}
 	return true, missingParent, nil
@@ -234,7 +181,7 @@ func (t importTx) LinkChild(parent, child string) error {
 }
 
 // Alone runs fn inside a savepoint.
-func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*preparedImport]) error) (failed, fatal error) {
+func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*sessiondb.PreparedImport]) error) (failed, fatal error) {
 	if _, err := t.tx.Exec("SAVEPOINT import_session"); err != nil {
 		return nil, err
 	}
@@ -271,57 +218,14 @@ func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (impo
 	return sessiondb.ImportBatch(ctx, &s.imports, importer{s}, recs)
 }
 
-// importMessage converts one exported message, whose role and timestamp
-// SessionRecord.Validate has checked.
-func (s *Store) importMessage(sessionID string, i int, m map[string]any) (importRow, error) {
-	field := func(k string) string { return fmt.Sprintf("messages[%d].%s", i, k) }
-	row := importRow{}
-	// Columns in name order, so rows of the same shape share one cached
-	// statement.
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		v := m[k]
-		if k == "session_id" || !s.si.msgCols[k] {
-			continue
-		}
-		var val any
-		var err error
-		if k == "tool_calls" {
-			if str, ok := v.(string); ok {
-				val = nullStr(str)
-			} else {
-				val, err = encodeJSONField(field(k), v)
-			}
-		} else {
-			val, err = importValue(field(k), k, s.si.colTypes["messages."+k], v)
-		}
-		if err != nil {
-			return row, sessiondb.Wrap("", err, "import session %s", sessionID)
-		}
-		if k == "id" {
-			row.id = val
-			continue
-		}
-		if k == "tool_calls" {
-			var text sql.NullString
-			if str, ok := val.(string); ok {
-				text = sql.NullString{String: str, Valid: true}
-			}
-			row.tc = storedToolCallCount(text)
-		}
-		row.cols = append(row.cols, k)
-		row.vals = append(row.vals, val)
-	}
-	return row, nil
-}
-
 // insertImported inserts one message, with its original id when that id
 // is free.
-func insertImported(tx *sqlitedb.Tx, sessionID string, m importRow) error {
-	cols := "session_id, " + strings.Join(m.cols, ", ")
-	ph := placeholders(len(m.cols) + 1)
-	args := append([]any{sessionID}, m.vals...)
-	if m.id != nil {
-		res, err := tx.Exec("INSERT OR IGNORE INTO messages (id, "+cols+") VALUES (?, "+ph+")", append([]any{m.id}, args...)...)
+func insertImported(tx *sqlitedb.Tx, sessionID string, m sessiondb.ImportRow) error {
+	cols := "session_id, " + strings.Join(m.Cols, ", ")
+	ph := placeholders(len(m.Cols) + 1)
+	args := append([]any{sessionID}, m.Vals...)
+	if m.ID != nil {
+		res, err := tx.Exec("INSERT OR IGNORE INTO messages (id, "+cols+") VALUES (?, "+ph+")", append([]any{m.ID}, args...)...)
 		if err != nil {
 			return err
 		}
