@@ -43,6 +43,19 @@ func FindSession(ctx context.Context, s SessionService, ref string, byTitle bool
 	return "", err
 }
 
+// PrefixMatch is ResolveSessionID's answer when no session has the whole
+// id prefix: ids are those of up to two sessions whose id starts with it,
+// newest first. None is not_found, two a conflict.
+func PrefixMatch(prefix string, ids []string) (string, error) {
+	switch len(ids) {
+	case 0:
+		return "", Errorf(ENOTFOUND, "no session id starts with %q", prefix)
+	case 1:
+		return ids[0], nil
+	}
+	return "", Errorf(ECONFLICT, "session id prefix %q is ambiguous: it matches %s and more", prefix, strings.Join(ids, ", "))
+}
+
 // sessionsWithPrefix lists up to max session ids starting with prefix,
 // newest first: the candidates of an ambiguous prefix.
 func sessionsWithPrefix(ctx context.Context, s SessionService, prefix string, max int) ([]string, error) {

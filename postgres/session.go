@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -149,13 +148,7 @@ func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string
 	if err != nil {
 		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
 	}
-	switch len(ids) {
-	case 0:
-		return "", sessiondb.Errorf(sessiondb.ENOTFOUND, "no session id starts with %q", idOrPrefix)
-	case 1:
-		return ids[0], nil
-	}
-	return "", sessiondb.Errorf(sessiondb.ECONFLICT, "session id prefix %q is ambiguous: it matches %s and more", idOrPrefix, strings.Join(ids, ", "))
+	return sessiondb.PrefixMatch(idOrPrefix, ids)
 }
 
 // SearchSessions lists sessions newest first; "" source means all.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"strconv"
-	"strings"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/fts"
@@ -156,13 +155,7 @@ func (s *Store) ResolveSessionID(ctx context.Context, idOrPrefix string) (string
 	if err != nil {
 		return "", s.readErr(err, "resolve session id %q", idOrPrefix)
 	}
-	switch len(ids) {
-	case 0:
-		return "", sessiondb.Errorf(sessiondb.ENOTFOUND, "no session id starts with %q", idOrPrefix)
-	case 1:
-		return ids[0], nil
-	}
-	return "", sessiondb.Errorf(sessiondb.ECONFLICT, "session id prefix %q is ambiguous: it matches %s and more", idOrPrefix, strings.Join(ids, ", "))
+	return sessiondb.PrefixMatch(idOrPrefix, ids)
 }
 
 // queryStrings returns the first column of every row of q on the readers,
