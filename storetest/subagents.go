@@ -31,13 +31,12 @@ func RunSubagents(t *testing.T, h SubagentHarness) {
 type senv struct {
 	clocked
 	s sessiondb.SubagentService
-	h SubagentHarness
 }
 
 func newSenv(t *testing.T, h SubagentHarness) *senv {
 	t.Helper()
 	s, c := openOnClock(t, "SubagentHarness.Open", h.Open)
-	return &senv{c, s, h}
+	return &senv{c, s}
 }
 
 func (e *senv) ms() int64 { return e.clock.Now().UnixMilli() }
@@ -348,7 +347,7 @@ func testSubagentStaleRunning(t *testing.T, h SubagentHarness) {
 // and every other gets conflict.
 func testSubagentConcurrentCompletions(t *testing.T, h SubagentHarness) {
 	e := newSenv(t, h)
-	other := e.h.reopen(t, e.s, e.clock.Now)
+	other := h.reopen(t, e.s, e.clock.Now)
 	handles := []sessiondb.SubagentService{e.s, other}
 	for round := 0; round < 5; round++ {
 		a := e.ensure("C", fmt.Sprintf("%d", round))
