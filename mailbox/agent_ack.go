@@ -71,27 +71,40 @@ func (a *Agent) ClearStaleProcessing(ctx context.Context) (int, error) {
 }
 
 func (a *Agent) ack(ctx context.Context, status string, ids []string) error {
-	for _, id := range ids {
-		if id == "" {
-			return sessiondb.Errorf(sessiondb.EINVALID, "ack: message id is empty")
-		}
-		if err := checkText("message id", id); err != nil {
-			return err
-		}
+	if err := checkAckIDs("ack", ids); err != nil {
+		return err
 	}
 	if len(ids) == 0 {
 		return nil
 	}
 	now := FormatTime(a.now())
-	err := a.w.Do(ctx, func(tx *sqlitedb.Tx) error {
-		for _, id := range ids {
-			if _, err := tx.Exec("INSERT OR REPLACE INTO processing_ack (message_id, status, status_changed) VALUES (?, ?, ?)", id, status, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := a.w.Do(ctx, func(tx *sqlitedb.Tx) error { return writeAcks(tx, status, ids, now) })
 	return sqlitedb.Wrap(err, "agent: ack %s", status)
+}
+
+// checkAckIDs rejects an empty id or one with a NUL byte or invalid UTF-8
+// among the ids an ack (what names it) is about.
+func checkAckIDs(what string, ids []string) error {
+	for _, id := range ids {
+		if id == "" {
+			return sessiondb.Errorf(sessiondb.EINVALID, "%s: message id is empty", what)
+		}
+		if err := checkText("message id", id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAcks sets the processing_ack of each id to status, changed at now,
+// inside the open outbound transaction.
+func writeAcks(tx *sqlitedb.Tx, status string, ids []string, now string) error {
+	for _, id := range ids {
+		if _, err := tx.Exec("INSERT OR REPLACE INTO processing_ack (message_id, status, status_changed) VALUES (?, ?, ?)", id, status, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MarkProcessing acks ids as processing (claimed by this container).

@@ -46,6 +46,12 @@ func (a *Agent) inboundMax(ctx context.Context) int64 {
 // (a name listed twice or unsafe is invalid) and, when the content has no
 // "files" key, listed there. deliver_after is written in the form
 // NanoClaw's readers compare it in (DeliverAfterFormat).
+//
+// The ids in m.Complete are acked completed in the same transaction as the
+// row, as MarkCompleted would after it: the reply that ends a batch and the
+// batch's completion cost one durable commit instead of two, and the host
+// reads both at once (NanoClaw's host reads committed rows of both tables,
+// so it sees them together too). A send that fails acks nothing.
 func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 	now := a.now()
 	if m.ID == "" {
@@ -68,6 +74,9 @@ func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 		return 0, err
 	}
 	if err := checkText("in_reply_to", m.InReplyTo); err != nil {
+		return 0, err
+	}
+	if err := checkAckIDs("complete", m.Complete); err != nil {
 		return 0, err
 	}
 	if m.Recurrence != "" {
@@ -105,7 +114,7 @@ func (a *Agent) Send(ctx context.Context, m OutboundMessage) (int64, error) {
 				m.ID, seq, nullStr(m.InReplyTo), FormatTime(now), deliverAfter, nullStr(m.Recurrence), m.Kind,
 				nullStr(m.Routing.PlatformID), nullStr(m.Routing.ChannelType), nullStr(m.Routing.ThreadID), string(content))
 			if err == nil {
-				return nil
+				return writeAcks(tx, AckCompleted, m.Complete, FormatTime(now))
 			}
 			if !sqlitedb.IsUnique(err) || attempt >= 5 {
 				return err

@@ -77,9 +77,10 @@ func BenchmarkEnqueue(b *testing.B) {
 // BenchmarkRoundTrip measures host enqueue → agent poll → agent send →
 // host drain, one message at a time, with the agent and the host's drain
 // loop woken by file-change notification or by 1 s polling alone. The
-// agent claims each batch before it replies and completes it after, as
-// NanoClaw's poll loop does; the clock stops when the host hands the reply
-// to its deliverer.
+// agent claims each batch before it replies, as NanoClaw's poll loop does,
+// and completes it in the commit of its last reply (OutboundMessage.Complete)
+// where NanoClaw's loop commits the completion on its own; the clock stops
+// when the host hands the reply to its deliverer.
 func BenchmarkRoundTrip(b *testing.B) {
 	rounds := testkit.EnvInt("MAILBOX_BENCH_ROUNDS", 50)
 	for _, mode := range []struct {
@@ -120,7 +121,7 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 	defer wg.Wait()
 	defer cancel()
 	// The agent: answer every message as NanoClaw's poll loop does: claim
-	// the batch, reply, then mark it completed.
+	// the batch, then reply, the last reply completing the batch.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -132,11 +133,14 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 					ids[i] = r.ID
 				}
 				a.MarkProcessing(ctx, ids...)
-				for _, r := range batch {
-					a.Send(ctx, OutboundMessage{ID: "re-" + r.ID, InReplyTo: r.ID, Content: json.RawMessage(`{"text":"ok"}`),
-						Routing: Routing{ChannelType: "slack", PlatformID: "C1"}})
+				for i, r := range batch {
+					m := OutboundMessage{ID: "re-" + r.ID, InReplyTo: r.ID, Content: json.RawMessage(`{"text":"ok"}`),
+						Routing: Routing{ChannelType: "slack", PlatformID: "C1"}}
+					if i == len(batch)-1 {
+						m.Complete = ids
+					}
+					a.Send(ctx, m)
 				}
-				a.MarkCompleted(ctx, ids...)
 				continue
 			}
 			a.WaitInbound(ctx)

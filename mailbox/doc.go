@@ -33,6 +33,8 @@
 //	for first := true; ; first = false {
 //		batch, _ := a.Poll(ctx, mailbox.PollOptions{FirstPoll: first})
 //		if len(batch) == 0 { a.WaitInbound(ctx); continue }
-//		a.MarkProcessing(ctx, ids...); /* model call */ a.Send(ctx, reply); a.MarkCompleted(ctx, ids...)
+//		a.MarkProcessing(ctx, ids...) // the claim, before the model call
+//		reply.Complete = ids          // the batch completes with its last reply, in one commit
+//		a.Send(ctx, reply)            // (a batch that answers nothing: a.MarkCompleted(ctx, ids...))
 //	}
 package mailbox

@@ -133,7 +133,9 @@ type InboundRow struct {
 // be a JSON object (see section 16 shapes); it is stored compact. Kind
 // defaults to chat. ID defaults to msg-<ms>-<rand6> and must be a safe name.
 // Files are paths of files to copy into outbox/<id>/ under their base names;
-// the content should list those names in "files".
+// the content should list those names in "files". Complete names inbound
+// messages to ack completed in the same outbound commit as the row (see
+// Agent.Send).
 type OutboundMessage struct {
 	ID           string
 	Kind         string
@@ -143,6 +145,7 @@ type OutboundMessage struct {
 	DeliverAfter time.Time
 	Recurrence   string
 	Files        []string
+	Complete     []string
 }
 
 // OutboundRow is one messages_out row as the host delivers it. Files are

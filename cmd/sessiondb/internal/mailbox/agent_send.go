@@ -18,7 +18,7 @@ import (
 type sendFlags struct {
 	mf                          messageFlags
 	to, replyTo, after          string
-	files                       []string
+	files, complete             []string
 	markdown, card              string
 	edit, react                 int64
 	emoji                       string
@@ -66,8 +66,13 @@ session's thread is kept when NAME is the session's own chat); else the chat
 of the inbound message --reply-to names; else the session's default (its own
 chat and thread, or its only destination). --reply-to also sets in_reply_to.
 Edits and reactions go where their target is. --after delays delivery (a time
-or +duration). Prints "sent ID as seq N" (--json: {"id","seq"}).`,
+or +duration). --complete ID acks inbound messages completed in the same
+commit as the row: the reply that ends a batch and the batch's completion in
+one write instead of a send and an ack (an unknown ID is refused, and nothing
+is written). Prints "sent ID as seq N" (--json: {"id","seq"}, and
+"completed" with --complete).`,
 		Example: `  sessiondb mailbox agent send --reply-to ID --text "on it"
+  sessiondb mailbox agent send --reply-to ID --text "done" --complete ID
   sessiondb mailbox agent send --text "chart attached" --file chart.png
   sessiondb mailbox agent send --edit 3 --text "fixed typo"
   sessiondb mailbox agent send --react 2 --emoji thumbs_up
@@ -96,7 +101,11 @@ or +duration). Prints "sent ID as seq N" (--json: {"id","seq"}).`,
 					return m.awaitAnswer(ctx, a, msg.ID, seq, sf.timeout)
 				}
 				if m.JSON {
-					return m.PrintJSON(map[string]any{"id": msg.ID, "seq": seq})
+					out := map[string]any{"id": msg.ID, "seq": seq}
+					if len(msg.Complete) > 0 {
+						out["completed"] = msg.Complete
+					}
+					return m.PrintJSON(out)
 				}
 				fmt.Fprintf(m.Out, "sent %s as seq %d\n", cli.PrintableLine(msg.ID), seq)
 				return nil
@@ -128,6 +137,7 @@ or +duration). Prints "sent ID as seq N" (--json: {"id","seq"}).`,
 	f.StringVar(&sf.replyTo, "reply-to", "", "inbound message id this answers (in_reply_to; its chat is the default target)")
 	f.StringVar(&sf.after, "after", "", "deliver after this time (RFC 3339) or duration from now (+10m)")
 	f.StringArrayVar(&sf.files, "file", nil, "attach a file (repeatable)")
+	f.StringArrayVar(&sf.complete, "complete", nil, "ack this inbound message completed in the same commit (repeatable)")
 	return c
 }
 
@@ -237,6 +247,12 @@ func (sf *sendFlags) message(ctx context.Context, a *mailbox.Agent, now time.Tim
 		msg.ID = mailbox.NewID("msg", now)
 	}
 	msg.InReplyTo, msg.Files = sf.replyTo, sf.files
+	if len(sf.complete) > 0 {
+		if err := a.RequireInbound(ctx, sf.complete...); err != nil {
+			return msg, err
+		}
+		msg.Complete = sf.complete
+	}
 	if sf.after != "" {
 		if msg.DeliverAfter, err = parseWhen("after", sf.after, now); err != nil {
 			return msg, err
