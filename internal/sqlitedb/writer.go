@@ -52,9 +52,17 @@ type Writer struct {
 
 	conn *sql.Conn
 	sem  chan struct{} // one slot: the right to use conn
+	// connect, when set, gives conn for one batch of writes (see
+	// NewBatchWriter), and release ends it. Guarded by sem.
+	connect func(ctx context.Context) (*sql.Conn, func() error, error)
+	release func() error
 
 	mu      sync.Mutex // guards pending and call.taken
 	pending []*call
+	// callers counts the calls inside Do; lastBatch is how many writes the
+	// last transaction held (guarded by sem).
+	callers   atomic.Int32
+	lastBatch int
 
 	// Guarded by sem.
 	stmts  map[string]*sql.Stmt
@@ -85,21 +93,71 @@ func NewWriter(conn *sql.Conn) *Writer {
 	return &Writer{conn: conn, sem: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, busyMS: -1}
 }
 
+// NewBatchWriter returns a Writer that holds a connection only while it
+// writes: for each batch of writes (one transaction: the writes waiting
+// when the lock was taken, grouped as Do describes) connect opens one, and
+// the release it returns is called once the batch has committed or failed,
+// before the next batch connects. Writes that arrive while a batch
+// connects join it. For files a process must not keep open between writes
+// (a mailbox's inbound.db, which its reader in a container sees afresh only
+// after the writer closes it). Close has nothing to close.
+func NewBatchWriter(connect func(ctx context.Context) (conn *sql.Conn, release func() error, err error)) *Writer {
+	return &Writer{connect: connect, sem: make(chan struct{}, 1), stmts: map[string]*sql.Stmt{}, busyMS: -1}
+}
+
 // Close closes the cached statements and the connection, after any write in
 // progress.
 func (w *Writer) Close() error {
 	w.sem <- struct{}{}
 	defer func() { <-w.sem }()
+	if w.connect != nil {
+		return nil
+	}
+	return w.closeConn()
+}
+
+// closeConn closes the cached statements and conn. Guarded by sem.
+func (w *Writer) closeConn() error {
 	for _, s := range w.stmts {
 		s.Close()
 	}
-	w.stmts = nil
+	clear(w.stmts)
 	if w.hooked {
 		// modernc keeps hooks in a table keyed by the connection's handle,
 		// which a later connection may reuse.
 		w.conn.Raw(func(dc any) error { return onRollback(dc, nil) })
+		w.hooked = false
 	}
+	w.busyMS = -1
 	return w.conn.Close()
+}
+
+// open gives a batch writer its connection for this hold of sem; a no-op
+// for a Writer over one connection.
+func (w *Writer) open(ctx context.Context) error {
+	if w.connect == nil {
+		return nil
+	}
+	conn, release, err := w.connect(ctx)
+	if err != nil {
+		return err
+	}
+	w.conn, w.release = conn, release
+	return nil
+}
+
+// end closes a batch writer's connection before sem is given back; a no-op
+// for a Writer over one connection.
+func (w *Writer) end() error {
+	if w.connect == nil || w.conn == nil {
+		return nil
+	}
+	err := w.closeConn()
+	if rerr := w.release(); err == nil {
+		err = rerr
+	}
+	w.conn, w.release = nil, nil
+	return err
 }
 
 func (w *Writer) now() time.Time {
@@ -115,6 +173,8 @@ func (w *Writer) now() time.Time {
 // longer cancels it: a started transaction always finishes, so the
 // connection is never left half-way.
 func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
+	w.callers.Add(1)
+	defer w.callers.Add(-1)
 	c := &call{ctx: ctx, fn: fn, done: make(chan struct{})}
 	w.mu.Lock()
 	w.pending = append(w.pending, c)
@@ -149,8 +209,17 @@ func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
 		default:
 		}
 		attempts++
+		if err := w.open(ctx); err != nil {
+			<-w.sem
+			if w.withdraw(c) {
+				return err
+			}
+			<-c.done
+			return c.err
+		}
 		err := w.begin(deadline)
 		if err != nil {
+			w.end()
 			<-w.sem
 			elapsed := w.now().Sub(start)
 			if !IsBusy(err) {
@@ -190,21 +259,45 @@ func (w *Writer) Do(ctx context.Context, fn func(tx *Tx) error) error {
 			continue
 		}
 		// Callers woken by the previous commit are about to queue their
-		// next writes; yielding once lets them in so they share this
-		// commit instead of each starting the next one. A lone caller
-		// loses well under a microsecond.
-		runtime.Gosched()
+		// next writes, and others may be on their way in; yielding once
+		// lets them in so they share this commit instead of each starting
+		// the next one. A lone caller does not yield: on a busy machine
+		// the yield can cost it a scheduler turn, half a millisecond or
+		// more, for nobody. A batch writer always yields: its writes
+		// come from independent operations, and its connect is already
+		// the window they join in.
+		if w.connect != nil || w.callers.Load() > 1 || w.lastBatch > 1 {
+			runtime.Gosched()
+		}
 		batch := w.take()
+		w.lastBatch = len(batch)
 		committed := w.run(batch, deadline)
-		<-w.sem
+		if err := w.end(); err != nil {
+			for _, b := range batch {
+				if b.err == nil {
+					b.err = Wrap(err, "close after commit")
+				}
+			}
+		}
+		// The batch's callers learn they are done before sem is free: one
+		// that sees sem first would otherwise start a transaction (a batch
+		// writer: a connection) for a write already committed.
 		for _, b := range batch {
 			close(b.done)
 		}
+		<-w.sem
 		if committed > 0 && w.OnCommit != nil {
 			w.OnCommit(committed)
 		}
 		return c.err
 	}
+}
+
+// Queued reports how many writes wait for a transaction to take them.
+func (w *Writer) Queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending)
 }
 
 // jitter is the pause between lock attempts: short while contention is
