@@ -108,6 +108,16 @@ func syncAcksTx(tx *sqlitedb.Tx, out queryer) (AckSync, error) {
 	return res, err
 }
 
+// acksToSync reports whether a completed or failed ack waits to be mirrored
+// into a pending inbound row (what syncAcksTx would write). q reads
+// outbound.db with inbound.db attached as inboundAlias.
+func acksToSync(q queryer) (bool, error) {
+	var one int
+	err := scanOne(q, &one, `SELECT 1 FROM processing_ack a JOIN `+inboundAlias+`.messages_in m ON m.id = a.message_id
+ WHERE m.status = 'pending' AND a.status IN ('completed', 'failed') LIMIT 1`)
+	return one == 1, err
+}
+
 // Claims reads the processing acks (read-only).
 func (h *Host) Claims(ctx context.Context, ref SessionRef) ([]Claim, error) {
 	return h.readAcks(ctx, ref, AckProcessing)

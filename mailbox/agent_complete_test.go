@@ -18,8 +18,7 @@ const nanoclawSyncedAcks = `SELECT message_id FROM processing_ack WHERE status I
 // read as the reply and the completion; a send that fails, or is refused,
 // acks nothing.
 func TestSendCompletes(t *testing.T) {
-	f := newFixture(t)
-	a := f.openAgent()
+	f, a := newAgentFixture(t)
 	f.enqueue(chat("m1", "one"))
 	f.enqueue(chat("m2", "two"))
 	must(t, a.MarkProcessing(ctxb, "m1", "m2"))

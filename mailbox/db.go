@@ -47,24 +47,34 @@ type rwFile struct {
 	w  *sqlitedb.Writer
 }
 
-// openRW opens path read-write. The file must exist: SQLite would otherwise
-// create an empty database, and a missing mailbox file is a not_found.
+// openRW opens path read-write (see openConn) for a Writer.
 func openRW(ctx context.Context, path string, pragmas []string, budget time.Duration) (*rwFile, error) {
-	if err := mustExist(path); err != nil {
+	db, conn, err := openConn(ctx, path, pragmas)
+	if err != nil {
 		return nil, err
-	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, Pragmas: pragmas, MaxConns: 1, BusyTimeout: lockWait})
-	if err != nil {
-		return nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, sqlitedb.Wrap(err, "open %s", path)
 	}
 	w := sqlitedb.NewWriter(conn)
 	w.Budget = budget
 	return &rwFile{db: db, w: w}, nil
+}
+
+// openConn opens path read-write on one connection. The file must exist:
+// SQLite would otherwise create an empty database, and a missing mailbox
+// file is a not_found.
+func openConn(ctx context.Context, path string, pragmas []string) (*sql.DB, *sql.Conn, error) {
+	if err := mustExist(path); err != nil {
+		return nil, nil, err
+	}
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: path, Pragmas: pragmas, MaxConns: 1, BusyTimeout: lockWait})
+	if err != nil {
+		return nil, nil, sessiondb.Wrap(sessiondb.EINVALID, err, "open %s", path)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, sqlitedb.Wrap(err, "open %s", path)
+	}
+	return db, conn, nil
 }
 
 func (f *rwFile) Close() error {
@@ -164,13 +174,20 @@ func collect[T any](q queryer, query string, args []any, scan func(sqlitedb.Row)
 // other side's commit and wait out its fsyncs; once the read lock is held,
 // it is the other side's commit that waits, for a few statements. Nothing
 // that writes, or waits, may run inside fn: the other side could not
-// commit until it ends.
-func snapshot(ctx context.Context, db *sql.DB, fn func(q queryer) error) error {
+// commit until it ends. The files of attach are attached read-only to the
+// connection first (if not already), so fn reads them in the same
+// transaction, without a connection of their own.
+func snapshot(ctx context.Context, db *sql.DB, fn func(q queryer) error, attach ...attachment) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	for _, a := range attach {
+		if err := a.to(ctx, conn); err != nil {
+			return err
+		}
+	}
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		return err
 	}
@@ -180,6 +197,26 @@ func snapshot(ctx context.Context, db *sql.DB, fn func(q queryer) error) error {
 	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err == nil {
 		err = rerr
 	}
+	return err
+}
+
+// inboundAlias is the schema name of inbound.db attached to a connection
+// on outbound.db.
+const inboundAlias = "inb"
+
+// attachment is a file to attach read-only, as alias, to a connection.
+type attachment struct{ alias, path string }
+
+// to attaches a to conn unless it is already attached there.
+func (a attachment) to(ctx context.Context, conn *sql.Conn) error {
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_database_list WHERE name = ?", a.alias).Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	if err := mustExist(a.path); err != nil {
+		return err
+	}
+	_, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS "+a.alias, sqlitedb.URI(a.path, true, false))
 	return err
 }
 

@@ -47,9 +47,14 @@ type attemptRow struct {
 // (SyncAcks), so a delivery costs one inbound commit; the outbox folder of a
 // delivered row is removed, and the agent is told about a row that failed
 // for good. Edits and reactions are retargeted (contract section 11) before
-// d sees them. A drain that records nothing still syncs the acks. Only one
-// drain per session runs at a time: an overlapping call returns at once
-// with Skipped set.
+// d sees them. A drain that records nothing still syncs the acks it read
+// (those committed with or before the outbound rows it read), and writes
+// nothing when there are none. Only one drain per session runs at a time:
+// an overlapping call returns at once with Skipped set.
+//
+// What a drain needs to know of both files is read in one read transaction
+// over outbound.db with inbound.db attached read-only: a drain opens
+// inbound.db read-write only to record what it did.
 //
 // d receives kind='system' rows too (the host action registry): it should
 // return "", nil for an unknown action so the row is marked delivered.
@@ -75,6 +80,21 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	if err != nil {
 		return res, err
 	}
+	inPath, err := h.layout.InboundPath(ref)
+	if err != nil {
+		return res, err
+	}
+	h.mu.Lock()
+	migrated := s.migrated
+	h.mu.Unlock()
+	if !migrated {
+		// The read below needs the host's lazy migrations of inbound.db
+		// (delivery_attempts, delivered's newer columns), which only a
+		// write runs.
+		if err := h.withInbound(ctx, ref, func(*sqlitedb.Tx) error { return nil }); err != nil {
+			return res, err
+		}
+	}
 	outSig := filesig.Of(outPath)
 	outDB, err := openRO(outPath, pragmasRO, lockWait)
 	if err != nil {
@@ -94,26 +114,41 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	var all, cands []OutboundRow
 	var outIDs map[string]bool
 	var outMax int64
-	err = snapshot(ctx, outDB, func(q queryer) error {
-		var err error
-		if all, cands, outIDs, err = readDrainRows(q, now, mark); err != nil {
+	var st drainState
+	ackSync := false
+	read := func() error {
+		return snapshot(ctx, outDB, func(q queryer) error {
+			var err error
+			if all, cands, outIDs, err = readDrainRows(q, now, mark); err != nil {
+				return err
+			}
+			if outMax, err = maxSeq(q, "messages_out"); err != nil {
+				return err
+			}
+			st = drainState{delivered: map[string]deliveredRow{}, attempts: map[string]attemptRow{}, inbound: map[string]bool{}}
+			if err := st.read(q, all, cands, outIDs); err != nil {
+				return err
+			}
+			ackSync, err = acksToSync(q)
 			return err
+		}, attachment{inboundAlias, inPath})
+	}
+	err = read()
+	if sqlitedb.IsReadOnlyRollback(err) {
+		// A host writer died mid-commit and left inbound.db's journal hot:
+		// a read-write open rolls it back, then the read can run.
+		if werr := h.withInbound(ctx, ref, func(*sqlitedb.Tx) error { return nil }); werr == nil {
+			err = read()
 		}
-		outMax, err = maxSeq(q, "messages_out")
-		return err
-	})
+	}
 	if err != nil {
-		return res, sqlitedb.Wrap(err, "session %s: read outbound", ref)
+		return res, sqlitedb.Wrap(err, "session %s: read outbound.db and inbound.db", ref)
 	}
 	h.sawOutboundMax(s, outSig, outMax)
 	if len(all) == 0 {
-		_, err = h.syncAcks(ctx, ref, out)
-		return res, err
-	}
-
-	st := drainState{delivered: map[string]deliveredRow{}, attempts: map[string]attemptRow{}, inbound: map[string]bool{}}
-	err = h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error { return st.read(tx, all, cands, outIDs) })
-	if err != nil {
+		if ackSync {
+			_, err = h.syncAcks(ctx, ref, out)
+		}
 		return res, err
 	}
 	defer func() {
@@ -159,7 +194,7 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 			break
 		}
 	}
-	if !recorded && len(errs) == 0 {
+	if !recorded && len(errs) == 0 && ackSync {
 		if _, err := h.syncAcks(ctx, ref, out); err != nil {
 			errs = append(errs, err)
 		}
@@ -212,8 +247,9 @@ func readDrainRows(out queryer, now time.Time, mark int64) (all, cands []Outboun
 	return all, cands, outIDs, err
 }
 
-// read fills st from inbound.db for the rows of one drain.
-func (st *drainState) read(tx *sqlitedb.Tx, all, cands []OutboundRow, outIDs map[string]bool) error {
+// read fills st from inbound.db, attached to q as inboundAlias, for the
+// rows of one drain.
+func (st *drainState) read(q queryer, all, cands []OutboundRow, outIDs map[string]bool) error {
 	var ids []any
 	for _, r := range all {
 		ids = append(ids, r.ID)
@@ -222,7 +258,7 @@ func (st *drainState) read(tx *sqlitedb.Tx, all, cands []OutboundRow, outIDs map
 		ids = append(ids, id)
 	}
 	err := inChunks(ids, func(part []any, ph string) error {
-		return each(tx, "SELECT message_out_id, platform_message_id, status FROM delivered WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
+		return each(q, "SELECT message_out_id, platform_message_id, status FROM "+inboundAlias+".delivered WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
 			var id string
 			var pid, status sql.NullString
 			if err := row.Scan(&id, &pid, &status); err != nil {
@@ -236,7 +272,7 @@ func (st *drainState) read(tx *sqlitedb.Tx, all, cands []OutboundRow, outIDs map
 		return err
 	}
 	err = inChunks(ids[:len(all)], func(part []any, ph string) error {
-		return each(tx, "SELECT message_out_id, attempts, next_attempt_at FROM delivery_attempts WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
+		return each(q, "SELECT message_out_id, attempts, next_attempt_at FROM "+inboundAlias+".delivery_attempts WHERE message_out_id IN ("+ph+")", part, func(row sqlitedb.Row) error {
 			var id string
 			var a attemptRow
 			var next sql.NullString
@@ -254,11 +290,11 @@ func (st *drainState) read(tx *sqlitedb.Tx, all, cands []OutboundRow, outIDs map
 	for _, c := range cands {
 		if t := editTarget(c); t != "" && !outIDs[t] {
 			var one int
-			err := tx.QueryRow("SELECT 1 FROM messages_in WHERE id = ?", t).Scan(&one)
-			if err == nil {
-				st.inbound[t] = true
-			} else if !errors.Is(err, sql.ErrNoRows) {
+			if err := scanOne(q, &one, "SELECT 1 FROM "+inboundAlias+".messages_in WHERE id = ?", t); err != nil {
 				return err
+			}
+			if one == 1 {
+				st.inbound[t] = true
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/filesig"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
 // Defaults of HostOptions.
@@ -74,10 +75,11 @@ type Host struct {
 
 // hostSession is the in-memory state the Host keeps per session: a lock
 // that serializes this process's writes to the session's files (so they
-// queue instead of spinning on SQLite's lock), a drain flag, and what it
-// remembers of the files.
+// queue instead of spinning on SQLite's lock), the batch writer of its
+// inbound.db, a drain flag, and what it remembers of the files.
 type hostSession struct {
 	lock     chan struct{}
+	inbound  *sqlitedb.Writer // created by withInbound, guarded by Host.mu
 	draining sync.Mutex
 
 	// guarded by Host.mu

@@ -2,6 +2,7 @@ package mailbox
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
@@ -10,32 +11,26 @@ import (
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 )
 
-// withInbound runs fn in one write transaction on the session's inbound.db,
-// opened for this operation and closed after it, under the session's
-// in-process lock. The first open by this Host runs the lazy migrations.
+// withInbound runs fn in a write transaction on the session's inbound.db,
+// through the session's batch writer (inboundWriter): the file is opened
+// for the transaction and closed after it, and the operations that arrive
+// while it opens, or while an earlier transaction commits, share the
+// transaction and its commit, each undone alone if it fails. The first
+// write by this Host runs the lazy migrations.
 func (h *Host) withInbound(ctx context.Context, ref SessionRef, fn func(tx *sqlitedb.Tx) error) error {
 	path, err := h.layout.InboundPath(ref)
-	if err != nil {
-		return err
-	}
-	unlock, err := h.lockSession(ctx, ref)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return h.withInboundLocked(ctx, ref, path, fn)
-}
-
-func (h *Host) withInboundLocked(ctx context.Context, ref SessionRef, path string, fn func(tx *sqlitedb.Tx) error) error {
-	rw, err := openRW(ctx, path, pragmasRW, h.opts.WriteBudget)
 	if err != nil {
 		return err
 	}
 	s := h.session(ref)
 	h.mu.Lock()
 	migrated := s.migrated
+	if s.inbound == nil {
+		s.inbound = h.inboundWriter(ref, path)
+	}
+	w := s.inbound
 	h.mu.Unlock()
-	err = rw.do(ctx, func(tx *sqlitedb.Tx) error {
+	err = w.Do(ctx, func(tx *sqlitedb.Tx) error {
 		if !migrated {
 			if err := migrateInbound(tx); err != nil {
 				return sqlitedb.Wrap(err, "migrate %s", path)
@@ -43,9 +38,6 @@ func (h *Host) withInboundLocked(ctx context.Context, ref SessionRef, path strin
 		}
 		return fn(tx)
 	})
-	if cerr := rw.Close(); err == nil && cerr != nil {
-		err = sqlitedb.Wrap(cerr, "close %s", path)
-	}
 	if err != nil {
 		if errCode(err) == "" {
 			return sqlitedb.Wrap(err, "session %s: inbound", ref)
@@ -58,6 +50,32 @@ func (h *Host) withInboundLocked(ctx context.Context, ref SessionRef, path strin
 		h.mu.Unlock()
 	}
 	return nil
+}
+
+// inboundWriter is the batch writer of a session's inbound.db: each batch
+// opens the file under the session's in-process lock (so it never meets
+// InitSession building the file) and closes it once committed, as the
+// contract asks of the host (the agent's reader sees a host write afresh
+// only after the host closes the file).
+func (h *Host) inboundWriter(ref SessionRef, path string) *sqlitedb.Writer {
+	w := sqlitedb.NewBatchWriter(func(ctx context.Context) (*sql.Conn, func() error, error) {
+		unlock, err := h.lockSession(ctx, ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		db, conn, err := openConn(ctx, path, pragmasRW)
+		if err != nil {
+			unlock()
+			return nil, nil, err
+		}
+		return conn, func() error {
+			err := db.Close()
+			unlock()
+			return sqlitedb.Wrap(err, "close %s", path)
+		}, nil
+	})
+	w.Budget = h.opts.WriteBudget
+	return w
 }
 
 // errCode returns the sessiondb code carried by err, "" when none (unlike
