@@ -83,8 +83,8 @@ type renv struct {
 
 func newRenv(t *testing.T, h RegistryHarness) *renv {
 	t.Helper()
-	r, c := openOnClock(t, "RegistryHarness.Open", h.Open)
-	return &renv{c, r, h}
+	o := openOnClock(t, "RegistryHarness.Open", h.Open)
+	return &renv{o.clocked, o.s, h}
 }
 
 // clocked is what every environment of the suites starts from: its test,
@@ -99,10 +99,16 @@ type clocked struct {
 // have distinct, ordered times.
 func (e clocked) tick() { e.clock.Advance(time.Second) }
 
-// openOnClock opens a fresh store with open (what names it) on a clock at
-// Epoch, closed, its error reported, when t ends: where the suites'
+// opened is a fresh store of a suite on its clock: where the suites'
 // environments start.
-func openOnClock[S interface{ Close() error }](t *testing.T, what string, open func(*testing.T, sessiondb.Clock) S) (S, clocked) {
+type opened[S any] struct {
+	clocked
+	s S
+}
+
+// openOnClock opens a fresh store with open (what names it) on a clock at
+// Epoch, closed, its error reported, when t ends.
+func openOnClock[S interface{ Close() error }](t *testing.T, what string, open func(*testing.T, sessiondb.Clock) S) opened[S] {
 	t.Helper()
 	c := testkit.NewClock(Epoch)
 	s := open(t, c.Now)
@@ -114,7 +120,7 @@ func openOnClock[S interface{ Close() error }](t *testing.T, what string, open f
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return s, clocked{t, context.Background(), c}
+	return opened[S]{clocked{t, context.Background(), c}, s}
 }
 
 // reopen returns a second handle on e's registry on the same clock.

@@ -97,15 +97,11 @@ func runGroups[H any](t *testing.T, h H, groups []group[H]) {
 var Epoch = time.Date(2026, 3, 15, 9, 24, 37, 0, time.UTC)
 
 // env is one fresh store with its clock and the helpers the cases share.
-type env struct {
-	clocked
-	s sessiondb.Store
-}
+type env struct{ opened[sessiondb.Store] }
 
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
-	s, c := openOnClock(t, "Harness.Open", h.Open)
-	return &env{c, s}
+	return &env{openOnClock(t, "Harness.Open", h.Open)}
 }
 
 // now is the clock's time as state.db stores it.

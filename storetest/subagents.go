@@ -29,14 +29,12 @@ func RunSubagents(t *testing.T, h SubagentHarness) {
 
 // senv is one fresh subagent store with its clock.
 type senv struct {
-	clocked
-	s sessiondb.SubagentService
+	opened[sessiondb.SubagentService]
 }
 
 func newSenv(t *testing.T, h SubagentHarness) *senv {
 	t.Helper()
-	s, c := openOnClock(t, "SubagentHarness.Open", h.Open)
-	return &senv{c, s}
+	return &senv{openOnClock(t, "SubagentHarness.Open", h.Open)}
 }
 
 func (e *senv) ms() int64 { return e.clock.Now().UnixMilli() }
