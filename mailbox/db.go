@@ -20,11 +20,18 @@ import (
 // It is installed before the pragmas run: setting journal_mode reads the
 // file header and must wait out another process's commit rather than fail.
 // Write locks are waited for by sqlitedb.Writer, with the same handler.
+//
+// Writers sync fully (synchronous=FULL, NanoClaw's setting through
+// better-sqlite3, SQLite's own default): the journal is synced before its
+// header is written, so a power loss mid-commit cannot leave a journal that
+// rolls the file back into damage. It is set, not inherited, because the
+// cgo driver's default connection string asks for NORMAL while the pure-Go
+// one keeps FULL: the durability of a mailbox must not depend on the build.
 var (
-	pragmasRW      = []string{"PRAGMA journal_mode=DELETE"}
+	pragmasRW      = []string{"PRAGMA journal_mode=DELETE", "PRAGMA synchronous=FULL"}
 	pragmasRO      = []string(nil)
 	pragmasAgentIn = []string{"PRAGMA mmap_size=0"}
-	pragmasAgentRW = []string{"PRAGMA journal_mode=DELETE", "PRAGMA foreign_keys=ON"}
+	pragmasAgentRW = []string{"PRAGMA journal_mode=DELETE", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}
 )
 
 // lockWait is how long a mailbox statement waits for a lock the other side
