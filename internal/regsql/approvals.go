@@ -82,7 +82,7 @@ func (c *Registry) GetQuestion(ctx context.Context, id string) (sessiondb.Pendin
 func (c *Registry) ListQuestions(ctx context.Context, sessionID string) ([]sessiondb.PendingQuestion, error) {
 	var w where
 	w.equal("session_id", sessionID)
-	return listByTime(c, ctx, c.rq, "questions", "SELECT "+questionCols+" FROM pending_questions"+w.String()+" ORDER BY question_id", w.args,
+	return listByTime(ctx, c, c.rq, "questions", "SELECT "+questionCols+" FROM pending_questions"+w.String()+" ORDER BY question_id", w.args,
 		scanQuestion, func(q sessiondb.PendingQuestion) time.Time { return q.CreatedAt })
 }
 
@@ -224,7 +224,7 @@ func (c *Registry) ListApprovals(ctx context.Context, f sessiondb.ApprovalFilter
 	w.equal("action", f.Action)
 	w.equal("agent_group_id", f.AgentGroupID)
 	w.equal("session_id", f.SessionID)
-	out, err := listByTime(c, ctx, c.rq, "approvals", "SELECT "+approvalCols+" FROM pending_approvals"+w.String()+" ORDER BY approval_id", w.args,
+	out, err := listByTime(ctx, c, c.rq, "approvals", "SELECT "+approvalCols+" FROM pending_approvals"+w.String()+" ORDER BY approval_id", w.args,
 		scanApproval, func(a sessiondb.PendingApproval) time.Time { return a.CreatedAt })
 	if err != nil {
 		return nil, err
@@ -364,7 +364,7 @@ func (c *Registry) GetSenderApproval(ctx context.Context, id string) (sessiondb.
 func (c *Registry) ListSenderApprovals(ctx context.Context, messagingGroupID string) ([]sessiondb.PendingSenderApproval, error) {
 	var w where
 	w.equal("messaging_group_id", messagingGroupID)
-	return listByTime(c, ctx, c.rq, "sender approvals", "SELECT "+senderApprovalCols+" FROM pending_sender_approvals"+w.String()+" ORDER BY id", w.args,
+	return listByTime(ctx, c, c.rq, "sender approvals", "SELECT "+senderApprovalCols+" FROM pending_sender_approvals"+w.String()+" ORDER BY id", w.args,
 		scanSenderApproval, func(a sessiondb.PendingSenderApproval) time.Time { return a.CreatedAt })
 }
 
@@ -431,7 +431,7 @@ func (c *Registry) GetChannelApproval(ctx context.Context, messagingGroupID stri
 
 // ListChannelApprovals implements sessiondb.ApprovalService.
 func (c *Registry) ListChannelApprovals(ctx context.Context) ([]sessiondb.PendingChannelApproval, error) {
-	return listByTime(c, ctx, c.rq, "channel approvals", "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
+	return listByTime(ctx, c, c.rq, "channel approvals", "SELECT "+channelApprovalCols+" FROM pending_channel_approvals ORDER BY messaging_group_id", nil,
 		scanChannelApproval, func(a sessiondb.PendingChannelApproval) time.Time { return a.CreatedAt })
 }
 

@@ -217,7 +217,7 @@ func pageLimit(limit int) int {
 // from each, query's own order breaking ties; its error names what was
 // listed. By the moment, not its text: NanoClaw's ncl writes SQLite's
 // "YYYY-MM-DD HH:MM:SS", which sorts before the ISO form of the same day.
-func listByTime[T any](c *Registry, ctx context.Context, q Querier, what, query string, args []any, scan func(Scanner) (T, error), at func(T) time.Time) ([]T, error) {
+func listByTime[T any](ctx context.Context, c *Registry, q Querier, what, query string, args []any, scan func(Scanner) (T, error), at func(T) time.Time) ([]T, error) {
 	out, err := AppendRows(ctx, q, query, args, []T{}, scan)
 	if err != nil {
 		return nil, c.wrap(err, "list %s", what)

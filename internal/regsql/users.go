@@ -128,7 +128,7 @@ func (c *Registry) listRoles(ctx context.Context, q Querier, f sessiondb.RoleFil
 	} else {
 		w.equal("agent_group_id", f.AgentGroupID)
 	}
-	return listByTime(c, ctx, q, "roles", "SELECT "+roleCols+" FROM user_roles"+w.String()+" ORDER BY user_id, role, agent_group_id", w.args,
+	return listByTime(ctx, c, q, "roles", "SELECT "+roleCols+" FROM user_roles"+w.String()+" ORDER BY user_id, role, agent_group_id", w.args,
 		scanRole, func(g sessiondb.RoleGrant) time.Time { return g.GrantedAt })
 }
 
@@ -179,7 +179,7 @@ func scanMember(r Scanner) (sessiondb.Membership, error) {
 
 // ListMembers implements sessiondb.UserService.
 func (c *Registry) ListMembers(ctx context.Context, agentGroupID string) ([]sessiondb.Membership, error) {
-	return listByTime(c, ctx, c.rq, "members", "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID},
+	return listByTime(ctx, c, c.rq, "members", "SELECT "+memberCols+" FROM agent_group_members WHERE agent_group_id = ? ORDER BY user_id", []any{agentGroupID},
 		scanMember, func(m sessiondb.Membership) time.Time { return m.AddedAt })
 }
 
