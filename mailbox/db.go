@@ -3,6 +3,7 @@ package mailbox
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"io/fs"
 	"os"
@@ -182,19 +183,24 @@ func collect[T any](q queryer, query string, args []any, scan func(sqlitedb.Row)
 // it is the other side's commit that waits, for a few statements. Nothing
 // that writes, or waits, may run inside fn: the other side could not
 // commit until it ends. The files of attach are attached read-only to the
-// connection first (if not already), so fn reads them in the same
-// transaction, without a connection of their own.
+// connection for the read, so fn reads them in the same transaction,
+// without a connection of their own, and detached after it: the caller may
+// keep db open across its writes to them (a drain across its deliveries),
+// and the host must not hold inbound.db open between writes (contract
+// section 3).
 func snapshot(ctx context.Context, db *sql.DB, fn func(q queryer) error, attach ...attachment) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	for _, a := range attach {
+	for i, a := range attach {
 		if err := a.to(ctx, conn); err != nil {
+			detach(conn, attach[:i])
 			return err
 		}
 	}
+	defer detach(conn, attach)
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		return err
 	}
@@ -214,17 +220,25 @@ const inboundAlias = "inb"
 // attachment is a file to attach read-only, as alias, to a connection.
 type attachment struct{ alias, path string }
 
-// to attaches a to conn unless it is already attached there.
+// to attaches a to conn.
 func (a attachment) to(ctx context.Context, conn *sql.Conn) error {
-	var n int
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_database_list WHERE name = ?", a.alias).Scan(&n); err != nil || n > 0 {
-		return err
-	}
 	if err := mustExist(a.path); err != nil {
 		return err
 	}
 	_, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS "+a.alias, sqlitedb.URI(a.path, true, false))
 	return err
+}
+
+// detach detaches attached from conn. A connection that cannot detach one
+// is closed instead of going back to its pool: either way the files are
+// closed, and the read that used them is unaffected.
+func detach(conn *sql.Conn, attached []attachment) {
+	for _, a := range attached {
+		if _, err := conn.ExecContext(context.Background(), "DETACH DATABASE "+a.alias); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+			return
+		}
+	}
 }
 
 // ctxQueryer is a *sql.DB or *sql.Conn with the context of the operation

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,4 +104,29 @@ func makeHotJournal(t *testing.T, path string) {
 	db.Close()
 	must(t, os.WriteFile(path, file, 0o600))
 	must(t, os.WriteFile(path+"-journal", journal, 0o600))
+}
+
+// TestDrainHoldsInboundOnlyToRead: the read-only attach of inbound.db a
+// drain reads through is gone before it delivers: the host does not hold
+// the file open across a delivery, nor across the record between two
+// (contract section 3: closed after each write).
+func TestDrainHoldsInboundOnlyToRead(t *testing.T) {
+	f := newFixture(t)
+	f.enqueue(chat("m1", "hi"))
+	f.send("o1", `{"text":"one"}`)
+	f.send("o2", `{"text":"two"}`)
+	in := filepath.Join(f.dir, InboundFile)
+	var open []int
+	d := &scripted{fn: func(OutboundRow) (string, error) {
+		if runtime.GOOS == "linux" {
+			open = append(open, openHandles(t, in))
+		}
+		return "P", nil
+	}}
+	if res, err := f.host.Drain(ctxb, f.ref, d); err != nil || res.Delivered != 2 {
+		t.Fatalf("drain: %+v, %v", res, err)
+	}
+	if runtime.GOOS == "linux" && !slices.Equal(open, []int{0, 0}) {
+		t.Fatalf("inbound.db was open %v times during the two deliveries, want 0 and 0", open)
+	}
 }
