@@ -136,9 +136,12 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 	err = read()
 	if sqlitedb.IsReadOnlyRollback(err) {
 		// A host writer died mid-commit and left inbound.db's journal hot:
-		// a read-write open rolls it back, then the read can run.
+		// a read-write open rolls it back, then the read can run. When
+		// that open fails, its error is the cause to report.
 		if werr := h.withInbound(ctx, ref, func(*sqlitedb.Tx) error { return nil }); werr == nil {
 			err = read()
+		} else {
+			err = errors.Join(err, fmt.Errorf("roll back inbound.db's journal: %w", werr))
 		}
 	}
 	if err != nil {

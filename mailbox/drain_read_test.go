@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
 // TestDrainWritesNothingForAClaim: a drain that finds no row to deliver and
@@ -128,5 +131,37 @@ func TestDrainHoldsInboundOnlyToRead(t *testing.T) {
 	}
 	if runtime.GOOS == "linux" && !slices.Equal(open, []int{0, 0}) {
 		t.Fatalf("inbound.db was open %v times during the two deliveries, want 0 and 0", open)
+	}
+}
+
+// TestDrainReportsAFailedJournalRollback: when the read-write open that
+// would roll back a hot inbound journal fails (here it waits for the
+// session, which the test holds, until the drain is cancelled), the drain
+// reports that failure, not only the read-only read's refusal.
+func TestDrainReportsAFailedJournalRollback(t *testing.T) {
+	f := newFixture(t)
+	f.enqueue(chat("m1", "hi"))
+	f.send("o1", `{"text":"reply"}`)
+	makeHotJournal(t, filepath.Join(f.dir, InboundFile))
+	unlock, err := f.host.lockSession(ctxb, f.ref)
+	must(t, err)
+	defer unlock()
+	ctx, cancel := context.WithCancel(ctxb)
+	defer cancel()
+	d := &scripted{fn: func(OutboundRow) (string, error) { return "P1", nil }}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.host.Drain(ctx, f.ref, d)
+		done <- err
+	}()
+	testkit.WaitFor(t, "the rollback's open queued", func() bool { return f.host.session(f.ref).inbound.Queued() == 1 })
+	cancel()
+	err = <-done
+	if !sqlitedb.IsReadOnlyRollback(err) || !strings.Contains(err.Error(), "roll back inbound.db's journal") ||
+		!strings.Contains(err.Error(), "waiting for this process's other operation") {
+		t.Fatalf("drain = %v; want the refused read and why its journal was not rolled back", err)
+	}
+	if sessiondb.ErrorCode(err) != sessiondb.EBUSY || len(d.calls) != 0 {
+		t.Fatalf("code %q, %d deliveries; want busy and none", sessiondb.ErrorCode(err), len(d.calls))
 	}
 }
