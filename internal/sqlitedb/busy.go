@@ -1,6 +1,10 @@
 package sqlitedb
 
-import "time"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // Our busy handler. SQLite calls a connection's busy handler when a lock it
 // needs is held by another connection (a reader meeting a writer's commit, a
@@ -13,8 +17,15 @@ import "time"
 // up to 1 ms, then stay there: a short wait ends soon after the lock is
 // released, a long one costs at most a thousand wake-ups a second.
 //
+// A wait ends early when the connection is interrupted (the drivers call
+// sqlite3_interrupt when a statement's context ends; interruptWhenDone
+// covers a new connection's pragmas): a cancelled call stops within a
+// pause, not at its timeout (5 s on mailbox files).
+//
 // Neither driver exposes sqlite3_busy_handler; installBusyHandler (per
-// driver) reaches the connection's sqlite3 handle and calls it directly.
+// driver) reaches the connection's sqlite3 handle and calls it directly,
+// with the connection as the handler's argument and the wait kept in its
+// client data (sqlite3_set_clientdata).
 
 const (
 	busyFirstStep = 20 * time.Microsecond
@@ -72,4 +83,37 @@ func busyMS(timeout time.Duration) uintptr {
 		return 0
 	}
 	return uintptr(max(1, timeout/time.Millisecond))
+}
+
+// interruptWhenDone interrupts the driver connection dc (sqlite3_interrupt
+// through interruptConn, per driver) if ctx ends before the returned stop
+// is called, so that our busy handler gives up a wait that no statement of
+// the driver's own covers: the pure-Go driver interrupts a statement's
+// steps on its context, not the schema read that preparing one may wait
+// for, which is what a fresh connection's pragmas do while another
+// process commits. stop must be called before dc is closed.
+func interruptWhenDone(ctx context.Context, dc any) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	var mu sync.Mutex
+	finished := false
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			mu.Lock()
+			if !finished {
+				_ = interruptConn(dc)
+			}
+			mu.Unlock()
+		case <-quit:
+		}
+	}()
+	return func() {
+		mu.Lock()
+		finished = true
+		mu.Unlock()
+		close(quit)
+	}
 }

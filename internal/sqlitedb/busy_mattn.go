@@ -10,22 +10,36 @@ package sqlitedb
 // is not reachable from here, so the one function we call is declared.
 typedef struct sqlite3 sqlite3;
 extern int sqlite3_busy_handler(sqlite3*, int(*)(void*, int), void*);
+extern int sqlite3_is_interrupted(sqlite3*);
+extern void sqlite3_interrupt(sqlite3*);
+extern void *sqlite3_get_clientdata(sqlite3*, const char*);
+extern int sqlite3_set_clientdata(sqlite3*, const char*, void*, void(*)(void*));
 
 extern long long sqlitedbBusyPause(uintptr_t timeoutMS, int n);
 
+// The connection's wait in ms, kept on the connection itself.
+static const char sqlitedb_busy_key[] = "sessiondb.busy";
+
 // The pause is chosen in Go (busyPause) and slept here, without holding a
-// Go thread in a callback.
+// Go thread in a callback. An interrupted connection (the driver calls
+// sqlite3_interrupt when the call's context ends) stops waiting at once.
 static int sqlitedb_busy(void *arg, int n) {
-	long long ns = sqlitedbBusyPause((uintptr_t)arg, n);
+	sqlite3 *db = (sqlite3*)arg;
+	if (sqlite3_is_interrupted(db)) return 0;
+	long long ns = sqlitedbBusyPause((uintptr_t)sqlite3_get_clientdata(db, sqlitedb_busy_key), n);
 	if (ns < 0) return 0;
 	struct timespec ts = { (time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL) };
 	nanosleep(&ts, 0);
 	return 1;
 }
 
+static void sqlitedb_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
+
 static int sqlitedb_set_busy(void *db, uintptr_t timeoutMS) {
 	if (timeoutMS == 0) return sqlite3_busy_handler((sqlite3*)db, 0, 0);
-	return sqlite3_busy_handler((sqlite3*)db, sqlitedb_busy, (void*)timeoutMS);
+	int rc = sqlite3_set_clientdata((sqlite3*)db, sqlitedb_busy_key, (void*)timeoutMS, 0);
+	if (rc != 0) return rc;
+	return sqlite3_busy_handler((sqlite3*)db, sqlitedb_busy, db);
 }
 */
 import "C"
@@ -64,5 +78,19 @@ func installBusyHandler(dc any, timeout time.Duration) error {
 	if rc := C.sqlitedb_set_busy(unsafe.Pointer(f.Pointer()), C.uintptr_t(busyMS(timeout))); rc != 0 {
 		return fmt.Errorf("sqlite3_busy_handler: result code %d", int(rc))
 	}
+	return nil
+}
+
+// interruptConn calls sqlite3_interrupt on the driver connection dc.
+func interruptConn(dc any) error {
+	c, ok := dc.(*sqlite3.SQLiteConn)
+	if !ok {
+		return fmt.Errorf("driver connection %T is not mattn's", dc)
+	}
+	f := reflect.ValueOf(c).Elem().FieldByName("db")
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
+		return fmt.Errorf("mattn/go-sqlite3 connection has no sqlite3 handle where expected")
+	}
+	C.sqlitedb_interrupt(unsafe.Pointer(f.Pointer()))
 	return nil
 }

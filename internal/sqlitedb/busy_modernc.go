@@ -12,8 +12,24 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// busyHandler is our handler in the form modernc's translated C calls.
-func busyHandler(_ *libc.TLS, timeoutMS uintptr, n int32) int32 {
+// busyKey names the connection's wait (in ms) among its client data: the
+// handler's argument is the connection, so that it can see an interrupt.
+var busyKey = func() uintptr {
+	p, err := libc.CString("sessiondb.busy")
+	if err != nil {
+		panic(err) // out of memory at start-up, before any input
+	}
+	return p
+}()
+
+// busyHandler is our handler in the form modernc's translated C calls. An
+// interrupted connection (the driver calls sqlite3_interrupt when the
+// call's context ends) stops waiting at once.
+func busyHandler(tls *libc.TLS, db uintptr, n int32) int32 {
+	if sqlite3.Xsqlite3_is_interrupted(tls, db) != 0 {
+		return 0
+	}
+	timeoutMS := sqlite3.Xsqlite3_get_clientdata(tls, db, busyKey)
 	d, ok := busyPause(int(n), time.Duration(timeoutMS)*time.Millisecond)
 	if !ok {
 		return 0
@@ -48,10 +64,26 @@ func installBusyHandler(dc any, timeout time.Duration) error {
 	if ms := busyMS(timeout); ms == 0 {
 		rc = sqlite3.Xsqlite3_busy_handler(t, uintptr(db.Uint()), 0, 0)
 	} else {
-		rc = sqlite3.Xsqlite3_busy_handler(t, uintptr(db.Uint()), busyHandlerPtr, ms)
+		if rc = sqlite3.Xsqlite3_set_clientdata(t, uintptr(db.Uint()), busyKey, ms, 0); rc == 0 {
+			rc = sqlite3.Xsqlite3_busy_handler(t, uintptr(db.Uint()), busyHandlerPtr, uintptr(db.Uint()))
+		}
 	}
 	if rc != 0 {
 		return fmt.Errorf("sqlite3_busy_handler: result code %d", rc)
 	}
+	return nil
+}
+
+// interruptConn calls sqlite3_interrupt on the driver connection dc.
+func interruptConn(dc any) error {
+	v := reflect.ValueOf(dc)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("driver connection %T is not modernc's", dc)
+	}
+	db, tls := v.Elem().FieldByName("db"), v.Elem().FieldByName("tls")
+	if !db.IsValid() || db.Kind() != reflect.Uintptr || db.Uint() == 0 || !tls.IsValid() || tls.Type() != reflect.TypeFor[*libc.TLS]() || tls.IsNil() {
+		return fmt.Errorf("modernc.org/sqlite connection has no sqlite3 handle where expected")
+	}
+	sqlite3.Xsqlite3_interrupt((*libc.TLS)(tls.UnsafePointer()), uintptr(db.Uint()))
 	return nil
 }

@@ -301,12 +301,18 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, err
 		}
 	}
+	stop := interruptWhenDone(ctx, conn)
 	for _, p := range c.pragmas {
 		if _, err := ex.ExecContext(ctx, p, nil); err != nil {
+			stop()
 			conn.Close()
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+			}
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 	}
+	stop()
 	return conn, nil
 }
 
