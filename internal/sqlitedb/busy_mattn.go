@@ -63,19 +63,13 @@ func sqlitedbBusyPause(timeoutMS C.uintptr_t, n C.int) C.longlong {
 }
 
 // installBusyHandler makes our busy handler wait up to timeout on the
-// driver connection dc (0: fail at once). mattn keeps the sqlite3 handle in
-// an unexported field; a driver upgrade that renames it fails here, loudly,
-// and the tests with it.
+// driver connection dc (0: fail at once).
 func installBusyHandler(dc any, timeout time.Duration) error {
-	c, ok := dc.(*sqlite3.SQLiteConn)
-	if !ok {
-		return fmt.Errorf("driver connection %T is not mattn's", dc)
+	db, err := handle(dc)
+	if err != nil {
+		return err
 	}
-	f := reflect.ValueOf(c).Elem().FieldByName("db")
-	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
-		return fmt.Errorf("mattn/go-sqlite3 connection has no sqlite3 handle where expected")
-	}
-	if rc := C.sqlitedb_set_busy(unsafe.Pointer(f.Pointer()), C.uintptr_t(busyMS(timeout))); rc != 0 {
+	if rc := C.sqlitedb_set_busy(db, C.uintptr_t(busyMS(timeout))); rc != 0 {
 		return fmt.Errorf("sqlite3_busy_handler: result code %d", int(rc))
 	}
 	return nil
@@ -83,14 +77,25 @@ func installBusyHandler(dc any, timeout time.Duration) error {
 
 // interruptConn calls sqlite3_interrupt on the driver connection dc.
 func interruptConn(dc any) error {
+	db, err := handle(dc)
+	if err != nil {
+		return err
+	}
+	C.sqlitedb_interrupt(db)
+	return nil
+}
+
+// handle is the sqlite3 handle of mattn's driver connection dc, which
+// keeps it in an unexported field; a driver upgrade that renames it fails
+// here, loudly, and the tests with it.
+func handle(dc any) (unsafe.Pointer, error) {
 	c, ok := dc.(*sqlite3.SQLiteConn)
 	if !ok {
-		return fmt.Errorf("driver connection %T is not mattn's", dc)
+		return nil, fmt.Errorf("driver connection %T is not mattn's", dc)
 	}
 	f := reflect.ValueOf(c).Elem().FieldByName("db")
 	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
-		return fmt.Errorf("mattn/go-sqlite3 connection has no sqlite3 handle where expected")
+		return nil, fmt.Errorf("mattn/go-sqlite3 connection has no sqlite3 handle where expected")
 	}
-	C.sqlitedb_interrupt(unsafe.Pointer(f.Pointer()))
-	return nil
+	return unsafe.Pointer(f.Pointer()), nil
 }

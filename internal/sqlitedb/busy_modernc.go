@@ -46,27 +46,17 @@ var busyHandlerPtr = *(*uintptr)(unsafe.Pointer(&struct {
 }{busyHandler}))
 
 // installBusyHandler makes our busy handler wait up to timeout on the
-// driver connection dc (0: fail at once). modernc keeps the sqlite3 handle
-// and its thread state in unexported fields; a driver upgrade that renames
-// them fails here, loudly, and the tests with it.
+// driver connection dc (0: fail at once).
 func installBusyHandler(dc any, timeout time.Duration) error {
-	v := reflect.ValueOf(dc)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct || v.Elem().Type().PkgPath() != "modernc.org/sqlite" {
-		return fmt.Errorf("driver connection %T is not modernc's", dc)
+	db, t, err := handle(dc)
+	if err != nil {
+		return err
 	}
-	db, tls := v.Elem().FieldByName("db"), v.Elem().FieldByName("tls")
-	if !db.IsValid() || db.Kind() != reflect.Uintptr || db.Uint() == 0 ||
-		!tls.IsValid() || tls.Type() != reflect.TypeFor[*libc.TLS]() || tls.IsNil() {
-		return fmt.Errorf("modernc.org/sqlite connection has no sqlite3 handle where expected")
-	}
-	t := (*libc.TLS)(tls.UnsafePointer())
 	var rc int32
 	if ms := busyMS(timeout); ms == 0 {
-		rc = sqlite3.Xsqlite3_busy_handler(t, uintptr(db.Uint()), 0, 0)
-	} else {
-		if rc = sqlite3.Xsqlite3_set_clientdata(t, uintptr(db.Uint()), busyKey, ms, 0); rc == 0 {
-			rc = sqlite3.Xsqlite3_busy_handler(t, uintptr(db.Uint()), busyHandlerPtr, uintptr(db.Uint()))
-		}
+		rc = sqlite3.Xsqlite3_busy_handler(t, db, 0, 0)
+	} else if rc = sqlite3.Xsqlite3_set_clientdata(t, db, busyKey, ms, 0); rc == 0 {
+		rc = sqlite3.Xsqlite3_busy_handler(t, db, busyHandlerPtr, db)
 	}
 	if rc != 0 {
 		return fmt.Errorf("sqlite3_busy_handler: result code %d", rc)
@@ -76,14 +66,26 @@ func installBusyHandler(dc any, timeout time.Duration) error {
 
 // interruptConn calls sqlite3_interrupt on the driver connection dc.
 func interruptConn(dc any) error {
+	db, t, err := handle(dc)
+	if err != nil {
+		return err
+	}
+	sqlite3.Xsqlite3_interrupt(t, db)
+	return nil
+}
+
+// handle is the sqlite3 handle and thread state of modernc's driver
+// connection dc, which keeps them in unexported fields; a driver upgrade
+// that renames them fails here, loudly, and the tests with it.
+func handle(dc any) (uintptr, *libc.TLS, error) {
 	v := reflect.ValueOf(dc)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("driver connection %T is not modernc's", dc)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct || v.Elem().Type().PkgPath() != "modernc.org/sqlite" {
+		return 0, nil, fmt.Errorf("driver connection %T is not modernc's", dc)
 	}
 	db, tls := v.Elem().FieldByName("db"), v.Elem().FieldByName("tls")
-	if !db.IsValid() || db.Kind() != reflect.Uintptr || db.Uint() == 0 || !tls.IsValid() || tls.Type() != reflect.TypeFor[*libc.TLS]() || tls.IsNil() {
-		return fmt.Errorf("modernc.org/sqlite connection has no sqlite3 handle where expected")
+	if !db.IsValid() || db.Kind() != reflect.Uintptr || db.Uint() == 0 ||
+		!tls.IsValid() || tls.Type() != reflect.TypeFor[*libc.TLS]() || tls.IsNil() {
+		return 0, nil, fmt.Errorf("modernc.org/sqlite connection has no sqlite3 handle where expected")
 	}
-	sqlite3.Xsqlite3_interrupt((*libc.TLS)(tls.UnsafePointer()), uintptr(db.Uint()))
-	return nil
+	return uintptr(db.Uint()), (*libc.TLS)(tls.UnsafePointer()), nil
 }
