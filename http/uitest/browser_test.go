@@ -226,6 +226,18 @@ func (p *page) text(sel string) string {
 	return eval[string](p, `(document.querySelector(`+jsString(sel)+`) || {innerText: ""}).innerText`)
 }
 
+// click clicks the first element sel matches, once there is one. The
+// element is found and clicked in one evaluation, so a page region that
+// refreshes itself (the mailboxes) cannot swap it out between the two, as
+// it can between chromedp's lookup of a node and its mouse events.
+func (p *page) click(sel string) {
+	p.t.Helper()
+	p.waitFor(`document.querySelector(` + jsString(sel) + `) !== null`)
+	if !eval[bool](p, `(() => { const e = document.querySelector(`+jsString(sel)+`); if (!e) return false; e.click(); return true })()`) {
+		p.t.Fatalf("click: nothing matches %s", sel)
+	}
+}
+
 // eval evaluates a JavaScript expression in the page.
 func eval[T any](p *page, expr string) T {
 	p.t.Helper()

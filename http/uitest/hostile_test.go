@@ -31,7 +31,7 @@ func TestBrowserHostileText(t *testing.T) {
 	}
 
 	// A mailbox row's text, unfolded.
-	p.do(chromedp.Click(chromedp.CSS(`#outbound tr[data-row="out-hostile"] details > summary`)))
+	p.click(`#outbound tr[data-row="out-hostile"] details > summary`)
 	if got := p.text(`#outbound tr[data-row="out-hostile"] details > summary`); got != hostileOutbound {
 		t.Errorf("hostile outbound row shows %q", got)
 	}

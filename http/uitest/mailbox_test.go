@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/chromedp/chromedp"
 
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -116,7 +115,7 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 		t.Errorf("failed out %q", got)
 	}
 
-	p.do(chromedp.Click(chromedp.Search(`//td[@class="title"]/a[contains(., "sess-failing")]`)))
+	p.click(`#mailboxes tr[data-mailbox="ag-main/sess-failing"] td.title a`)
 	p.waitLoaded(`document.body.dataset.page === "mailbox"`)
 	p.shot("mailbox")
 	states := eval[map[string]string](p, `Object.fromEntries(Array.from(document.querySelectorAll("#outbound tbody tr"), r => [r.dataset.row, r.querySelector("td[data-label=delivery]").firstChild.textContent]))`)
@@ -133,7 +132,7 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 	// Without the token the write is refused, and nothing changes.
 	requeue := `#outbound tr[data-row="out-report"] button.requeue`
 	p.expectConsole("status of 401 (Unauthorized)")
-	p.do(chromedp.Click(chromedp.CSS(requeue)))
+	p.click(requeue)
 	p.waitFor(`document.querySelector('#outbound tr[data-row="out-report"] [data-result]').textContent.startsWith("refused")`)
 	if msg := p.text(`#outbound tr[data-row="out-report"] [data-result]`); msg != "refused: writes need the server's token" {
 		t.Errorf("refusal shows %q", msg)
@@ -148,7 +147,7 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 	if loc := eval[string](p, `location.href`); loc != s.url+"/mailboxes/ag-main/sess-failing" {
 		t.Errorf("after the token, the page is %s", loc)
 	}
-	p.do(chromedp.Click(chromedp.CSS(requeue)))
+	p.click(requeue)
 	p.waitFor(`(() => { const r = document.querySelector('#outbound tr[data-row="out-report"]'); return r && !r.querySelector("button.requeue") })()`)
 	if st := p.text(`#outbound tr[data-row="out-report"] td[data-label=delivery]`); st != "undelivered" {
 		t.Errorf("requeued row shows %q", st)
@@ -169,7 +168,7 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 func TestBrowserMailboxFollows(t *testing.T) {
 	s, p := visit(t, siteOptions{mailboxes: true}, "/mailboxes/ag-main/sess-healthy")
 	eval[bool](p, `window.notReloaded = true`)
-	p.do(chromedp.Click(chromedp.CSS(`#outbound tr[data-row="out-hello"] details > summary`)))
+	p.click(`#outbound tr[data-row="out-hello"] details > summary`)
 	p.waitFor(`document.querySelector('#outbound tr[data-row="out-hello"] details').open`)
 
 	dir, _ := s.host.Layout().SessionDir(okRef)
