@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
