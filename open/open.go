@@ -38,6 +38,10 @@ type Options struct {
 	Now sessiondb.Clock
 	// Logger receives the store's warnings; nil discards them.
 	Logger *slog.Logger
+	// SearchWindowMessages is sqlite.Options.SearchWindowMessages: above
+	// how many messages a SQLite store's search ranks its newest ones
+	// through the recent index; 0 is the default. PostgreSQL ignores it.
+	SearchWindowMessages int
 }
 
 // IsURL reports whether location names a PostgreSQL server rather than a
@@ -80,10 +84,11 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 		return nil, err
 	}
 	st, err := sqlite.Open(ctx, location, sqlite.Options{
-		ReadOnly:    o.ReadOnly,
-		Synchronous: o.Synchronous,
-		Now:         o.Now,
-		Logger:      o.Logger,
+		ReadOnly:             o.ReadOnly,
+		Synchronous:          o.Synchronous,
+		Now:                  o.Now,
+		Logger:               o.Logger,
+		SearchWindowMessages: o.SearchWindowMessages,
 	})
 	if err != nil {
 		return nil, err

@@ -54,7 +54,7 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	}
 	if len(hits) == 0 && (cjk || !s.si.hasFTS()) {
 		if m, ok := trigramMatch(q); ok && cjk && s.trigramReady.Load() {
-			hits, err = s.ftsSearchIn(ctx, trigramTable, m, f, limit, offset)
+			hits, err = s.ftsSearchIn(ctx, readers{s}, trigramTable, m, f, limit, offset, 0)
 		} else {
 			hits, err = s.likeSearch(ctx, q, f, limit, offset)
 		}
@@ -113,12 +113,12 @@ func scanHit(sc scanner, h *sessiondb.SearchHit, snip *[]byte) error {
 	return nil
 }
 
-// queryHits runs q on the readers and reads every row with scanHit; the
+// queryHits runs query through q and reads every row with scanHit; the
 // snippet of each is snippet applied to what the query returned for it.
-func (s *Store) queryHits(ctx context.Context, snippet func([]byte) string, q string, args ...any) ([]sessiondb.SearchHit, error) {
+func queryHits(ctx context.Context, q sqlitedb.Querier, snippet func([]byte) string, query string, args ...any) ([]sessiondb.SearchHit, error) {
 	var hits []sessiondb.SearchHit
 	var raw []byte
-	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
+	err := sqlitedb.Each(ctx, q, query, args, func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
 		if err := scanHit(r, &h, &raw); err != nil {
 			return err
@@ -141,7 +141,12 @@ func asText(raw []byte) string { return string(raw) }
 // indexed column as FTS5 reads it (the table's own copy for an inline
 // table, the content table's for an external one), as a blob so that no
 // NUL cuts it short.
+//
+// The recent index keeps no text: its rows' text is read from messages.
 func (s *Store) snippetText(table string) string {
+	if table == recentTable {
+		return "(SELECT substr(CAST(sm.content AS BLOB), 1, " + strconv.Itoa(fts.SnippetWindow+1) + ") FROM messages sm WHERE sm.id = " + table + ".rowid)"
+	}
 	col := "content"
 	if table == "messages_fts" && s.si.ftsColumn != "" {
 		col = s.si.ftsColumn
@@ -198,7 +203,21 @@ func idList(hits []sessiondb.SearchHit) string {
 	return string(b)
 }
 
-// ftsSearch ranks with FTS5 and fetches the winners' columns.
+// ftsSearch ranks with FTS5 and fetches the winners' columns: on a store
+// of more than searchWindowMessages messages through the recent index
+// when it can (recentSearch), else over messages_fts as Hermes does,
+// bounded by windowStart.
+func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	hits, ok, err := s.recentSearch(ctx, match, f, limit, offset)
+	if ok || err != nil {
+		return hits, err
+	}
+	return s.ftsSearchIn(ctx, readers{s}, "messages_fts", match, f, limit, offset, 0)
+}
+
+// ftsSearchIn is ftsSearch over the FTS5 table named table, which indexes
+// message content by message id, read through q: one page of its
+// matches (with ids below below, when it is not 0), ranked.
 //
 // FTS5 consumes ORDER BY rank itself: it scores every match once, sorts
 // rowids, and hands rows out in rank order, so SQLite stops after LIMIT
@@ -208,33 +227,32 @@ func idList(hits []sessiondb.SearchHit) string {
 // session columns of the winners come from one keyed query; with filters
 // the join sits in the same statement, still driven by the FTS cursor in
 // rank order.
-func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
-	return s.ftsSearchIn(ctx, "messages_fts", match, f, limit, offset)
-}
-
-// ftsSearchIn is ftsSearch over the FTS5 table named table, which indexes
-// message content by message id.
-func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+func (s *Store) ftsSearchIn(ctx context.Context, q sqlitedb.Querier, table, match string, f sessiondb.SearchFilter, limit, offset int, below int64) ([]sessiondb.SearchHit, error) {
 	snippet := s.snippetFor(table, match)
 	filters, fargs := s.searchFilters(f)
-	window, bounded, err := s.windowStart(ctx, table, match, filters, fargs, offset+limit)
-	if err != nil {
-		return nil, err
-	}
 	bound, bargs := "", []any{}
-	if bounded {
-		bound, bargs = " AND "+table+".rowid >= ?", []any{window}
+	if below > 0 {
+		bound, bargs = " AND "+table+".rowid < ?", []any{below}
+	}
+	if table != recentTable {
+		window, bounded, err := s.windowStart(ctx, q, table, match, filters, fargs, bound, bargs, offset+limit)
+		if err != nil {
+			return nil, err
+		}
+		if bounded {
+			bound, bargs = bound+" AND "+table+".rowid >= ?", append(bargs, window)
+		}
 	}
 	if filters != "" {
 		args := append([]any{match}, fargs...)
 		args = append(append(args, bargs...), limit, offset)
-		return s.queryHits(ctx, snippet, "SELECT "+table+".rowid, "+s.snippetText(table)+", "+hitColumns+
+		return queryHits(ctx, q, snippet, "SELECT "+table+".rowid, "+s.snippetText(table)+", "+hitColumns+
 			matchesIn(table, filters)+bound+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
 	}
 
 	var hits []sessiondb.SearchHit
 	var raw []byte
-	err = sqlitedb.Each(ctx, readers{s}, "SELECT rowid, "+s.snippetText(table)+matchesIn(table, "")+
+	err := sqlitedb.Each(ctx, q, "SELECT rowid, "+s.snippetText(table)+matchesIn(table, "")+
 		bound+" ORDER BY rank LIMIT ? OFFSET ?", append(append([]any{match}, bargs...), limit, offset), func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
 		if err := r.Scan(&h.ID, &raw); err != nil {
@@ -250,7 +268,7 @@ func (s *Store) ftsSearchIn(ctx context.Context, table, match string, f sessiond
 	if len(hits) == 0 {
 		return nil, nil
 	}
-	details, err := s.queryHits(ctx, asText, "SELECT m.id, NULL, "+hitColumns+
+	details, err := queryHits(ctx, q, asText, "SELECT m.id, NULL, "+hitColumns+
 		" FROM json_each(?) h JOIN messages m ON m.id = h.value JOIN sessions s ON s.id = m.session_id", idList(hits))
 	if err != nil {
 		return nil, err
@@ -293,12 +311,14 @@ const (
 // store. Walking the matches newest first costs almost nothing, so the
 // search ranks the newest max(window, need) of them (need = offset +
 // limit), found by that walk, and also every match among the newest
-// s.searchWindowMessages message ids. It returns the lowest rowid to rank,
-// and false when everything is to be ranked (the store is within the
-// messages window, or the query has no more matches than the window),
-// exactly as Hermes does. Filters take part in the walk, so the window
-// holds that many matches that pass them.
-func (s *Store) windowStart(ctx context.Context, table, match, filters string, fargs []any, need int) (int64, bool, error) {
+// s.searchWindowMessages message ids, unless the walk has an upper bound
+// (the matches below the recent index, recentSearch). It returns the
+// lowest rowid to rank, and false when everything is to be ranked (the
+// store is within the messages window, or the query has no more matches
+// than the window), exactly as Hermes does. Filters and the bound (with
+// their arguments) take part in the walk, so the window holds that many
+// matches that pass them.
+func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, match, filters string, fargs []any, bound string, bargs []any, need int) (int64, bool, error) {
 	n := s.searchWindow
 	if n < 0 {
 		return 0, false, nil
@@ -306,9 +326,9 @@ func (s *Store) windowStart(ctx context.Context, table, match, filters string, f
 	n = max(n, need)
 	// Every match from floor on is ranked; 0 when there is no such bound.
 	var floor int64
-	if s.searchWindowMessages > 0 {
+	if s.searchWindowMessages > 0 && bound == "" {
 		var newest sql.NullInt64
-		if err := s.queryRow(ctx, "SELECT max(id) FROM messages").Scan(&newest); err != nil {
+		if err := sqlitedb.Each(ctx, q, "SELECT max(id) FROM messages", nil, func(r sqlitedb.Row) error { return r.Scan(&newest) }); err != nil {
 			return 0, false, err
 		}
 		floor = newest.Int64 - int64(s.searchWindowMessages) + 1
@@ -317,18 +337,120 @@ func (s *Store) windowStart(ctx context.Context, table, match, filters string, f
 		}
 	}
 	var start int64
-	err := s.queryRow(ctx, "SELECT "+table+".rowid"+matchesIn(table, filters)+" ORDER BY "+table+".rowid DESC LIMIT 1 OFFSET ?",
-		append(append([]any{match}, fargs...), n-1)...).Scan(&start)
-	if err == sql.ErrNoRows {
-		return 0, false, nil
-	}
-	if err != nil {
+	found := false
+	args := append(append(append([]any{match}, fargs...), bargs...), n-1)
+	err := sqlitedb.Each(ctx, q, "SELECT "+table+".rowid"+matchesIn(table, filters)+bound+" ORDER BY "+table+".rowid DESC LIMIT 1 OFFSET ?",
+		args, func(r sqlitedb.Row) error {
+			found = true
+			return r.Scan(&start)
+		})
+	if err != nil || !found {
 		return 0, false, err
 	}
 	if floor > 0 {
 		start = min(start, floor)
 	}
 	return start, true, nil
+}
+
+// recentSearch answers a search through the recent index (recent.go) on
+// a store of more than searchWindowMessages messages: first the matches
+// among the index's messages, ranked by bm25 against its own counts, then,
+// once those run out, the older matches, ranked over messages_fts as
+// ftsSearchIn ranks them, each page taken from this order by offset. ok is
+// false, with no error, when the index cannot answer (a store within the
+// window is ranked whole, as Hermes ranks it; a read-only store whose
+// index is behind ranks as before). A writable store brings the index up
+// to date first. The window and both rankings are read in one read
+// transaction, so a sync by another process between them can neither
+// drop nor repeat a match.
+func (s *Store) recentSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, bool, error) {
+	window := int64(s.searchWindowMessages)
+	if !s.recentOK || window <= 0 {
+		return nil, false, nil
+	}
+	// Another writer may add a message between our sync and our read;
+	// a few tries, then the ranking over messages_fts.
+	for range 3 {
+		st, err := readRecentState(ctx, readers{s}, window)
+		if err != nil || st.newest <= window {
+			return nil, false, err
+		}
+		if !st.current() {
+			if s.w == nil {
+				return nil, false, nil
+			}
+			if err := s.syncRecent(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, false, err
+				}
+				s.log.Warn("search: could not bring the recent index up to date; ranking over the whole index", "path", s.path, "err", err)
+				return nil, false, nil
+			}
+		}
+		hits, ok, err := s.searchRecentSnapshot(ctx, match, f, limit, offset, window)
+		if ok || err != nil {
+			return hits, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+// searchRecentSnapshot is recentSearch's reading, in one read
+// transaction; ok is false when the index is not current in it.
+func (s *Store) searchRecentSnapshot(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int, window int64) ([]sessiondb.SearchHit, bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tx.Rollback()
+	st, err := readRecentState(ctx, tx, window)
+	if err != nil || !st.current() {
+		return nil, false, err
+	}
+	hits, err := s.ftsSearchIn(ctx, tx, recentTable, match, f, limit, offset, 0)
+	if err != nil || len(hits) == limit {
+		return hits, true, err
+	}
+	// The recent matches ran out on this page: how many there are says
+	// where the older ones start.
+	seen := int64(offset + len(hits))
+	if len(hits) == 0 && offset > 0 {
+		filters, fargs := s.searchFilters(f)
+		if err := sqlitedb.Each(ctx, tx, "SELECT count(*)"+matchesIn(recentTable, filters), append([]any{match}, fargs...), func(r sqlitedb.Row) error {
+			return r.Scan(&seen)
+		}); err != nil {
+			return nil, true, err
+		}
+	}
+	older, err := s.ftsSearchIn(ctx, tx, "messages_fts", match, f, limit-len(hits), max(0, offset-int(seen)), st.low)
+	if err != nil {
+		return nil, true, err
+	}
+	return append(hits, older...), true, nil
+}
+
+// syncRecent brings the recent index up to date, one recentStep a write
+// transaction, until it is current or ctx ends. Each step commits, so an
+// interrupted sync keeps what it did.
+func (s *Store) syncRecent(ctx context.Context) error {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	window := int64(s.searchWindowMessages)
+	for {
+		if err := ctx.Err(); err != nil {
+			return sqlitedb.Wrap(err, "bring the recent search index up to date")
+		}
+		done := false
+		err := s.write(ctx, "bring the recent search index up to date", func(tx *sqlitedb.Tx) error {
+			var err error
+			done, err = recentStep(tx, window, s.recentBatch)
+			return err
+		})
+		if err != nil || done {
+			return err
+		}
+	}
 }
 
 // likeSearch is the substring fallback: every term must occur (escaped
@@ -353,7 +475,7 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	args = append(args, fargs...)
 	b.WriteString(" ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?")
 	args = append(args, limit, offset)
-	return s.queryHits(ctx, asText, b.String(), args...)
+	return queryHits(ctx, readers{s}, asText, b.String(), args...)
 }
 
 // addContext fills each hit's context, the previous message, the hit and

@@ -289,9 +289,11 @@ func TestSearchWindow(t *testing.T) {
 	}
 }
 
-// TestSearchWindowMessages: besides its newest SearchWindow matches, a
-// search ranks every match among the newest SearchWindowMessages message
-// ids, so a store no larger than that is ranked whole, as Hermes does.
+// TestSearchWindowMessages: where the recent index cannot serve (a
+// read-only store without one, as here), a search ranks, besides its
+// newest SearchWindow matches, every match among the newest
+// SearchWindowMessages message ids, so a store no larger than that is
+// ranked whole, as Hermes does.
 func TestSearchWindowMessages(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
@@ -314,7 +316,7 @@ func TestSearchWindowMessages(t *testing.T) {
 		{"the newest 5 ids hold fewer than the window", 60, 5, "docker", sessiondb.SearchFilter{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := openTestStore(t, path, Options{SearchWindow: tc.window, SearchWindowMessages: tc.messages})
+			w := openTestStore(t, path, Options{ReadOnly: true, SearchWindow: tc.window, SearchWindowMessages: tc.messages})
 			hits, err := w.SearchMessages(ctx, tc.query, tc.f)
 			if err != nil {
 				t.Fatal(err)

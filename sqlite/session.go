@@ -285,6 +285,9 @@ func (s *Store) ClearMessages(ctx context.Context, id string) error {
 		if _, err := tx.Exec("DELETE FROM messages WHERE session_id = ?", id); err != nil {
 			return err
 		}
+		if err := purgeNoted(tx); err != nil {
+			return err
+		}
 		_, err := tx.Exec("UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE id = ?", id)
 		return err
 	})
@@ -355,6 +358,14 @@ type deleteTx struct {
 func (d deleteTx) Exec(step sessiondb.DeleteStep, q string, args ...any) (int64, error) {
 	res, err := d.tx.Exec(q, args...)
 	switch {
+	case err == nil && step == sessiondb.DeleteMessages:
+		// The deleted messages leave the recent index in the same
+		// transaction: none of their words stays behind.
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		return n, purgeNoted(d.tx)
 	case err == nil:
 		return res.RowsAffected()
 	case step == sessiondb.DeleteMessages:

@@ -53,9 +53,13 @@ type Options struct {
 	// ranks every match, Hermes v6's order at any size, in time that grows
 	// with the store.
 	SearchWindow int
-	// SearchWindowMessages is how many of the newest message ids a search
-	// ranks every match among, besides the SearchWindow newest matches: 0
-	// means DefaultSearchWindowMessages; negative means none.
+	// SearchWindowMessages is the size of the store above which a search
+	// ranks the matches among its newest SearchWindowMessages messages
+	// first, through the recent index (recent.go), and the older ones
+	// after; a store no larger is ranked whole, as Hermes ranks it. Where
+	// the recent index cannot serve, a search ranks every match among
+	// those messages besides the SearchWindow newest matches. 0 means
+	// DefaultSearchWindowMessages; negative means no window.
 	SearchWindowMessages int
 }
 
@@ -102,6 +106,10 @@ type Store struct {
 	searchWindowMessages int // Options.SearchWindowMessages, the default filled in
 
 	trigramReady atomic.Bool // the trigram index exists and is backfilled
+
+	recentOK     bool       // the file and the linked SQLite can keep the recent index (recent.go)
+	recentBatch  int64      // messages a sync transaction adds or deletes: recentBatch
+	recentMu     sync.Mutex // one sync of the recent index at a time in this process
 	stopBackfill context.CancelFunc
 	bgWG         sync.WaitGroup
 }
@@ -127,7 +135,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	default:
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
 	}
-	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges()}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges(), recentBatch: recentBatch}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -264,6 +272,9 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 	s.si = si
 	s.q = buildQueries(si)
+	if v, err := sqlitedb.Version(ctx, s.db); err == nil {
+		s.recentOK = si.recentSupported(v)
+	}
 	if err := s.openTrigram(ctx, o); err != nil {
 		return fail(err)
 	}
@@ -278,7 +289,7 @@ func (s *Store) openTrigram(ctx context.Context, o Options) error {
 		if err != nil {
 			return openErr(err, s.path, "read SQLite version")
 		}
-		if !trigramSupported(v) {
+		if !versionAtLeast(v, 3, 34) {
 			return sessiondb.Errorf(sessiondb.EINVALID, "open %s: the trigram index needs SQLite 3.34 or later, this is %s", s.path, v)
 		}
 		if err := s.changeSchema(ctx, createTrigram, "create the trigram index in %s"); err != nil {
@@ -416,12 +427,22 @@ func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
 }
 
 // FTSIntegrityCheck asks FTS5 to verify messages_fts against the messages
-// table; a mismatch is an internal error.
+// table, and the recent index (recent.go), when there is one, in itself; a
+// mismatch is an internal error.
 func (s *Store) FTSIntegrityCheck(ctx context.Context) error {
 	if !s.si.hasFTS() {
 		return s.noFTS()
 	}
-	const q = "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"
+	check := func(ctx context.Context, exec func(q string) error) error {
+		if err := exec("INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"); err != nil {
+			return err
+		}
+		var recent bool
+		if err := s.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)", recentTable).Scan(&recent); err != nil || !recent {
+			return err
+		}
+		return exec("INSERT INTO " + recentTable + "(" + recentTable + ", rank) VALUES('integrity-check', 0)")
+	}
 	if s.readOnly {
 		// FTS5 checks inside a write statement, which a read-only
 		// connection refuses although it changes nothing. The file is a
@@ -436,14 +457,14 @@ func (s *Store) FTSIntegrityCheck(ctx context.Context) error {
 			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "full-text integrity check")
 		}
 		defer db.Close()
-		if _, err := db.ExecContext(ctx, q); err != nil {
+		err = check(ctx, func(q string) error { _, err := db.ExecContext(ctx, q); return err })
+		if err != nil {
 			return s.readErr(err, "full-text integrity check")
 		}
 		return nil
 	}
 	return s.write(ctx, "full-text integrity check", func(tx *sqlitedb.Tx) error {
-		_, err := tx.Exec(q)
-		return err
+		return check(tx.Context(), func(q string) error { _, err := tx.Exec(q); return err })
 	})
 }
 
@@ -500,8 +521,15 @@ func (s *Store) ftsCommand(ctx context.Context, cmd string) error {
 		return sessiondb.Wrap("", err, "%s full-text index", cmd)
 	}
 	return s.write(ctx, cmd+" full-text index", func(tx *sqlitedb.Tx) error {
-		_, err := tx.Exec(fmt.Sprintf("INSERT INTO messages_fts(messages_fts) VALUES('%s')", cmd))
-		return err
+		if _, err := tx.Exec(fmt.Sprintf("INSERT INTO messages_fts(messages_fts) VALUES('%s')", cmd)); err != nil {
+			return err
+		}
+		if cmd != "rebuild" {
+			return nil
+		}
+		// A rebuild answers a damaged index: the recent one is dropped
+		// too, and the next search makes it again from the messages.
+		return tx.ExecScript(dropRecentSchema)
 	})
 }
 

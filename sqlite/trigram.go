@@ -95,16 +95,17 @@ END;
 `
 }
 
-// trigramSupported probes the linked SQLite: the trigram tokenizer came
-// in 3.34.
-func trigramSupported(version string) bool {
+// versionAtLeast reports whether an SQLite version string ("3.54.1") is
+// major.minor or later: the trigram tokenizer came in 3.34,
+// contentless_delete as the recent index needs it in 3.54.
+func versionAtLeast(version string, major, minor int) bool {
 	parts := strings.SplitN(version, ".", 3)
 	if len(parts) < 2 {
 		return false
 	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	return err1 == nil && err2 == nil && (major > 3 || (major == 3 && minor >= 34))
+	x, err1 := strconv.Atoi(parts[0])
+	y, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (x > major || (x == major && y >= minor))
 }
 
 // createTrigram adds the index to a writable v6 file, recording the

@@ -159,6 +159,7 @@ minutes.
 	fl.IntVar(&gcfg.appends, "append-messages", gcfg.appends, "--growth: messages appended one call at a time in each append round")
 	fl.IntVar(&gcfg.rounds, "append-rounds", gcfg.rounds, "--growth: append rounds at each step; the step's rate is their median")
 	fl.IntVar(&gcfg.baseline, "append-baseline", gcfg.baseline, "--growth: messages of a fresh baseline store whose append rounds alternate with each step's (0: none; default the first step's size, at most 100000)")
+	fl.IntVar(&gcfg.searchWindow, "search-window", 0, "--growth: the stores' messages window: above this many messages a search ranks the newest ones through the recent index (0: the library's, 200000)")
 	fl.BoolVar(&gcfg.readCommands, "read-commands", true, "--growth: also run the read commands as child processes and report their peak memory")
 	fl.StringVar(&syncFlag, "synchronous", "normal", "durability of every store in the run: normal or full")
 	fl.BoolVar(&cfg.includeRaw, "include-raw", false, "also time the same SQL in a bare database/sql loop (raw.append)")

@@ -273,6 +273,7 @@ func TestBenchRejectsBadInput(t *testing.T) {
 		{"growth without append rounds", []string{"bench", "--growth", "--append-rounds", "0"}, cli.ExitInvalid, "--append-rounds 0: want 1 or more"},
 		{"growth negative baseline", []string{"bench", "--growth", "--append-baseline", "-1"}, cli.ExitInvalid, "--append-baseline -1: want 0 (none)"},
 		{"growth baseline too small", []string{"bench", "--growth", "--append-baseline", "50"}, cli.ExitInvalid, "at least 200 messages"},
+		{"growth negative search window", []string{"bench", "--growth", "--search-window", "-5"}, cli.ExitInvalid, "--search-window -5: want 0"},
 		{"growth with a workload file", []string{"bench", "--growth", "--workload", write("g.jsonl", sess+msg)}, cli.ExitInvalid, "--workload does not apply to --growth"},
 		{"growth long session past the first step", []string{"bench", "--growth", "--steps", "100,1000", "--long-session", "200"}, cli.ExitInvalid, "--long-session 200"},
 		{"rusage without a command", []string{"bench-rusage"}, cli.ExitInvalid, "requires at least 1 arg"},

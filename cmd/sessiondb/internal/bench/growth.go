@@ -47,6 +47,9 @@ type growthConfig struct {
 	// sessiondb binary, for their peak memory.
 	readCommands bool
 	exe          string // the binary to run them with; "" is os.Executable
+	// searchWindow is the store's messages window (open.Options'
+	// SearchWindowMessages): 0 is the library's default.
+	searchWindow int
 }
 
 func defaultGrowthConfig() growthConfig {
@@ -126,6 +129,9 @@ func runGrowthCommand(cmd *cobra.Command, f *cli.Factory, cfg benchConfig, g gro
 	}
 	if g.rounds < 1 {
 		return sessiondb.Errorf(sessiondb.EINVALID, "--append-rounds %d: want 1 or more", g.rounds)
+	}
+	if g.searchWindow < 0 {
+		return sessiondb.Errorf(sessiondb.EINVALID, "--search-window %d: want 0 (the default) or a message count", g.searchWindow)
 	}
 	switch {
 	case !fl.Changed("append-baseline"):
@@ -333,7 +339,17 @@ type growthSearch struct {
 	P95MS          float64            `json:"p95_ms"`
 	MaxMS          float64            `json:"max_ms"`
 	P50MSByKind    map[string]float64 `json:"p50_ms_by_kind"`
+	P95MSByKind    map[string]float64 `json:"p95_ms_by_kind"`
 	ZeroHitQueries int                `json:"zero_hit_queries"`
+	// FirstMS is the warm-up's first query, which on a store beyond the
+	// messages window brings the recent index up to date after the
+	// step's imports and appends (on a new step: builds it again).
+	FirstMS float64 `json:"first_ms"`
+	// AfterAppendsMS is one query after AfterAppends more messages were
+	// appended one call at a time: the cost a search pays for the
+	// appends since the last one.
+	AfterAppends   int     `json:"after_appends,omitempty"`
+	AfterAppendsMS float64 `json:"after_appends_ms,omitempty"`
 }
 
 // timing is the median and the slowest of a read's timed runs, and what
@@ -440,7 +456,7 @@ func runGrowth(ctx context.Context, stderr io.Writer, cfg benchConfig, g growthC
 }
 
 func (gr *grower) open(ctx context.Context) error {
-	st, err := store.Open(ctx, gr.path, store.Options{Synchronous: gr.cfg.synchronous})
+	st, err := store.Open(ctx, gr.path, store.Options{Synchronous: gr.cfg.synchronous, SearchWindowMessages: gr.g.searchWindow})
 	if err != nil {
 		return sessiondb.Wrap("", err, "open the growth store %s", gr.path)
 	}
@@ -709,6 +725,9 @@ func (gr *grower) searchPhase(ctx context.Context, res *growthStep) error {
 			}
 			d := ms(gr.since(t))
 			if pass == 0 {
+				if res.Search.FirstMS == 0 {
+					res.Search.FirstMS = round(d, 3)
+				}
 				if len(hits) == 0 {
 					res.Search.ZeroHitQueries++
 				}
@@ -719,9 +738,22 @@ func (gr *grower) searchPhase(ctx context.Context, res *growthStep) error {
 		}
 	}
 	res.Search.P50MS, res.Search.P95MS, res.Search.MaxMS = round(percentile(all, 0.5), 3), round(percentile(all, 0.95), 3), round(percentile(all, 1), 3)
-	res.Search.P50MSByKind = map[string]float64{}
+	res.Search.P50MSByKind, res.Search.P95MSByKind = map[string]float64{}, map[string]float64{}
 	for k, s := range byKind {
 		res.Search.P50MSByKind[k] = round(percentile(s, 0.5), 3)
+		res.Search.P95MSByKind[k] = round(percentile(s, 0.95), 3)
+	}
+	if n := gr.g.appends; n > 0 && len(gr.queries) > 0 {
+		tg := gr.plan.gen.stream(streamWorkers - 1 + 2*uint64(2000+res.Step))
+		var more appendRounds
+		if err := more.run(ctx, gr, res.Step, tg.script("live", n)); err != nil {
+			return err
+		}
+		t := gr.cfg.now()
+		if _, err := gr.st.SearchMessages(ctx, gr.queries[0].Q, filter); err != nil {
+			return sessiondb.Wrap("", err, "search %q", gr.queries[0].Q)
+		}
+		res.Search.AfterAppends, res.Search.AfterAppendsMS = n, round(ms(gr.since(t)), 3)
 	}
 	return nil
 }
