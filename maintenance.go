@@ -44,6 +44,18 @@ type SQLiteMaintainer interface {
 	// done or ctx ends, and reports whether the index is complete (false,
 	// nil without a trigram index).
 	BackfillTrigram(ctx context.Context) (bool, error)
+	// RecentIndexBehind reports how many messages the recent search index
+	// (the second full-text index of the newest messages that a store
+	// beyond its search window keeps) must take in or let go before a
+	// search can use it: 0 when it is current, or when the store keeps
+	// none (within the window, read-only, or a file it may not add one
+	// to). A search catches it up itself; a face can call SyncRecentIndex
+	// first to show progress when much is owed.
+	RecentIndexBehind(ctx context.Context) (int64, error)
+	// SyncRecentIndex brings the recent search index up to date, as a
+	// search would, in short write transactions; nothing when
+	// RecentIndexBehind is 0.
+	SyncRecentIndex(ctx context.Context) error
 	// IncrementalVacuum returns up to pages free pages to the file system
 	// in short write transactions and reports how many it freed; nothing
 	// on a file without incremental auto-vacuum.

@@ -425,3 +425,46 @@ func TestRecentIndexCheckedAndRebuilt(t *testing.T) {
 	}
 	checkRecentMirrors(t, s, 100, "made again after a rebuild", "docker", "written")
 }
+
+// TestRecentIndexBehind: what the index owes is counted as the messages to
+// add and to delete (a whole window for one to make), nothing once it is
+// current, and at least one for a change to purge; SyncRecentIndex pays
+// it; a store within the window or opened read-only owes nothing.
+func TestRecentIndexBehind(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTestStore(t, path, Options{SearchWindowMessages: 100})
+	fillSearchCorpus(t, s, 6, 40) // 240 messages
+	behind := func(want int64, when string) {
+		t.Helper()
+		if n, err := s.RecentIndexBehind(ctx); err != nil || n != want {
+			t.Errorf("%s: behind %d, %v; want %d", when, n, err, want)
+		}
+	}
+	behind(100, "no index yet")
+	if err := s.SyncRecentIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	behind(0, "made")
+	checkRecentMirrors(t, s, 100, "SyncRecentIndex", "docker")
+	for i := range 15 {
+		mustAppend(t, s, sessiondb.NewMessage{SessionID: "s001", Role: "user", Content: str("more " + strconv.Itoa(i))})
+	}
+	behind(30, "15 appended: 15 to add, 15 to delete")
+	if err := s.SyncRecentIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	behind(0, "caught up")
+	low, _ := recentMarks(t, path)
+	sqlitetest.ExecFile(t, path, "UPDATE messages SET content = 'rewritten' WHERE id = ?", low+1)
+	behind(1, "a rewritten message to purge")
+	s.Close()
+	r := openTestStore(t, path, Options{ReadOnly: true, SearchWindowMessages: 100})
+	if n, err := r.RecentIndexBehind(ctx); err != nil || n != 0 {
+		t.Errorf("read-only: behind %d, %v; want 0 (it cannot catch up)", n, err)
+	}
+	w := openTestStore(t, path, Options{SearchWindowMessages: 1000})
+	if n, err := w.RecentIndexBehind(ctx); err != nil || n != 0 {
+		t.Errorf("within the window: behind %d, %v; want 0", n, err)
+	}
+}

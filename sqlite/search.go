@@ -430,6 +430,40 @@ func (s *Store) searchRecentSnapshot(ctx context.Context, match string, f sessio
 	return append(hits, older...), true, nil
 }
 
+// RecentIndexBehind reports how many messages the recent index must add
+// or delete before a search can use it (see sessiondb.SQLiteMaintainer):
+// 0 when it is current or this store keeps none.
+func (s *Store) RecentIndexBehind(ctx context.Context) (int64, error) {
+	window := int64(s.searchWindowMessages)
+	if !s.recentOK || window <= 0 || s.w == nil {
+		return 0, nil
+	}
+	st, err := readRecentState(ctx, readers{s}, window)
+	if err != nil {
+		return 0, s.readErr(err, "read the recent search index's window")
+	}
+	if st.newest <= window || st.current() {
+		return 0, nil
+	}
+	if !st.exists || st.newest-st.high > window {
+		return window, nil // made again from the top
+	}
+	// What is added above and below, and deleted below the window; a
+	// change log to purge owes at least one.
+	target := st.target()
+	return max(1, st.newest-st.high+max(0, st.low-target)+max(0, target-st.low)), nil
+}
+
+// SyncRecentIndex brings the recent index up to date when it is behind
+// (see sessiondb.SQLiteMaintainer).
+func (s *Store) SyncRecentIndex(ctx context.Context) error {
+	n, err := s.RecentIndexBehind(ctx)
+	if err != nil || n == 0 {
+		return err
+	}
+	return s.syncRecent(ctx)
+}
+
 // syncRecent brings the recent index up to date, one recentStep a write
 // transaction, until it is current or ctx ends. Each step commits, so an
 // interrupted sync keeps what it did.

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,9 @@ text in Chinese, Japanese or Korean is matched as a substring.`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, cli.ReadStore, func(st sessiondb.Store) error {
+				if err := h.catchUpSearchIndex(ctx, st); err != nil {
+					return err
+				}
 				hits, err := st.SearchMessages(ctx, query, f)
 				if err != nil {
 					return err
@@ -65,6 +69,30 @@ text in Chinese, Japanese or Korean is matched as a substring.`,
 	c.Flags().IntVar(&f.Limit, "limit", 20, "how many hits to show")
 	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many hits first (for paging)")
 	return c
+}
+
+// spinRecentAt is how many messages the recent search index may owe before
+// search shows its catching up: a few seconds' work and more (the first
+// search of a large store builds it).
+const spinRecentAt = 20_000
+
+// catchUpSearchIndex brings a SQLite store's recent search index up to
+// date under a spinner when it owes much, which the search would
+// otherwise do silently.
+func (h *group) catchUpSearchIndex(ctx context.Context, st sessiondb.Store) error {
+	m, ok := st.(sessiondb.SQLiteMaintainer)
+	if !ok {
+		return nil
+	}
+	n, err := m.RecentIndexBehind(ctx)
+	if err != nil || n < spinRecentAt {
+		return nil // the search catches up itself, or ranks without it
+	}
+	err = h.Spin(fmt.Sprintf("indexing %d recent messages for search", n), func() error { return m.SyncRecentIndex(ctx) })
+	if ctx.Err() != nil {
+		return err
+	}
+	return nil
 }
 
 // printHits writes search hits as short transcripts under a header naming
