@@ -241,6 +241,10 @@ func recentStep(tx *sqlitedb.Tx, window, batch int64) (bool, error) {
 			return false, err
 		}
 		return false, setRecentMarks(tx, st.newest+1, st.newest)
+	case st.high > st.newest:
+		// The newest messages were deleted (and purged above): the
+		// window ends at the newest that is left.
+		st.high = st.newest
 	case st.high < st.newest:
 		to := min(st.newest, st.high+batch)
 		if err := add(st.high+1, to); err != nil {

@@ -244,6 +244,9 @@ func TestRecentIndexFollowsWrites(t *testing.T) {
 	}
 	search("Hermes' deletes, a changed text and an insert with an id inside the window")
 
+	hermes("DELETE FROM messages WHERE id >= ?", high-2)
+	search("Hermes' delete of the newest messages")
+
 	if _, err := s.DeleteSession(ctx, "s005"); err != nil {
 		t.Fatal(err)
 	}
