@@ -145,14 +145,7 @@ func (a *group) groupsUpdateCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				n := 0
-				if u.Name != nil {
-					// Other groups' agent destinations show this name.
-					if n, err = a.reprojectTargeting(ctx, reg, sessiondb.TargetAgent, g.ID, nil); err != nil {
-						return err
-					}
-				}
-				return a.done(map[string]any{"group": g, "reprojected": n}, "updated agent group %s%s", g.ID, reprojected(n))
+				return a.updated(ctx, reg, agentTarget, g.ID, g, u.Name != nil)
 			})
 		},
 	}
@@ -186,14 +179,7 @@ a terminal.`,
 					_, err := fmt.Fprintf(w, "agent group %s %q with %d wiring(s)\n", g.ID, g.Name, len(ws))
 					return err
 				}
-				if err := a.Confirm(yes, show, fmt.Sprintf("Delete agent group %s and its configuration?", g.ID)); err != nil {
-					return err
-				}
-				n, err := a.reprojectTargeting(ctx, reg, sessiondb.TargetAgent, g.ID, func() error { return reg.DeleteAgentGroup(ctx, g.ID) })
-				if err != nil {
-					return err
-				}
-				return a.done(map[string]any{"deleted": g.ID, "reprojected": n}, "deleted agent group %s%s", g.ID, reprojected(n))
+				return a.deleteConfirmed(ctx, reg, agentTarget, g.ID, reg.DeleteAgentGroup, yes, show, fmt.Sprintf("Delete agent group %s and its configuration?", g.ID))
 			})
 		},
 	}
@@ -332,13 +318,7 @@ func (a *group) channelsUpdateCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				n := 0
-				if changedName {
-					if n, err = a.reprojectTargeting(ctx, reg, sessiondb.TargetChannel, m.ID, nil); err != nil {
-						return err
-					}
-				}
-				return a.done(map[string]any{"chat": m, "reprojected": n}, "updated chat %s%s", m.ID, reprojected(n))
+				return a.updated(ctx, reg, chatTarget, m.ID, m, changedName)
 			})
 		},
 	}
@@ -366,19 +346,54 @@ func (a *group) channelsDeleteCmd() *cobra.Command {
 					_, err := fmt.Fprintf(w, "chat %s (%s %s) %q\n", m.ID, m.ChannelType, m.PlatformID, m.Name)
 					return err
 				}
-				if err := a.Confirm(yes, show, fmt.Sprintf("Delete chat %s, its wirings and the destinations naming it?", m.ID)); err != nil {
-					return err
-				}
-				n, err := a.reprojectTargeting(ctx, reg, sessiondb.TargetChannel, m.ID, func() error { return reg.DeleteMessagingGroup(ctx, m.ID) })
-				if err != nil {
-					return err
-				}
-				return a.done(map[string]any{"deleted": m.ID, "reprojected": n}, "deleted chat %s%s", m.ID, reprojected(n))
+				return a.deleteConfirmed(ctx, reg, chatTarget, m.ID, reg.DeleteMessagingGroup, yes, show, fmt.Sprintf("Delete chat %s, its wirings and the destinations naming it?", m.ID))
 			})
 		},
 	}
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return c
+}
+
+// target is a chat or an agent group as the commands that rename or
+// delete one see it: other groups' destinations name it, so either change
+// re-projects them.
+type target struct {
+	tt   sessiondb.TargetType
+	kind string // in messages: "agent group", "chat"
+	key  string // the updated row's JSON key
+}
+
+var (
+	agentTarget = target{sessiondb.TargetAgent, "agent group", "group"}
+	chatTarget  = target{sessiondb.TargetChannel, "chat", "chat"}
+)
+
+// updated prints the target row v (id t) after an update; when renamed it
+// first re-projects the groups whose destinations show its name.
+func (a *group) updated(ctx context.Context, reg sessiondb.Registry, t target, id string, v any, renamed bool) error {
+	n := 0
+	if renamed {
+		var err error
+		if n, err = a.reprojectTargeting(ctx, reg, t.tt, id, nil); err != nil {
+			return err
+		}
+	}
+	return a.done(map[string]any{t.key: v, "reprojected": n}, "updated %s %s%s", t.kind, id, reprojected(n))
+}
+
+// deleteConfirmed asks first (show and question, see cli.Factory.Confirm),
+// deletes the target id with del, re-projects the groups whose
+// destinations named it and prints what it did.
+func (a *group) deleteConfirmed(ctx context.Context, reg sessiondb.Registry, t target, id string, del func(context.Context, string) error,
+	yes bool, show func(io.Writer) error, question string) error {
+	if err := a.Confirm(yes, show, question); err != nil {
+		return err
+	}
+	n, err := a.reprojectTargeting(ctx, reg, t.tt, id, func() error { return del(ctx, id) })
+	if err != nil {
+		return err
+	}
+	return a.done(map[string]any{"deleted": id, "reprojected": n}, "deleted %s %s%s", t.kind, id, reprojected(n))
 }
 
 func yesNo(b bool) string {
