@@ -62,7 +62,7 @@ func (c *Registry) AddQuestion(ctx context.Context, n sessiondb.NewQuestion) (bo
 	}
 	added := false
 	err = c.write(ctx, "add question", func(tx Tx) error {
-		if err := mustExist(tx.Context(), tx, "session", n.SessionID, "SELECT 1 FROM sessions WHERE id = ?", n.SessionID); err != nil {
+		if err := mustExist(tx.Context(), tx, "session", "sessions", n.SessionID); err != nil {
 			return err
 		}
 		m, err := Changed(tx, "INSERT INTO pending_questions ("+questionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -189,7 +189,7 @@ func (c *Registry) AddApproval(ctx context.Context, n sessiondb.NewApproval) (se
 			}
 		}
 		if n.AgentGroupID != "" {
-			if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
+			if err := mustExist(ctx, tx, "agent group", "agent_groups", n.AgentGroupID); err != nil {
 				return err
 			}
 		}
@@ -334,10 +334,10 @@ func (c *Registry) AddSenderApproval(ctx context.Context, n sessiondb.NewSenderA
 			a, added = found[0], false
 			return nil
 		}
-		if err := mustExist(ctx, tx, "messaging group", n.MessagingGroupID, "SELECT 1 FROM messaging_groups WHERE id = ?", n.MessagingGroupID); err != nil {
+		if err := mustExist(ctx, tx, "messaging group", "messaging_groups", n.MessagingGroupID); err != nil {
 			return err
 		}
-		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
+		if err := mustExist(ctx, tx, "agent group", "agent_groups", n.AgentGroupID); err != nil {
 			return err
 		}
 		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM pending_sender_approvals WHERE id = ?", n.ID); err != nil || taken {
@@ -405,10 +405,10 @@ func (c *Registry) AddChannelApproval(ctx context.Context, p sessiondb.PendingCh
 			a, added = found[0], false
 			return nil
 		}
-		if err := mustExist(ctx, tx, "messaging group", p.MessagingGroupID, "SELECT 1 FROM messaging_groups WHERE id = ?", p.MessagingGroupID); err != nil {
+		if err := mustExist(ctx, tx, "messaging group", "messaging_groups", p.MessagingGroupID); err != nil {
 			return err
 		}
-		if err := mustExist(ctx, tx, "agent group", p.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", p.AgentGroupID); err != nil {
+		if err := mustExist(ctx, tx, "agent group", "agent_groups", p.AgentGroupID); err != nil {
 			return err
 		}
 		if _, err := tx.Exec("INSERT INTO pending_channel_approvals ("+channelApprovalCols+") VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -233,9 +233,10 @@ func hasRow(ctx context.Context, q Querier, query string, args ...any) (bool, er
 	return found, err
 }
 
-// mustExist returns not_found naming what when query finds no row.
-func mustExist(ctx context.Context, q Querier, what, id, query string, args ...any) error {
-	ok, err := hasRow(ctx, q, query, args...)
+// mustExist returns not_found naming what (the kind of row) and id when
+// table has no row of that id.
+func mustExist(ctx context.Context, q Querier, what, table, id string) error {
+	ok, err := hasRow(ctx, q, "SELECT 1 FROM "+table+" WHERE id = ?", id)
 	if err != nil {
 		return err
 	}

@@ -27,15 +27,14 @@ func (c *Registry) AddDestination(ctx context.Context, n sessiondb.NewDestinatio
 	var d sessiondb.Destination
 	err := c.write(ctx, "add destination", func(tx Tx) error {
 		ctx := tx.Context()
-		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
+		if err := mustExist(ctx, tx, "agent group", "agent_groups", n.AgentGroupID); err != nil {
 			return err
 		}
-		target := "SELECT 1 FROM messaging_groups WHERE id = ?"
-		what := "messaging group"
+		what, table := "messaging group", "messaging_groups"
 		if n.TargetType == sessiondb.TargetAgent {
-			target, what = "SELECT 1 FROM agent_groups WHERE id = ?", "agent group"
+			what, table = "agent group", "agent_groups"
 		}
-		if err := mustExist(ctx, tx, what, n.TargetID, target, n.TargetID); err != nil {
+		if err := mustExist(ctx, tx, what, table, n.TargetID); err != nil {
 			return err
 		}
 		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM agent_destinations WHERE agent_group_id = ? AND local_name = ?", n.AgentGroupID, n.LocalName); err != nil || taken {

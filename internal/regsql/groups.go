@@ -131,7 +131,7 @@ func (c *Registry) DeleteAgentGroup(ctx context.Context, id string) error {
 func (c *Registry) deleteUnlessInSessions(ctx context.Context, kind, id, table, sessionCol, stays string, deletes []string) error {
 	return c.write(ctx, "delete "+kind, func(tx Tx) error {
 		ctx := tx.Context()
-		if err := mustExist(ctx, tx, kind, id, "SELECT 1 FROM "+table+" WHERE id = ?", id); err != nil {
+		if err := mustExist(ctx, tx, kind, table, id); err != nil {
 			return err
 		}
 		if has, err := hasRow(ctx, tx, "SELECT 1 FROM sessions WHERE "+sessionCol+" = ?", id); err != nil || has {
@@ -354,7 +354,7 @@ func (c *Registry) CreateWiring(ctx context.Context, n sessiondb.NewWiring) (ses
 		if err != nil {
 			return err
 		}
-		if err := mustExist(ctx, tx, "agent group", n.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", n.AgentGroupID); err != nil {
+		if err := mustExist(ctx, tx, "agent group", "agent_groups", n.AgentGroupID); err != nil {
 			return err
 		}
 		if taken, err := hasRow(ctx, tx, "SELECT 1 FROM messaging_group_agents WHERE messaging_group_id = ? AND agent_group_id = ?", n.MessagingGroupID, n.AgentGroupID); err != nil || taken {

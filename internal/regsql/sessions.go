@@ -78,11 +78,11 @@ func (c *Registry) ResolveSession(ctx context.Context, l sessiondb.SessionLookup
 			s, created = found[0], false
 			return nil
 		}
-		if err := mustExist(ctx, tx, "agent group", l.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", l.AgentGroupID); err != nil {
+		if err := mustExist(ctx, tx, "agent group", "agent_groups", l.AgentGroupID); err != nil {
 			return err
 		}
 		if l.MessagingGroupID != "" {
-			if err := mustExist(ctx, tx, "messaging group", l.MessagingGroupID, "SELECT 1 FROM messaging_groups WHERE id = ?", l.MessagingGroupID); err != nil {
+			if err := mustExist(ctx, tx, "messaging group", "messaging_groups", l.MessagingGroupID); err != nil {
 				return err
 			}
 		}

@@ -84,16 +84,16 @@ func (c *Registry) GrantRole(ctx context.Context, g sessiondb.NewRoleGrant) (boo
 	granted := false
 	err := c.write(ctx, "grant role", func(tx Tx) error {
 		ctx := tx.Context()
-		if err := mustExist(ctx, tx, "user", g.UserID, "SELECT 1 FROM users WHERE id = ?", g.UserID); err != nil {
+		if err := mustExist(ctx, tx, "user", "users", g.UserID); err != nil {
 			return err
 		}
 		if g.GrantedBy != "" {
-			if err := mustExist(ctx, tx, "granting user", g.GrantedBy, "SELECT 1 FROM users WHERE id = ?", g.GrantedBy); err != nil {
+			if err := mustExist(ctx, tx, "granting user", "users", g.GrantedBy); err != nil {
 				return err
 			}
 		}
 		if g.AgentGroupID != "" {
-			if err := mustExist(ctx, tx, "agent group", g.AgentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", g.AgentGroupID); err != nil {
+			if err := mustExist(ctx, tx, "agent group", "agent_groups", g.AgentGroupID); err != nil {
 				return err
 			}
 		}
@@ -145,14 +145,14 @@ func (c *Registry) AddMember(ctx context.Context, userID, agentGroupID, addedBy 
 	added := false
 	err := c.write(ctx, "add member", func(tx Tx) error {
 		ctx := tx.Context()
-		if err := mustExist(ctx, tx, "user", userID, "SELECT 1 FROM users WHERE id = ?", userID); err != nil {
+		if err := mustExist(ctx, tx, "user", "users", userID); err != nil {
 			return err
 		}
-		if err := mustExist(ctx, tx, "agent group", agentGroupID, "SELECT 1 FROM agent_groups WHERE id = ?", agentGroupID); err != nil {
+		if err := mustExist(ctx, tx, "agent group", "agent_groups", agentGroupID); err != nil {
 			return err
 		}
 		if addedBy != "" {
-			if err := mustExist(ctx, tx, "adding user", addedBy, "SELECT 1 FROM users WHERE id = ?", addedBy); err != nil {
+			if err := mustExist(ctx, tx, "adding user", "users", addedBy); err != nil {
 				return err
 			}
 		}
@@ -222,7 +222,7 @@ func (c *Registry) SaveUserDM(ctx context.Context, n sessiondb.NewUserDM) (sessi
 	}
 	var m sessiondb.MessagingGroup
 	err := c.write(ctx, "save user DM", func(tx Tx) error {
-		if err := mustExist(tx.Context(), tx, "user", n.UserID, "SELECT 1 FROM users WHERE id = ?", n.UserID); err != nil {
+		if err := mustExist(tx.Context(), tx, "user", "users", n.UserID); err != nil {
 			return err
 		}
 		now := c.stamp()
