@@ -84,13 +84,10 @@ func (f *fixture) query(file string, q string, args ...any) [][]any {
 	return sqlitetest.QueryFile(f.t, filepath.Join(f.dir, file), q, args...)
 }
 
+// one reads the one value a query of one of the session's files answers.
 func (f *fixture) one(file, q string, args ...any) any {
 	f.t.Helper()
-	rows := f.query(file, q, args...)
-	if len(rows) != 1 || len(rows[0]) != 1 {
-		f.t.Fatalf("%s: got %v, want one value", q, rows)
-	}
-	return rows[0][0]
+	return sqlitetest.QueryValue(f.t, filepath.Join(f.dir, file), q, args...)
 }
 
 func jsonc(t testing.TB, v any) json.RawMessage {

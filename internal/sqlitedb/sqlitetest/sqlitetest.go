@@ -26,6 +26,17 @@ func QueryFile(t testing.TB, path, q string, args ...any) [][]any {
 	return out
 }
 
+// QueryValue runs q like QueryFile and returns the one value it must
+// answer: a row of one column; anything else ends the test.
+func QueryValue(t testing.TB, path, q string, args ...any) any {
+	t.Helper()
+	rows := QueryFile(t, path, q, args...)
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		t.Fatalf("%s: got %v, want one value", q, rows)
+	}
+	return rows[0][0]
+}
+
 // ExecFile runs statement q with args on the SQLite file at path through a
 // fresh read-write connection, as another program writing the file would
 // (Hermes, or an attacker with write access): tests use it to plant rows

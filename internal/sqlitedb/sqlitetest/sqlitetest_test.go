@@ -23,6 +23,18 @@ func TestQueryFile(t *testing.T) {
 	}
 }
 
+func TestQueryValue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	ExecFile(t, path, "CREATE TABLE t (a TEXT)")
+	ExecFile(t, path, "INSERT INTO t VALUES ('x'), ('y')")
+	if v := QueryValue(t, path, "SELECT count(*) FROM t"); v != int64(2) {
+		t.Fatalf("count = %#v", v)
+	}
+	if v := QueryValue(t, path, "SELECT a FROM t WHERE a = ?", "y"); v != "y" {
+		t.Fatalf("a = %#v", v)
+	}
+}
+
 func TestExecFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.db")
 	ExecFile(t, path, "CREATE TABLE t (a TEXT)")
