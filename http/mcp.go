@@ -212,10 +212,7 @@ func (t mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput
 	default:
 		return nil, ReadOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "from %q is not start or end", in.From)
 	}
-	if in.SessionID == "" {
-		return nil, ReadOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "session_id is empty")
-	}
-	id, err := t.st.ResolveSessionID(ctx, in.SessionID)
+	id, err := t.sessionID(ctx, in.SessionID)
 	if err != nil {
 		return nil, ReadOutput{}, err
 	}
@@ -269,10 +266,7 @@ type LineageEntry struct {
 }
 
 func (t mcpTools) lineage(ctx context.Context, _ *mcp.CallToolRequest, in LineageInput) (*mcp.CallToolResult, LineageOutput, error) {
-	if in.SessionID == "" {
-		return nil, LineageOutput{}, sessiondb.Errorf(sessiondb.EINVALID, "session_id is empty")
-	}
-	id, err := t.st.ResolveSessionID(ctx, in.SessionID)
+	id, err := t.sessionID(ctx, in.SessionID)
 	if err != nil {
 		return nil, LineageOutput{}, err
 	}
@@ -291,6 +285,15 @@ func (t mcpTools) lineage(ctx context.Context, _ *mcp.CallToolRequest, in Lineag
 	}
 	walk(n, "", 0)
 	return nil, out, nil
+}
+
+// sessionID resolves a tool's session_id (an id or a unique id prefix);
+// an empty one is invalid.
+func (t mcpTools) sessionID(ctx context.Context, given string) (string, error) {
+	if given == "" {
+		return "", sessiondb.Errorf(sessiondb.EINVALID, "session_id is empty")
+	}
+	return t.st.ResolveSessionID(ctx, given)
 }
 
 // isoTime shows epoch seconds as RFC 3339 UTC, the form an agent reads
