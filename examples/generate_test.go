@@ -184,6 +184,10 @@ func at(s string) time.Time {
 	return t.UTC()
 }
 
+// codingPrompt is the system prompt of the terminal coding sessions; a
+// continuation after compression carries it with the compressed context.
+const codingPrompt = "You are a careful coding assistant working in the user's terminal. Prefer small, verified changes."
+
 func conversationsData() []convo {
 	dRead := call{"call_7Qm2dK1", "read_file", `{"path":"Dockerfile"}`}
 	dBuild := call{"call_7Qm2dK2", "terminal", `{"command":"docker compose build api 2>&1 | tail -n 8"}`}
@@ -211,7 +215,7 @@ func conversationsData() []convo {
 	return []convo{
 		{
 			id: "20260315_092437_c9a6ff", source: "cli", user: "dana", model: "anthropic/claude-sonnet-4.6", title: "Fix Docker build",
-			system: "You are a careful coding assistant working in the user's terminal. Prefer small, verified changes.",
+			system: codingPrompt,
 			config: map[string]any{"temperature": 0.2, "max_tokens": 8192},
 			start:  at("2026-03-15 09:24:37"), provider: "anthropic", baseURL: "https://api.anthropic.com", mode: "api_key", endReason: "user_exit",
 			cacheRead: 18400, cacheWrite: 4100,
@@ -231,7 +235,7 @@ func conversationsData() []convo {
 		},
 		{
 			id: "20260402_140511_4e81b2", source: "cli", user: "dana", model: "anthropic/claude-sonnet-4.6", title: "proj",
-			system: "You are a careful coding assistant working in the user's terminal. Prefer small, verified changes.",
+			system: codingPrompt,
 			config: map[string]any{"temperature": 0.2, "max_tokens": 8192},
 			start:  at("2026-04-02 14:05:11"), provider: "anthropic", baseURL: "https://api.anthropic.com", mode: "api_key", endReason: "compression",
 			cacheRead: 96200, cacheWrite: 12800,
@@ -252,7 +256,7 @@ func conversationsData() []convo {
 		{
 			id: "20260402_141202_d07a13", source: "cli", user: "dana", model: "anthropic/claude-sonnet-4.6", title: "proj #2",
 			parent: "20260402_140511_4e81b2",
-			system: "You are a careful coding assistant working in the user's terminal. Prefer small, verified changes.\n\n[Context from the previous session, compressed] The user's telegram bot shared one global rate limiter across chats. We added per-chat limiters keyed by chat id with idle eviction after 10 minutes, kept the global limiter as an outer bound, and wrote TestBurst (now expected to pass). Next: run the suite with -race and benchmark Allow.",
+			system: codingPrompt + "\n\n[Context from the previous session, compressed] The user's telegram bot shared one global rate limiter across chats. We added per-chat limiters keyed by chat id with idle eviction after 10 minutes, kept the global limiter as an outer bound, and wrote TestBurst (now expected to pass). Next: run the suite with -race and benchmark Allow.",
 			config: map[string]any{"temperature": 0.2, "max_tokens": 8192},
 			start:  at("2026-04-02 14:12:02"), provider: "anthropic", baseURL: "https://api.anthropic.com", mode: "api_key", endReason: "user_exit",
 			cacheRead: 41700, cacheWrite: 6300,
@@ -324,7 +328,7 @@ func conversationsData() []convo {
 		},
 		{
 			id: "20261006_164519_f28a0c", source: "cli", user: "sam", model: "openai/gpt-5-codex", title: "Kubernetes rollout stuck",
-			system: "You are a careful coding assistant working in the user's terminal. Prefer small, verified changes.",
+			system: codingPrompt,
 			config: map[string]any{"reasoning_effort": "medium"},
 			start:  at("2026-10-06 16:45:19"), provider: "openai-codex", baseURL: "https://chatgpt.com/backend-api/codex", mode: "subscription",
 			cacheRead: 30500,
