@@ -154,6 +154,18 @@ func list[T any](a *group, c *cobra.Command, fetch func(context.Context, session
 	})
 }
 
+// ofGroup is the fetch for list of the rows of the agent group id that
+// fetch reads (its members, its destinations): an unknown group is
+// not_found, not an empty list.
+func ofGroup[T any](id string, fetch func(sessiondb.Registry, context.Context, string) ([]T, error)) func(context.Context, sessiondb.Registry) ([]T, error) {
+	return func(ctx context.Context, reg sessiondb.Registry) ([]T, error) {
+		if _, err := reg.GetAgentGroup(ctx, id); err != nil {
+			return nil, err
+		}
+		return fetch(reg, ctx, id)
+	}
+}
+
 // parent returns c, a command that only holds subs.
 func parent(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 	c.AddCommand(subs...)

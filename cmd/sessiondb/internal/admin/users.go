@@ -232,12 +232,7 @@ func (a *group) membersListCmd() *cobra.Command {
 		Short: "List an agent group's members",
 		Args:  cli.ExactArgs(1, "one agent group id"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.Membership, error) {
-				if _, err := reg.GetAgentGroup(ctx, args[0]); err != nil {
-					return nil, err
-				}
-				return reg.ListMembers(ctx, args[0])
-			}, memberColumns)
+			return list(a, c, ofGroup(args[0], sessiondb.Registry.ListMembers), memberColumns)
 		},
 	}
 }

@@ -164,12 +164,7 @@ func (a *group) destinationsListCmd() *cobra.Command {
 		Short: "List an agent group's destinations by name",
 		Args:  cli.ExactArgs(1, "one agent group id"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return list(a, c, func(ctx context.Context, reg sessiondb.Registry) ([]sessiondb.Destination, error) {
-				if _, err := reg.GetAgentGroup(ctx, args[0]); err != nil {
-					return nil, err
-				}
-				return reg.ListDestinations(ctx, args[0])
-			}, destinationColumns)
+			return list(a, c, ofGroup(args[0], sessiondb.Registry.ListDestinations), destinationColumns)
 		},
 	}
 }
