@@ -337,18 +337,22 @@ The host writes it (sessiondb mailbox project, or a control plane).`,
   sessiondb mailbox agent destinations --json | jq -r '.[].name'`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: agentList(m, open, (*mailbox.Agent).Destinations, func(ds []mailbox.Destination) error {
-			var tb cli.Table
-			tb.Row("NAME", "TYPE", "TARGET", "DISPLAY NAME")
-			for _, d := range ds {
-				target := d.AgentGroupID
-				if d.Type == mailbox.DestinationChannel {
-					target = d.ChannelType + ":" + d.PlatformID
-				}
-				tb.Row(d.Name, d.Type, target, cli.OrDash(d.DisplayName))
-			}
-			return tb.Write(m.Out)
+			return destinationColumns.Write(m.Out, ds)
 		}),
 	}
+}
+
+// destinationColumns is a session's destinations table as a table: the
+// target is a chat's channel:platform or an agent group.
+var destinationColumns = cli.Columns[mailbox.Destination]{
+	Header: []string{"NAME", "TYPE", "TARGET", "DISPLAY NAME"},
+	Cells: func(d mailbox.Destination) []string {
+		target := d.AgentGroupID
+		if d.Type == mailbox.DestinationChannel {
+			target = d.ChannelType + ":" + d.PlatformID
+		}
+		return []string{d.Name, d.Type, target, cli.OrDash(d.DisplayName)}
+	},
 }
 
 // routingView is what `agent routing` shows.

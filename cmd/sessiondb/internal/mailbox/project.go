@@ -98,16 +98,7 @@ Without flags it prints both tables.`,
 				return m.PrintJSON(p)
 			}
 			fmt.Fprintf(m.Out, "session_routing: %s\n", cli.PrintableLine(routeText(p.Routing)))
-			var tb cli.Table
-			tb.Row("NAME", "TYPE", "TARGET", "DISPLAY NAME")
-			for _, d := range p.Destinations {
-				target := d.AgentGroupID
-				if d.Type == mailbox.DestinationChannel {
-					target = d.ChannelType + ":" + d.PlatformID
-				}
-				tb.Row(d.Name, d.Type, target, cli.OrDash(d.DisplayName))
-			}
-			return tb.Write(m.Out)
+			return destinationColumns.Write(m.Out, p.Destinations)
 		},
 	}
 	sf.add(c)
