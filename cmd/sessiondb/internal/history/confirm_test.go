@@ -28,7 +28,7 @@ func onTerminal(t *testing.T, answer string, args ...string) clitest.Result {
 func sessionCount(t *testing.T, db string) int {
 	t.Helper()
 	var rows []listed
-	decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--children", "--limit", "100"), &rows)
+	mustCLI(t, "--db", db, "--json", "sessions", "--children", "--limit", "100").Decode(t, &rows)
 	return len(rows)
 }
 
@@ -39,7 +39,7 @@ func messageCount(t *testing.T, db, id string) int64 {
 			MessageCount int64 `json:"message_count"`
 		}
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "show", id), &s)
+	mustCLI(t, "--db", db, "--json", "show", id).Decode(t, &s)
 	return s.Session.MessageCount
 }
 

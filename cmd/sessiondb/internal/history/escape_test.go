@@ -78,12 +78,12 @@ func TestHumanOutputEscapesStoredText(t *testing.T) {
 				ToolName *string `json:"tool_name"`
 			}
 		}
-		decode(t, mustCLI(t, "--db", db, "--json", "show", dockerID), &shown)
+		mustCLI(t, "--db", db, "--json", "show", dockerID).Decode(t, &shown)
 		if shown.Session.Title != "Docker "+clitest.Hostile || deref(shown.Messages[0].Content) != "pwnedword "+clitest.Hostile+"\r\nsecond line\ttabbed" {
 			t.Errorf("JSON changed the stored text: %q / %q", shown.Session.Title, deref(shown.Messages[0].Content))
 		}
 		var rows []listed
-		decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100"), &rows)
+		mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100").Decode(t, &rows)
 		found := false
 		for _, r := range rows {
 			found = found || deref(r.Title) == "Docker "+clitest.Hostile

@@ -37,7 +37,7 @@ func TestNewerHermesFiles(t *testing.T) {
 		ID       string
 		Archived bool
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100"), &rows)
+	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100").Decode(t, &rows)
 	for _, r := range rows {
 		if r.ID == lisbon {
 			t.Errorf("sessions lists the archived session %s", lisbon)
@@ -46,7 +46,7 @@ func TestNewerHermesFiles(t *testing.T) {
 	if len(rows) != 6 { // 8 sessions, one archived, one a continuation
 		t.Errorf("sessions lists %d rows, want 6", len(rows))
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100", "--archived"), &rows)
+	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100", "--archived").Decode(t, &rows)
 	found := false
 	for _, r := range rows {
 		found = found || (r.ID == lisbon && r.Archived)
@@ -66,7 +66,7 @@ func TestNewerHermesFiles(t *testing.T) {
 	var exact struct {
 		Messages []struct{ Content string }
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "show", dockerID), &exact)
+	mustCLI(t, "--db", db, "--json", "show", dockerID).Decode(t, &exact)
 	if c := exact.Messages[0].Content; !strings.HasPrefix(c, "\x00json:[{") || !strings.Contains(c, "iVBORw0KGgo=") {
 		t.Errorf("show --json changed the stored content: %q", c)
 	}

@@ -56,14 +56,6 @@ func mustCLI(t *testing.T, args ...string) clitest.Result {
 	return clitest.Must(t, args, Commands)
 }
 
-// decode parses r's stdout as JSON into v.
-func decode(t *testing.T, r clitest.Result, v any) {
-	t.Helper()
-	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
-		t.Fatalf("stdout is not JSON (%v):\n%s", err, r.Stdout)
-	}
-}
-
 // exampleDB returns a fresh store in a temp folder holding the examples.
 func exampleDB(t *testing.T) string {
 	t.Helper()
@@ -75,8 +67,8 @@ func exampleDB(t *testing.T) string {
 func TestImportIsIdempotent(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "sub", "state.db")
 	var first, second importReport
-	decode(t, mustCLI(t, "--db", db, "--json", "import", examplesFile), &first)
-	decode(t, mustCLI(t, "--db", db, "--json", "import", examplesFile), &second)
+	mustCLI(t, "--db", db, "--json", "import", examplesFile).Decode(t, &first)
+	mustCLI(t, "--db", db, "--json", "import", examplesFile).Decode(t, &second)
 	if first.Imported != exampleSessions || first.Skipped != 0 || first.Failed != 0 {
 		t.Errorf("first import: %+v, want %d imported", first, exampleSessions)
 	}
@@ -202,7 +194,7 @@ func TestImportInputs(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr: %s", r.Code, tc.wantCode, r.Stderr)
 			}
 			var rep importReport
-			decode(t, r, &rep)
+			r.Decode(t, &rep)
 			if rep.Imported != tc.imported || rep.Failed != tc.failed || rep.Detached != tc.detached {
 				t.Errorf("report %+v, want imported %d detached %d failed %d", rep, tc.imported, tc.detached, tc.failed)
 			}
@@ -231,7 +223,7 @@ func TestImportStdin(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	var rep importReport
-	decode(t, r, &rep)
+	r.Decode(t, &rep)
 	if rep.Imported != 1 {
 		t.Errorf("imported %d from stdin, want 1", rep.Imported)
 	}
@@ -266,7 +258,7 @@ func TestSessions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var rows []listed
-			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "sessions"}, tc.args...)...), &rows)
+			mustCLI(t, append([]string{"--db", db, "--json", "sessions"}, tc.args...)...).Decode(t, &rows)
 			var got []string
 			for _, r := range rows {
 				got = append(got, r.ID)
@@ -277,7 +269,7 @@ func TestSessions(t *testing.T) {
 		})
 	}
 	var rows []listed
-	decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--source", "cli"), &rows)
+	mustCLI(t, "--db", db, "--json", "sessions", "--source", "cli").Decode(t, &rows)
 	for _, r := range rows {
 		if r.ID == proj2ID && (r.LineageRootID != projID || r.Preview == "") {
 			t.Errorf("projected row %+v: want _lineage_root_id %s and a preview", r, projID)
@@ -320,7 +312,7 @@ func TestShow(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var s shown
-			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "show"}, tc.args...)...), &s)
+			mustCLI(t, append([]string{"--db", db, "--json", "show"}, tc.args...)...).Decode(t, &s)
 			if s.Session.ID != tc.wantID || len(s.Messages) != tc.wantN || s.HasEarlier != tc.earlier {
 				t.Errorf("got session %s, %d messages, earlier %v; want %s, %d, %v", s.Session.ID, len(s.Messages), s.HasEarlier, tc.wantID, tc.wantN, tc.earlier)
 			}
@@ -369,7 +361,7 @@ func TestSearch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var hits []hit
-			decode(t, mustCLI(t, append([]string{"--db", db, "--json", "search"}, tc.args...)...), &hits)
+			mustCLI(t, append([]string{"--db", db, "--json", "search"}, tc.args...)...).Decode(t, &hits)
 			if len(hits) < tc.min {
 				t.Fatalf("%d hits, want at least %d", len(hits), tc.min)
 			}
@@ -425,12 +417,12 @@ func TestTitle(t *testing.T) {
 		})
 	}
 	var got struct{ Title *string }
-	decode(t, mustCLI(t, "--db", db, "--json", "title", cronID), &got)
+	mustCLI(t, "--db", db, "--json", "title", cronID).Decode(t, &got)
 	if got.Title == nil || *got.Title != "Nightly backup check" {
 		t.Errorf("title after set: %v", got.Title)
 	}
 	mustCLI(t, "--db", db, "title", cronID, "--clear")
-	decode(t, mustCLI(t, "--db", db, "--json", "title", cronID), &got)
+	mustCLI(t, "--db", db, "--json", "title", cronID).Decode(t, &got)
 	if got.Title != nil {
 		t.Errorf("title after --clear: %q", *got.Title)
 	}
@@ -441,7 +433,7 @@ func TestLineage(t *testing.T) {
 	for _, ref := range []string{projID, proj2ID} {
 		t.Run(ref, func(t *testing.T) {
 			var root sessiondb.LineageNode
-			decode(t, mustCLI(t, "--db", db, "--json", "lineage", ref), &root)
+			mustCLI(t, "--db", db, "--json", "lineage", ref).Decode(t, &root)
 			if root.ID != projID || deref(root.EndReason) != "compression" || len(root.Children) != 1 || root.Children[0].ID != proj2ID {
 				t.Fatalf("tree %+v: want %s (compression) → %s", root, projID, proj2ID)
 			}
@@ -483,7 +475,7 @@ func TestStats(t *testing.T) {
 		BySource []row `json:"by_source"`
 		Top      []row `json:"top"`
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "stats", "--top", "3"), &rep)
+	mustCLI(t, "--db", db, "--json", "stats", "--top", "3").Decode(t, &rep)
 	if len(rep.ByModel) != len(wantIn) {
 		t.Errorf("%d models, want %d", len(rep.ByModel), len(wantIn))
 	}
@@ -499,17 +491,17 @@ func TestStats(t *testing.T) {
 	if sum != total || len(rep.Top) != 3 {
 		t.Errorf("by source sums to %v (want %v); top has %d rows (want 3)", sum, total, len(rep.Top))
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "stats", "--source", "telegram", "--top", "0"), &rep)
+	mustCLI(t, "--db", db, "--json", "stats", "--source", "telegram", "--top", "0").Decode(t, &rep)
 	if len(rep.BySource) != 1 || rep.BySource[0].Key != "telegram" || rep.BySource[0].Sessions != 2 || len(rep.Top) != 0 {
 		t.Errorf("telegram stats: %+v", rep)
 	}
 	// At pruneNow, only the Kubernetes session (October 6) started within
 	// 30 days, and none within 12 hours.
-	decode(t, cliAt(t, pruneNow, "--db", db, "--json", "stats", "--since", "30d"), &rep)
+	cliAt(t, pruneNow, "--db", db, "--json", "stats", "--since", "30d").Decode(t, &rep)
 	if len(rep.ByModel) != 1 || rep.ByModel[0].Key != "openai/gpt-5-codex" {
 		t.Errorf("--since 30d: %+v, want only openai/gpt-5-codex", rep.ByModel)
 	}
-	decode(t, cliAt(t, pruneNow, "--db", db, "--json", "stats", "--since", "12h"), &rep)
+	cliAt(t, pruneNow, "--db", db, "--json", "stats", "--since", "12h").Decode(t, &rep)
 	if len(rep.ByModel) != 0 {
 		t.Errorf("--since 12h: %+v, want nothing", rep.ByModel)
 	}
@@ -528,7 +520,7 @@ func TestExportRoundTrip(t *testing.T) {
 		ID       string `json:"id"`
 		Messages []any  `json:"messages"`
 	}
-	decode(t, one, &rec)
+	one.Decode(t, &rec)
 	if rec.ID != dockerID || len(rec.Messages) != 11 || strings.Count(one.Stdout, "\n") != 1 {
 		t.Errorf("one-session export: id %s, %d messages, %d lines", rec.ID, len(rec.Messages), strings.Count(one.Stdout, "\n"))
 	}
@@ -553,7 +545,7 @@ func TestExportRoundTrip(t *testing.T) {
 	// Newest first puts proj #2 before proj: the import must cope.
 	db2 := filepath.Join(dir, "copy.db")
 	var rep importReport
-	decode(t, mustCLI(t, "--db", db2, "--json", "import", out), &rep)
+	mustCLI(t, "--db", db2, "--json", "import", out).Decode(t, &rep)
 	if rep.Imported != exampleSessions {
 		t.Errorf("re-import: %+v", rep)
 	}
@@ -600,12 +592,12 @@ func TestPrune(t *testing.T) {
 			if r.Code != 0 {
 				t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 			}
-			decode(t, r, &rep)
+			r.Decode(t, &rep)
 			if rep.Pruned+rep.WouldPrune != tc.wantCount {
 				t.Errorf("pruned %d / would prune %d, want %d", rep.Pruned, rep.WouldPrune, tc.wantCount)
 			}
 			var rows []listed
-			decode(t, mustCLI(t, "--db", db, "--json", "sessions", "--children", "--limit", "100"), &rows)
+			mustCLI(t, "--db", db, "--json", "sessions", "--children", "--limit", "100").Decode(t, &rows)
 			if len(rows) != tc.remaining {
 				t.Errorf("%d sessions left, want %d", len(rows), tc.remaining)
 			}
@@ -626,24 +618,24 @@ func TestSessionChanges(t *testing.T) {
 		Title           *string  `json:"title"`
 	}
 	var s row
-	decode(t, mustCLI(t, "--db", db, "--json", "end", k8sID, "--reason", "resolved"), &s)
+	mustCLI(t, "--db", db, "--json", "end", k8sID, "--reason", "resolved").Decode(t, &s)
 	if s.EndedAt == nil || deref(s.EndReason) != "resolved" {
 		t.Errorf("after end: %+v", s)
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "end", k8sID, "--reason", "other"), &s)
+	mustCLI(t, "--db", db, "--json", "end", k8sID, "--reason", "other").Decode(t, &s)
 	if deref(s.EndReason) != "resolved" {
 		t.Errorf("second end changed the reason to %q: the first reason wins", deref(s.EndReason))
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "reopen", k8sID), &s)
+	mustCLI(t, "--db", db, "--json", "reopen", k8sID).Decode(t, &s)
 	if s.EndedAt != nil || s.EndReason != nil {
 		t.Errorf("after reopen: %+v", s)
 	}
 
-	decode(t, mustCLI(t, "--db", db, "--json", "fork", dockerID, "--at", "4", "--id", "docker-branch", "--title", "Docker branch"), &s)
+	mustCLI(t, "--db", db, "--json", "fork", dockerID, "--at", "4", "--id", "docker-branch", "--title", "Docker branch").Decode(t, &s)
 	if s.ID != "docker-branch" || deref(s.ParentSessionID) != dockerID || s.MessageCount != 4 || deref(s.Title) != "Docker branch" {
 		t.Errorf("fork: %+v", s)
 	}
-	decode(t, mustCLI(t, "--db", db, "--json", "fork", "docker-branch"), &s)
+	mustCLI(t, "--db", db, "--json", "fork", "docker-branch").Decode(t, &s)
 	if deref(s.ParentSessionID) != "docker-branch" || s.MessageCount != 4 || !strings.HasPrefix(s.ID, "20") {
 		t.Errorf("fork with defaults: %+v", s)
 	}
@@ -651,14 +643,14 @@ func TestSessionChanges(t *testing.T) {
 		t.Errorf("fork with a taken title: exit %d, want %d (%s)", r.Code, cli.ExitConflict, r.Stderr)
 	}
 
-	decode(t, mustCLI(t, "--db", db, "--json", "clear", cronID), &s)
+	mustCLI(t, "--db", db, "--json", "clear", cronID).Decode(t, &s)
 	if s.MessageCount != 0 || s.ToolCallCount != 0 || s.InputTokens == 0 {
 		t.Errorf("after clear: %+v (tokens are kept)", s)
 	}
 
 	// Not a terminal: no question is asked.
 	var del struct{ Deleted bool }
-	decode(t, mustCLI(t, "--db", db, "--json", "delete", dockerID), &del)
+	mustCLI(t, "--db", db, "--json", "delete", dockerID).Decode(t, &del)
 	if !del.Deleted {
 		t.Error("delete reported nothing deleted")
 	}
@@ -666,7 +658,7 @@ func TestSessionChanges(t *testing.T) {
 		t.Errorf("show after delete: exit %d, want %d", r.Code, cli.ExitNotFound)
 	}
 	var child struct{ Session row }
-	decode(t, mustCLI(t, "--db", db, "--json", "show", "docker-branch"), &child)
+	mustCLI(t, "--db", db, "--json", "show", "docker-branch").Decode(t, &child)
 	if child.Session.ParentSessionID != nil {
 		t.Errorf("the fork of a deleted session keeps parent %q", *child.Session.ParentSessionID)
 	}
@@ -677,7 +669,7 @@ func TestDoctor(t *testing.T) {
 	for _, args := range [][]string{{"doctor"}, {"doctor", "--rebuild-fts", "--optimize-fts"}, {"--read-only", "doctor"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var rep doctorReport
-			decode(t, mustCLI(t, append([]string{"--db", db, "--json"}, args...)...), &rep)
+			mustCLI(t, append([]string{"--db", db, "--json"}, args...)...).Decode(t, &rep)
 			wantFTS := "ok"
 			if args[0] == "--read-only" {
 				wantFTS = "skipped (needs a writable open: drop --read-only)"
@@ -766,7 +758,7 @@ func TestReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rows []listed
-	decode(t, mustCLI(t, "--db", db, "--read-only", "--json", "sessions"), &rows)
+	mustCLI(t, "--db", db, "--read-only", "--json", "sessions").Decode(t, &rows)
 	if len(rows) == 0 {
 		t.Error("read-only listing is empty")
 	}
@@ -911,7 +903,7 @@ func TestImportInterrupted(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 130 and what was kept", r.Code, r.Stderr)
 	}
 	var rows []listed
-	decode(t, mustCLI(t, "--db", db, "--json", "sessions"), &rows)
+	mustCLI(t, "--db", db, "--json", "sessions").Decode(t, &rows)
 	if len(rows) != 1 || rows[0].ID != dockerID {
 		t.Errorf("after the interrupted import: %+v, want only %s", rows, dockerID)
 	}

@@ -70,7 +70,7 @@ func TestPostgresLocation(t *testing.T) {
 func comparable(t *testing.T, r clitest.Result) clitest.Result {
 	t.Helper()
 	var v any
-	decode(t, r, &v)
+	r.Decode(t, &v)
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch x := v.(type) {
@@ -110,15 +110,15 @@ func TestCopyRoundTrip(t *testing.T) {
 		Messages                  int64
 		Checksum                  string
 	}
-	decode(t, mustCLI(t, "--json", "copy", "--from", first, "--to", url), &there)
+	mustCLI(t, "--json", "copy", "--from", first, "--to", url).Decode(t, &there)
 	if there.Sessions != exampleSessions || there.Copied != exampleSessions || there.Skipped != 0 || there.Messages == 0 || len(there.Checksum) != 64 {
 		t.Fatalf("copy to PostgreSQL: %+v", there)
 	}
-	decode(t, mustCLI(t, "--json", "copy", "--from", first, "--to", url), &again)
+	mustCLI(t, "--json", "copy", "--from", first, "--to", url).Decode(t, &again)
 	if again.Copied != 0 || again.Skipped != exampleSessions || again.Checksum != there.Checksum {
 		t.Errorf("second copy: %+v, want everything skipped and the same checksum", again)
 	}
-	decode(t, mustCLI(t, "--json", "copy", "--from", url, "--to", second), &back)
+	mustCLI(t, "--json", "copy", "--from", url, "--to", second).Decode(t, &back)
 	if back.Copied != exampleSessions || back.Checksum != there.Checksum || back.Messages != there.Messages {
 		t.Errorf("copy back: %+v, want %d sessions and checksum %s", back, exampleSessions, there.Checksum)
 	}

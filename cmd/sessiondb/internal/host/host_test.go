@@ -29,6 +29,13 @@ func mustRun(t *testing.T, args ...string) string {
 	return clitest.Must(t, args, Commands, mailboxcmd.Commands).Stdout
 }
 
+// runJSON runs the command line (with --json among args), fails unless it
+// exits 0, and decodes stdout into v.
+func runJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	clitest.Must(t, args, Commands, mailboxcmd.Commands).Decode(t, v)
+}
+
 func with(flags []string, args ...string) []string { return append(args, flags...) }
 
 func TestHostBadInput(t *testing.T) {
@@ -84,9 +91,7 @@ func TestHostDeliversAndStops(t *testing.T) {
 		var ls struct {
 			Outbound []struct{ Delivery struct{ Status string } }
 		}
-		if err := json.Unmarshal([]byte(mustRun(t, with(s, "--json", "mailbox", "ls")...)), &ls); err != nil {
-			t.Fatal(err)
-		}
+		runJSON(t, &ls, with(s, "--json", "mailbox", "ls")...)
 		return len(ls.Outbound) == 1 && ls.Outbound[0].Delivery.Status == "delivered"
 	})
 	// A running host reports what only it knows: the broken session's
@@ -172,9 +177,7 @@ func TestHostDeliverTimeoutCutsAHang(t *testing.T) {
 		}
 	}
 	testkit.WaitFor(t, "the timed-out attempt", func() bool {
-		if err := json.Unmarshal([]byte(mustRun(t, with(s, "--json", "mailbox", "ls")...)), &ls); err != nil {
-			t.Fatal(err)
-		}
+		runJSON(t, &ls, with(s, "--json", "mailbox", "ls")...)
 		return len(ls.Outbound) == 1 && ls.Outbound[0].Delivery.Status == "retrying"
 	})
 	if code := stop(); code != 0 {

@@ -24,10 +24,7 @@ import (
 // agentJSON runs an agent command with --json and decodes its output.
 func agentJSON(t *testing.T, s []string, v any, args ...string) {
 	t.Helper()
-	out := mustMB(t, with(s, append([]string{"--json", "mailbox", "agent"}, args...)...)...)
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		t.Fatalf("agent %s --json: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	mbJSON(t, v, with(s, append([]string{"--json", "mailbox", "agent"}, args...)...)...)
 }
 
 // sent is an `agent send --json` answer.
@@ -598,9 +595,7 @@ func TestAgentShapesAndReadsFromTheShell(t *testing.T) {
 
 	// No chat projected yet: no default target, and routing says why.
 	var rv routingView
-	if err := json.Unmarshal([]byte(mustMB(t, aj("routing")...)), &rv); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &rv, aj("routing")...)
 	if rv.Default != nil || !strings.Contains(rv.Error, "no default target") || !rv.Session.IsZero() {
 		t.Fatalf("routing --json before any projection: %+v", rv)
 	}
@@ -614,9 +609,7 @@ func TestAgentShapesAndReadsFromTheShell(t *testing.T) {
 	mustMB(t, with(s, "mailbox", "project", "--channel-type", "slack", "--platform-id", "C1", "--thread-id", "T1",
 		"--channel", "ops=slack:C2", "--agent", "research=g-research")...)
 	rv = routingView{}
-	if err := json.Unmarshal([]byte(mustMB(t, aj("routing")...)), &rv); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &rv, aj("routing")...)
 	chat := mailbox.Routing{ChannelType: "slack", PlatformID: "C1", ThreadID: "T1"}
 	if rv.Session != chat || rv.Default == nil || *rv.Default != chat || rv.Error != "" {
 		t.Fatalf("routing --json: %+v", rv)
@@ -625,9 +618,7 @@ func TestAgentShapesAndReadsFromTheShell(t *testing.T) {
 		t.Fatalf("routing: %q", out)
 	}
 	var ds []mailbox.Destination
-	if err := json.Unmarshal([]byte(mustMB(t, aj("destinations")...)), &ds); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &ds, aj("destinations")...)
 	byName := map[string]mailbox.Destination{}
 	for _, d := range ds {
 		byName[d.Name] = d
@@ -730,9 +721,7 @@ func TestAgentShapesAndReadsFromTheShell(t *testing.T) {
 		t.Fatalf("state get --continuation: %q", out)
 	}
 	var kv map[string]string
-	if err := json.Unmarshal([]byte(mustMB(t, aj("state", "list")...)), &kv); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &kv, aj("state", "list")...)
 	if !maps.Equal(kv, map[string]string{"continuation:claude": "sess-42", "topic": "deploys"}) {
 		t.Fatalf("state list --json: %v", kv)
 	}

@@ -2,7 +2,6 @@ package mailbox
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +24,13 @@ func mb(t *testing.T, args ...string) clitest.Result {
 func mustMB(t *testing.T, args ...string) string {
 	t.Helper()
 	return clitest.Must(t, args, Commands).Stdout
+}
+
+// mbJSON runs the mailbox commands (with --json among args), fails unless
+// they exit 0, and decodes stdout into v.
+func mbJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	clitest.Must(t, args, Commands).Decode(t, v)
 }
 
 // mbStart runs the mailbox commands in the background until the returned
@@ -63,9 +69,7 @@ type lsOut struct {
 func lsJSON(t *testing.T, flags []string) lsOut {
 	t.Helper()
 	var v lsOut
-	if err := json.Unmarshal([]byte(mustMB(t, with(flags, "--json", "mailbox", "ls")...)), &v); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &v, with(flags, "--json", "mailbox", "ls")...)
 	return v
 }
 
@@ -86,9 +90,7 @@ func TestMailboxCLIRoundTrip(t *testing.T) {
 	mustMB(t, with(s, "mailbox", "send", "--task", "--id", "t1", "--prompt", "report", "--every", "0 9 * * *", "--at", "+1h")...)
 
 	var batch []struct{ ID, Kind string }
-	if err := json.Unmarshal([]byte(mustMB(t, with(s, "--json", "mailbox", "agent", "poll")...)), &batch); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &batch, with(s, "--json", "mailbox", "agent", "poll")...)
 	if len(batch) != 1 || batch[0].ID != "m1" {
 		t.Fatalf("poll = %+v, want m1 only (t1 is scheduled)", batch)
 	}
@@ -177,9 +179,7 @@ func TestMailboxCLIStatusRequeueRecover(t *testing.T) {
 		Processing int
 		Failed     int
 	}
-	if err := json.Unmarshal([]byte(mustMB(t, "--json", "mailbox", "status", "--data", data)), &st); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &st, "--json", "mailbox", "status", "--data", data)
 	if len(st) != 2 || st[0].Session.SessionID != "s1" || st[0].Processing != 1 || st[0].Failed != 1 || st[0].Due != 0 || st[1].Due != 0 {
 		t.Fatalf("status %+v", st)
 	}
@@ -200,9 +200,7 @@ func TestMailboxCLIStatusRequeueRecover(t *testing.T) {
 			AcksCleared int `json:"acks_cleared"`
 		}
 	}
-	if err := json.Unmarshal([]byte(mustMB(t, with(s, "--json", "mailbox", "recover", "--force")...)), &rec); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &rec, with(s, "--json", "mailbox", "recover", "--force")...)
 	if rec.Acks.Failed != 1 || rec.Reset.Retried != 1 || rec.Reset.AcksCleared != 1 {
 		t.Fatalf("recover %+v", rec)
 	}
@@ -291,9 +289,7 @@ func TestMailboxCLIAgentSendFile(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(mustMB(t, with(s, "--json", "mailbox", "ls")...)), &v); err != nil {
-		t.Fatal(err)
-	}
+	mbJSON(t, &v, with(s, "--json", "mailbox", "ls")...)
 	if len(v.Outbound) != 1 || v.Outbound[0].Content.Text != "see" || len(v.Outbound[0].Content.Files) != 1 || v.Outbound[0].Content.Files[0] != "report.txt" {
 		t.Fatalf("outbound %+v, want text \"see\" listing report.txt", v.Outbound)
 	}

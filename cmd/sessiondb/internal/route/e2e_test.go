@@ -28,6 +28,13 @@ func run(t *testing.T, args ...string) string {
 	return clitest.Must(t, args, groups...).Stdout
 }
 
+// runJSON runs one command line (with --json among args), fails the test
+// unless it exits 0, and decodes stdout into v.
+func runJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	clitest.Must(t, args, groups...).Decode(t, v)
+}
+
 // delivered reads the deliverer's log: one envelope per delivered row.
 func delivered(t *testing.T, path string) []hostd.DeliveryEnvelope {
 	t.Helper()
@@ -85,9 +92,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// 2. The shell agent sees it and answers in its own chat.
 	var batch []mb.InboundRow
-	if err := json.Unmarshal([]byte(run(t, append(agent, "poll", "--json")...)), &batch); err != nil {
-		t.Fatal(err)
-	}
+	runJSON(t, &batch, append(agent, "poll", "--json")...)
 	var first struct{ Text, SenderID string }
 	if len(batch) == 1 {
 		_ = json.Unmarshal(batch[0].Content, &first)
@@ -113,9 +118,7 @@ func TestEndToEnd(t *testing.T) {
 		var ls struct {
 			Inbound []struct{ Content json.RawMessage }
 		}
-		if err := json.Unmarshal([]byte(run(t, "mailbox", "ls", "--json", "--data", data, "--group", "ag-helper", "--session", session)), &ls); err != nil {
-			t.Fatal(err)
-		}
+		runJSON(t, &ls, "mailbox", "ls", "--json", "--data", data, "--group", "ag-helper", "--session", session)
 		for _, r := range ls.Inbound {
 			if strings.Contains(string(r.Content), "Delivery failed") && strings.Contains(string(r.Content), "not allowed to send to telegram/elsewhere") {
 				return true

@@ -4,6 +4,7 @@ package clitest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -47,6 +48,15 @@ func Run(ctx context.Context, o Options, args []string, groups ...cli.Group) Res
 	f, out, errOut := o.factory()
 	code := cli.Run(ctx, f, args, groups...)
 	return Result{Code: code, Stdout: out.String(), Stderr: errOut.String()}
+}
+
+// Decode decodes r's stdout, the output of a --json run, into v, and fails
+// t when it is not JSON.
+func (r Result) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
+		t.Fatalf("stdout is not JSON (%v):\n%s", err, r.Stdout)
+	}
 }
 
 // Must runs args like Run, with no input and the real clock, and fails t

@@ -42,10 +42,7 @@ func (p *ControlPlane) Run(args ...string) string {
 // JSON runs args over p with --json and decodes stdout into v.
 func (p *ControlPlane) JSON(v any, args ...string) {
 	p.t.Helper()
-	out := p.Run(append(args, "--json")...)
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		p.t.Fatalf("%v: %v\n%s", args, err, out)
-	}
+	Must(p.t, p.Args(append(args, "--json")...), p.groups...).Decode(p.t, v)
 }
 
 // Route routes one event line with `route --json` and the flags in extra
