@@ -38,10 +38,12 @@ type Options struct {
 	Now sessiondb.Clock
 	// Logger receives the store's warnings; nil discards them.
 	Logger *slog.Logger
-	// SearchWindowMessages is sqlite.Options.SearchWindowMessages: above
-	// how many messages a SQLite store's search ranks its newest ones
-	// through the recent index; 0 is the default. PostgreSQL ignores it.
+	// SearchWindowMessages and SearchRecentMessages are
+	// sqlite.Options': up to how many messages a SQLite store's search
+	// ranks every match, and how many of the newest it ranks through the
+	// recent index above that; 0 is the default. PostgreSQL ignores them.
 	SearchWindowMessages int
+	SearchRecentMessages int
 }
 
 // IsURL reports whether location names a PostgreSQL server rather than a
@@ -89,6 +91,7 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 		Now:                  o.Now,
 		Logger:               o.Logger,
 		SearchWindowMessages: o.SearchWindowMessages,
+		SearchRecentMessages: o.SearchRecentMessages,
 	})
 	if err != nil {
 		return nil, err

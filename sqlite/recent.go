@@ -21,10 +21,11 @@ import (
 // So a store of more than searchWindowMessages messages keeps a second
 // FTS5 index of its newest messages only: sessiondb_fts_recent, over the
 // ids from the low to the high mark in state_meta, the newest
-// searchWindowMessages ids once it is up to date. A search ranks the matches among them by bm25 against that index's
-// own counts, and only then, for what it still needs, the older matches in
-// messages_fts (see recentSearch). Its counts, merges and phrase checks
-// are bounded by the window, whatever the size of the store.
+// searchRecentMessages ids (the window) once it is up to date. A search
+// ranks the matches among them by bm25 against that index's own counts,
+// and only then, for what it still needs, lists the older matches of
+// messages_fts, newest first (see recentSearch). Its counts, merges and
+// phrase checks are bounded by the window, whatever the size of the store.
 //
 // Appends do not write it: a writable store brings it up to date before a
 // search (syncRecent), in transactions of at most recentBatch messages:
@@ -176,17 +177,27 @@ func setRecentMarks(tx *sqlitedb.Tx, low, high int64) error {
 	return nil
 }
 
-// purgeRecent takes the noted ids out of the index and adds back those
-// that are still messages inside the window, with their text as it is now.
-func purgeRecent(tx *sqlitedb.Tx) error {
-	if _, err := tx.Exec("DELETE FROM " + recentTable + " WHERE rowid IN (SELECT id FROM " + recentChanged + ")"); err != nil {
-		return err
+// purgeRecent takes up to limit noted ids (every one when limit is 0),
+// lowest first, out of the index and adds back those that are still
+// messages inside the window, with their text as it is now. It reports
+// whether noted ids remain.
+func purgeRecent(tx *sqlitedb.Tx, limit int64) (bool, error) {
+	noted := "SELECT id FROM " + recentChanged
+	if limit > 0 {
+		noted += " ORDER BY id LIMIT " + strconv.FormatInt(limit, 10)
 	}
-	if _, err := tx.Exec("INSERT INTO " + recentTable + "(rowid, content) SELECT m.id, m.content FROM " + recentChanged + " c JOIN messages m ON m.id = c.id WHERE " + recentInWindow("m.id")); err != nil {
-		return err
+	if _, err := tx.Exec("DELETE FROM " + recentTable + " WHERE rowid IN (" + noted + ")"); err != nil {
+		return false, err
 	}
-	_, err := tx.Exec("DELETE FROM " + recentChanged)
-	return err
+	if _, err := tx.Exec("INSERT INTO " + recentTable + "(rowid, content) SELECT m.id, m.content FROM messages m WHERE m.id IN (" + noted + ") AND " + recentInWindow("m.id")); err != nil {
+		return false, err
+	}
+	if _, err := tx.Exec("DELETE FROM " + recentChanged + " WHERE id IN (" + noted + ")"); err != nil {
+		return false, err
+	}
+	var more bool
+	err := tx.QueryRow("SELECT EXISTS (SELECT 1 FROM " + recentChanged + ")").Scan(&more)
+	return more, err
 }
 
 // purgeNoted purges the recent index, when the file has one, of what the
@@ -198,7 +209,8 @@ func purgeNoted(tx *sqlitedb.Tx) error {
 	if err != nil || !has {
 		return err
 	}
-	return purgeRecent(tx)
+	_, err = purgeRecent(tx, 0)
+	return err
 }
 
 // recentStep does one transaction's worth of bringing the index up to
@@ -222,8 +234,18 @@ func recentStep(tx *sqlitedb.Tx, window, batch int64) (bool, error) {
 		}
 		return false, setRecentMarks(tx, st.newest+1, st.newest)
 	}
+	if st.newest-st.high > window || st.low > st.high+1 {
+		// Far behind (another program wrote a window's worth since), or
+		// marks that make no sense: start again from the top rather
+		// than index what would only be deleted.
+		if err := tx.ExecScript("INSERT INTO " + recentTable + "(" + recentTable + ") VALUES('delete-all');\nDELETE FROM " + recentChanged + ";"); err != nil {
+			return false, err
+		}
+		return false, setRecentMarks(tx, st.newest+1, st.newest)
+	}
 	if st.changed {
-		if err := purgeRecent(tx); err != nil {
+		more, err := purgeRecent(tx, batch)
+		if err != nil || more {
 			return false, err
 		}
 	}
@@ -233,14 +255,6 @@ func recentStep(tx *sqlitedb.Tx, window, batch int64) (bool, error) {
 	}
 	target := st.target()
 	switch {
-	case st.newest-st.high > window || st.low > st.high+1:
-		// Far behind (another program wrote a window's worth since), or
-		// marks that make no sense: start again from the top rather
-		// than index what would only be deleted.
-		if _, err := tx.Exec("INSERT INTO " + recentTable + "(" + recentTable + ") VALUES('delete-all')"); err != nil {
-			return false, err
-		}
-		return false, setRecentMarks(tx, st.newest+1, st.newest)
 	case st.high > st.newest:
 		// The newest messages were deleted (and purged above): the
 		// window ends at the newest that is left.

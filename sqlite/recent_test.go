@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"os"
@@ -58,14 +59,15 @@ CREATE VIRTUAL TABLE oracle USING fts5(content);`)
 	return ids
 }
 
-// below keeps the ids under low, in their order.
-func below(ids []int64, low int64) []int64 {
+// olderNewestFirst keeps the ids under low, newest first.
+func olderNewestFirst(ids []int64, low int64) []int64 {
 	out := []int64{}
 	for _, id := range ids {
 		if id < low {
 			out = append(out, id)
 		}
 	}
+	slices.SortFunc(out, func(a, b int64) int { return cmp.Compare(b, a) })
 	return out
 }
 
@@ -143,8 +145,8 @@ func checkRecentMirrors(t *testing.T, s *Store, window int64, when string, queri
 // TestSearchRecentIndex: a store of more than SearchWindowMessages
 // messages is searched through the recent index: its matches among the
 // newest messages come first, ranked by bm25 as an index of just those
-// messages ranks them, then the older matches in the whole index's order;
-// pages are cut from that one order. A store within the window is ranked
+// messages ranks them, then the older matches, newest first; pages are cut
+// from that one order. A store within the window is ranked
 // whole, as Hermes ranks it.
 func TestSearchRecentIndex(t *testing.T) {
 	ctx := context.Background()
@@ -158,21 +160,24 @@ func TestSearchRecentIndex(t *testing.T) {
 		window int
 		query  string
 		f      sessiondb.SearchFilter
+		recent int // the recent index's size, when smaller than the window
 	}{
-		{"the newest 600 messages hold more than a page", 600, "docker", sessiondb.SearchFilter{}},
-		{"with a filter", 600, "docker", cli},
-		{"with a role filter", 600, "docker", sessiondb.SearchFilter{Roles: []string{"user"}}},
-		{"two words", 600, "alpha omega", sessiondb.SearchFilter{}},
-		{"a phrase", 600, `"alpha beta"`, sessiondb.SearchFilter{}},
-		{"a prefix", 600, "ep*", sessiondb.SearchFilter{}},
-		{"the newest 5 messages hold fewer than a page", 5, "docker", sessiondb.SearchFilter{}},
-		{"a page straddling the two", 100, "docker", sessiondb.SearchFilter{Offset: 40, Limit: 30}},
-		{"a page past the recent matches", 100, "docker", sessiondb.SearchFilter{Offset: 80, Limit: 20}},
-		{"a page past the recent matches, filtered", 100, "docker", sessiondb.SearchFilter{Sources: []string{"cli"}, Offset: 30, Limit: 10}},
-		{"the store is within the window", 1200, "docker", sessiondb.SearchFilter{}},
+		{"the newest 600 messages hold more than a page", 600, "docker", sessiondb.SearchFilter{}, 0},
+		{"a recent index smaller than the window", 600, "docker", sessiondb.SearchFilter{}, 250},
+		{"with a filter", 600, "docker", cli, 0},
+		{"with a role filter", 600, "docker", sessiondb.SearchFilter{Roles: []string{"user"}}, 0},
+		{"two words", 600, "alpha omega", sessiondb.SearchFilter{}, 0},
+		{"a phrase", 600, `"alpha beta"`, sessiondb.SearchFilter{}, 0},
+		{"a prefix", 600, "ep*", sessiondb.SearchFilter{}, 0},
+		{"the newest 5 messages hold fewer than a page", 5, "docker", sessiondb.SearchFilter{}, 0},
+		{"a page straddling the two", 100, "docker", sessiondb.SearchFilter{Offset: 40, Limit: 30}, 0},
+		{"a page past the recent matches", 100, "docker", sessiondb.SearchFilter{Offset: 80, Limit: 20}, 0},
+		{"a page past the recent matches, filtered", 100, "docker", sessiondb.SearchFilter{Sources: []string{"cli"}, Offset: 30, Limit: 10}, 0},
+		{"the store is within the window", 1200, "docker", sessiondb.SearchFilter{}, 0},
+		{"the store is within the window, a smaller recent index", 1200, "docker", sessiondb.SearchFilter{}, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := openTestStore(t, path, Options{SearchWindowMessages: tc.window, SearchWindow: 100_000})
+			w := openTestStore(t, path, Options{SearchWindowMessages: tc.window, SearchRecentMessages: tc.recent, SearchWindow: 100_000})
 			hits, err := w.SearchMessages(ctx, tc.query, tc.f)
 			if err != nil {
 				t.Fatal(err)
@@ -190,9 +195,13 @@ func TestSearchRecentIndex(t *testing.T) {
 				}
 				return
 			}
-			low := int64(1200 - tc.window + 1)
+			held := tc.window
+			if tc.recent > 0 {
+				held = tc.recent
+			}
+			low := int64(1200 - held + 1)
 			recent := oracleIDs(t, w, match, tc.f, low, 1200)
-			order := append(slices.Clone(recent), below(all, low)...)
+			order := append(slices.Clone(recent), olderNewestFirst(all, low)...)
 			want := page(order)
 			if reflect.DeepEqual(want, page(all)) {
 				t.Fatalf("the recent index changes nothing for %q: the test proves nothing", tc.query)
@@ -246,6 +255,13 @@ func TestRecentIndexFollowsWrites(t *testing.T) {
 
 	hermes("DELETE FROM messages WHERE id >= ?", high-2)
 	search("Hermes' delete of the newest messages")
+
+	low, _ = recentMarks(t, path)
+	hermes("DELETE FROM messages WHERE session_id IN ('s003', 's004') AND id >= ?", low)
+	if n := sqlitetest.QueryFile(t, path, "SELECT count(*) FROM "+recentChanged)[0][0].(int64); n <= s.recentBatch {
+		t.Fatalf("%d ids noted: the purge needs more than one step of %d to prove anything", n, s.recentBatch)
+	}
+	search("Hermes' delete of more messages than a step purges")
 
 	if _, err := s.DeleteSession(ctx, "s005"); err != nil {
 		t.Fatal(err)

@@ -217,7 +217,9 @@ func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchF
 
 // ftsSearchIn is ftsSearch over the FTS5 table named table, which indexes
 // message content by message id, read through q: one page of its
-// matches (with ids below below, when it is not 0), ranked.
+// matches, ranked; or, when older is not 0, of its matches with ids below
+// older, newest first (the matches after the recent index's, see
+// recentSearch).
 //
 // FTS5 consumes ORDER BY rank itself: it scores every match once, sorts
 // rowids, and hands rows out in rank order, so SQLite stops after LIMIT
@@ -227,33 +229,33 @@ func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchF
 // session columns of the winners come from one keyed query; with filters
 // the join sits in the same statement, still driven by the FTS cursor in
 // rank order.
-func (s *Store) ftsSearchIn(ctx context.Context, q sqlitedb.Querier, table, match string, f sessiondb.SearchFilter, limit, offset int, below int64) ([]sessiondb.SearchHit, error) {
+func (s *Store) ftsSearchIn(ctx context.Context, q sqlitedb.Querier, table, match string, f sessiondb.SearchFilter, limit, offset int, older int64) ([]sessiondb.SearchHit, error) {
 	snippet := s.snippetFor(table, match)
 	filters, fargs := s.searchFilters(f)
-	bound, bargs := "", []any{}
-	if below > 0 {
-		bound, bargs = " AND "+table+".rowid < ?", []any{below}
-	}
-	if table != recentTable {
-		window, bounded, err := s.windowStart(ctx, q, table, match, filters, fargs, bound, bargs, offset+limit)
+	bound, bargs, order := "", []any{}, table+".rank"
+	switch {
+	case older > 0:
+		bound, bargs, order = " AND "+table+".rowid < ?", []any{older}, table+".rowid DESC"
+	case table != recentTable:
+		window, bounded, err := s.windowStart(ctx, q, table, match, filters, fargs, offset+limit)
 		if err != nil {
 			return nil, err
 		}
 		if bounded {
-			bound, bargs = bound+" AND "+table+".rowid >= ?", append(bargs, window)
+			bound, bargs = " AND "+table+".rowid >= ?", []any{window}
 		}
 	}
 	if filters != "" {
 		args := append([]any{match}, fargs...)
 		args = append(append(args, bargs...), limit, offset)
 		return queryHits(ctx, q, snippet, "SELECT "+table+".rowid, "+s.snippetText(table)+", "+hitColumns+
-			matchesIn(table, filters)+bound+" ORDER BY "+table+".rank LIMIT ? OFFSET ?", args...)
+			matchesIn(table, filters)+bound+" ORDER BY "+order+" LIMIT ? OFFSET ?", args...)
 	}
 
 	var hits []sessiondb.SearchHit
 	var raw []byte
 	err := sqlitedb.Each(ctx, q, "SELECT rowid, "+s.snippetText(table)+matchesIn(table, "")+
-		bound+" ORDER BY rank LIMIT ? OFFSET ?", append(append([]any{match}, bargs...), limit, offset), func(r sqlitedb.Row) error {
+		bound+" ORDER BY "+order+" LIMIT ? OFFSET ?", append(append([]any{match}, bargs...), limit, offset), func(r sqlitedb.Row) error {
 		var h sessiondb.SearchHit
 		if err := r.Scan(&h.ID, &raw); err != nil {
 			return err
@@ -305,20 +307,27 @@ const (
 	DefaultSearchWindowMessages = 200_000
 )
 
+// DefaultSearchRecentMessages is how many of the newest messages the
+// recent index holds when Options.SearchRecentMessages is 0: at ten million
+// messages on this project's machine, searches ranked among the newest
+// 200,000 took p95 26 to 50 ms (phrases of two common words checked in
+// 40,000 messages, 40 ms), among the newest 100,000 about half that
+// (docs/benchmarks.md).
+const DefaultSearchRecentMessages = 100_000
+
 // windowStart bounds a search's ranking to the store's newest matches.
 // FTS5 scores every match of a query to rank it (bm25 reads each one's
 // size and positions), so a common word costs time in proportion to the
 // store. Walking the matches newest first costs almost nothing, so the
 // search ranks the newest max(window, need) of them (need = offset +
 // limit), found by that walk, and also every match among the newest
-// s.searchWindowMessages message ids, unless the walk has an upper bound
-// (the matches below the recent index, recentSearch). It returns the
-// lowest rowid to rank, and false when everything is to be ranked (the
-// store is within the messages window, or the query has no more matches
-// than the window), exactly as Hermes does. Filters and the bound (with
-// their arguments) take part in the walk, so the window holds that many
-// matches that pass them.
-func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, match, filters string, fargs []any, bound string, bargs []any, need int) (int64, bool, error) {
+// s.searchWindowMessages message ids. It returns the lowest rowid to rank,
+// and false when everything is to be ranked (the store is within the
+// messages window, or the query has no more matches than the window),
+// exactly as Hermes does. Filters take part in the walk, so the window
+// holds that many matches that pass them. (recentSearch does without it
+// where the recent index serves.)
+func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, match, filters string, fargs []any, need int) (int64, bool, error) {
 	n := s.searchWindow
 	if n < 0 {
 		return 0, false, nil
@@ -326,7 +335,7 @@ func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, matc
 	n = max(n, need)
 	// Every match from floor on is ranked; 0 when there is no such bound.
 	var floor int64
-	if s.searchWindowMessages > 0 && bound == "" {
+	if s.searchWindowMessages > 0 {
 		var newest sql.NullInt64
 		if err := sqlitedb.Each(ctx, q, "SELECT max(id) FROM messages", nil, func(r sqlitedb.Row) error { return r.Scan(&newest) }); err != nil {
 			return 0, false, err
@@ -338,9 +347,8 @@ func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, matc
 	}
 	var start int64
 	found := false
-	args := append(append(append([]any{match}, fargs...), bargs...), n-1)
-	err := sqlitedb.Each(ctx, q, "SELECT "+table+".rowid"+matchesIn(table, filters)+bound+" ORDER BY "+table+".rowid DESC LIMIT 1 OFFSET ?",
-		args, func(r sqlitedb.Row) error {
+	err := sqlitedb.Each(ctx, q, "SELECT "+table+".rowid"+matchesIn(table, filters)+" ORDER BY "+table+".rowid DESC LIMIT 1 OFFSET ?",
+		append(append([]any{match}, fargs...), n-1), func(r sqlitedb.Row) error {
 			found = true
 			return r.Scan(&start)
 		})
@@ -356,8 +364,12 @@ func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, matc
 // recentSearch answers a search through the recent index (recent.go) on
 // a store of more than searchWindowMessages messages: first the matches
 // among the index's messages, ranked by bm25 against its own counts, then,
-// once those run out, the older matches, ranked over messages_fts as
-// ftsSearchIn ranks them, each page taken from this order by offset. ok is
+// once those run out, the older matches, newest first, each page taken
+// from this order by offset. The older ones are not ranked: bm25 over
+// messages_fts would count the query's every match in the whole store,
+// which is the cost the recent index is there to avoid (a phrase of a
+// rare word and a common one, with no match among the newest messages,
+// took 230 ms ranked at ten million messages and 4 ms newest first). ok is
 // false, with no error, when the index cannot answer (a store within the
 // window is ranked whole, as Hermes ranks it; a read-only store whose
 // index is behind ranks as before). A writable store brings the index up
@@ -365,15 +377,15 @@ func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, matc
 // transaction, so a sync by another process between them can neither
 // drop nor repeat a match.
 func (s *Store) recentSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, bool, error) {
-	window := int64(s.searchWindowMessages)
-	if !s.recentOK || window <= 0 {
+	window := s.recentWindow()
+	if window <= 0 {
 		return nil, false, nil
 	}
 	// Another writer may add a message between our sync and our read;
 	// a few tries, then the ranking over messages_fts.
 	for range 3 {
 		st, err := readRecentState(ctx, readers{s}, window)
-		if err != nil || st.newest <= window {
+		if err != nil || st.newest <= int64(s.searchWindowMessages) {
 			return nil, false, err
 		}
 		if !st.current() {
@@ -434,15 +446,15 @@ func (s *Store) searchRecentSnapshot(ctx context.Context, match string, f sessio
 // or delete before a search can use it (see sessiondb.SQLiteMaintainer):
 // 0 when it is current or this store keeps none.
 func (s *Store) RecentIndexBehind(ctx context.Context) (int64, error) {
-	window := int64(s.searchWindowMessages)
-	if !s.recentOK || window <= 0 || s.w == nil {
+	window := s.recentWindow()
+	if window <= 0 || s.w == nil {
 		return 0, nil
 	}
 	st, err := readRecentState(ctx, readers{s}, window)
 	if err != nil {
 		return 0, s.readErr(err, "read the recent search index's window")
 	}
-	if st.newest <= window || st.current() {
+	if st.newest <= int64(s.searchWindowMessages) || st.current() {
 		return 0, nil
 	}
 	if !st.exists || st.newest-st.high > window {
@@ -464,13 +476,23 @@ func (s *Store) SyncRecentIndex(ctx context.Context) error {
 	return s.syncRecent(ctx)
 }
 
+// recentWindow is how many of the newest message ids the recent index
+// holds: Options.SearchRecentMessages, at most the messages window; 0
+// when this store keeps no recent index.
+func (s *Store) recentWindow() int64 {
+	if !s.recentOK || s.searchWindowMessages <= 0 || s.searchRecentMessages <= 0 {
+		return 0
+	}
+	return int64(min(s.searchRecentMessages, s.searchWindowMessages))
+}
+
 // syncRecent brings the recent index up to date, one recentStep a write
 // transaction, until it is current or ctx ends. Each step commits, so an
 // interrupted sync keeps what it did.
 func (s *Store) syncRecent(ctx context.Context) error {
 	s.recentMu.Lock()
 	defer s.recentMu.Unlock()
-	window := int64(s.searchWindowMessages)
+	window := s.recentWindow()
 	for {
 		if err := ctx.Err(); err != nil {
 			return sqlitedb.Wrap(err, "bring the recent search index up to date")

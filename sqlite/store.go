@@ -53,14 +53,19 @@ type Options struct {
 	// ranks every match, Hermes v6's order at any size, in time that grows
 	// with the store.
 	SearchWindow int
-	// SearchWindowMessages is the size of the store above which a search
-	// ranks the matches among its newest SearchWindowMessages messages
-	// first, through the recent index (recent.go), and the older ones
-	// after; a store no larger is ranked whole, as Hermes ranks it. Where
-	// the recent index cannot serve, a search ranks every match among
-	// those messages besides the SearchWindow newest matches. 0 means
+	// SearchWindowMessages is the size of the store up to which a search
+	// ranks every match, as Hermes does; above it a search ranks the
+	// matches among the newest SearchRecentMessages messages first,
+	// through the recent index (recent.go), and lists the older ones
+	// after, newest first. Where the recent index cannot serve, a search
+	// ranks every match among the newest SearchWindowMessages ids besides
+	// the SearchWindow newest matches. 0 means
 	// DefaultSearchWindowMessages; negative means no window.
 	SearchWindowMessages int
+	// SearchRecentMessages is how many of the newest messages the recent
+	// index holds, at most SearchWindowMessages: 0 means
+	// DefaultSearchRecentMessages; negative means no recent index.
+	SearchRecentMessages int
 }
 
 // checkpointEvery is how many committed writes pass between PASSIVE
@@ -104,6 +109,7 @@ type Store struct {
 
 	searchWindow         int // Options.SearchWindow, the default filled in
 	searchWindowMessages int // Options.SearchWindowMessages, the default filled in
+	searchRecentMessages int // Options.SearchRecentMessages, the default filled in
 
 	trigramReady atomic.Bool // the trigram index exists and is backfilled
 
@@ -146,6 +152,10 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	s.searchWindowMessages = o.SearchWindowMessages
 	if s.searchWindowMessages == 0 {
 		s.searchWindowMessages = DefaultSearchWindowMessages
+	}
+	s.searchRecentMessages = o.SearchRecentMessages
+	if s.searchRecentMessages == 0 {
+		s.searchRecentMessages = DefaultSearchRecentMessages
 	}
 	s.now = time.Now
 	if o.Now != nil {

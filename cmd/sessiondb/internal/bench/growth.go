@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,9 +49,10 @@ type growthConfig struct {
 	// sessiondb binary, for their peak memory.
 	readCommands bool
 	exe          string // the binary to run them with; "" is os.Executable
-	// searchWindow is the store's messages window (open.Options'
-	// SearchWindowMessages): 0 is the library's default.
-	searchWindow int
+	// searchWindow and searchRecent are the store's messages window and
+	// recent index size (open.Options' SearchWindowMessages and
+	// SearchRecentMessages): 0 is the library's default.
+	searchWindow, searchRecent int
 }
 
 func defaultGrowthConfig() growthConfig {
@@ -132,6 +135,9 @@ func runGrowthCommand(cmd *cobra.Command, f *cli.Factory, cfg benchConfig, g gro
 	}
 	if g.searchWindow < 0 {
 		return sessiondb.Errorf(sessiondb.EINVALID, "--search-window %d: want 0 (the default) or a message count", g.searchWindow)
+	}
+	if g.searchRecent < 0 {
+		return sessiondb.Errorf(sessiondb.EINVALID, "--search-recent %d: want 0 (the default) or a message count", g.searchRecent)
 	}
 	switch {
 	case !fl.Changed("append-baseline"):
@@ -350,7 +356,20 @@ type growthSearch struct {
 	// appends since the last one.
 	AfterAppends   int     `json:"after_appends,omitempty"`
 	AfterAppendsMS float64 `json:"after_appends_ms,omitempty"`
+	// Slowest are the queries with the highest median, slowest first.
+	Slowest []slowQuery `json:"slowest"`
 }
+
+// slowQuery is one query's timed passes.
+type slowQuery struct {
+	Kind  string  `json:"kind"`
+	Q     string  `json:"q"`
+	P50MS float64 `json:"p50_ms"`
+	MaxMS float64 `json:"max_ms"`
+}
+
+// slowestShown is how many queries growthSearch.Slowest lists.
+const slowestShown = 8
 
 // timing is the median and the slowest of a read's timed runs, and what
 // it returned (rows).
@@ -456,7 +475,7 @@ func runGrowth(ctx context.Context, stderr io.Writer, cfg benchConfig, g growthC
 }
 
 func (gr *grower) open(ctx context.Context) error {
-	st, err := store.Open(ctx, gr.path, store.Options{Synchronous: gr.cfg.synchronous, SearchWindowMessages: gr.g.searchWindow})
+	st, err := store.Open(ctx, gr.path, store.Options{Synchronous: gr.cfg.synchronous, SearchWindowMessages: gr.g.searchWindow, SearchRecentMessages: gr.g.searchRecent})
 	if err != nil {
 		return sessiondb.Wrap("", err, "open the growth store %s", gr.path)
 	}
@@ -715,9 +734,10 @@ func (gr *grower) searchPhase(ctx context.Context, res *growthStep) error {
 	gr.p.phase("search: %d queries, %d passes", len(gr.queries), searchPasses)
 	filter := sessiondb.SearchFilter{Limit: searchLimit}
 	byKind := map[string][]float64{}
+	byQuery := make([][]float64, len(gr.queries))
 	var all []float64
 	for pass := 0; pass <= searchPasses; pass++ {
-		for _, q := range gr.queries {
+		for i, q := range gr.queries {
 			t := gr.cfg.now()
 			hits, err := gr.st.SearchMessages(ctx, q.Q, filter)
 			if err != nil {
@@ -735,8 +755,16 @@ func (gr *grower) searchPhase(ctx context.Context, res *growthStep) error {
 			}
 			all = append(all, d)
 			byKind[q.Kind] = append(byKind[q.Kind], d)
+			byQuery[i] = append(byQuery[i], d)
 		}
 	}
+	for i, ds := range byQuery {
+		if len(ds) > 0 {
+			res.Search.Slowest = append(res.Search.Slowest, slowQuery{gr.queries[i].Kind, gr.queries[i].Q, round(percentile(ds, 0.5), 3), round(percentile(ds, 1), 3)})
+		}
+	}
+	slices.SortFunc(res.Search.Slowest, func(a, b slowQuery) int { return cmp.Compare(b.P50MS, a.P50MS) })
+	res.Search.Slowest = res.Search.Slowest[:min(slowestShown, len(res.Search.Slowest))]
 	res.Search.P50MS, res.Search.P95MS, res.Search.MaxMS = round(percentile(all, 0.5), 3), round(percentile(all, 0.95), 3), round(percentile(all, 1), 3)
 	res.Search.P50MSByKind, res.Search.P95MSByKind = map[string]float64{}, map[string]float64{}
 	for k, s := range byKind {
