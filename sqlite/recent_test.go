@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
@@ -416,7 +418,7 @@ func TestRecentIndexNeverAddedTo(t *testing.T) {
 func TestRecentIndexCheckedAndRebuilt(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	s := openTestStore(t, path, Options{SearchWindowMessages: 100})
+	s := openTestStore(t, path, Options{SearchWindowMessages: 100, SearchWindow: 100_000})
 	fillSearchCorpus(t, s, 6, 40)
 	if _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); err != nil {
 		t.Fatal(err)
@@ -424,10 +426,21 @@ func TestRecentIndexCheckedAndRebuilt(t *testing.T) {
 	if err := s.FTSIntegrityCheck(ctx); err != nil {
 		t.Fatalf("check of a sound store: %v", err)
 	}
-	// One leaf of the recent index lost.
-	sqlitetest.ExecFile(t, path, "DELETE FROM "+recentTable+"_data WHERE id = (SELECT max(id) FROM "+recentTable+"_data)")
+	// The recent index's structure record overwritten: every read of it
+	// fails.
+	sqlitetest.ExecFile(t, path, "UPDATE "+recentTable+"_data SET block = X'0000000102' WHERE id = 10")
 	if err := s.FTSIntegrityCheck(ctx); err == nil {
-		t.Fatal("the check passed a recent index with a leaf missing")
+		t.Fatal("the check passed a recent index with its structure record garbled")
+	}
+	// Meanwhile searches rank over the whole index instead of failing.
+	for _, q := range []string{"docker", "alpha omega", "ka*"} {
+		hits, err := s.SearchMessages(ctx, q, sessiondb.SearchFilter{})
+		if err != nil {
+			t.Fatalf("search %q over a damaged recent index: %v", q, err)
+		}
+		if want := naiveAllIDs(t, s, fts.Sanitize(q), sessiondb.SearchFilter{})[:20]; !reflect.DeepEqual(hitIDs(hits), want) {
+			t.Errorf("search %q over a damaged recent index: %v\nwant the whole index's order %v", q, hitIDs(hits), want)
+		}
 	}
 	if err := s.RebuildFTS(ctx); err != nil {
 		t.Fatal(err)
@@ -486,4 +499,51 @@ func TestRecentIndexBehind(t *testing.T) {
 	if n, err := w.RecentIndexBehind(ctx); err != nil || n != 0 {
 		t.Errorf("within the window: behind %d, %v; want 0", n, err)
 	}
+}
+
+// TestRecentIndexSharedByHandles: two handles on one file (as two
+// processes would have), each appending and searching at once, keep one
+// recent index between them: no search fails, and once both stop the
+// index mirrors the messages.
+func TestRecentIndexSharedByHandles(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	o := Options{SearchWindowMessages: 150}
+	a := openTestStore(t, path, o)
+	fillSearchCorpus(t, a, 6, 40)
+	b := openTestStore(t, path, o)
+	a.recentBatch, b.recentBatch = 9, 9
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i, st := range []*Store{a, b} {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for j := range 60 {
+				c := fmt.Sprintf("docker handle %d message %d", i, j)
+				if _, err := st.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "s001", Role: "user", Content: &c}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				if _, err := st.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, err := a.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	checkRecentMirrors(t, a, 150, "two handles appending and searching", "docker", "handle")
 }

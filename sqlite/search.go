@@ -207,8 +207,16 @@ func idList(hits []sessiondb.SearchHit) string {
 // of more than searchWindowMessages messages through the recent index
 // when it can (recentSearch), else over messages_fts as Hermes does,
 // bounded by windowStart.
+//
+// A damaged recent index is not the search's failure: the search ranks
+// over messages_fts instead (doctor finds the damage and its rebuild
+// drops the index).
 func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	hits, ok, err := s.recentSearch(ctx, match, f, limit, offset)
+	if err != nil && sqlitedb.IsCorrupt(err) && ctx.Err() == nil {
+		s.log.Warn("search: the recent search index is damaged; ranking over the whole index (sessiondb doctor --rebuild-fts makes it again)", "path", s.path, "err", err)
+		ok, err = false, nil
+	}
 	if ok || err != nil {
 		return hits, err
 	}
