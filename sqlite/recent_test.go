@@ -21,6 +21,20 @@ import (
 	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
+// withRecentIndex opens a store on a new file with o, fills it with
+// fillSearchCorpus's sessions and searches it once, which makes its recent
+// index.
+func withRecentIndex(t *testing.T, o Options, sessions, perSession int) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTestStore(t, path, o)
+	fillSearchCorpus(t, s, sessions, perSession)
+	if _, err := s.SearchMessages(context.Background(), "docker", sessiondb.SearchFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}
+
 // oracleIDs ranks the matches of match (passing f) among the messages with
 // ids from low to high by bm25, as a fresh FTS5 table holding only those
 // messages ranks them: what a search through the recent index must give
@@ -152,10 +166,7 @@ func checkRecentMirrors(t *testing.T, s *Store, window int64, when string, queri
 // whole, as Hermes ranks it.
 func TestSearchRecentIndex(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := openTestStore(t, path, Options{})
-	fillSearchCorpus(t, s, 30, 40) // 1,200 messages, ids 1 to 1200
-	s.Close()
+	path := corpusFile(t, 30, 40) // 1,200 messages, ids 1 to 1200
 	cli := sessiondb.SearchFilter{Sources: []string{"cli"}}
 	for _, tc := range []struct {
 		name   string
@@ -294,12 +305,7 @@ func TestRecentIndexFollowsWrites(t *testing.T) {
 // plain SQL), and the next search of ours brings the index up to date.
 func TestRecentIndexUnderOlderSQLite(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := openTestStore(t, path, Options{SearchWindowMessages: 50})
-	fillSearchCorpus(t, s, 3, 40)
-	if _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); err != nil {
-		t.Fatal(err)
-	}
+	s, path := withRecentIndex(t, Options{SearchWindowMessages: 50}, 3, 40)
 	low, _ := recentMarks(t, path)
 	s.Close()
 	old := requireOldSQLite(t, path)
@@ -330,12 +336,7 @@ func TestRecentIndexUnderOlderSQLite(t *testing.T) {
 // and still writes nothing.
 func TestRecentIndexReadOnly(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := openTestStore(t, path, Options{SearchWindowMessages: 300})
-	fillSearchCorpus(t, s, 20, 40) // 800 messages
-	if _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); err != nil {
-		t.Fatal(err)
-	}
+	s, path := withRecentIndex(t, Options{SearchWindowMessages: 300}, 20, 40) // 800 messages
 	s.Close()
 	search := func() []int64 {
 		t.Helper()
@@ -417,12 +418,7 @@ func TestRecentIndexNeverAddedTo(t *testing.T) {
 // the next search makes it again whole.
 func TestRecentIndexCheckedAndRebuilt(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := openTestStore(t, path, Options{SearchWindowMessages: 100, SearchWindow: 100_000})
-	fillSearchCorpus(t, s, 6, 40)
-	if _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); err != nil {
-		t.Fatal(err)
-	}
+	s, path := withRecentIndex(t, Options{SearchWindowMessages: 100, SearchWindow: 100_000}, 6, 40)
 	if err := s.FTSIntegrityCheck(ctx); err != nil {
 		t.Fatalf("check of a sound store: %v", err)
 	}

@@ -41,6 +41,18 @@ func fillSearchCorpus(t testing.TB, s *Store, sessions, perSession int) {
 	}
 }
 
+// corpusFile writes fillSearchCorpus's sessions into a new store file,
+// closes it and returns its path, for tests that open it again as they
+// need.
+func corpusFile(t testing.TB, sessions, perSession int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTestStore(t, path, Options{})
+	fillSearchCorpus(t, s, sessions, perSession)
+	s.Close()
+	return path
+}
+
 // naiveSearchIDs is Hermes v6's plan: join everything, ORDER BY rank.
 func naiveSearchIDs(t *testing.T, s *Store, match string, f sessiondb.SearchFilter) []int64 {
 	t.Helper()
@@ -231,10 +243,7 @@ func naiveAllIDs(t *testing.T, s *Store, match string, f sessiondb.SearchFilter)
 // window, it ranks them all, as Hermes does.
 func TestSearchWindow(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := openTestStore(t, path, Options{})
-	fillSearchCorpus(t, s, 30, 40)
-	s.Close()
+	path := corpusFile(t, 30, 40)
 	ids := func(hits []sessiondb.SearchHit) []int64 {
 		out := []int64{}
 		for _, h := range hits {
@@ -296,10 +305,7 @@ func TestSearchWindow(t *testing.T) {
 // ranked whole, as Hermes does.
 func TestSearchWindowMessages(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := openTestStore(t, path, Options{})
-	fillSearchCorpus(t, s, 30, 40) // 1,200 messages, ids 1 to 1200
-	s.Close()
+	path := corpusFile(t, 30, 40) // 1,200 messages, ids 1 to 1200
 	cli := sessiondb.SearchFilter{Sources: []string{"cli"}}
 	for _, tc := range []struct {
 		name     string
