@@ -45,9 +45,9 @@ import (
 // inserts (an import keeping its ids), deletes or changes, and the next
 // sync (or our own delete, in its transaction) takes them out of the index
 // and adds back what still exists. The index is used only while it is
-// current: its high mark at the newest message, its low mark within the
-// window, nothing noted. A read-only store that finds it behind ranks the
-// whole store as before.
+// current: its marks at the newest message and at the window's first id,
+// nothing noted. A read-only store that finds it behind ranks as it did
+// without one.
 
 const (
 	recentTable    = "sessiondb_fts_recent"
@@ -60,7 +60,7 @@ const (
 	recentBatch = 2000
 )
 
-// recentBounds is the SQL of the window's low and high marks.
+// recentLowSQL and recentHighSQL read the window's low and high marks.
 const (
 	recentLowSQL  = "(SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = '" + metaRecentLow + "')"
 	recentHighSQL = "(SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = '" + metaRecentHigh + "')"
@@ -122,16 +122,16 @@ func (si *schemaInfo) recentSupported(sqliteVersion string) bool {
 
 // recentState is the window as state_meta and the change log give it.
 type recentState struct {
-	exists   bool  // the table and both marks are there
-	low      int64 // the lowest id indexed
-	high     int64 // the highest id indexed
-	changed  bool  // ids wait in the change log
-	newest   int64 // max(id) of messages
-	minCount int64 // the messages window: the index must reach newest-minCount+1
+	exists  bool  // the table and both marks are there
+	low     int64 // the lowest id indexed
+	high    int64 // the highest id indexed
+	changed bool  // ids wait in the change log
+	newest  int64 // max(id) of messages
+	window  int64 // how many of the newest ids the index is to hold
 }
 
-// target is the low mark a complete window reaches.
-func (r recentState) target() int64 { return max(1, r.newest-r.minCount+1) }
+// target is the low mark of the complete window.
+func (r recentState) target() int64 { return max(1, r.newest-r.window+1) }
 
 // current reports whether a search may use the index as it is: it holds
 // exactly the window, from the newest message down, and nothing waits in
@@ -144,7 +144,7 @@ func (r recentState) current() bool {
 // transaction or the write transaction). A v6 file Hermes wrote may have
 // no state_meta, whose marks are then read as missing.
 func readRecentState(ctx context.Context, q sqlitedb.Querier, window int64) (recentState, error) {
-	st := recentState{minCount: window}
+	st := recentState{window: window}
 	var parts int
 	err := sqlitedb.Each(ctx, q, `SELECT coalesce((SELECT max(id) FROM messages), 0),
     (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('`+recentTable+`', '`+recentChanged+`', 'state_meta')
