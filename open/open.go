@@ -44,6 +44,9 @@ type Options struct {
 	// recent index above that; 0 is the default. PostgreSQL ignores them.
 	SearchWindowMessages int
 	SearchRecentMessages int
+	// KeepSearchIndex is sqlite.Options.KeepSearchIndex: a ReadOnly SQLite
+	// store may still bring its recent search index up to date.
+	KeepSearchIndex bool
 }
 
 // IsURL reports whether location names a PostgreSQL server rather than a
@@ -92,6 +95,7 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 		Logger:               o.Logger,
 		SearchWindowMessages: o.SearchWindowMessages,
 		SearchRecentMessages: o.SearchRecentMessages,
+		KeepSearchIndex:      o.KeepSearchIndex,
 	})
 	if err != nil {
 		return nil, err

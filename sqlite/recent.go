@@ -112,11 +112,12 @@ DROP TABLE IF EXISTS ` + recentChanged + `;
 `
 
 // recentSupported reports whether this store may keep the recent index: a
-// writable or read-only v6 file (never a newer Hermes' one) whose
+// v6 file (never an older one, which a read-only open leaves unmigrated,
+// nor a newer Hermes' one) whose
 // messages_fts uses FTS5's default tokenizer, as the recent index does, on
 // an SQLite whose contentless_delete keeps its totals (3.54).
 func (si *schemaInfo) recentSupported(sqliteVersion string) bool {
-	return si.hasFTS() && !si.newer() && si.ftsColumn == "content" && ftsTokenizer(si.ftsSQL) == fts.Unicode61 &&
+	return si.hasVersion && si.version == SchemaVersion6 && si.hasFTS() && si.ftsColumn == "content" && ftsTokenizer(si.ftsSQL) == fts.Unicode61 &&
 		versionAtLeast(sqliteVersion, 3, 54)
 }
 

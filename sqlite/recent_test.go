@@ -144,9 +144,9 @@ func checkRecentMirrors(t *testing.T, s *Store, window int64, when string, queri
 	if n := sqlitetest.QueryFile(t, s.path, "SELECT count(*) FROM "+recentChanged)[0][0].(int64); n != 0 {
 		t.Errorf("%s: %d ids wait in the change log", when, n)
 	}
-	if _, err := s.db.ExecContext(ctx, "INSERT INTO "+recentTable+"("+recentTable+", rank) VALUES('integrity-check', 0)"); err != nil {
-		t.Errorf("%s: integrity check of the recent index: %v", when, err)
-	}
+	// FTS5 checks inside a write statement: through a connection of its
+	// own, so a read-only store can be checked too.
+	sqlitetest.ExecFile(t, s.path, "INSERT INTO "+recentTable+"("+recentTable+", rank) VALUES('integrity-check', 0)")
 	for _, q := range queries {
 		got, err := sqlitedb.Append(ctx, s.db, "SELECT rowid FROM "+recentTable+" WHERE "+recentTable+" MATCH ? ORDER BY rank", []any{q}, []int64{}, sqlitedb.Value[int64])
 		if err != nil {
@@ -333,7 +333,8 @@ func TestRecentIndexUnderOlderSQLite(t *testing.T) {
 // TestRecentIndexReadOnly: a read-only store uses a current recent index
 // and changes no byte of the file; one whose index is behind (another
 // program appended since) ranks over the whole index instead, as before,
-// and still writes nothing.
+// and still writes nothing; one opened with KeepSearchIndex brings the
+// index up to date and searches through it, and still refuses writes.
 func TestRecentIndexReadOnly(t *testing.T) {
 	ctx := context.Background()
 	s, path := withRecentIndex(t, Options{SearchWindowMessages: 300}, 20, 40) // 800 messages
@@ -374,6 +375,21 @@ func TestRecentIndexReadOnly(t *testing.T) {
 	if got := search(); !reflect.DeepEqual(got, whole) {
 		t.Errorf("read-only with the index behind: %v\nwant the whole index's order %v", got, whole)
 	}
+
+	// With KeepSearchIndex, a read-only store brings the index up to
+	// date through a writer of its own, and searches through it.
+	k := openTestStore(t, path, Options{ReadOnly: true, KeepSearchIndex: true, SearchWindowMessages: 300})
+	hits, err := k.SearchMessages(ctx, "docker", sessiondb.SearchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := oracleIDs(t, k, "docker", sessiondb.SearchFilter{}, 502, 801)[:20]; !reflect.DeepEqual(hitIDs(hits), want) {
+		t.Errorf("read-only keeping the index: %v\nwant the new window's order %v", hitIDs(hits), want)
+	}
+	if _, err := k.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "s001", Role: "user", Content: str("no")}); sessiondb.ErrorCode(err) != sessiondb.EINVALID {
+		t.Errorf("a read-only store keeping its search index appended: %v", err)
+	}
+	checkRecentMirrors(t, k, 300, "kept by a read-only store", "docker")
 }
 
 // TestRecentIndexNeverAddedTo: a newer Hermes' file, a store within the

@@ -397,7 +397,7 @@ func (s *Store) recentSearch(ctx context.Context, match string, f sessiondb.Sear
 			return nil, false, err
 		}
 		if !st.current() {
-			if s.w == nil {
+			if !s.mayKeepRecent() {
 				return nil, false, nil
 			}
 			if err := s.syncRecent(ctx); err != nil {
@@ -455,7 +455,7 @@ func (s *Store) searchRecentSnapshot(ctx context.Context, match string, f sessio
 // 0 when it is current or this store keeps none.
 func (s *Store) RecentIndexBehind(ctx context.Context) (int64, error) {
 	window := s.recentWindow()
-	if window <= 0 || s.w == nil {
+	if window <= 0 || !s.mayKeepRecent() {
 		return 0, nil
 	}
 	st, err := readRecentState(ctx, readers{s}, window)
@@ -494,25 +494,63 @@ func (s *Store) recentWindow() int64 {
 	return int64(min(s.searchRecentMessages, s.searchWindowMessages))
 }
 
+// mayKeepRecent reports whether this store may bring the recent index up
+// to date: a writable store, or a read-only one with KeepSearchIndex
+// where this process may write the file.
+func (s *Store) mayKeepRecent() bool {
+	return s.w != nil || s.keepRecent && sqlitedb.MayWrite(s.path)
+}
+
+// recentWriter returns the writer that keeps the recent index: the
+// store's own, or, for a read-only store with KeepSearchIndex, one opened
+// for this sync alone, which done closes.
+func (s *Store) recentWriter(ctx context.Context) (w *sqlitedb.Writer, done func(), err error) {
+	if s.w != nil {
+		return s.w, func() {}, nil
+	}
+	db, err := sqlitedb.Open(sqlitedb.Config{Path: s.path, MaxConns: 1, BusyTimeout: s.budget,
+		Pragmas: []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864", "PRAGMA synchronous=" + s.syncMode}})
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	w = sqlitedb.NewWriter(conn)
+	w.Budget, w.Now = s.budget, s.now
+	return w, func() { w.Close(); db.Close() }, nil
+}
+
 // syncRecent brings the recent index up to date, one recentStep a write
 // transaction, until it is current or ctx ends. Each step commits, so an
 // interrupted sync keeps what it did.
 func (s *Store) syncRecent(ctx context.Context) error {
+	const what = "bring the recent search index up to date"
 	s.recentMu.Lock()
 	defer s.recentMu.Unlock()
+	w, done, err := s.recentWriter(ctx)
+	if err != nil {
+		return sqlitedb.Wrap(err, "%s: open a writer on %s", what, s.path)
+	}
+	defer done()
 	window := s.recentWindow()
 	for {
 		if err := ctx.Err(); err != nil {
-			return sqlitedb.Wrap(err, "bring the recent search index up to date")
+			return sqlitedb.Wrap(err, what)
 		}
-		done := false
-		err := s.write(ctx, "bring the recent search index up to date", func(tx *sqlitedb.Tx) error {
+		finished := false
+		err := w.Do(ctx, func(tx *sqlitedb.Tx) error {
 			var err error
-			done, err = recentStep(tx, window, s.recentBatch)
+			finished, err = recentStep(tx, window, s.recentBatch)
 			return err
 		})
-		if err != nil || done {
-			return err
+		if err != nil {
+			return s.writeErr(err, what)
+		}
+		if finished {
+			return nil
 		}
 	}
 }

@@ -66,6 +66,15 @@ type Options struct {
 	// index holds, at most SearchWindowMessages: 0 means
 	// DefaultSearchRecentMessages; negative means no recent index.
 	SearchRecentMessages int
+	// KeepSearchIndex lets a ReadOnly store keep the recent index: when a
+	// search finds it behind, the store brings it up to date through a
+	// write connection of its own, opened for that alone, where this
+	// process may write the file (its owner's -wal and -shm, a writable
+	// folder; see sqlitedb.MayWrite). Nothing else is written: no
+	// migration, no other index, no change of mode. A writable store
+	// always keeps it; a ReadOnly one without this uses it only while it
+	// is current.
+	KeepSearchIndex bool
 }
 
 // checkpointEvery is how many committed writes pass between PASSIVE
@@ -113,9 +122,15 @@ type Store struct {
 
 	trigramReady atomic.Bool // the trigram index exists and is backfilled
 
-	recentOK     bool       // the file and the linked SQLite can keep the recent index (recent.go)
-	recentBatch  int64      // messages a sync transaction adds or deletes: recentBatch
-	recentMu     sync.Mutex // one sync of the recent index at a time in this process
+	recentOK    bool       // the file and the linked SQLite can keep the recent index (recent.go)
+	recentBatch int64      // messages a sync transaction adds or deletes: recentBatch
+	recentMu    sync.Mutex // one sync of the recent index at a time in this process
+	keepRecent  bool       // Options.KeepSearchIndex
+
+	// The write budget and durability, for the recent index's own writer
+	// of a read-only store (KeepSearchIndex).
+	budget       time.Duration
+	syncMode     string
 	stopBackfill context.CancelFunc
 	bgWG         sync.WaitGroup
 }
@@ -141,7 +156,11 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	default:
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
 	}
-	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges(), recentBatch: recentBatch}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges(), recentBatch: recentBatch, keepRecent: o.KeepSearchIndex, syncMode: syncMode}
+	s.budget = o.WriteBudget
+	if s.budget <= 0 {
+		s.budget = sqlitedb.DefaultWriteBudget
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -226,10 +245,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		} else if changed {
 			s.log.Info("database file made private (0600)", "path", path)
 		}
-		budget := o.WriteBudget
-		if budget <= 0 {
-			budget = sqlitedb.DefaultWriteBudget
-		}
+		budget := s.budget
 		// The busy handler is in place before the connection's first
 		// statement: a process that opens a new file a moment after another
 		// meets that one's schema transaction (or its switch to WAL) at

@@ -16,7 +16,10 @@ type Access int
 const (
 	// ReadStore: the file must exist; it is always opened read-only, so
 	// reading writes nothing (no schema into an empty file, no migration,
-	// no -wal/-shm files of another user).
+	// no -wal/-shm files of another user), but for the recent search index
+	// of a large store, which a search brings up to date where this
+	// process may write the file, unless --read-only was given
+	// (sqlite.Options.KeepSearchIndex).
 	ReadStore Access = iota
 	// WriteStore: the file must exist; refused under --read-only.
 	WriteStore
@@ -63,11 +66,12 @@ func (f *Factory) OpenHistoryAt(ctx context.Context, path string, what Access, s
 	}
 	st, err := store.Open(ctx, path, store.Options{
 		// A file is always read read-only: see ReadStore.
-		ReadOnly:    what == ReadStore && (f.ReadOnly || !store.IsURL(path)) || what == ServeStore && f.ReadOnly,
-		MustExist:   what != CreateStore,
-		Synchronous: synchronous,
-		Now:         f.Now,
-		Logger:      f.WarnLogger(),
+		ReadOnly:        what == ReadStore && (f.ReadOnly || !store.IsURL(path)) || what == ServeStore && f.ReadOnly,
+		KeepSearchIndex: what == ReadStore && !f.ReadOnly,
+		MustExist:       what != CreateStore,
+		Synchronous:     synchronous,
+		Now:             f.Now,
+		Logger:          f.WarnLogger(),
 	})
 	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND && store.IsURL(path) {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "%w: create one with `sessiondb import FILE --db URL`", err)

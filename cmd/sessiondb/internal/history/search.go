@@ -24,7 +24,15 @@ after it in the same session.
 
 The query takes FTS5 syntax: words (all must match), "exact phrases",
 prefix*, OR, NOT. Punctuation that FTS5 would reject is quoted for you, and
-text in Chinese, Japanese or Korean is matched as a substring.`,
+text in Chinese, Japanese or Korean is matched as a substring.
+
+A store of up to 200,000 messages is ranked whole, as Hermes ranks it. On a
+larger one the matches among the newest 100,000 messages come first, ranked,
+then the older ones, newest first: a second index of the newest messages
+keeps that fast. search keeps that index up to date in the store file (the
+first search of a large store builds it, a few seconds); with --read-only it
+writes nothing, and while the index is behind it ranks as it would without
+one, more slowly.`,
 		Example: `  sessiondb search docker
   sessiondb search '"readiness probe"' --source cli
   sessiondb search 'deploy* OR rollout' --role assistant --limit 5
