@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -41,7 +42,8 @@ func (g *group) mcpCmd() *cobra.Command {
 		Long: `mcp runs a Model Context Protocol server on stdin and stdout, so an agent can
 search and read the sessions of a history store: its tools are search_sessions,
 list_sessions, read_session (one page at a time) and session_lineage. It only
-reads; with --read-only the store is opened read-only too. Configure it in an
+reads, but for the search index of a large store, which it keeps up to date as
+search does; with --read-only it writes nothing. Configure it in an
 MCP client as the command "sessiondb mcp" (add --db PATH for another store,
 such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
 /mcp by sessiondb serve.`,
@@ -194,5 +196,19 @@ func (g *group) run(ctx context.Context, o options) error {
 		fmt.Fprintln(g.Out, "read-only: no writes")
 	}
 	fmt.Fprintf(g.Out, "open %s\n", url)
+	// The first search of a large store builds its recent search index
+	// (seconds at ten million messages): build it now, beside the server,
+	// so that no visitor waits for it. Stopped with the server.
+	warm, stopWarm := context.WithCancel(ctx)
+	var warming sync.WaitGroup
+	defer warming.Wait()
+	defer stopWarm()
+	if m, ok := st.(sessiondb.SQLiteMaintainer); ok {
+		warming.Go(func() {
+			if err := m.SyncRecentIndex(warm); err != nil && warm.Err() == nil {
+				log.Warn("could not bring the recent search index up to date; the first search will", "err", err)
+			}
+		})
+	}
 	return srv.Serve(ctx, ln)
 }

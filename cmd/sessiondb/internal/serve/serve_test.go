@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/history"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/serve"
 	cmdstore "github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 )
 
@@ -288,4 +290,32 @@ func checkQuickstartTools(t *testing.T, cs *mcp.ClientSession) {
 	if b, _ := json.Marshal(res.Content); !res.IsError || !strings.Contains(string(b), "no_such_session") {
 		t.Fatalf("unknown session: IsError %v, %s", res.IsError, b)
 	}
+}
+
+// TestServeBuildsTheRecentIndex: serve brings a large store's recent
+// search index up to date as it starts, before anyone searches (the first
+// search would otherwise wait for it); with --read-only it writes nothing.
+func TestServeBuildsTheRecentIndex(t *testing.T) {
+	db := store(t)
+	sqlitetest.ExecFile(t, db, `WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 205000)
+INSERT INTO messages (session_id, role, content, timestamp) SELECT (SELECT id FROM sessions LIMIT 1), 'user', 'filler ' || i, 1800000000 + i FROM k`)
+	marks := func() []any {
+		if len(sqlitetest.QueryFile(t, db, "SELECT 1 FROM sqlite_master WHERE name = 'state_meta'")) == 0 {
+			return nil
+		}
+		return sqlitetest.QueryFile(t, db, `SELECT (SELECT max(id) FROM messages) - 99999, (SELECT max(id) FROM messages),
+    (SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = 'sessiondb.recent.low'),
+    (SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = 'sessiondb.recent.high')`)[0]
+	}
+	_, _, stop := startStoppable(t, "--db", db, "--read-only", "serve", "--listen", "127.0.0.1:0")
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	if m := marks(); m != nil && m[2] != nil {
+		t.Fatalf("serve --read-only made a recent index: %v", m)
+	}
+	start(t, "--db", db, "serve", "--listen", "127.0.0.1:0")
+	testkit.WaitFor(t, "the recent index to cover the newest 100,000 messages", func() bool {
+		m := marks()
+		return m != nil && m[0] == m[2] && m[1] == m[3]
+	})
 }
