@@ -508,8 +508,7 @@ func (s *Store) recentWriter(ctx context.Context) (w *sqlitedb.Writer, done func
 	if s.w != nil {
 		return s.w, func() {}, nil
 	}
-	db, err := sqlitedb.Open(sqlitedb.Config{Path: s.path, MaxConns: 1, BusyTimeout: s.budget,
-		Pragmas: []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864", "PRAGMA synchronous=" + s.syncMode}})
+	db, err := s.openWriterDB()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -182,10 +182,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 
 	fresh := false
-	// Every connection: foreign keys on (v6 has no ON DELETE CASCADE, so the
-	// FK is what catches an append to an unknown session) and a bounded WAL.
-	common := []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864"}
-	readerPragmas := append([]string{"PRAGMA busy_timeout=5000"}, common...)
+	readerPragmas := append([]string{"PRAGMA busy_timeout=5000"}, commonPragmas()...)
 	var db *sql.DB
 	var err error
 	if o.ReadOnly {
@@ -246,12 +243,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 			s.log.Info("database file made private (0600)", "path", path)
 		}
 		budget := s.budget
-		// The busy handler is in place before the connection's first
-		// statement: a process that opens a new file a moment after another
-		// meets that one's schema transaction (or its switch to WAL) at
-		// auto_vacuum and journal_mode, and must wait for it rather than
-		// fail with SQLITE_BUSY. The Writer sets its own wait per write.
-		wdb, err := sqlitedb.Open(sqlitedb.Config{Path: path, MaxConns: 1, BusyTimeout: budget, Pragmas: append(common, "PRAGMA synchronous="+syncMode)})
+		wdb, err := s.openWriterDB()
 		if err != nil {
 			return fail(sessiondb.Wrap(sessiondb.EINTERNAL, err, "open writer on %s", path))
 		}
@@ -305,6 +297,25 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// commonPragmas are every connection's: foreign keys on (v6 has no ON
+// DELETE CASCADE, so the foreign key is what catches an append to an
+// unknown session) and a bounded WAL.
+func commonPragmas() []string {
+	return []string{"PRAGMA foreign_keys=ON", "PRAGMA journal_size_limit=67108864"}
+}
+
+// openWriterDB opens the one-connection pool a writer of the file runs
+// on: the store's own, or the recent index's of a read-only store. The
+// busy handler is in place before the connection's first statement: a
+// process that opens a new file a moment after another meets that one's
+// schema transaction (or its switch to WAL) at auto_vacuum and
+// journal_mode, and must wait for it rather than fail with SQLITE_BUSY.
+// The Writer sets its own wait per write.
+func (s *Store) openWriterDB() (*sql.DB, error) {
+	return sqlitedb.Open(sqlitedb.Config{Path: s.path, MaxConns: 1, BusyTimeout: s.budget,
+		Pragmas: append(commonPragmas(), "PRAGMA synchronous="+s.syncMode)})
 }
 
 // openTrigram creates the opt-in trigram index when asked, and starts its
