@@ -48,8 +48,8 @@ type SQLiteMaintainer interface {
 	// (the second full-text index of the newest messages that a store
 	// beyond its search window keeps) must take in or let go before a
 	// search can use it: 0 when it is current, or when the store keeps
-	// none (within the window, read-only, or a file it may not add one
-	// to). A search catches it up itself; a face can call SyncRecentIndex
+	// none (within the window, read-only without KeepSearchIndex, or a
+	// file it may not add one to). A search catches it up itself; a face can call SyncRecentIndex
 	// first to show progress when much is owed.
 	RecentIndexBehind(ctx context.Context) (int64, error)
 	// SyncRecentIndex brings the recent search index up to date, as a

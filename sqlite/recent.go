@@ -27,8 +27,9 @@ import (
 // messages_fts, newest first (see recentSearch). Its counts, merges and
 // phrase checks are bounded by the window, whatever the size of the store.
 //
-// Appends do not write it: a writable store brings it up to date before a
-// search (syncRecent), in transactions of at most recentBatch messages:
+// Appends do not write it: a store that may write the file (a writable
+// one, or a read-only one with Options.KeepSearchIndex) brings it up to
+// date before a search (syncRecent), in transactions of at most recentBatch messages:
 // the new messages are added, the oldest beyond the window deleted. The
 // table is contentless (it keeps tokens, not text; the text is in
 // messages) with contentless_delete, so a message leaves it by its id

@@ -317,10 +317,9 @@ const (
 
 // DefaultSearchRecentMessages is how many of the newest messages the
 // recent index holds when Options.SearchRecentMessages is 0: at ten million
-// messages on this project's machine, searches ranked among the newest
-// 200,000 took p95 26 to 50 ms (phrases of two common words checked in
-// 40,000 messages, 40 ms), among the newest 100,000 about half that
-// (docs/benchmarks.md).
+// messages on this project's machine, the growth benchmark's searches took
+// p95 26 to 50 ms ranked among the newest 200,000 (three runs), 22 to 24 ms
+// among the newest 100,000 (four runs; docs/benchmarks.md).
 const DefaultSearchRecentMessages = 100_000
 
 // windowStart bounds a search's ranking to the store's newest matches.
@@ -379,9 +378,9 @@ func (s *Store) windowStart(ctx context.Context, q sqlitedb.Querier, table, matc
 // rare word and a common one, with no match among the newest messages,
 // took 230 ms ranked at ten million messages and 4 ms newest first). ok is
 // false, with no error, when the index cannot answer (a store within the
-// window is ranked whole, as Hermes ranks it; a read-only store whose
-// index is behind ranks as before). A writable store brings the index up
-// to date first. The window and both rankings are read in one read
+// window is ranked whole, as Hermes ranks it; a store that may not write
+// the file and finds the index behind ranks as before). A store that may
+// brings the index up to date first. The window and both rankings are read in one read
 // transaction, so a sync by another process between them can neither
 // drop nor repeat a match.
 func (s *Store) recentSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, bool, error) {
