@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 
 	"github.com/sessiondb/sessiondb/internal/fts"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
@@ -55,6 +56,10 @@ const (
 	recentChanged  = "sessiondb_fts_recent_changed"
 	metaRecentLow  = "sessiondb.recent.low"
 	metaRecentHigh = "sessiondb.recent.high"
+	// The triggers that note changes to messages in recentChanged.
+	recentInsertTrigger = "sessiondb_fts_recent_insert"
+	recentDeleteTrigger = "sessiondb_fts_recent_delete"
+	recentUpdateTrigger = "sessiondb_fts_recent_update"
 	// recentBatch bounds the messages one sync transaction adds or
 	// deletes (Store.recentBatch, which tests make smaller): about 30 to
 	// 60 ms of the writer on this project's machine.
@@ -84,33 +89,51 @@ CREATE VIRTUAL TABLE IF NOT EXISTS ` + recentTable + ` USING fts5(content, conte
 
 CREATE TABLE IF NOT EXISTS ` + recentChanged + ` (id INTEGER PRIMARY KEY);
 
-CREATE TRIGGER IF NOT EXISTS sessiondb_fts_recent_insert AFTER INSERT ON messages
+CREATE TRIGGER IF NOT EXISTS ` + recentInsertTrigger + ` AFTER INSERT ON messages
 WHEN ` + recentInWindow("new.id") + `
 BEGIN
     INSERT OR IGNORE INTO ` + recentChanged + `(id) VALUES (new.id);
 END;
 
-CREATE TRIGGER IF NOT EXISTS sessiondb_fts_recent_delete AFTER DELETE ON messages
+CREATE TRIGGER IF NOT EXISTS ` + recentDeleteTrigger + ` AFTER DELETE ON messages
 WHEN ` + recentInWindow("old.id") + `
 BEGIN
     INSERT OR IGNORE INTO ` + recentChanged + `(id) VALUES (old.id);
 END;
 
-CREATE TRIGGER IF NOT EXISTS sessiondb_fts_recent_update AFTER UPDATE OF id, content ON messages BEGIN
+CREATE TRIGGER IF NOT EXISTS ` + recentUpdateTrigger + ` AFTER UPDATE OF id, content ON messages BEGIN
     INSERT OR IGNORE INTO ` + recentChanged + `(id) SELECT old.id WHERE ` + recentInWindow("old.id") + `;
     INSERT OR IGNORE INTO ` + recentChanged + `(id) SELECT new.id WHERE ` + recentInWindow("new.id") + `;
 END;
 `
 }
 
-// dropRecentSchema removes the index, its log and its triggers together:
-// a trigger left without its log would fail every write to messages.
-const dropRecentSchema = `DROP TRIGGER IF EXISTS sessiondb_fts_recent_insert;
-DROP TRIGGER IF EXISTS sessiondb_fts_recent_delete;
-DROP TRIGGER IF EXISTS sessiondb_fts_recent_update;
-DROP TABLE IF EXISTS ` + recentTable + `;
-DROP TABLE IF EXISTS ` + recentChanged + `;
-`
+// recentTables and recentTriggers are the parts recentSchema makes (and
+// state_meta, which it makes when a file lacks it, holds the marks).
+func recentTables() []string { return []string{recentTable, recentChanged, "state_meta"} }
+
+func recentTriggers() []string {
+	return []string{recentInsertTrigger, recentDeleteTrigger, recentUpdateTrigger}
+}
+
+// dropRecentSchema removes the index, its log and its triggers together
+// (not state_meta, whose other keys are not ours): a trigger left without
+// its log would fail every write to messages.
+const dropRecentSchema = "DROP TRIGGER IF EXISTS " + recentInsertTrigger + ";\nDROP TRIGGER IF EXISTS " + recentDeleteTrigger +
+	";\nDROP TRIGGER IF EXISTS " + recentUpdateTrigger + ";\nDROP TABLE IF EXISTS " + recentTable + ";\nDROP TABLE IF EXISTS " + recentChanged + ";\n"
+
+// nameList is names as an SQL list of string literals (names of our own,
+// no quotes in them).
+func nameList(names []string) string { return "'" + strings.Join(names, "', '") + "'" }
+
+// hasTable reports whether the file read through q has a table named name.
+func hasTable(ctx context.Context, q sqlitedb.Querier, name string) (bool, error) {
+	var has bool
+	err := sqlitedb.Each(ctx, q, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)", []any{name}, func(r sqlitedb.Row) error {
+		return r.Scan(&has)
+	})
+	return has, err
+}
 
 // recentSupported reports whether this store may keep the recent index: a
 // v6 file (never an older one, which a read-only open leaves unmigrated,
@@ -149,11 +172,11 @@ func readRecentState(ctx context.Context, q sqlitedb.Querier, window int64) (rec
 	st := recentState{window: window}
 	var parts int
 	err := sqlitedb.Each(ctx, q, `SELECT coalesce((SELECT max(id) FROM messages), 0),
-    (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('`+recentTable+`', '`+recentChanged+`', 'state_meta')
-        OR type = 'trigger' AND name IN ('sessiondb_fts_recent_insert', 'sessiondb_fts_recent_delete', 'sessiondb_fts_recent_update'))`, nil, func(r sqlitedb.Row) error {
+    (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (`+nameList(recentTables())+`)
+        OR type = 'trigger' AND name IN (`+nameList(recentTriggers())+`))`, nil, func(r sqlitedb.Row) error {
 		return r.Scan(&st.newest, &parts)
 	})
-	if err != nil || parts != 6 {
+	if err != nil || parts != len(recentTables())+len(recentTriggers()) {
 		// Missing, or some part gone: a trigger dropped would let
 		// deletes through unseen, so the whole is made again.
 		return st, err
@@ -206,8 +229,7 @@ func purgeRecent(tx *sqlitedb.Tx, limit int64) (bool, error) {
 // transaction's own deletes noted, so that none of their words stays
 // behind in it.
 func purgeNoted(tx *sqlitedb.Tx) error {
-	var has bool
-	err := tx.QueryRow("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)", recentChanged).Scan(&has)
+	has, err := hasTable(tx.Context(), tx, recentChanged)
 	if err != nil || !has {
 		return err
 	}

@@ -474,8 +474,7 @@ func (s *Store) FTSIntegrityCheck(ctx context.Context) error {
 		if err := exec("INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"); err != nil {
 			return err
 		}
-		var recent bool
-		if err := s.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)", recentTable).Scan(&recent); err != nil || !recent {
+		if recent, err := hasTable(ctx, readers{s}, recentTable); err != nil || !recent {
 			return err
 		}
 		return exec("INSERT INTO " + recentTable + "(" + recentTable + ", rank) VALUES('integrity-check', 0)")
