@@ -124,11 +124,7 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, ref, dir := benchHost(b)
-	a, err := OpenAgent(ctx, dir, AgentOptions{PollInterval: interval, NoNotify: noNotify})
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, ref, dir, a := benchAgent(b, AgentOptions{PollInterval: interval, NoNotify: noNotify})
 	defer a.Close()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -166,13 +162,7 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 			w.Wait(ctx, interval)
 		}
 	}()
-	lat := make([]time.Duration, 0, n)
-	for i := 0; i < n; i++ {
-		id := fmt.Sprintf("m-%d", i)
-		start := time.Now()
-		if _, _, err := h.Enqueue(ctx, ref, chat(id, "ping")); err != nil {
-			b.Fatal(err)
-		}
+	return timeTrips(ctx, b, h, ref, n, func(i int, id string) time.Time {
 		select {
 		case got := <-delivered:
 			if got != "re-"+id {
@@ -181,7 +171,35 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int) []ti
 		case <-time.After(30 * time.Second):
 			b.Fatalf("round trip %d never completed", i)
 		}
-		lat = append(lat, time.Since(start))
+		return time.Now()
+	})
+}
+
+// benchAgent is benchHost with the session's agent open; the caller closes
+// it.
+func benchAgent(b *testing.B, o AgentOptions) (*Host, SessionRef, string, *Agent) {
+	b.Helper()
+	h, ref, dir := benchHost(b)
+	a, err := OpenAgent(context.Background(), dir, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, ref, dir, a
+}
+
+// timeTrips makes n round trips on ref, one at a time: each enqueues the
+// message m-<i> and calls finish, which returns when the reply re-m-<i>
+// reached the deliverer; a trip's latency runs from the enqueue to then.
+func timeTrips(ctx context.Context, b *testing.B, h *Host, ref SessionRef, n int, finish func(i int, id string) time.Time) []time.Duration {
+	b.Helper()
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		id := fmt.Sprintf("m-%d", i)
+		start := time.Now()
+		if _, _, err := h.Enqueue(ctx, ref, chat(id, "ping")); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, finish(i, id).Sub(start))
 	}
 	return lat
 }
@@ -215,11 +233,7 @@ func answer(ctx context.Context, a *Agent, batch []InboundRow) error {
 func sequentialTrips(b *testing.B, n int) []time.Duration {
 	b.Helper()
 	ctx := context.Background()
-	h, ref, dir := benchHost(b)
-	a, err := OpenAgent(ctx, dir, AgentOptions{PollInterval: time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, ref, _, a := benchAgent(b, AgentOptions{PollInterval: time.Second})
 	defer a.Close()
 	var handed time.Time
 	var got string
@@ -227,13 +241,7 @@ func sequentialTrips(b *testing.B, n int) []time.Duration {
 		handed, got = time.Now(), row.ID
 		return "P", nil
 	})
-	lat := make([]time.Duration, 0, n)
-	for i := 0; i < n; i++ {
-		id := fmt.Sprintf("m-%d", i)
-		start := time.Now()
-		if _, _, err := h.Enqueue(ctx, ref, chat(id, "ping")); err != nil {
-			b.Fatal(err)
-		}
+	return timeTrips(ctx, b, h, ref, n, func(i int, id string) time.Time {
 		batch, err := a.Poll(ctx, PollOptions{})
 		if err != nil || len(batch) != 1 || batch[0].ID != id {
 			b.Fatalf("poll %d: %d rows, %v; want %s", i, len(batch), err, id)
@@ -248,7 +256,6 @@ func sequentialTrips(b *testing.B, n int) []time.Duration {
 		if got != "re-"+id {
 			b.Fatalf("delivered %q, want re-%s", got, id)
 		}
-		lat = append(lat, handed.Sub(start))
-	}
-	return lat
+		return handed
+	})
 }
