@@ -298,6 +298,12 @@ const (
 
 func sessionStream(i int) uint64 { return 2*uint64(i) + 1 }
 
+// liveStream is the stream of the growth benchmark's live appends: k is
+// 1000+step for a step's append rounds, 2000+step for the appends before
+// its search after appends. (Odd like a session's: the stream of session
+// k+1, whose text it repeats on a store of that many sessions.)
+func liveStream(k int) uint64 { return streamWorkers - 1 + 2*uint64(k) }
+
 // session returns the id, source, model and script of session i of a
 // workload, count messages long.
 func (g *generator) session(i, count int, prefix string) (wlSession, []wlMessage) {

@@ -650,7 +650,7 @@ func (gr *grower) appendPhase(ctx context.Context, res *growthStep) error {
 	if n == 0 {
 		return nil
 	}
-	tg := gr.plan.gen.stream(streamWorkers - 1 + 2*uint64(1000+res.Step))
+	tg := gr.plan.gen.stream(liveStream(1000 + res.Step))
 	msgs := tg.script("live", n*gr.g.rounds)
 	gr.p.phase("append: %d rounds of %d messages one call at a time", gr.g.rounds, n)
 	var mine, base appendRounds
@@ -745,7 +745,7 @@ func (gr *grower) searchPhase(ctx context.Context, res *growthStep) error {
 			}
 			d := ms(gr.since(t))
 			if pass == 0 {
-				if res.Search.FirstMS == 0 {
+				if i == 0 {
 					res.Search.FirstMS = round(d, 3)
 				}
 				if len(hits) == 0 {
@@ -772,7 +772,7 @@ func (gr *grower) searchPhase(ctx context.Context, res *growthStep) error {
 		res.Search.P95MSByKind[k] = round(percentile(s, 0.95), 3)
 	}
 	if n := gr.g.appends; n > 0 && len(gr.queries) > 0 {
-		tg := gr.plan.gen.stream(streamWorkers - 1 + 2*uint64(2000+res.Step))
+		tg := gr.plan.gen.stream(liveStream(2000 + res.Step))
 		var more appendRounds
 		if err := more.run(ctx, gr, res.Step, tg.script("live", n)); err != nil {
 			return err
