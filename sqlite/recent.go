@@ -173,12 +173,14 @@ func readRecentState(ctx context.Context, q sqlitedb.Querier, window int64) (rec
 	var parts int
 	err := sqlitedb.Each(ctx, q, `SELECT coalesce((SELECT max(id) FROM messages), 0),
     (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (`+nameList(recentTables())+`)
+        AND (name != '`+recentTable+`' OR sql LIKE 'CREATE VIRTUAL TABLE%USING fts5(%')
         OR type = 'trigger' AND name IN (`+nameList(recentTriggers())+`))`, nil, func(r sqlitedb.Row) error {
 		return r.Scan(&st.newest, &parts)
 	})
 	if err != nil || parts != len(recentTables())+len(recentTriggers()) {
-		// Missing, or some part gone: a trigger dropped would let
-		// deletes through unseen, so the whole is made again.
+		// Missing, or some part gone or not what it should be (the
+		// index not an FTS5 table): a trigger dropped would let deletes
+		// through unseen, so the whole is made again.
 		return st, err
 	}
 	err = sqlitedb.Each(ctx, q, "SELECT "+recentLowSQL+", "+recentHighSQL+", EXISTS (SELECT 1 FROM "+recentChanged+")", nil, func(r sqlitedb.Row) error {

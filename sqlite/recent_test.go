@@ -559,3 +559,67 @@ func TestRecentIndexSharedByHandles(t *testing.T) {
 	}
 	checkRecentMirrors(t, a, 150, "two handles appending and searching", "docker", "handle")
 }
+
+// TestRecentIndexImpostor: a file whose sessiondb_fts_recent is a plain
+// table (another program made one of that name) is searched as if it had
+// no recent index: a read-only store ranks over messages_fts, exactly as a
+// store that keeps none, and a writable one replaces the impostor with the
+// index and searches through it.
+func TestRecentIndexImpostor(t *testing.T) {
+	ctx := context.Background()
+	s, path := withRecentIndex(t, Options{SearchWindowMessages: 50}, 3, 40)
+	s.Close()
+	sqlitetest.ExecFile(t, path, "DROP TABLE "+recentTable+"; CREATE TABLE "+recentTable+" (content TEXT, rank INTEGER)")
+
+	none := openTestStore(t, path, Options{ReadOnly: true, SearchWindowMessages: 50, SearchRecentMessages: -1})
+	want, err := none.SearchMessages(ctx, "docker", sessiondb.SearchFilter{})
+	if err != nil || len(want) == 0 {
+		t.Fatalf("without a recent index: %d hits, %v", len(want), err)
+	}
+	ro := openTestStore(t, path, Options{ReadOnly: true, SearchWindowMessages: 50})
+	got, err := ro.SearchMessages(ctx, "docker", sessiondb.SearchFilter{})
+	if err != nil {
+		t.Fatalf("read-only search beside the impostor: %v", err)
+	}
+	if !reflect.DeepEqual(hitIDs(got), hitIDs(want)) {
+		t.Errorf("read-only search beside the impostor = %v\nwant the ranking without a recent index %v", hitIDs(got), hitIDs(want))
+	}
+
+	s = openTestStore(t, path, Options{SearchWindowMessages: 50})
+	if _, err := s.SearchMessages(ctx, "docker", sessiondb.SearchFilter{}); err != nil {
+		t.Fatalf("writable search beside the impostor: %v", err)
+	}
+	var sql string
+	if err := s.queryRow(ctx, "SELECT sql FROM sqlite_master WHERE name = ?", recentTable).Scan(&sql); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sql, "fts5") {
+		t.Errorf("after a writable search, %s is still %q", recentTable, sql)
+	}
+	checkRecentMirrors(t, s, 50, "after replacing the impostor", "docker", "zeppelin")
+}
+
+// TestRecentIndexFailureFallsBack: a recent index that fails a query the
+// store's own index answers (here FTS5 with detail=none, which refuses
+// phrases, put in place with its marks current) does not fail the search:
+// it ranks over messages_fts instead, as a store without the index does.
+func TestRecentIndexFailureFallsBack(t *testing.T) {
+	ctx := context.Background()
+	s, path := withRecentIndex(t, Options{SearchWindowMessages: 50}, 3, 40)
+	s.Close()
+	sqlitetest.ExecFile(t, path, "DROP TABLE "+recentTable+"; CREATE VIRTUAL TABLE "+recentTable+" USING fts5(content, content='', contentless_delete=1, detail=none)")
+	const phrase = `"docker alpha"`
+	none := openTestStore(t, path, Options{ReadOnly: true, SearchWindowMessages: 50, SearchRecentMessages: -1})
+	want, err := none.SearchMessages(ctx, phrase, sessiondb.SearchFilter{})
+	if err != nil || len(want) == 0 {
+		t.Fatalf("without a recent index: %d hits, %v", len(want), err)
+	}
+	ro := openTestStore(t, path, Options{ReadOnly: true, SearchWindowMessages: 50})
+	got, err := ro.SearchMessages(ctx, phrase, sessiondb.SearchFilter{})
+	if err != nil {
+		t.Fatalf("search through a recent index that refuses phrases: %v", err)
+	}
+	if !reflect.DeepEqual(hitIDs(got), hitIDs(want)) {
+		t.Errorf("search through a failing recent index = %v\nwant the ranking without one %v", hitIDs(got), hitIDs(want))
+	}
+}

@@ -208,13 +208,19 @@ func idList(hits []sessiondb.SearchHit) string {
 // when it can (recentSearch), else over messages_fts as Hermes does,
 // bounded by windowStart.
 //
-// A damaged recent index is not the search's failure: the search ranks
-// over messages_fts instead (doctor finds the damage and its rebuild
-// drops the index).
+// The recent index only makes a search faster, so its failure is not the
+// search's: the search ranks over messages_fts instead, which reports a
+// query it cannot read itself. A damaged index (doctor finds the damage and
+// its rebuild drops the index) or any other failure of it is logged.
 func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	hits, ok, err := s.recentSearch(ctx, match, f, limit, offset)
-	if err != nil && sqlitedb.IsCorrupt(err) && ctx.Err() == nil {
-		s.log.Warn("search: the recent search index is damaged; ranking over the whole index (sessiondb doctor --rebuild-fts makes it again)", "path", s.path, "err", err)
+	if err != nil && ctx.Err() == nil {
+		switch {
+		case sqlitedb.IsCorrupt(err):
+			s.log.Warn("search: the recent search index is damaged; ranking over the whole index (sessiondb doctor --rebuild-fts makes it again)", "path", s.path, "err", err)
+		case !sqlitedb.IsQueryError(err):
+			s.log.Warn("search: the recent search index failed; ranking over the whole index", "path", s.path, "err", err)
+		}
 		ok, err = false, nil
 	}
 	if ok || err != nil {
