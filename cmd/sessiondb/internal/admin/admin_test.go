@@ -11,6 +11,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/route"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -176,7 +177,7 @@ func TestAdminAsksAndEscapes(t *testing.T) {
 	e.WireHelper([]string{"--group-chat", "--policy", "public"}, "--engage", "pattern")
 	session := routeDirect(e, `{"channel_type":"telegram","platform_id":"chat-1","message_id":"m1","text":"hi","is_group":true}`)
 
-	tty, keyboard := clitest.Terminal(t)
+	tty, keyboard := testkit.Terminal(t)
 	if _, err := keyboard.WriteString("n\n"); err != nil {
 		t.Fatal(err)
 	}
