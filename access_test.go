@@ -2,6 +2,7 @@ package sessiondb
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,6 +124,33 @@ func TestApprovers(t *testing.T) {
 	}
 	if got := ApprovalDeliveryOrder([]string{"tg:a", "29:teams"}, ""); !reflect.DeepEqual(got, []string{"tg:a", "29:teams"}) {
 		t.Errorf("ApprovalDeliveryOrder without an origin = %q", got)
+	}
+}
+
+// TestCheckNamedUserID: an id whose channel part is a channel type only
+// in another case or with white space never matches a sender, and is
+// refused naming the id that would; an adapter's own id is kept.
+func TestCheckNamedUserID(t *testing.T) {
+	for _, c := range []struct{ id, refused string }{
+		{"telegram:1", ""},
+		{"29:1AbC", ""},
+		{"@ann:example.org", ""},
+		{"email:Ann@Example.org", ""},
+		{"TELEGRAM:1", `never matches a sender: a sender's id is <channel type>:<handle> with the channel type in lower case, as "telegram:1"`},
+		{"Discord:42", `as "discord:42"`},
+		{" slack:U1", `as "slack:U1"`},
+		{"nobody", "not namespaced"},
+	} {
+		err := CheckNamedUserID("user", c.id)
+		if c.refused == "" {
+			if err != nil {
+				t.Errorf("CheckNamedUserID(%q) = %v, want nil", c.id, err)
+			}
+			continue
+		}
+		if ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), c.refused) || !strings.Contains(err.Error(), "user ") {
+			t.Errorf("CheckNamedUserID(%q) = %v, want invalid saying %q", c.id, err, c.refused)
+		}
 	}
 }
 

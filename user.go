@@ -47,6 +47,29 @@ func CheckUserID(field, id string) error {
 	return nil
 }
 
+// CheckNamedUserID is CheckUserID for an id a person names to create a
+// user, grant a role or add a member: one that could never equal a
+// sender's id is refused too, naming the id that would. The router forms
+// a sender's id as "<channel type>:<handle>" from the event's channel
+// type, which is lower case, and NanoClaw compares ids exactly without
+// folding case; so a channel part that is a channel type only once white
+// space is trimmed and capitals lowered (TELEGRAM:1, " telegram:1") would
+// never match anyone. A channel part that is no channel type at all is an
+// adapter's own id, used as it is (Teams' 29:…, Matrix's @ann:example.org),
+// and left alone. The error is invalid and names field.
+func CheckNamedUserID(field, id string) error {
+	if err := CheckUserID(field, id); err != nil {
+		return err
+	}
+	prefix, handle, _ := strings.Cut(id, ":")
+	channel := strings.ToLower(strings.TrimSpace(prefix))
+	if channel != prefix && checkChannelType(field, channel) == nil {
+		return Errorf(EINVALID, "%s %q never matches a sender: a sender's id is <channel type>:<handle> with the channel type in lower case, as %q",
+			field, clip(id), clip(channel+":"+handle))
+	}
+	return nil
+}
+
 // SenderUserID namespaces a raw platform sender or clicker id (spec A5): an
 // id that already contains ':' is used as it is, else it is prefixed with
 // "<channelType>:". An empty raw id gives "" (unidentified).

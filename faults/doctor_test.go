@@ -19,12 +19,13 @@ type doctorJSON struct {
 	IntegrityMore int      `json:"integrity_check_more"`
 	VersionSkew   []string `json:"version_skew"`
 	Problems      []string `json:"problems"`
+	Advice        []string `json:"advice"`
 }
 
-func runDoctor(t *testing.T, e env, db string) (text result, js doctorJSON) {
+func runDoctor(t *testing.T, e env, db string, flags ...string) (text result, js doctorJSON) {
 	t.Helper()
-	text = e.run(t, "", "--db", db, "doctor")
-	r := e.run(t, "", "--db", db, "--json", "doctor")
+	text = e.run(t, "", append([]string{"--db", db, "doctor"}, flags...)...)
+	r := e.run(t, "", append([]string{"--db", db, "--json", "doctor"}, flags...)...)
 	if err := json.Unmarshal([]byte(r.Stdout), &js); err != nil {
 		t.Fatalf("doctor --json: %v\n%s", err, r)
 	}
@@ -106,11 +107,53 @@ c.commit()
 			t.Fatalf("python3: %v\n%s", err, out)
 		}
 		text, js := runDoctor(t, e, db)
-		if text.Code != 0 || !strings.Contains(text.Stdout, "version skew") {
+		if text.Code != 0 || !strings.Contains(text.Stdout, "version skew") || strings.Contains(text.Stdout, "advice") {
 			t.Errorf("doctor: %s\nwant exit 0 and the skew explained", text)
 		}
 		if len(js.Integrity) != 1 || js.Integrity[0] != "ok" || len(js.VersionSkew) != 1 || !strings.Contains(js.VersionSkew[0], "messages_fts_trigram") || len(js.Problems) != 0 {
 			t.Errorf("--json: %+v; want integrity ok and one version skew", js)
+		}
+	})
+
+	// Hermes makes its files under the usual umask (0644): a sound store
+	// others may read is advice with the chmod that closes it, exit 0;
+	// --strict fails on it; damage still fails, with the advice beside it.
+	t.Run("a store others may read", func(t *testing.T) {
+		db := write(t, good)
+		if err := os.Chmod(db, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		text, js := runDoctor(t, e, db)
+		if text.Code != 0 || !strings.Contains(text.Stdout, "advice: ") || !strings.Contains(text.Stdout, "chmod 600 "+db) || strings.Contains(text.Stdout, "problem") {
+			t.Errorf("doctor: %s\nwant exit 0 and the chmod advised", text)
+		}
+		if len(js.Problems) != 0 || len(js.Advice) != 1 || !strings.Contains(js.Advice[0], "chmod 600 "+db) {
+			t.Errorf("--json: %+v; want no problem and the chmod advised", js)
+		}
+		strict, js := runDoctor(t, e, db, "--strict")
+		if strict.Code != 1 || !strings.Contains(strict.Stdout, "chmod 600 "+db) || len(js.Advice) != 1 {
+			t.Errorf("doctor --strict: %s\nwant exit 1 on the advice", strict)
+		}
+		fi, err := os.Stat(db)
+		if err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("doctor changed the file's mode: %v %v", fi.Mode(), err)
+		}
+	})
+	t.Run("a damaged store others may read", func(t *testing.T) {
+		b := append([]byte(nil), good...)
+		for i := 100; i < 4096; i++ {
+			b[i] = byte(i * 7)
+		}
+		db := write(t, b)
+		if err := os.Chmod(db, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		text, js := runDoctor(t, e, db)
+		if text.Code != 1 || !strings.Contains(text.Stdout, "problem: ") || !strings.Contains(text.Stdout, "chmod 600 "+db) {
+			t.Errorf("doctor: %s\nwant exit 1 for the damage, and the advice", text)
+		}
+		if len(js.Problems) == 0 || len(js.Advice) != 1 {
+			t.Errorf("--json: %+v; want the damage and the advice", js)
 		}
 	})
 }

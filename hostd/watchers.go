@@ -10,11 +10,15 @@ import (
 
 // watchSet keeps a file watcher on the folder of every session whose
 // container runs and calls onChange on each outbound write, so a running
-// agent's replies go out at once rather than at the next tick.
+// agent's replies go out at once rather than at the next tick. The
+// watchers come from one Hub: a host with hundreds of running sessions
+// holds one notification instance, not one each (the user's limit is 128
+// on Linux, shared with every other program).
 type watchSet struct {
 	poll     time.Duration
 	onChange func(mailbox.SessionRef)
 	layout   mailbox.Layout
+	hub      *filewatch.Hub
 
 	mu       sync.Mutex
 	closed   bool
@@ -22,7 +26,7 @@ type watchSet struct {
 }
 
 func newWatchSet(layout mailbox.Layout, poll time.Duration, onChange func(mailbox.SessionRef)) *watchSet {
-	return &watchSet{layout: layout, poll: poll, onChange: onChange, watchers: map[mailbox.SessionRef]*filewatch.Watcher{}}
+	return &watchSet{layout: layout, poll: poll, onChange: onChange, hub: filewatch.NewHub(), watchers: map[mailbox.SessionRef]*filewatch.Watcher{}}
 }
 
 // sync watches exactly the sessions in live: it closes the watchers of
@@ -47,7 +51,7 @@ func (s *watchSet) sync(live map[mailbox.SessionRef]bool) {
 		if err != nil {
 			continue
 		}
-		w, err := filewatch.Notify(dir, []string{mailbox.OutboundFile, mailbox.OutboundFile + "-journal"}, filewatch.Options{Interval: s.poll},
+		w, err := s.hub.Notify(dir, []string{mailbox.OutboundFile, mailbox.OutboundFile + "-journal"}, filewatch.Options{Interval: s.poll},
 			func() { s.onChange(ref) })
 		if err != nil {
 			continue
@@ -56,7 +60,7 @@ func (s *watchSet) sync(live map[mailbox.SessionRef]bool) {
 	}
 }
 
-// close stops every watcher; sync does nothing afterwards.
+// close stops every watcher and the Hub; sync does nothing afterwards.
 func (s *watchSet) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -66,4 +70,5 @@ func (s *watchSet) close() {
 	for _, w := range watchers {
 		w.Close()
 	}
+	s.hub.Close()
 }

@@ -45,7 +45,7 @@ func (s *Server) mailboxEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	dir, _ := s.cfg.Mailboxes.Layout().SessionDir(ref)
-	watch, err := mailbox.NewWatcher(dir, mailboxFiles, mailbox.WatchOptions{Interval: s.cfg.Poll})
+	watch, err := s.watches.Watch(dir, mailboxFiles, s.watchOptions())
 	if err != nil {
 		return err
 	}
@@ -109,6 +109,12 @@ func (s *Server) mailboxEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
+// watchOptions are the options of the live streams' file watches: the
+// polling fallback every cfg.Poll, mailbox.DefaultPollInterval by default.
+func (s *Server) watchOptions() filewatch.Options {
+	return filewatch.Options{Interval: cmp.Or(s.cfg.Poll, mailbox.DefaultPollInterval)}
+}
+
 // sessionErr is an error's code, for a comment line (no stored text).
 func sessionErr(err error) string { return sessiondb.ErrorCode(err) }
 
@@ -141,7 +147,7 @@ func (s *Server) waitChange(ctx context.Context, st *sseStream, c <-chan struct{
 func (s *Server) mailboxesEvents(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.streamContext(r)
 	defer cancel()
-	fw := newFolderWatch(s.cfg.Mailboxes, s.cfg.Poll)
+	fw := newFolderWatch(s.watches, s.cfg.Mailboxes, s.watchOptions())
 	defer fw.close()
 	st, err := s.startSSE(w, "mailboxes")
 	if err != nil {
@@ -202,8 +208,10 @@ func (s *Server) mailboxesEvents(w http.ResponseWriter, r *http.Request) error {
 
 // folderWatch watches every session folder under a data root (and the
 // root and group folders, for sessions that appear or go) and says which
-// changed.
+// changed. Its watches come from the server's Hub: a folder watched by
+// several streams holds one watch.
 type folderWatch struct {
+	hub  *filewatch.Hub
 	h    *mailbox.Host
 	c    chan struct{}
 	opts filewatch.Options
@@ -214,8 +222,8 @@ type folderWatch struct {
 	dirty     map[mailbox.SessionRef]bool
 }
 
-func newFolderWatch(h *mailbox.Host, poll time.Duration) *folderWatch {
-	return &folderWatch{h: h, c: make(chan struct{}, 1), opts: filewatch.Options{Interval: poll},
+func newFolderWatch(hub *filewatch.Hub, h *mailbox.Host, opts filewatch.Options) *folderWatch {
+	return &folderWatch{hub: hub, h: h, c: make(chan struct{}, 1), opts: opts,
 		dirs: map[string]*filewatch.Watcher{}, refsDirty: true, dirty: map[mailbox.SessionRef]bool{}}
 }
 
@@ -290,7 +298,7 @@ func (f *folderWatch) sync(ctx context.Context) error {
 		if dir != root && filepath.Dir(dir) != root {
 			names = mailboxFiles
 		}
-		w, err := filewatch.Notify(dir, names, f.opts, on)
+		w, err := f.hub.Notify(dir, names, f.opts, on)
 		if err != nil {
 			continue
 		}

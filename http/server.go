@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/filewatch"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -84,6 +85,10 @@ type Server struct {
 	// ui is the web UI's state: its pages, parsed once, and what it
 	// caches (ui.go).
 	ui uiState
+	// watches gives the live mailbox streams their file watches, all on
+	// one notification instance, one watch per folder however many
+	// streams look at it (mailboxes_live.go).
+	watches *filewatch.Hub
 
 	// openReads is set by Serve from its listener: a server on a
 	// loopback address serves reads without the token.
@@ -103,7 +108,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Mailboxes != nil && cfg.DataRoot == "" {
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "http server: mailboxes without their data root")
 	}
-	s := &Server{cfg: cfg, now: cfg.Clock, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	s := &Server{cfg: cfg, now: cfg.Clock, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{}), watches: filewatch.NewHub()}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -179,9 +184,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Close ends the live streams (SSE, MCP sessions) so a shutdown does not
-// wait on them, and stops Serve. It does not close the stores.
+// wait on them, stops their file watches, and stops Serve. It does not
+// close the stores.
 func (s *Server) Close() error {
-	s.closeOnce.Do(func() { close(s.done) })
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.watches.Close()
+	})
 	return nil
 }
 

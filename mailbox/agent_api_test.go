@@ -47,6 +47,44 @@ func TestPendingReadsEveryDueRow(t *testing.T) {
 	}
 }
 
+// TestPendingFollowsNanoClawsOrder: with a limit, Pending takes the newest
+// due rows first and leaves out the acked among them after, as NanoClaw's
+// getPendingMessages does (container/agent-runner/src/db/messages-in.ts):
+// its query and its ack filter, run on the same files, give the same rows
+// at every limit.
+func TestPendingFollowsNanoClawsOrder(t *testing.T) {
+	f, a := newAgentFixture(t)
+	for _, id := range []string{"m1", "m2", "m3", "m4", "m5"} {
+		f.enqueue(chat(id, id))
+	}
+	must(t, a.MarkProcessing(ctxb, "m5"))
+	must(t, a.MarkCompleted(ctxb, "m3"))
+	nanoclaw := func(limit int) []string {
+		acked := map[string]bool{}
+		for _, id := range column(f.query(OutboundFile, "SELECT message_id FROM processing_ack"), 0) {
+			acked[id] = true
+		}
+		rows := column(f.query(InboundFile, nanoclawPending, 0, limit), 0)
+		var out []string
+		for i := len(rows) - 1; i >= 0; i-- {
+			if !acked[rows[i]] {
+				out = append(out, rows[i])
+			}
+		}
+		return out
+	}
+	for limit := 1; limit <= 6; limit++ {
+		got, err := a.Pending(ctxb, PendingOptions{Limit: limit})
+		if want := nanoclaw(limit); err != nil || !slices.Equal(ids(got), want) {
+			t.Errorf("Pending(limit %d) = %v, %v; NanoClaw's poll reads %v", limit, ids(got), err, want)
+		}
+	}
+	// The newest two due rows are m5 (acked) and m4: only m4 is left.
+	if got, _ := a.Pending(ctxb, PendingOptions{Limit: 2}); !slices.Equal(ids(got), []string{"m4"}) {
+		t.Errorf("Pending(limit 2) = %v, want [m4]", ids(got))
+	}
+}
+
 func TestRequireInbound(t *testing.T) {
 	f, a := newAgentFixture(t)
 	f.enqueue(chat("m1", "a"))

@@ -56,27 +56,36 @@ type PendingOptions struct {
 	Limit     int
 }
 
-// Pending returns every due row the agent has not acked (any status),
-// whatever its trigger and kind, oldest first: what NanoClaw's
+// Pending returns the due rows the agent has not acked (any status),
+// whatever their trigger and kind, oldest first: what NanoClaw's
 // getPendingMessages gives its poll loop before the loop decides whether
 // to wake (a trigger=1 row) and which rows to process (not kind='system').
-// on_wake rows are included only on FirstPoll. With a Limit, the newest
-// Limit of them (acked rows are left out before the limit, as in Poll).
+// on_wake rows are included only on FirstPoll. With a Limit, NanoClaw's
+// order: the newest Limit due rows are taken first and the acked among
+// them left out after, so fewer than Limit may come back while older
+// unacked rows wait (Poll, ours, leaves acked rows out before its limit).
 // Reading claims nothing.
 func (a *Agent) Pending(ctx context.Context, opts PendingOptions) ([]InboundRow, error) {
-	rest, err := a.unacked(ctx, opts.FirstPoll, true)
-	if err != nil || len(rest) == 0 {
+	due, acked, err := a.due(ctx, opts.FirstPoll, true)
+	if err != nil || len(due) == 0 {
 		return nil, err
 	}
-	if opts.Limit > 0 && len(rest) > opts.Limit {
-		rest = rest[:opts.Limit]
+	if opts.Limit > 0 && len(due) > opts.Limit {
+		due = due[:opts.Limit]
 	}
-	return oldestFirst(rest), nil
+	return oldestFirst(withoutAcked(due, acked)), nil
 }
 
 // unacked returns the due rows without an ack, newest first, with or
 // without kind='system' rows, on_wake rows only on a first poll.
 func (a *Agent) unacked(ctx context.Context, firstPoll, withSystem bool) ([]InboundRow, error) {
+	due, acked, err := a.due(ctx, firstPoll, withSystem)
+	return withoutAcked(due, acked), err
+}
+
+// due returns the due rows, newest first, with or without kind='system'
+// rows, on_wake rows only on a first poll, and which of them are acked.
+func (a *Agent) due(ctx context.Context, firstPoll, withSystem bool) ([]InboundRow, map[string]bool, error) {
 	var cands []InboundRow
 	var inMax int64
 	inSig := filesig.Of(a.inboundPath)
@@ -102,23 +111,28 @@ func (a *Agent) unacked(ctx context.Context, firstPoll, withSystem bool) ([]Inbo
 		return err
 	}, "agent: read inbound")
 	if err := a.countMalformed(err); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a.sawInboundMax(inSig, inMax)
 	if len(cands) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	acked, err := a.ackedAmong(ctx, cands)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rest := cands[:0]
-	for _, r := range cands {
+	return cands, acked, nil
+}
+
+// withoutAcked returns rows without those in acked, in place.
+func withoutAcked(rows []InboundRow, acked map[string]bool) []InboundRow {
+	rest := rows[:0]
+	for _, r := range rows {
 		if !acked[r.ID] {
 			rest = append(rest, r)
 		}
 	}
-	return rest, nil
+	return rest
 }
 
 // oldestFirst returns rows (newest first) in the opposite order.

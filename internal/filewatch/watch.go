@@ -3,10 +3,19 @@
 // polling size and mtime as the fallback. The mailbox sides wait on their
 // SQLite files with it, and the history store's change notification on its
 // state.db and WAL.
+//
+// A process part that watches many folders, or one folder for many
+// clients (the web server's event streams, the host daemon's running
+// sessions), owns a Hub and takes its watchers from it: they share one OS
+// notification instance. On Linux an inotify instance per watcher would
+// run into the per-user limit (fs.inotify.max_user_instances, 128 by
+// default), past which every new watcher of every program of the user
+// falls back to polling.
 package filewatch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,25 +30,10 @@ import (
 // DefaultInterval is the polling fallback when Options.Interval is 0.
 const DefaultInterval = time.Second
 
-// Watcher wakes waiters when chosen files of one folder change. It watches
-// the folder, not the files, with fsnotify (SQLite's DELETE journal mode
-// creates and deletes the journal beside the file, and replaced files would
-// orphan a file watch), and also polls the files' size and mtime every
-// Interval, because notifications do not cross every mount (virtiofs, NFS):
-// notification only makes the wake earlier.
-type Watcher struct {
-	dir      string
-	names    []string
-	interval time.Duration
-	c        chan struct{}
-	done     chan struct{}
-	fw       *fsnotify.Watcher
-	once     sync.Once
-	wg       sync.WaitGroup
-	notify   bool
-}
+// ErrClosed is returned by a Hub's Watch and Notify once it is closed.
+var ErrClosed = errors.New("filewatch: the hub is closed")
 
-// Options configure NewWatcher.
+// Options configure a watcher.
 type Options struct {
 	// Interval is the polling fallback; default DefaultInterval.
 	Interval time.Duration
@@ -47,29 +41,85 @@ type Options struct {
 	NoNotify bool
 }
 
-// NewWatcher watches the files named names (base names) inside dir. When
-// the OS gives no notification for dir, it falls back to polling alone.
+// Hub gives out Watchers that share what can be shared: one OS
+// notification instance for them all, made at the first watcher that
+// wants notification; one notification watch per folder, counted by the
+// watchers' groups that use it and removed with the last; and one group
+// per folder, file names and options, which polls once and wakes every
+// watcher in it. Its owner closes it after its watchers. A Hub is safe for
+// concurrent use.
+type Hub struct {
+	// mu guards the groups and the notification watches, and orders the
+	// calls that add and remove watches. listen never takes it: fsnotify
+	// may hold its own lock while it hands listen an error, so a watch
+	// added or removed under a lock listen waits for could deadlock.
+	mu     sync.Mutex
+	fw     *fsnotify.Watcher
+	groups map[groupKey]*group
+	dirs   map[string]int // notifying groups per folder
+	closed bool
+
+	// routeMu guards routes: the notifying groups of each folder, which
+	// listen reads to hand an event to those it may concern.
+	routeMu sync.RWMutex
+	routes  map[string][]*group
+
+	wg sync.WaitGroup // listen and the groups' polls
+}
+
+// NewHub returns a Hub. It holds no OS resource until its first watcher.
+func NewHub() *Hub {
+	return &Hub{groups: map[groupKey]*group{}, dirs: map[string]int{}, routes: map[string][]*group{}}
+}
+
+// groupKey names the watchers that can share one poll and one relevance
+// decision: the same folder, files and options.
+type groupKey struct {
+	dir      string
+	names    string // the names, NUL-separated
+	interval time.Duration
+	noNotify bool
+}
+
+// group is the watchers of one groupKey.
+type group struct {
+	key    groupKey
+	names  []string
+	want   map[string]bool
+	notify bool          // the Hub's notification watch on dir serves it
+	done   chan struct{} // closed when its last watcher goes: the poll ends
+
+	mu   sync.Mutex
+	subs map[*Watcher]struct{}
+}
+
+// Watcher wakes waiters when chosen files of one folder change. Its folder
+// is watched, not the files, with fsnotify (SQLite's DELETE journal mode
+// creates and deletes the journal beside the file, and replaced files would
+// orphan a file watch), and the files' size and mtime are also polled every
+// Interval, because notifications do not cross every mount (virtiofs, NFS):
+// notification only makes the wake earlier.
+type Watcher struct {
+	c       chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	notify  bool
+	release func()
+	own     *Hub // the Hub made for this watcher alone (NewWatcher), closed with it
+}
+
+// NewWatcher watches the files named names (base names) inside dir, on a
+// notification instance of its own, closed with it: for a process part
+// that watches one folder. When the OS gives no notification for dir, it
+// falls back to polling alone.
 func NewWatcher(dir string, names []string, o Options) (*Watcher, error) {
-	if o.Interval <= 0 {
-		o.Interval = DefaultInterval
+	h := NewHub()
+	w, err := h.Watch(dir, names, o)
+	if err != nil {
+		h.Close()
+		return nil, err
 	}
-	w := &Watcher{dir: dir, names: append([]string(nil), names...), interval: o.Interval,
-		c: make(chan struct{}, 1), done: make(chan struct{})}
-	if !o.NoNotify {
-		if fw, err := fsnotify.NewWatcher(); err == nil {
-			if err := fw.Add(dir); err == nil {
-				w.fw, w.notify = fw, true
-			} else {
-				fw.Close()
-			}
-		}
-	}
-	w.wg.Add(1)
-	go w.poll()
-	if w.fw != nil {
-		w.wg.Add(1)
-		go w.listen()
-	}
+	w.own = h
 	return w, nil
 }
 
@@ -82,6 +132,22 @@ func Notify(dir string, names []string, o Options, fn func()) (*Watcher, error) 
 	if err != nil {
 		return nil, err
 	}
+	w.call(fn)
+	return w, nil
+}
+
+// Notify is Watch with a goroutine that calls fn after each change, as the
+// package's Notify does.
+func (h *Hub) Notify(dir string, names []string, o Options, fn func()) (*Watcher, error) {
+	w, err := h.Watch(dir, names, o)
+	if err != nil {
+		return nil, err
+	}
+	w.call(fn)
+	return w, nil
+}
+
+func (w *Watcher) call(fn func()) {
 	go func() {
 		for {
 			select {
@@ -92,11 +158,189 @@ func Notify(dir string, names []string, o Options, fn func()) (*Watcher, error) 
 			}
 		}
 	}()
+}
+
+// Watch watches the files named names (base names) inside dir, through
+// h's notification instance, falling back to polling alone when the OS
+// gives no notification for dir. Closing the watcher releases its share;
+// the last watcher of a folder removes the folder's notification watch.
+// After Close it fails with ErrClosed.
+func (h *Hub) Watch(dir string, names []string, o Options) (*Watcher, error) {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	dir = filepath.Clean(dir)
+	key := groupKey{dir: dir, names: strings.Join(names, "\x00"), interval: o.Interval, noNotify: o.NoNotify}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	g := h.groups[key]
+	if g == nil {
+		g = h.newGroup(key, names)
+	}
+	w := &Watcher{c: make(chan struct{}, 1), done: make(chan struct{}), notify: g.notify}
+	w.release = func() { h.leave(g, w) }
+	g.mu.Lock()
+	g.subs[w] = struct{}{}
+	g.mu.Unlock()
 	return w, nil
 }
 
-// Notifying reports whether OS file-change notification is in use.
-func (w *Watcher) Notifying() bool { return w.notify }
+// newGroup starts the group of key: its folder's notification watch (the
+// instance made at need) and its poll. h.mu is held.
+func (h *Hub) newGroup(key groupKey, names []string) *group {
+	g := &group{key: key, names: append([]string(nil), names...), want: map[string]bool{},
+		done: make(chan struct{}), subs: map[*Watcher]struct{}{}}
+	for _, n := range names {
+		g.want[n] = true
+	}
+	if !key.noNotify {
+		g.notify = h.addWatch(key.dir)
+	}
+	if g.notify {
+		h.dirs[key.dir]++
+		h.routeMu.Lock()
+		h.routes[key.dir] = append(h.routes[key.dir], g)
+		h.routeMu.Unlock()
+	}
+	h.groups[key] = g
+	last := g.sigs()
+	h.wg.Add(1)
+	go g.poll(&h.wg, last)
+	return g
+}
+
+// addWatch adds dir to the notification instance, making the instance at
+// its first use, and reports whether dir is watched. It adds dir again for
+// each new group although dir may be watched already: a folder removed
+// and made again under the same name is then watched anew. h.mu is held.
+func (h *Hub) addWatch(dir string) bool {
+	if h.fw == nil {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return false // no instance to be had (the user's limit): poll
+		}
+		h.fw = fw
+		h.wg.Add(1)
+		go h.listen(fw)
+	}
+	return h.fw.Add(dir) == nil
+}
+
+// leave takes w out of g; the last watcher of g stops its poll and gives
+// up its share of the folder's notification watch.
+func (h *Hub) leave(g *group, w *Watcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g.mu.Lock()
+	delete(g.subs, w)
+	empty := len(g.subs) == 0
+	g.mu.Unlock()
+	if !empty || h.groups[g.key] != g {
+		return // others remain, or Close already ended the group
+	}
+	delete(h.groups, g.key)
+	close(g.done)
+	if !g.notify {
+		return
+	}
+	h.routeMu.Lock()
+	rs := h.routes[g.key.dir]
+	for i, x := range rs {
+		if x == g {
+			rs = append(rs[:i:i], rs[i+1:]...)
+			break
+		}
+	}
+	if len(rs) == 0 {
+		delete(h.routes, g.key.dir)
+	} else {
+		h.routes[g.key.dir] = rs
+	}
+	h.routeMu.Unlock()
+	if h.dirs[g.key.dir]--; h.dirs[g.key.dir] == 0 {
+		delete(h.dirs, g.key.dir)
+		// A folder that is gone took its watch with it: nothing to remove.
+		_ = h.fw.Remove(g.key.dir)
+	}
+}
+
+// Close stops every watcher of h and its notification instance, and
+// waits for its goroutines. Watchers closed afterwards only let go of it.
+// It is safe to call more than once.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	for key, g := range h.groups {
+		close(g.done)
+		delete(h.groups, key)
+	}
+	clear(h.dirs)
+	h.routeMu.Lock()
+	clear(h.routes)
+	h.routeMu.Unlock()
+	fw := h.fw
+	h.fw = nil
+	h.mu.Unlock()
+	var err error
+	if fw != nil {
+		err = fw.Close()
+	}
+	h.wg.Wait()
+	return err
+}
+
+// listen hands each notification to the groups of the folder it is in (and
+// of the folder it names, for a folder's own removal); an error, such as an
+// overflow of the OS's queue, which loses events, wakes every group to
+// read again.
+func (h *Hub) listen(fw *fsnotify.Watcher) {
+	defer h.wg.Done()
+	for {
+		select {
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return
+			}
+			h.routeMu.RLock()
+			gs := append(append([]*group(nil), h.routes[filepath.Dir(ev.Name)]...), h.routes[ev.Name]...)
+			h.routeMu.RUnlock()
+			for _, g := range gs {
+				if g.relevant(ev) {
+					g.signal()
+				}
+			}
+		case _, ok := <-fw.Errors:
+			if !ok {
+				return
+			}
+			h.routeMu.RLock()
+			var gs []*group
+			for _, rs := range h.routes {
+				gs = append(gs, rs...)
+			}
+			h.routeMu.RUnlock()
+			for _, g := range gs {
+				g.signal()
+			}
+		}
+	}
+}
+
+// signal wakes every watcher of g.
+func (g *group) signal() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for w := range g.subs {
+		w.signal()
+	}
+}
 
 func (w *Watcher) signal() {
 	select {
@@ -105,52 +349,25 @@ func (w *Watcher) signal() {
 	}
 }
 
-func (w *Watcher) listen() {
-	defer w.wg.Done()
-	want := map[string]bool{}
-	for _, n := range w.names {
-		want[n] = true
-	}
-	for {
-		select {
-		case <-w.done:
-			return
-		case ev, ok := <-w.fw.Events:
-			if !ok {
-				return
-			}
-			if w.relevant(want, ev) {
-				w.signal()
-			}
-		case _, ok := <-w.fw.Errors:
-			if !ok {
-				return
-			}
-			// An overflow loses events: wake waiters to re-read.
-			w.signal()
-		}
-	}
-}
-
 // journalSuffix names the rollback journal SQLite keeps beside a database
 // file in DELETE mode while a write transaction is open.
 const journalSuffix = "-journal"
 
-// relevant decides whether ev should wake waiters. A writer in DELETE
+// relevant decides whether ev should wake g's watchers. A writer in DELETE
 // journal mode creates "<db>-journal", writes the database, then deletes the
 // journal: the deletion is the commit. Waking on the earlier events would
 // send readers into the writer's lock, where SQLite's busy handler sleeps
 // them for milliseconds; so changes to a database file wake only when no
 // journal is beside it, and the journal's removal always wakes.
-func (w *Watcher) relevant(want map[string]bool, ev fsnotify.Event) bool {
+func (g *group) relevant(ev fsnotify.Event) bool {
 	base := filepath.Base(ev.Name)
 	if db, ok := strings.CutSuffix(base, journalSuffix); ok {
-		if len(want) > 0 && !want[db] && !want[base] {
+		if len(g.want) > 0 && !g.want[db] && !g.want[base] {
 			return false
 		}
 		return ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)
 	}
-	if len(want) > 0 && !want[base] {
+	if len(g.want) > 0 && !g.want[base] {
 		return false
 	}
 	if _, err := os.Lstat(ev.Name + journalSuffix); err == nil {
@@ -159,28 +376,28 @@ func (w *Watcher) relevant(want map[string]bool, ev fsnotify.Event) bool {
 	return true
 }
 
-func (w *Watcher) sigs() []filesig.Sig {
-	out := make([]filesig.Sig, len(w.names))
-	for i, n := range w.names {
-		out[i] = filesig.Of(filepath.Join(w.dir, n))
+func (g *group) sigs() []filesig.Sig {
+	out := make([]filesig.Sig, len(g.names))
+	for i, n := range g.names {
+		out[i] = filesig.Of(filepath.Join(g.key.dir, n))
 	}
 	return out
 }
 
-func (w *Watcher) poll() {
-	defer w.wg.Done()
-	last := w.sigs()
-	t := time.NewTicker(w.interval)
+// poll wakes g's watchers when a file's size or mtime differs from last.
+func (g *group) poll(wg *sync.WaitGroup, last []filesig.Sig) {
+	defer wg.Done()
+	t := time.NewTicker(g.key.interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-w.done:
+		case <-g.done:
 			return
 		case <-t.C:
-			cur := w.sigs()
+			cur := g.sigs()
 			for i := range cur {
 				if cur[i] != last[i] {
-					w.signal()
+					g.signal()
 					break
 				}
 			}
@@ -188,6 +405,9 @@ func (w *Watcher) poll() {
 		}
 	}
 }
+
+// Notifying reports whether OS file-change notification is in use.
+func (w *Watcher) Notifying() bool { return w.notify }
 
 // C delivers one value (coalesced) after each change.
 func (w *Watcher) C() <-chan struct{} { return w.c }
@@ -214,15 +434,16 @@ func (w *Watcher) Wait(ctx context.Context, timeout time.Duration) (bool, error)
 	}
 }
 
-// Close stops the watcher; it is safe to call more than once.
+// Close stops the watcher and releases its share of its Hub (a watcher of
+// NewWatcher closes its own); it is safe to call more than once.
 func (w *Watcher) Close() error {
 	var err error
 	w.once.Do(func() {
 		close(w.done)
-		if w.fw != nil {
-			err = w.fw.Close()
+		w.release()
+		if w.own != nil {
+			err = w.own.Close()
 		}
-		w.wg.Wait()
 	})
 	return err
 }

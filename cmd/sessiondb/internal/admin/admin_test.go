@@ -11,6 +11,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/route"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -145,6 +146,9 @@ func TestAdminRefusals(t *testing.T) {
 		{Name: "owner scoped", Args: e.Args("admin", "roles", "grant", "telegram:1", "owner", "--group", "ag-helper"), Code: cli.ExitInvalid, Want: "always global"},
 		{Name: "bad role", Args: e.Args("admin", "roles", "grant", "telegram:1", "king"), Code: cli.ExitInvalid, Want: "role"},
 		{Name: "bad user id", Args: e.Args("admin", "users", "create", "nobody"), Code: cli.ExitInvalid, Want: "<channel>:<handle>"},
+		{Name: "user in capitals", Args: e.Args("admin", "users", "create", "TELEGRAM:1"), Code: cli.ExitInvalid, Want: `"TELEGRAM:1" never matches a sender`},
+		{Name: "grant in capitals", Args: e.Args("admin", "roles", "grant", "TELEGRAM:1", "owner"), Code: cli.ExitInvalid, Want: `as "telegram:1"`},
+		{Name: "member in capitals", Args: e.Args("admin", "members", "add", "ag-helper", "Telegram:42"), Code: cli.ExitInvalid, Want: `as "telegram:42"`},
 		{Name: "js pattern", Args: e.Args("admin", "wire", "mg-team", "ag-helper", "--engage", "pattern", "--pattern", "(?<=@)bot"), Code: cli.ExitInvalid, Want: "engage_pattern"},
 		{Name: "pattern without mode", Args: e.Args("admin", "wire", "mg-team", "ag-helper", "--engage", "mention", "--pattern", "x"), Code: cli.ExitInvalid, Want: "engage_pattern"},
 		{Name: "bad engage", Args: e.Args("admin", "wire", "mg-team", "ag-helper", "--engage", "always"), Code: cli.ExitInvalid, Want: "engage_mode"},
@@ -167,6 +171,11 @@ func TestAdminRefusals(t *testing.T) {
 		{Name: "update nothing", Args: e.Args("admin", "channels", "update", "mg-team"), Code: cli.ExitInvalid, Want: "nothing to change"},
 		{Name: "read-only write", Args: append(e.Args("admin", "groups", "create", "Y"), "--read-only"), Code: cli.ExitInvalid, Want: "--read-only"},
 	}, groups...)
+	var users []sessiondb.User
+	e.JSON(&users, "admin", "users", "list")
+	if len(users) != 0 {
+		t.Errorf("the refused commands created users: %+v", users)
+	}
 }
 
 // Removing things asks first on a terminal; anything but yes changes
@@ -176,7 +185,7 @@ func TestAdminAsksAndEscapes(t *testing.T) {
 	e.WireHelper([]string{"--group-chat", "--policy", "public"}, "--engage", "pattern")
 	session := routeDirect(e, `{"channel_type":"telegram","platform_id":"chat-1","message_id":"m1","text":"hi","is_group":true}`)
 
-	tty, keyboard := clitest.Terminal(t)
+	tty, keyboard := testkit.Terminal(t)
 	if _, err := keyboard.WriteString("n\n"); err != nil {
 		t.Fatal(err)
 	}

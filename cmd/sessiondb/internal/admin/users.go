@@ -16,7 +16,13 @@ func (a *group) usersCmd() *cobra.Command {
 		Short: "Users: list, create, show",
 		Long: `Users are people (or bots) on a platform, named <channel>:<handle>
 (telegram:42, discord:456, email:a@x.com). The router records every sender of a
-wired chat; roles and memberships decide who may talk to which agent.`,
+wired chat; roles and memberships decide who may talk to which agent.
+
+A sender's id is the chat's channel type, in lower case, a colon and the
+platform's handle (or the platform's own id when it holds a colon), and ids
+are compared exactly: a user named with the channel type in capitals or
+with spaces (TELEGRAM:1) would never match anyone, so create, grant and
+members add refuse it, naming the id that would match (telegram:1).`,
 	}, a.usersListCmd(), a.usersCreateCmd(), a.usersShowCmd())
 }
 
@@ -49,6 +55,9 @@ func (a *group) usersCreateCmd() *cobra.Command {
 		Args:    cli.ExactArgs(1, "one user id, <channel>:<handle>"),
 		RunE: func(c *cobra.Command, args []string) error {
 			n.ID = args[0]
+			if err := sessiondb.CheckNamedUserID("user", n.ID); err != nil {
+				return err
+			}
 			if err := n.Validate(); err != nil {
 				return err
 			}
@@ -154,6 +163,9 @@ func (a *group) rolesGrantCmd() *cobra.Command {
 		Args:    cli.ExactArgs(2, "a user id and a role (owner or admin)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			g.UserID, g.Role = args[0], sessiondb.Role(args[1])
+			if err := sessiondb.CheckNamedUserID("user", g.UserID); err != nil {
+				return err
+			}
 			if err := g.Validate(); err != nil {
 				return err
 			}
@@ -252,7 +264,7 @@ func (a *group) membersAddCmd() *cobra.Command {
 		Example: "  sessiondb admin members add ag-helper telegram:42",
 		Args:    cli.ExactArgs(2, "an agent group id and a user id"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := sessiondb.CheckUserID("user", args[1]); err != nil {
+			if err := sessiondb.CheckNamedUserID("user", args[1]); err != nil {
 				return err
 			}
 			return a.with(c, cli.WriteStore, func(ctx context.Context, reg sessiondb.Registry) error {

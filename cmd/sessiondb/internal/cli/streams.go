@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/mattn/go-isatty"
+
 	"github.com/sessiondb/sessiondb"
 )
 
@@ -20,15 +22,14 @@ type Streams struct {
 	Err io.Writer
 }
 
-// IsTerminal reports whether s (a stream) is a terminal: a character
-// device, as a person's console is and a pipe, file or buffer is not.
+// IsTerminal reports whether s (a stream) is a terminal, as a person's
+// console is and a pipe, file or buffer is not. The terminal driver is
+// asked (isatty's ioctl): being a character device is not enough, since
+// /dev/null is one too, and it is the stdin of systemd units, cron jobs,
+// `ssh -n` and `nohup`.
 func IsTerminal(s any) bool {
 	f, ok := s.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // Styled reports whether Out gets ANSI styles: only a terminal does, and

@@ -16,7 +16,7 @@ import (
 // answer has been typed, with the clock at pruneNow.
 func onTerminal(t *testing.T, answer string, args ...string) clitest.Result {
 	t.Helper()
-	tty, keyboard := clitest.Terminal(t)
+	tty, keyboard := testkit.Terminal(t)
 	if answer != "" {
 		if _, err := keyboard.WriteString(answer); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,17 +37,26 @@ type doctorReport struct {
 	FTS           string   `json:"fts_integrity_check"`
 	RebuiltFTS    bool     `json:"rebuilt_fts,omitempty"`
 	OptimizedFTS  bool     `json:"optimized_fts,omitempty"`
-	Problems      []string `json:"problems"`
+	// Problems are what is wrong with the data: doctor fails on them.
+	// Advice is what is sound but could be safer (a file other users may
+	// read), each with its fix: doctor fails on it only with --strict.
+	Problems []string `json:"problems"`
+	Advice   []string `json:"advice"`
 }
 
 func (h *group) doctorCmd() *cobra.Command {
-	var rebuild, optimize bool
+	var rebuild, optimize, strict bool
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the store: versions, size, permissions, integrity, search index",
 		Long: `Report the store's schema version, the SQLite library and driver in this
 build, the file's size and permissions, and run SQLite's integrity_check and
-the full-text index's own integrity check. Exits 1 when a check fails.
+the full-text index's own integrity check. Exits 1 when a check fails: the
+data is damaged, or the search index does not match it.
+
+Permissions are advice, not a failure: a store other users may read (mode
+0644, as Hermes makes its files under the usual umask) is sound, and doctor
+prints the chmod that closes it and exits 0. --strict fails on advice too.
 
 integrity_check's own lines are shown (the first 20, and how many more),
 also for a file too damaged to open as a store. A trigram index that this
@@ -59,7 +69,8 @@ index check fails); --optimize-fts merges the index's segments, which makes
 search a little faster on a store that has taken many writes.`,
 		Example: `  sessiondb doctor
   sessiondb --db ~/.hermes/state.db --read-only doctor
-  sessiondb doctor --rebuild-fts`,
+  sessiondb doctor --rebuild-fts
+  sessiondb doctor --strict      # exit 1 on advice too (a file others may read)`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := h.checkSynchronous(); err != nil {
@@ -75,7 +86,7 @@ search a little faster on a store that has taken many writes.`,
 				if !ok {
 					return sessiondb.Errorf(sessiondb.EINVALID, "doctor checks a SQLite store file, and this store is not one")
 				}
-				r := &doctorReport{Path: st.Path(), Opened: true, Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}}
+				r := &doctorReport{Path: st.Path(), Opened: true, Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}, Advice: []string{}}
 				var err error
 				if rebuild {
 					if err := h.Spin("rebuilding the search index", func() error { return st.RebuildFTS(ctx) }); err != nil {
@@ -98,15 +109,7 @@ search a little faster on a store that has taken many writes.`,
 				if r.Sessions, err = s.SessionCount(ctx, ""); err != nil {
 					return err
 				}
-				if fi, err := os.Stat(st.Path()); err == nil {
-					r.FileBytes, r.FileMode = fi.Size(), fmt.Sprintf("%04o", fi.Mode().Perm())
-					if fi.Mode().Perm()&0o077 != 0 {
-						r.Problems = append(r.Problems, fmt.Sprintf("the file is readable by others (mode %s): chmod 600 %s", r.FileMode, st.Path()))
-					}
-				}
-				if fi, err := os.Stat(st.Path() + "-wal"); err == nil {
-					r.WALBytes = fi.Size()
-				}
+				r.statFiles()
 				lines, err := st.IntegrityCheck(ctx)
 				if err != nil {
 					return err
@@ -146,18 +149,19 @@ search a little faster on a store that has taken many writes.`,
 						r.Problems = append(r.Problems, "the search index does not match the messages: run `sessiondb doctor --rebuild-fts`")
 					}
 				}
-				return h.finishDoctor(r)
+				return h.finishDoctor(r, strict)
 			})
 			if access == cli.ReadStore && store.IsDamaged(err) {
 				// A file too damaged to open as a store still gets its
 				// integrity_check, the only account of the damage.
-				return h.doctorDamaged(ctx, err)
+				return h.doctorDamaged(ctx, err, strict)
 			}
 			return err
 		},
 	}
 	c.Flags().BoolVar(&rebuild, "rebuild-fts", false, "rebuild the full-text search index from the messages")
 	c.Flags().BoolVar(&optimize, "optimize-fts", false, "merge the search index's segments")
+	c.Flags().BoolVar(&strict, "strict", false, "fail on advice too (a store file other users may read)")
 	h.addSynchronousFlag(c)
 	return c
 }
@@ -178,8 +182,44 @@ func (r *doctorReport) setIntegrity(lines []string) {
 	}
 }
 
-// finishDoctor prints r and fails when it holds a problem.
-func (h *group) finishDoctor(r *doctorReport) error {
+// statFiles reads the sizes and mode of the store file and its WAL, and
+// advises closing them where other users may reach them: both hold the
+// conversations (SQLite gives the WAL the file's mode).
+func (r *doctorReport) statFiles() {
+	var open []string
+	var mode os.FileMode
+	for i, p := range []string{r.Path, r.Path + "-wal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if i == 0 {
+			r.FileBytes, r.FileMode = fi.Size(), fmt.Sprintf("%04o", fi.Mode().Perm())
+		} else {
+			r.WALBytes = fi.Size()
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			open, mode = append(open, shellQuote(p)), mode|fi.Mode().Perm()
+		}
+	}
+	if len(open) > 0 {
+		r.Advice = append(r.Advice, fmt.Sprintf("other users may read the conversations (mode %04o); close the store with: chmod 600 %s",
+			mode, strings.Join(open, " ")))
+	}
+}
+
+// shellQuote returns s as one word for a POSIX shell: as it is when it
+// holds only characters no shell treats specially, else single-quoted.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=.,/:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// finishDoctor prints r and fails when it holds a problem, or, when
+// strict, advice.
+func (h *group) finishDoctor(r *doctorReport, strict bool) error {
 	if h.JSON {
 		if err := h.PrintJSON(r); err != nil {
 			return err
@@ -187,8 +227,11 @@ func (h *group) finishDoctor(r *doctorReport) error {
 	} else {
 		h.printDoctor(r)
 	}
-	if len(r.Problems) > 0 {
+	switch {
+	case len(r.Problems) > 0:
 		return sessiondb.Errorf(sessiondb.EINTERNAL, "%d problem(s) found in %s", len(r.Problems), r.Path)
+	case strict && len(r.Advice) > 0:
+		return sessiondb.Errorf(sessiondb.EINTERNAL, "%d piece(s) of advice for %s (--strict fails on advice)", len(r.Advice), r.Path)
 	}
 	return nil
 }
@@ -196,7 +239,7 @@ func (h *group) finishDoctor(r *doctorReport) error {
 // doctorDamaged reports a file that would not open as a store (openErr):
 // what the file is and integrity_check's lines on it, read without opening
 // it as a store.
-func (h *group) doctorDamaged(ctx context.Context, openErr error) error {
+func (h *group) doctorDamaged(ctx context.Context, openErr error, strict bool) error {
 	path, err := h.HistoryPath()
 	if err != nil {
 		return err
@@ -205,13 +248,8 @@ func (h *group) doctorDamaged(ctx context.Context, openErr error) error {
 	if err != nil {
 		return openErr
 	}
-	r := &doctorReport{Path: path, Driver: store.Driver, GoVersion: runtime.Version(), FTS: "not checked (the store does not open)", Problems: []string{}}
-	if fi, err := os.Stat(path); err == nil {
-		r.FileBytes, r.FileMode = fi.Size(), fmt.Sprintf("%04o", fi.Mode().Perm())
-	}
-	if fi, err := os.Stat(path + "-wal"); err == nil {
-		r.WALBytes = fi.Size()
-	}
+	r := &doctorReport{Path: path, Driver: store.Driver, GoVersion: runtime.Version(), FTS: "not checked (the store does not open)", Problems: []string{}, Advice: []string{}}
+	r.statFiles()
 	r.SQLiteVersion = store.SQLiteVersion(ctx)
 	if len(lines) == 1 && lines[0] == "ok" {
 		// Sound pages, but not a store we can open: say why.
@@ -220,7 +258,7 @@ func (h *group) doctorDamaged(ctx context.Context, openErr error) error {
 	} else {
 		r.setIntegrity(lines)
 	}
-	return h.finishDoctor(r)
+	return h.finishDoctor(r, strict)
 }
 
 func (h *group) printDoctor(r *doctorReport) {
@@ -256,5 +294,8 @@ func (h *group) printDoctor(r *doctorReport) {
 	}
 	for _, p := range r.Problems {
 		h.Printf("problem: %s\n", cli.PrintableLine(p))
+	}
+	for _, a := range r.Advice {
+		h.Printf("advice: %s\n", cli.PrintableLine(a))
 	}
 }

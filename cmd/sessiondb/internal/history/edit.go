@@ -228,8 +228,9 @@ func (h *group) clearCmd() *cobra.Command {
 		Long: `Delete every message of a session and reset its message and tool-call
 counts; the session row, its title and its token and cost totals stay.
 On a terminal you are shown the session and asked to confirm; --yes skips
-the question. Only an exact id or a unique id prefix is accepted, not a
-title.`,
+the question. Without a terminal on stdin (a script, a pipe, cron, systemd,
+</dev/null) nobody can answer and it goes ahead. Only an exact id or a
+unique id prefix is accepted, not a title.`,
 		Example: `  sessiondb clear 20260701_020000_e1d442
   sessiondb clear 20260701_020000 --yes`,
 		Args: cli.ExactArgs(1, "one session id or id prefix"),
@@ -287,8 +288,9 @@ func (h *group) deleteCmd() *cobra.Command {
 		Short: "Delete a session and its messages",
 		Long: `Delete a session and all of its messages. Sessions that continued or forked
 from it stay, without a parent. On a terminal you are shown the session and
-asked to confirm; --yes skips the question. Only an exact id or a unique id
-prefix is accepted, not a title.`,
+asked to confirm; --yes skips the question. Without a terminal on stdin (a
+script, a pipe, cron, systemd, </dev/null) nobody can answer and it goes
+ahead. Only an exact id or a unique id prefix is accepted, not a title.`,
 		Example: `  sessiondb delete 20260509_081244_a3f9e0
   sessiondb delete 20260509_081244 --yes`,
 		Args: cli.ExactArgs(1, "one session id or id prefix"),
@@ -333,7 +335,9 @@ func (h *group) pruneCmd() *cobra.Command {
 messages; open sessions are never pruned. Sessions continuing from a pruned
 one stay, without a parent. --older-than is required: there is no default
 age. --dry-run lists what would go and changes nothing. On a terminal the
-sessions are listed and you are asked to confirm; --yes skips the question.`,
+sessions are listed and you are asked to confirm; --yes skips the question.
+Without a terminal on stdin (a script, a pipe, cron, systemd, </dev/null)
+nobody can answer and it goes ahead.`,
 		Example: `  sessiondb prune --older-than 90d --dry-run
   sessiondb prune --older-than 2w --source cron
   sessiondb prune --older-than 180 --yes      # plain number: days; no question`,

@@ -675,17 +675,53 @@ func TestDoctor(t *testing.T) {
 				wantFTS = "skipped (needs a writable open: drop --read-only)"
 			}
 			if rep.SchemaVersion != 6 || strings.Join(rep.Integrity, ",") != "ok" || rep.FTS != wantFTS ||
-				rep.FileMode != "0600" || rep.Sessions != exampleSessions || rep.SQLiteVersion == "" || rep.Driver == "" || len(rep.Problems) != 0 {
+				rep.FileMode != "0600" || rep.Sessions != exampleSessions || rep.SQLiteVersion == "" || rep.Driver == "" ||
+				len(rep.Problems) != 0 || rep.Advice == nil || len(rep.Advice) != 0 {
 				t.Errorf("report %+v", rep)
 			}
 		})
 	}
+}
+
+// TestDoctorAdvisesOnPermissions: a sound store other users may read (mode
+// 0644, as Hermes makes it under the usual umask) is advice with its chmod,
+// not a problem: doctor exits 0 unless --strict.
+func TestDoctorAdvisesOnPermissions(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "it's here", "state.db")
+	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exampleDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Chmod(db, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// SQLite gives the WAL the file's mode: the chmod names both.
+	quoted := `'` + strings.ReplaceAll(db, `'`, `'\''`)
+	chmod := "chmod 600 " + quoted + `' ` + quoted + `-wal'`
 	r := runCLI(t, "", "--db", db, "--read-only", "doctor")
-	if r.Code != cli.ExitInternal || !strings.Contains(r.Stdout, "readable by others") {
-		t.Errorf("doctor on a 0644 file: exit %d\n%s", r.Code, r.Stdout)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "advice: other users may read the conversations (mode 0644)") || !strings.Contains(r.Stdout, chmod) || strings.Contains(r.Stdout, "problem") {
+		t.Errorf("doctor on a sound 0644 file: exit %d\n%s\nwant exit 0 and the advice %q", r.Code, r.Stdout, chmod)
+	}
+	var rep doctorReport
+	mustCLI(t, "--db", db, "--read-only", "--json", "doctor").Decode(t, &rep)
+	if rep.FileMode != "0644" || len(rep.Problems) != 0 || len(rep.Advice) != 1 || !strings.HasSuffix(rep.Advice[0], chmod) {
+		t.Errorf("--json: %+v; want one piece of advice ending %q and no problem", rep, chmod)
+	}
+	r = runCLI(t, "", "--db", db, "--read-only", "doctor", "--strict")
+	if r.Code != cli.ExitInternal || !strings.Contains(r.Stdout, chmod) || !strings.Contains(r.Stderr, "--strict") {
+		t.Errorf("doctor --strict on a 0644 file: exit %d\n%s%s\nwant exit %d", r.Code, r.Stdout, r.Stderr, cli.ExitInternal)
+	}
+	if err := os.Chmod(db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, "", "--db", db, "--read-only", "doctor", "--strict"); r.Code != 0 || strings.Contains(r.Stdout, "advice") {
+		t.Errorf("doctor --strict on a 0600 file: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 

@@ -157,8 +157,9 @@ questions, CLI responses): what NanoClaw's getPendingMessages hands its poll
 loop before the loop decides whether to wake. One line per row,
 ID<TAB>SEQ<TAB>KIND<TAB>TRIGGER<TAB>TEXT (TRIGGER 1 wakes the agent, 0 is
 context), or a JSON array with --json. It claims nothing and clears no
-claims. --limit N keeps the newest N; --first includes on_wake rows; --wait
-blocks until there is at least one row.`,
+claims. --limit N reads the newest N due rows and leaves out those acked,
+as NanoClaw's poll does (so fewer than N may print while older rows wait);
+--first includes on_wake rows; --wait blocks until there is at least one row.`,
 		Example: `  sessiondb mailbox agent pending
   sessiondb mailbox agent pending --json | jq '.[] | select(.trigger) | .id'`,
 		Args: cli.ExactArgs(0, "no arguments"),
@@ -180,7 +181,7 @@ blocks until there is at least one row.`,
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "block until a row is pending")
 	c.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up after this long (nothing printed, exit 0)")
-	c.Flags().IntVar(&limit, "limit", 0, "only the newest N rows (0 = all)")
+	c.Flags().IntVar(&limit, "limit", 0, "only the unacked among the newest N due rows (0 = all)")
 	c.Flags().BoolVar(&first, "first", false, "include on_wake rows, as a fresh container's first poll does")
 	return c
 }

@@ -1,4 +1,4 @@
-package clitest
+package testkit
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 )
 
 // Terminal opens a pseudo-terminal for a test of what a command does on a
-// person's terminal: tty is the terminal end, to give a command as its
-// stdin (cli.IsTerminal reports true for it); what is written to keyboard
+// person's terminal: tty is the terminal end, to give a command (run in
+// process, or the built binary) as its stdin; what is written to keyboard
 // arrives on tty as typed input. Both are closed when the test ends.
 func Terminal(t testing.TB) (tty, keyboard *os.File) {
 	t.Helper()
