@@ -47,7 +47,8 @@ type Event struct {
 	// ThreadID is the thread inside the chat; empty for none.
 	ThreadID string `json:"thread_id,omitempty"`
 	// MessageID is the platform's message id; the mailbox row of agent
-	// group G is "<message id>:<G>", so a redelivered event is stored once.
+	// group G is "<message id>:<chat id>:<G>" (InboundID), so a redelivered
+	// event is stored once and two chats' messages never share a row.
 	MessageID string `json:"message_id"`
 	// Sender is who wrote it; an empty id is an unidentified sender.
 	Sender Sender `json:"sender"`

@@ -61,9 +61,10 @@ else (or with --direct) the events are routed in this process over --central
 and --data, and a running host's next sweep wakes the sessions. Approval cards
 need a deliverer: the host's, or --deliver when routing directly.
 
-Each line gets one result, printed as it is routed: its outcome (routed,
-dropped with the audit's reason, ignored), the sessions it reached, the
-approval it waits on; --json prints one JSON object per line. A bad line is
+Each line gets one result, printed as it is routed: its outcome (routed: a
+row was written now; duplicate: a redelivered event, its rows already there,
+nothing written; failed; dropped with the audit's reason; ignored), the
+sessions it reached, the approval it waits on; --json prints one JSON object per line. A bad line is
 reported with the field at fault and does not stop the others; the exit status
 is that of the first line that failed.`,
 		Example: `  # route one message through the running host
@@ -192,7 +193,8 @@ func (p *printer) done() error {
 }
 
 // Describe is one line's result in words: "line N: <message id> routed to
-// ag/sess (engage, new); ag2/... (accumulate)", "line N: m2 dropped:
+// ag/sess (engage, new); ag2/... (accumulate)", "line N: m1 duplicate:
+// already in ag/sess (engage)", "line N: m2 dropped:
 // unknown_sender_strict (waiting on approval nsa-...)", "line N: click
 // nsa-... approved", "line N: error: ...".
 func Describe(r hostd.LineResult) string {
@@ -214,7 +216,7 @@ func Describe(r hostd.LineResult) string {
 				if d.SessionCreated {
 					what += ", new session"
 				}
-				if d.Duplicate {
+				if d.Duplicate && m.Outcome != hostd.RouteDuplicate {
 					what += ", already there"
 				}
 				if d.Woken {
@@ -224,8 +226,10 @@ func Describe(r hostd.LineResult) string {
 			}
 		}
 		switch {
-		case len(parts) > 0 && m.Outcome == hostd.RouteRouted:
+		case len(parts) > 0 && (m.Outcome == hostd.RouteRouted || m.Outcome == hostd.RouteFailed):
 			b.WriteString(" to " + strings.Join(parts, "; "))
+		case len(parts) > 0 && m.Outcome == hostd.RouteDuplicate:
+			b.WriteString(": already in " + strings.Join(parts, "; "))
 		case m.Reason != "":
 			b.WriteString(": " + m.Reason)
 		}
