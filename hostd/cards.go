@@ -116,7 +116,7 @@ func (r *Router) requestSenderApproval(ctx context.Context, mg sessiondb.Messagi
 		}
 		return "", err
 	}
-	orig, err := json.Marshal(ev)
+	orig, err := ev.storedEventJSON(r.h.Now())
 	if err != nil {
 		return "", err
 	}
@@ -178,7 +178,7 @@ func (r *Router) requestChannelApproval(ctx context.Context, mg sessiondb.Messag
 	if mg.IsGroup {
 		title, question = "📣 Bot mentioned in new channel", fmt.Sprintf("%s mentioned your bot in %s. How would you like to handle this channel?", who, chatName(mg))
 	}
-	orig, err := json.Marshal(ev)
+	orig, err := ev.storedEventJSON(r.h.Now())
 	if err != nil {
 		return "", err
 	}

@@ -382,9 +382,8 @@ func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Ev
 		return err
 	}
 	del.SessionID, del.SessionCreated = s.ID, created
-	m := mailbox.InboundMessage{ID: InboundID(ev.MessageID, mg.ID, del.AgentGroupID), Kind: mailbox.KindChat, Content: content,
-		Routing:   mailbox.Routing{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID, ThreadID: ev.ThreadID},
-		Timestamp: ev.time(r.h.Now()), ContextOnly: del.Outcome != sessiondb.OutcomeEngage}
+	m := mailbox.InboundMessage{ID: InboundID(ev.MessageID, mg.ID, del.AgentGroupID), Kind: ev.rowKind(), Content: content,
+		Routing: ev.routing(), Timestamp: ev.time(r.h.Now()), ContextOnly: del.Outcome != sessiondb.OutcomeEngage}
 	del.InboundID = m.ID
 	w, err := r.write(ctx, s, created, m, del.Outcome == sessiondb.OutcomeEngage)
 	del.Seq, del.Woken, del.HandedOff = w.seq, w.woken, w.handedTo
