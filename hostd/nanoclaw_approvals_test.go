@@ -417,3 +417,16 @@ func TestOurEarlierStoredApprovalReplayed(t *testing.T) {
 		t.Errorf("telegram:6 is not a member: %+v, %v", u, err)
 	}
 }
+
+// NanoClaw's command-line adapter may store where the answers go
+// (replyTo) and a content that is not JSON: the row is addressed there,
+// and the text is the content itself, as NanoClaw's router takes it.
+func TestReadStoredEventReplyToAndPlainContent(t *testing.T) {
+	raw := `{"channelType":"telegram","platformId":"-100123","threadId":null,"message":{"id":"cli-1","kind":"chat","content":"hello there",` +
+		`"timestamp":"2026-05-18T10:00:00.000Z"},"replyTo":{"channelType":"cli","platformId":"local","threadId":null}}`
+	ev, err := readStoredEvent(json.RawMessage(raw), true, newClock().Now())
+	must(t, err)
+	if ev.routing() != (mailbox.Routing{ChannelType: "cli", PlatformID: "local"}) || ev.Text != "hello there" || ev.raw != nil || !ev.IsGroup || ev.Mentioned() {
+		t.Fatalf("event %+v", ev)
+	}
+}
