@@ -286,14 +286,14 @@ func (r *Router) chooseAgent(ctx context.Context, p sessiondb.PendingChannelAppr
 	if err := r.reg.UpdateChannelApprovalCard(ctx, p.MessagingGroupID, title, opts); err != nil {
 		return err
 	}
-	dm, err := sessiondb.EnsureUserDM(ctx, r.reg, r.dms, p.ApproverUserID)
+	dm, err := sessiondb.ResolveUserDM(ctx, r.reg, r.dms, p.ApproverUserID)
 	if err != nil {
 		return err
 	}
-	if dm == nil {
-		return sessiondb.Errorf(sessiondb.ENOTFOUND, "approver %s has no reachable DM for the follow-up card", p.ApproverUserID)
+	if dm.Chat == nil {
+		return unreachable([]string{p.ApproverUserID + ": " + dm.Unreachable})
 	}
-	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: p.AgentGroupID}, *dm, p.MessagingGroupID, "choose", title, question, opts); err != nil {
+	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: p.AgentGroupID}, *dm.Chat, p.MessagingGroupID, "choose", title, question, opts); err != nil {
 		return err
 	}
 	res.Outcome = ClickFollowUp

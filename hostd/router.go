@@ -28,7 +28,8 @@ type RouterConfig struct {
 	// approval is asked for (and the agent is told, for action approvals).
 	Deliverer mailbox.Deliverer
 	// DMs finds users' direct-message chats for approval cards; nil is
-	// DirectDMs (on every channel the DM chat's id is the user's handle).
+	// DirectDMs (the handle on channels where it is the DM chat; none on
+	// those that need a DM opened).
 	DMs sessiondb.DMOpener
 	// Waker wakes a session after the router wrote it a triggering row.
 	// Nil: the router wakes nobody (a running daemon's sweep sees the new
@@ -120,18 +121,6 @@ func (r *Router) waker() Waker {
 	defer r.mu.Unlock()
 	return r.wake
 }
-
-// DirectDMs is the DMOpener for channels where a user's DM chat has the
-// user's own handle as its platform id (Telegram, WhatsApp, iMessage,
-// email, Matrix, and the command line's test channels): every channel
-// counts as running.
-type DirectDMs struct{}
-
-// HasChannel reports true: every channel is reachable.
-func (DirectDMs) HasChannel(string) bool { return true }
-
-// OpenDM returns the handle itself.
-func (DirectDMs) OpenDM(_ context.Context, _, handle string) (string, error) { return handle, nil }
 
 // The outcomes of RouteResult.
 const (
