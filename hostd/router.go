@@ -237,9 +237,19 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 		case mg.Denied():
 			res.Outcome, res.Reason = RouteIgnored, "denied"
 		default:
+			// The bot was addressed and an approver is asked about the
+			// chat: the sender gets a users row, as NanoClaw's router
+			// gives one (chatter it ignores records nobody: see
+			// docs/control-plane.md, where we differ).
+			userID := ev.UserID()
+			if userID != "" {
+				if _, _, err := reg.EnsureUser(ctx, sessiondb.NewUser{ID: userID, Kind: ev.ChannelType, DisplayName: ev.Sender.Name}); err != nil {
+					return res, err
+				}
+			}
 			res.Outcome, res.Reason = RouteDropped, string(sessiondb.DropNoAgentWired)
 			if err := reg.RecordDroppedMessage(ctx, sessiondb.DroppedMessage{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID,
-				SenderName: ev.Sender.Name, Reason: sessiondb.DropNoAgentWired, MessagingGroupID: mg.ID}); err != nil {
+				UserID: userID, SenderName: ev.Sender.Name, Reason: sessiondb.DropNoAgentWired, MessagingGroupID: mg.ID}); err != nil {
 				return res, err
 			}
 			id, err := r.requestChannelApproval(ctx, mg, ev)

@@ -1,14 +1,17 @@
 package hostd
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -568,4 +571,79 @@ func TestInboundIDIsUniquePerChat(t *testing.T) {
 			t.Errorf("%v: %v", p, err)
 		}
 	}
+}
+
+// Users of chats no agent answers (issue 18, point 19): a sender who
+// addresses the bot in an unknown or unwired chat, so that an approver is
+// asked about the chat, gets a users row (as NanoClaw's router gives one)
+// and is named in the audit; chatter the router ignores, and a denied
+// chat, record nobody.
+func TestRouteUsersOfUnwiredChats(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	c.user("telegram:1", sessiondb.RoleOwner)
+	known := func(id string) bool {
+		_, err := c.reg.GetUser(ctxb, id)
+		if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	ev := func(id, sender string, mention bool) Event {
+		return Event{ChannelType: "telegram", PlatformID: "garden", MessageID: id, Sender: Sender{ID: sender, Name: "N" + sender},
+			Text: "hi", IsGroup: true, IsMention: mention}
+	}
+
+	if res := c.route(ev("x1", "3", false)); res.Outcome != RouteIgnored || known("telegram:3") {
+		t.Fatalf("chatter in an unknown chat: %+v, user recorded %v", res, known("telegram:3"))
+	}
+	res := c.route(ev("x2", "7", true))
+	if res.Outcome != RouteDropped || !known("telegram:7") {
+		t.Fatalf("a mention in an unknown chat: %+v, user recorded %v", res, known("telegram:7"))
+	}
+	u, err := c.reg.GetUser(ctxb, "telegram:7")
+	must(t, err)
+	if u.DisplayName != "N7" || u.Kind != "telegram" {
+		t.Errorf("user %+v", u)
+	}
+	dropped, err := c.reg.ListDropped(ctxb, 0)
+	must(t, err)
+	if len(dropped) != 1 || dropped[0].UserID != "telegram:7" {
+		t.Fatalf("dropped %+v", dropped)
+	}
+	// Now registered but still unwired: the same.
+	if c.route(ev("x3", "8", true)); !known("telegram:8") {
+		t.Error("a mention in an unwired chat recorded no user")
+	}
+	// Denied: nothing.
+	c.click(Click{Type: InputClick, ChannelType: "telegram", UserID: "1", CardID: res.MessagingGroupID, Value: sessiondb.ApprovalReject})
+	if res := c.route(ev("x4", "9", true)); res.Outcome != RouteIgnored || known("telegram:9") {
+		t.Fatalf("a mention in a denied chat: %+v, user recorded %v", res, known("telegram:9"))
+	}
+}
+
+// A host starting marks stopped every container the registry says runs: a
+// host that died left them 'running', and this host runs none yet (its
+// first tick marks running those its runtime runs). NanoClaw leaves such
+// rows as they are (see docs/control-plane.md, where we differ).
+func TestDaemonStartResetsContainerStatus(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	c.wiredChat("mg-1", "chat-1", "Room", sessiondb.PolicyPublic)
+	s, _, err := c.reg.ResolveSession(ctxb, sessiondb.SessionLookup{AgentGroupID: "ag-1", MessagingGroupID: "mg-1", Mode: sessiondb.ModeShared})
+	must(t, err)
+	must(t, c.reg.SetContainerStatus(ctxb, s.ID, sessiondb.ContainerRunning))
+	rt := newFakeRuntime()
+	d, err := New(c.host, Config{Router: c.router, Waker: rt, Runtime: rt, Deliverer: c.deliver, Poll: time.Hour})
+	must(t, err)
+	ctx, cancel := context.WithCancel(ctxb)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	testkit.WaitFor(t, "the dead host's container marked stopped", func() bool {
+		got, err := c.reg.GetAgentSession(ctxb, s.ID)
+		must(t, err)
+		return got.ContainerStatus == sessiondb.ContainerStopped
+	})
+	cancel()
+	must(t, <-done)
 }
