@@ -308,7 +308,7 @@ func TestDaemonWakeProjectsAndTracksContainers(t *testing.T) {
 	dir, _ := c.host.Layout().SessionDir(ref)
 	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{Now: c.clk.Now})
 	must(t, err)
-	must(t, a.MarkCompleted(ctxb, "m1:ag-1"))
+	must(t, a.MarkCompleted(ctxb, "m1:mg-1:ag-1"))
 	a.Close()
 	rt.mu.Lock()
 	delete(rt.running, ref)

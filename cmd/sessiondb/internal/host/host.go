@@ -36,7 +36,7 @@ type group struct {
 func (g *group) hostCmd() *cobra.Command {
 	var (
 		data, deliver, wake, tz, logLevel string
-		central, listen, hostID           string
+		central, listen, hostID, dmOpener string
 		poll, sweep, deliverTimeout       time.Duration
 		expire, leaseTTL                  time.Duration
 		sharedGID, workers                int
@@ -63,6 +63,14 @@ and host only and an exec command by its program only, as either may hold a
 secret.
 Without --deliver, messages stay undelivered (nothing is lost).
 
+--dm-opener exec:CMD runs CMD once per DM not yet known, with
+{"channel_type","handle"} as one JSON line on stdin (and SESSIONDB_DM_CHANNEL,
+SESSIONDB_DM_HANDLE set); it prints the DM chat's platform id as its last
+line (plain, or {"platform_id":"..."}; {"error":"..."} or a non-zero exit:
+unreachable now). --dm-opener webhook:URL POSTs the same JSON and reads the
+same answer from a 2xx. It is asked for every channel (answer the handle
+itself where it is the DM chat); its answers are cached in user_dms.
+
 --wake exec:CMD starts CMD with the session folder as its last argument and
 SESSIONDB_AGENT_GROUP, SESSIONDB_SESSION and SESSIONDB_SESSION_DIR set; while it
 runs it is the session's container. Without --wake, agents run on their own
@@ -86,6 +94,10 @@ at PATH (a NanoClaw data/v2.db; created when missing). Then the host also
   - records ask_question cards for their clicks and sends approval cards
     (unknown senders and chats, install_packages, add_mcp_server) to an
     admin's DM through --deliver;
+  - finds that DM: on Telegram, WhatsApp, iMessage, email and Matrix it is
+    the admin's handle; on Discord, Slack, Teams, Webex and Google Chat the
+    platform must open it, which --dm-opener asks the chat adapter to do
+    (without it an admin there cannot be sent cards, and nothing is cached);
   - expires unanswered question cards (after 5 minutes) and action
     approvals (after 7 days) every --expire-every, telling the agents.
 
@@ -114,7 +126,11 @@ object.`,
 
   # with the control plane: route events in, agents started by ./agent.sh
   sessiondb host --central ~/.sessiondb/v2.db --data ~/.sessiondb/v2-sessions \
-      --deliver exec:./send.sh --wake exec:./agent.sh`,
+      --deliver exec:./send.sh --wake exec:./agent.sh
+
+  # admins on Slack: open their DM through the adapter's service
+  sessiondb host --central ~/.sessiondb/v2.db --data ~/.sessiondb/v2-sessions \
+      --deliver webhook:http://127.0.0.1:8088/send --dm-opener webhook:http://127.0.0.1:8088/open-dm`,
 
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -169,6 +185,9 @@ object.`,
 				o.Waker = w
 			}
 			if central == "" {
+				if dmOpener != "" {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--dm-opener needs --central: only the control plane sends cards to DMs")
+				}
 				var metrics *sdbhttp.HostMetrics
 				if listen != "" && listen != "off" {
 					metrics = sdbhttp.NewHostMetrics()
@@ -199,8 +218,14 @@ object.`,
 				return sessiondb.Wrap(sessiondb.EINVALID, err, "--host-id")
 			}
 			lease := hostd.LeaseConfig{Host: hostID, TTL: leaseTTL, Now: g.Now, Logger: log}
-			return g.runCentral(c.Context(), central, listen, lease, h, o, log, func() {
-				log.Info("mailbox host running", "central", central, "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
+			var dms sessiondb.DMOpener
+			if dmOpener != "" {
+				if dms, err = hostd.NewDMOpener(dmOpener, 0); err != nil {
+					return sessiondb.Wrap(sessiondb.EINVALID, err, "--dm-opener")
+				}
+			}
+			return g.runCentral(c.Context(), central, listen, lease, h, o, dms, log, func() {
+				log.Info("mailbox host running", "central", central, "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "dm_opener", redactSpec(dmOpener), "poll", poll, "tz", loc.String())
 			})
 		},
 	}
@@ -209,6 +234,7 @@ object.`,
 	f.StringVar(&deliver, "deliver", "", "deliverer: exec:CMD or webhook:URL")
 	f.DurationVar(&deliverTimeout, "deliver-timeout", 0, "longest one delivery may take before it counts as failed and is retried (default 10s)")
 	f.StringVar(&wake, "wake", "", "waker: exec:CMD, run with the session folder as its last argument")
+	f.StringVar(&dmOpener, "dm-opener", "", "with --central: opens an admin's DM on platforms where it is not their handle (Discord, Slack, ...): exec:CMD or webhook:URL")
 	f.DurationVar(&poll, "poll", hostd.DefaultPoll, "change-detection interval (and delivery poll while a container runs)")
 	f.DurationVar(&sweep, "sweep", hostd.DefaultFullSweep, "interval of the full sweep over every session")
 	f.StringVar(&tz, "tz", "UTC", "IANA time zone recurring tasks are computed in, e.g. Europe/Berlin")
@@ -226,7 +252,7 @@ object.`,
 // runCentral runs the daemon with the control plane: the registry at
 // central, the router over it, and the event endpoint on listen until ctx
 // ends.
-func (g *group) runCentral(ctx context.Context, central, listen string, lease hostd.LeaseConfig, h *mailbox.Host, o hostd.Config, log *slog.Logger, started func()) error {
+func (g *group) runCentral(ctx context.Context, central, listen string, lease hostd.LeaseConfig, h *mailbox.Host, o hostd.Config, dms sessiondb.DMOpener, log *slog.Logger, started func()) error {
 	reg, err := g.OpenRegistry(ctx, central, cli.CreateStore)
 	if err != nil {
 		return err
@@ -234,7 +260,7 @@ func (g *group) runCentral(ctx context.Context, central, listen string, lease ho
 	defer reg.Close()
 	metrics := sdbhttp.NewHostMetrics()
 	o.Observer = metrics
-	rc := hostd.RouterConfig{Registry: reg, Host: h, Deliverer: o.Deliverer, Logger: log, Observer: metrics}
+	rc := hostd.RouterConfig{Registry: reg, Host: h, Deliverer: o.Deliverer, DMs: dms, Logger: log, Observer: metrics}
 	if svc, ok := reg.(sessiondb.HostLeaseService); ok {
 		lease.Service = svc
 		if rc.Leases, err = hostd.NewLeases(lease); err != nil {

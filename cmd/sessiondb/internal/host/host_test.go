@@ -48,6 +48,8 @@ func TestHostBadInput(t *testing.T) {
 		{Name: "host bad zone", Args: []string{"host", "--data", data, "--tz", "Mars/Olympus"}, Code: cli.ExitInvalid, Want: "IANA"},
 		{Name: "host bad poll", Args: []string{"host", "--data", data, "--poll", "0s"}, Code: cli.ExitInvalid, Want: "positive"},
 		{Name: "host bad lease", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--lease-ttl", "0s"}, Code: cli.ExitInvalid, Want: "--lease-ttl"},
+		{Name: "host bad DM opener", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--dm-opener", "smtp:x"}, Code: cli.ExitInvalid, Want: "--dm-opener"},
+		{Name: "host DM opener without central", Args: []string{"host", "--data", data, "--dm-opener", "exec:true"}, Code: cli.ExitInvalid, Want: "--dm-opener needs --central"},
 		{Name: "host bad host id", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--host-id", "a\x01b"}, Code: cli.ExitInvalid, Want: "host"},
 	}, Commands)
 }

@@ -31,8 +31,8 @@ type group struct {
 
 func (g *group) routeCmd() *cobra.Command {
 	var (
-		central, data, host, deliver string
-		direct                       bool
+		central, data, host, deliver, dmOpener string
+		direct                                 bool
 	)
 	c := &cobra.Command{
 		Use:   "route [FILE|-]",
@@ -59,11 +59,16 @@ Where it goes: with --host ADDR, to the host serving that endpoint; else to the
 host serving <data>/host.sock when one answers (it wakes the sessions at once);
 else (or with --direct) the events are routed in this process over --central
 and --data, and a running host's next sweep wakes the sessions. Approval cards
-need a deliverer: the host's, or --deliver when routing directly.
+need a deliverer: the host's, or --deliver when routing directly; and an
+admin's DM on Discord, Slack, Teams, Webex or Google Chat needs a DM opener:
+the host's, or --dm-opener (see ` + "`sessiondb host --help`" + ` for both hooks).
+Without one such an admin cannot be sent a card: the line's result warns why,
+and no DM is cached.
 
-Each line gets one result, printed as it is routed: its outcome (routed,
-dropped with the audit's reason, ignored), the sessions it reached, the
-approval it waits on; --json prints one JSON object per line. A bad line is
+Each line gets one result, printed as it is routed: its outcome (routed: a
+row was written now; duplicate: a redelivered event, its rows already there,
+nothing written; failed; dropped with the audit's reason; ignored), the
+sessions it reached, the approval it waits on; --json prints one JSON object per line. A bad line is
 reported with the field at fault and does not stop the others; the exit status
 is that of the first line that failed.`,
 		Example: `  # route one message through the running host
@@ -71,6 +76,9 @@ is that of the first line that failed.`,
 
   # replay a file of events without a host, one JSON result per line
   sessiondb route --direct --central v2.db --data v2-sessions --json events.jsonl
+
+  # replay a file without a host, cards to ./send.sh, Slack DMs opened by ./open-dm.sh
+  sessiondb route --direct --deliver exec:./send.sh --dm-opener exec:./open-dm.sh events.jsonl
 
   # an admin clicks Allow on an unknown-sender card
   echo '{"type":"click","channel_type":"telegram","user_id":"1","action":"ncq:nsa-1747000000000-abc123:0"}' | sessiondb route`,
@@ -100,15 +108,15 @@ is that of the first line that failed.`,
 				}
 			}
 			if host != "" {
-				if deliver != "" {
-					return sessiondb.Errorf(sessiondb.EINVALID, "--deliver is for --direct routing: the host at %s sends cards with its own", host)
+				if deliver != "" || dmOpener != "" {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--deliver and --dm-opener are for --direct routing: the host at %s sends cards with its own", host)
 				}
 				if err := hostd.SendLines(ctx, host, in, p.emit); err != nil {
 					return err
 				}
 				return p.done()
 			}
-			if err := g.direct(ctx, central, dataRoot, deliver, in, p.emit); err != nil {
+			if err := g.direct(ctx, central, dataRoot, deliver, dmOpener, in, p.emit); err != nil {
 				return err
 			}
 			return p.done()
@@ -120,11 +128,12 @@ is that of the first line that failed.`,
 	f.StringVar(&central, "central", "", "central registry for --direct (default $SESSIONDB_HOME/v2.db)")
 	f.StringVar(&data, "data", "", "data root of the session mailboxes (default $SESSIONDB_HOME/v2-sessions)")
 	f.StringVar(&deliver, "deliver", "", "for --direct: where approval cards go, exec:CMD or webhook:URL")
+	f.StringVar(&dmOpener, "dm-opener", "", "for --direct: opens an admin's DM on platforms where it is not their handle (Discord, Slack, ...), exec:CMD or webhook:URL")
 	return c
 }
 
 // direct routes the lines of in in this process.
-func (g *group) direct(ctx context.Context, central, data, deliver string, in io.Reader, emit func(hostd.LineResult) error) error {
+func (g *group) direct(ctx context.Context, central, data, deliver, dmOpener string, in io.Reader, emit func(hostd.LineResult) error) error {
 	path, err := cli.CentralPath(central)
 	if err != nil {
 		return err
@@ -140,6 +149,11 @@ func (g *group) direct(ctx context.Context, central, data, deliver string, in io
 		if deliver != "" {
 			if cfg.Deliverer, err = hostd.NewDeliverer(deliver, layout, 0); err != nil {
 				return err
+			}
+		}
+		if dmOpener != "" {
+			if cfg.DMs, err = hostd.NewDMOpener(dmOpener, 0); err != nil {
+				return sessiondb.Wrap(sessiondb.EINVALID, err, "--dm-opener")
 			}
 		}
 		r, err := hostd.NewRouter(cfg)
@@ -192,7 +206,8 @@ func (p *printer) done() error {
 }
 
 // Describe is one line's result in words: "line N: <message id> routed to
-// ag/sess (engage, new); ag2/... (accumulate)", "line N: m2 dropped:
+// ag/sess (engage, new); ag2/... (accumulate)", "line N: m1 duplicate:
+// already in ag/sess (engage)", "line N: m2 dropped:
 // unknown_sender_strict (waiting on approval nsa-...)", "line N: click
 // nsa-... approved", "line N: error: ...".
 func Describe(r hostd.LineResult) string {
@@ -214,7 +229,7 @@ func Describe(r hostd.LineResult) string {
 				if d.SessionCreated {
 					what += ", new session"
 				}
-				if d.Duplicate {
+				if d.Duplicate && m.Outcome != hostd.RouteDuplicate {
 					what += ", already there"
 				}
 				if d.Woken {
@@ -224,8 +239,10 @@ func Describe(r hostd.LineResult) string {
 			}
 		}
 		switch {
-		case len(parts) > 0 && m.Outcome == hostd.RouteRouted:
+		case len(parts) > 0 && (m.Outcome == hostd.RouteRouted || m.Outcome == hostd.RouteFailed):
 			b.WriteString(" to " + strings.Join(parts, "; "))
+		case len(parts) > 0 && m.Outcome == hostd.RouteDuplicate:
+			b.WriteString(": already in " + strings.Join(parts, "; "))
 		case m.Reason != "":
 			b.WriteString(": " + m.Reason)
 		}
