@@ -32,8 +32,9 @@ import (
 //	                 written as each line is routed
 //	GET  /v1/health  {"ok":true}
 
-// DefaultSocketName is the endpoint's socket file in the data root.
-const DefaultSocketName = "host.sock"
+// DefaultSocketName is the endpoint's socket file in the data root, a name
+// no agent group may take (sessiondb.HostFiles).
+const DefaultSocketName = sessiondb.HostSocketFile
 
 // MaxLineBytes bounds one inbound JSON line (an event with attachments).
 const MaxLineBytes = 8 << 20
