@@ -3,13 +3,11 @@ package host
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,9 +133,14 @@ object.`,
 			if err != nil {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--tz %q: not an IANA time zone (%v)", tz, err)
 			}
-			if err := os.MkdirAll(data, 0o700); err != nil {
-				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "create --data %s", data)
+			// One host per data root, before anything is opened: a second
+			// host would deliver every message again and reset the
+			// registry's view of the first one's containers.
+			rootLock, err := hostd.LockRoot(data)
+			if err != nil {
+				return err
 			}
+			defer rootLock.Close()
 			var handler slog.Handler = slog.NewTextHandler(g.Err, &slog.HandlerOptions{Level: level})
 			if g.JSON {
 				handler = slog.NewJSONHandler(g.Err, &slog.HandlerOptions{Level: level})
@@ -151,7 +154,7 @@ object.`,
 			if err != nil {
 				return err
 			}
-			o := hostd.Config{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers, ExpiryEvery: expire}
+			o := hostd.Config{Logger: log, Poll: poll, FullSweep: sweep, DrainWorkers: workers, ExpiryEvery: expire, RootLock: rootLock}
 			if deliver != "" {
 				if o.Deliverer, err = hostd.NewDeliverer(deliver, layout, deliverTimeout); err != nil {
 					return sessiondb.Wrap(sessiondb.EINVALID, err, "--deliver")
@@ -242,11 +245,11 @@ func (g *group) runCentral(ctx context.Context, central, listen string, lease ho
 		}
 		log.Info("leases: sharing the registry with other hosts", "host_id", lease.Host, "lease_ttl", lease.TTL)
 	} else {
-		unlock, err := lockCentral(central)
+		l, err := hostd.LockRegistryFile(central)
 		if err != nil {
 			return err
 		}
-		defer unlock()
+		defer l.Close()
 	}
 	r, err := hostd.NewRouter(rc)
 	if err != nil {
@@ -295,26 +298,6 @@ func defaultHostID(data string) string {
 		data = abs
 	}
 	return name + ":" + data
-}
-
-// lockCentral takes the lock file beside a registry file for as long as
-// the host runs: a file registry has no leases, so one host serves it, and
-// a second host on the same file is refused (conflict) rather than routing
-// and delivering beside the first.
-func lockCentral(path string) (unlock func(), err error) {
-	lockPath := path + ".host-lock"
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "open %s", lockPath)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, sessiondb.Errorf(sessiondb.ECONFLICT, "another host daemon serves the registry %s (it holds %s); a registry in a file serves one host: share a postgres:// registry between hosts", path, lockPath)
-		}
-		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "lock %s", lockPath)
-	}
-	return func() { f.Close() }, nil
 }
 
 // hostMux is what --listen serves: the router's event endpoint (when there
