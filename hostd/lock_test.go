@@ -34,7 +34,10 @@ func TestDaemonHoldsItsDataRoot(t *testing.T) {
 	must(t, err)
 	second, err := New(h, Config{Poll: 20 * time.Millisecond})
 	must(t, err)
-	err = second.Run(ctxb)
+	// The guard ends a daemon that was not refused: a failure, not a hang.
+	guarded, cancelGuard := context.WithTimeout(ctxb, 10*time.Second)
+	err = second.Run(guarded)
+	cancelGuard()
 	wantCode(t, err, sessiondb.ECONFLICT)
 	for _, want := range []string{root, fmt.Sprintf("pid %d", os.Getpid()), "one host per data root"} {
 		if !strings.Contains(err.Error(), want) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
@@ -84,10 +85,21 @@ func TestHostDataRootServesOneHost(t *testing.T) {
 	_, logs, stop := clitest.Start(clitest.Options{}, first, Commands)
 	testkit.WaitFor(t, "the first host running", func() bool { return strings.Contains(logs.String(), "mailbox host running") })
 	pid := fmt.Sprintf("pid %d", os.Getpid())
-	clitest.Fails(t, []clitest.Failure{
-		{Name: "second host", Args: first, Code: cli.ExitConflict, Want: "the data root " + data + " is served by another host daemon (" + pid},
-		{Name: "second host with a registry", Args: []string{"host", "--data", data, "--central", filepath.Join(dir, "v2.db"), "--listen", "off"}, Code: cli.ExitConflict, Want: "one host per data root"},
-	}, Commands)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{first, "the data root " + data + " is served by another host daemon (" + pid},
+		{[]string{"host", "--data", data, "--central", filepath.Join(dir, "v2.db"), "--listen", "off"}, "one host per data root"},
+	} {
+		// The guard ends a host that was not refused: a failure, not a hang.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r := clitest.Run(ctx, clitest.Options{}, c.args, Commands)
+		cancel()
+		if r.Code != cli.ExitConflict || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", c.args, r.Code, r.Stderr, cli.ExitConflict, c.want)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, "v2.db")); !os.IsNotExist(err) {
 		t.Errorf("the refused host made its registry: %v", err)
 	}
