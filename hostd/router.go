@@ -375,6 +375,11 @@ func dropReason(d sessiondb.EngageDecision) string {
 // deliver resolves the wiring's session and writes the row into it,
 // waking it when engaged.
 func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, mode sessiondb.SessionMode, del *Delivery) error {
+	// A group a registry holds under one of the host's file names (NanoClaw
+	// or a hand wrote it) gets no session: its folder would be that file.
+	if err := sessiondb.CheckAgentGroupID("agent_group_id", del.AgentGroupID); err != nil {
+		return err
+	}
 	s, created, err := r.reg.ResolveSession(ctx, sessiondb.SessionLookup{AgentGroupID: del.AgentGroupID,
 		MessagingGroupID: mg.ID, ThreadID: ev.ThreadID, Mode: mode})
 	if err != nil {

@@ -1,13 +1,11 @@
 package http
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
+
+	"github.com/sessiondb/sessiondb/internal/httpguard"
 )
 
 // TokenCookie is the cookie a browser keeps the token in after opening the
@@ -44,7 +42,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}()
 		needToken := s.readsNeedToken()
-		if !needToken && !loopbackHost(r.Host) {
+		if !needToken && !httpguard.LoopbackHost(r.Host) {
 			// A page of another site that resolved its own name to
 			// 127.0.0.1 (DNS rebinding) sends its own name as Host.
 			s.refuse(w, codeForbidden, "this server answers only to a loopback host name (localhost, 127.0.0.1, [::1])")
@@ -81,7 +79,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, token string) {
 // authorized reports whether r carries the server's token, as a bearer
 // token or in the cookie.
 func (s *Server) authorized(r *http.Request) bool {
-	if t, ok := bearer(r); ok {
+	if t, ok := httpguard.Bearer(r); ok {
 		return s.tokenMatches(t)
 	}
 	if c, err := r.Cookie(TokenCookie); err == nil {
@@ -90,40 +88,9 @@ func (s *Server) authorized(r *http.Request) bool {
 	return false
 }
 
-// bearer returns the token of an `Authorization: Bearer` header.
-func bearer(r *http.Request) (string, bool) {
-	a := r.Header.Get("Authorization")
-	scheme, t, ok := strings.Cut(a, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimSpace(t), true
-}
-
-// tokenMatches compares t with the server's token in constant time; the
-// digests have one length whatever the inputs, so not even the token's
-// length leaks. No token matches a server without one.
-func (s *Server) tokenMatches(t string) bool {
-	if s.cfg.Token == "" {
-		return false
-	}
-	a := sha256.Sum256([]byte(t))
-	return subtle.ConstantTimeCompare(a[:], s.tokenSum[:]) == 1
-}
-
-// loopbackHost reports whether a Host header names this machine's loopback:
-// localhost (or a name under .localhost), or a loopback IP, with any port.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// tokenMatches compares t with the server's token in constant time; no
+// token matches a server without one.
+func (s *Server) tokenMatches(t string) bool { return s.token.Matches(t) }
 
 // writeGuard wraps a write route: the server must have a token and r must
 // carry it, and a browser's request must come from this server's own

@@ -31,8 +31,9 @@ type group struct {
 
 func (g *group) routeCmd() *cobra.Command {
 	var (
-		central, data, host, deliver, dmOpener string
-		direct                                 bool
+		central, data, host, deliver, token string
+		dmOpener                            string
+		direct                              bool
 	)
 	c := &cobra.Command{
 		Use:   "route [FILE|-]",
@@ -63,7 +64,9 @@ need a deliverer: the host's, or --deliver when routing directly; and an
 admin's DM on Discord, Slack, Teams, Webex or Google Chat needs a DM opener:
 the host's, or --dm-opener (see ` + "`sessiondb host --help`" + ` for both hooks).
 Without one such an admin cannot be sent a card: the line's result warns why,
-and no DM is cached.
+and no DM is cached. A host's endpoint on loopback TCP takes events only with
+its token: --token, else $SESSIONDB_HOST_TOKEN, else the token file the host
+wrote in --data (.sessiondb-host.token).
 
 Each line gets one result, printed as it is routed: its outcome (routed: a
 row was written now; duplicate: a redelivered event, its rows already there,
@@ -73,6 +76,9 @@ reported with the field at fault and does not stop the others; the exit status
 is that of the first line that failed.`,
 		Example: `  # route one message through the running host
   echo '{"channel_type":"telegram","platform_id":"chat-1","message_id":"m1","sender":{"id":"42"},"text":"hi"}' | sessiondb route
+
+  # through a host serving on loopback TCP (its token is read from --data)
+  sessiondb route --host 127.0.0.1:7070 events.jsonl
 
   # replay a file of events without a host, one JSON result per line
   sessiondb route --direct --central v2.db --data v2-sessions --json events.jsonl
@@ -111,7 +117,14 @@ is that of the first line that failed.`,
 				if deliver != "" || dmOpener != "" {
 					return sessiondb.Errorf(sessiondb.EINVALID, "--deliver and --dm-opener are for --direct routing: the host at %s sends cards with its own", host)
 				}
-				if err := hostd.SendLines(ctx, host, in, p.emit); err != nil {
+				if !hostd.IsSocket(host) {
+					if token, err = endpointToken(token, dataRoot); err != nil {
+						return err
+					}
+				} else if token != "" {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--token is for a host's TCP endpoint; its socket %s needs none", host)
+				}
+				if err := hostd.SendLines(ctx, host, token, in, p.emit); err != nil {
 					return err
 				}
 				return p.done()
@@ -124,12 +137,27 @@ is that of the first line that failed.`,
 	}
 	f := c.Flags()
 	f.StringVar(&host, "host", "", "the host's event endpoint: a socket path or loopback host:port (default <data>/host.sock when a host answers there)")
+	f.StringVar(&token, "token", "", "the token of a host's TCP endpoint (default $"+hostd.TokenEnv+", else the token file the host wrote in --data)")
 	f.BoolVar(&direct, "direct", false, "route in this process even when a host is running")
 	f.StringVar(&central, "central", "", "central registry for --direct (default $SESSIONDB_HOME/v2.db)")
 	f.StringVar(&data, "data", "", "data root of the session mailboxes (default $SESSIONDB_HOME/v2-sessions)")
 	f.StringVar(&deliver, "deliver", "", "for --direct: where approval cards go, exec:CMD or webhook:URL")
 	f.StringVar(&dmOpener, "dm-opener", "", "for --direct: opens an admin's DM on platforms where it is not their handle (Discord, Slack, ...), exec:CMD or webhook:URL")
 	return c
+}
+
+// endpointToken is the token to send to a host's TCP endpoint: the one
+// given, else $SESSIONDB_HOST_TOKEN, else the one the host wrote in its
+// data root ("" when none: the host then says what it wants).
+func endpointToken(given, dataRoot string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	if t := os.Getenv(hostd.TokenEnv); t != "" {
+		return t, nil
+	}
+	t, _, err := hostd.ReadTokenFile(dataRoot)
+	return t, err
 }
 
 // direct routes the lines of in in this process.
