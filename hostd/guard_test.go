@@ -2,6 +2,7 @@ package hostd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -41,6 +42,7 @@ type guardCall struct {
 	headers     map[string]string
 	status      int
 	want        string // part of the answer
+	messageID   string // the event's message id; "" is "attack"
 }
 
 // An event line that would be routed into ag-1's session of chat-1.
@@ -86,11 +88,12 @@ func TestEndpointTCPGuard(t *testing.T) {
 		t.Fatalf("a refused request made sessions %+v", ss)
 	}
 
-	// What a client of this machine sends passes, under any loopback name.
-	for _, host := range []string{"", "localhost:" + port, "[::1]:" + port} {
-		guardDo(t, addr, guardCall{name: "the client", method: "POST", path: "/v1/route", host: host, contentType: ndjson, headers: ok, status: 200, want: `"outcome":"routed"`})
+	// What a client of this machine sends passes, under any loopback name
+	// (each a message of its own: a second send of one is a duplicate).
+	for i, host := range []string{"", "localhost:" + port, "[::1]:" + port} {
+		guardDo(t, addr, guardCall{name: "the client", method: "POST", path: "/v1/route", host: host, contentType: ndjson, headers: ok, status: 200, want: `"outcome":"routed"`, messageID: fmt.Sprintf("client-%d", i)})
 	}
-	guardDo(t, addr, guardCall{name: "a same-origin page", method: "POST", path: "/v1/route", contentType: "application/json", headers: with("Sec-Fetch-Site", "same-origin"), status: 200, want: `"outcome":"routed"`})
+	guardDo(t, addr, guardCall{name: "a same-origin page", method: "POST", path: "/v1/route", contentType: "application/json", headers: with("Sec-Fetch-Site", "same-origin"), status: 200, want: `"outcome":"routed"`, messageID: "same-origin"})
 	guardDo(t, addr, guardCall{name: "health", method: "GET", path: "/v1/health", status: 200, want: `"ok":true`})
 	if !Reachable(ctxb, addr) {
 		t.Fatal("Reachable on TCP")
@@ -146,7 +149,11 @@ func TestEndpointSocketNeedsNoToken(t *testing.T) {
 // guardDo sends tc to the endpoint at addr and checks its answer.
 func guardDo(t *testing.T, addr string, tc guardCall) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctxb, tc.method, "http://"+addr+tc.path, strings.NewReader(guardLine))
+	line := guardLine
+	if tc.messageID != "" {
+		line = strings.Replace(line, "attack", tc.messageID, 1)
+	}
+	req, err := http.NewRequestWithContext(ctxb, tc.method, "http://"+addr+tc.path, strings.NewReader(line))
 	must(t, err)
 	if tc.host != "" {
 		req.Host = tc.host
