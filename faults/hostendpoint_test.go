@@ -215,7 +215,7 @@ func TestHostEndpointRefusesWebPages(t *testing.T) {
 	})
 	var ls struct{ Inbound []struct{ ID string } }
 	lr := e.must(t, "--json", "mailbox", "ls", "--data", data, "--group", "ag-helper", "--session", res.Message.Deliveries[0].SessionID)
-	if err := json.Unmarshal([]byte(lr.Stdout), &ls); err != nil || len(ls.Inbound) != 1 || ls.Inbound[0].ID != "control:ag-helper" {
+	if err := json.Unmarshal([]byte(lr.Stdout), &ls); err != nil || len(ls.Inbound) != 1 || ls.Inbound[0].ID != "control:mg-team:ag-helper" {
 		t.Errorf("the session's inbound: %s; want the client's event alone", lr.Stdout)
 	}
 	host.stop(t)
