@@ -18,8 +18,9 @@ type SessionRecord map[string]any
 
 // Validate checks a record against the rules the API keeps, so an import
 // stores nothing the API would have refused: id and source non-empty
-// strings; started_at, ended_at (when set) and every message's timestamp
-// finite epoch seconds from 1970 to the year 9999 (MaxEpoch); a title that
+// strings, the id within CheckSessionID's limit; started_at, ended_at
+// (when set) and every message's timestamp finite epoch seconds from 1970
+// to the year 9999 (MaxEpoch); a title that
 // SanitizeTitle accepts (at most MaxTitleLength code points once cleaned;
 // ImportValue stores the cleaned title, as SetSessionTitle does);
 // model_config and every message's tool_calls, reasoning_details and
@@ -29,8 +30,12 @@ type SessionRecord map[string]any
 // other values fit their columns is for the backend, which knows the
 // columns (ImportValue).
 func (r SessionRecord) Validate() error {
-	if id, ok := r["id"].(string); !ok || id == "" {
+	id, ok := r["id"].(string)
+	if !ok || id == "" {
 		return Errorf(EINVALID, "id must be a non-empty string")
+	}
+	if err := CheckSessionID(id); err != nil {
+		return Wrap(EINVALID, err, "id")
 	}
 	if src, ok := r["source"].(string); !ok || src == "" {
 		return Errorf(EINVALID, "source must be a non-empty string")

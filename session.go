@@ -49,8 +49,9 @@ type NewSession struct {
 	ParentSessionID string
 }
 
-// Validate checks n as the input of CreateSession: ID and Source set, and
-// ModelConfig encodable as JSON. The error is invalid and names the field.
+// Validate checks n as the input of CreateSession: ID set and within
+// CheckSessionID's limit, Source set, and ModelConfig encodable as JSON.
+// The error is invalid and names the field.
 func (n NewSession) Validate() error {
 	if n.ID != "" && n.Source == "" {
 		return Errorf(EINVALID, "source is required")
@@ -58,9 +59,10 @@ func (n NewSession) Validate() error {
 	return n.validate()
 }
 
-// ValidateFork checks n as the input of ForkSession(src, ...): ID set and
-// not src, ModelConfig encodable as JSON. Source may be empty (the fork
-// inherits src's). The error is invalid and names the field.
+// ValidateFork checks n as the input of ForkSession(src, ...): ID set,
+// within CheckSessionID's limit and not src, ModelConfig encodable as
+// JSON. Source may be empty (the fork inherits src's). The error is
+// invalid and names the field.
 func (n NewSession) ValidateFork(src string) error {
 	if n.ID != "" && n.ID == src {
 		return Errorf(EINVALID, "the fork needs an id of its own")
@@ -69,8 +71,8 @@ func (n NewSession) ValidateFork(src string) error {
 }
 
 func (n NewSession) validate() error {
-	if n.ID == "" {
-		return errEmptySessionID()
+	if err := CheckSessionID(n.ID); err != nil {
+		return err
 	}
 	if len(n.ModelConfig) > 0 {
 		if _, err := json.Marshal(n.ModelConfig); err != nil {
@@ -80,8 +82,28 @@ func (n NewSession) validate() error {
 	return nil
 }
 
-// errEmptySessionID is the refusal of an input without a session id.
-func errEmptySessionID() error { return Errorf(EINVALID, "session id is empty") }
+// MaxSessionIDBytes is the longest session id a store takes for a new
+// session (CreateSession, EnsureSession, ForkSession, ImportSession) or a
+// new message (AppendMessage), in bytes. Hermes' ids are 22 to 36 bytes
+// (20260315_092437_c9a6ff; a cron run's cron_<12 hex>_<time> is 33, an
+// ACP session's UUID 36); 255 is also the longest name of one path
+// segment (MaxNameLen). Without a limit an id of 8,000 bytes passed
+// import, and every append to it failed on PostgreSQL. A longer id already in a store (a Hermes file) still reads,
+// ends, exports and deletes: only new writes naming it are refused.
+const MaxSessionIDBytes = 255
+
+// CheckSessionID refuses the id of a new session or message: empty, or
+// longer than MaxSessionIDBytes. The error is invalid and names the
+// session id (a long one only by its length).
+func CheckSessionID(id string) error {
+	switch {
+	case id == "":
+		return Errorf(EINVALID, "session id is empty")
+	case len(id) > MaxSessionIDBytes:
+		return Errorf(EINVALID, "session id %s is %d bytes, the limit is %d", clipQuote(id, 32), len(id), MaxSessionIDBytes)
+	}
+	return nil
+}
 
 // TokenUpdate is the input of UpdateTokenCounts. Incremental by default: the
 // five token columns are added to; EstimatedCostUSD is added (nil adds 0);

@@ -29,10 +29,13 @@ func TestValidate(t *testing.T) {
 		{"session without source", NewSession{ID: "s"}, "source"},
 		{"session with unencodable config", NewSession{ID: "s", Source: "cli", ModelConfig: map[string]any{"f": func() {}}}, "model_config"},
 		{"session with empty config", NewSession{ID: "s", Source: "cli", ModelConfig: map[string]any{}}, ""},
+		{"session with an id at the limit", NewSession{ID: strings.Repeat("s", MaxSessionIDBytes), Source: "cli"}, ""},
+		{"session with an id over the limit", NewSession{ID: strings.Repeat("s", MaxSessionIDBytes+1), Source: "cli"}, "session id \"sss"},
 
 		{"message", NewMessage{SessionID: "s", Role: "user"}, ""},
 		{"message without session", NewMessage{Role: "user"}, "session id"},
 		{"message without role", NewMessage{SessionID: "s"}, "role"},
+		{"message to an id over the limit", NewMessage{SessionID: strings.Repeat("s", 8000), Role: "user"}, "8000 bytes, the limit is 255"},
 
 		{"tokens", TokenUpdate{Input: 3, EstimatedCostUSD: &neg, ActualCostUSD: new(float64)}, ""},
 		{"NaN estimate", TokenUpdate{EstimatedCostUSD: &nan}, "estimated_cost_usd"},
@@ -65,6 +68,7 @@ func TestValidate(t *testing.T) {
 		}), ""},
 		{"record with exported messages", rec(func(r SessionRecord) { r["messages"] = []Message{{Role: "user"}} }), ""},
 		{"record without id", rec(func(r SessionRecord) { delete(r, "id") }), "id"},
+		{"record with an id over the limit", rec(func(r SessionRecord) { r["id"] = strings.Repeat("s", 256) }), "id: session id"},
 		{"record with numeric id", rec(func(r SessionRecord) { r["id"] = 3.0 }), "id"},
 		{"record with empty source", rec(func(r SessionRecord) { r["source"] = "" }), "source"},
 		{"record with text started_at", rec(func(r SessionRecord) { r["started_at"] = "yesterday" }), "started_at"},
@@ -102,6 +106,7 @@ func TestValidateFork(t *testing.T) {
 		{"no id", NewSession{}, "session id"},
 		{"same id as the source session", NewSession{ID: "src"}, "id of its own"},
 		{"unencodable config", NewSession{ID: "f", ModelConfig: map[string]any{"c": make(chan int)}}, "model_config"},
+		{"id over the limit", NewSession{ID: strings.Repeat("f", 256)}, "256 bytes, the limit is 255"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

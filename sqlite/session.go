@@ -59,10 +59,11 @@ ON CONFLICT(id) DO UPDATE SET
 }
 
 // EnsureSession inserts (id, source, model, now) when the session is
-// absent and does nothing otherwise. An empty source is "unknown".
+// absent and does nothing otherwise. An empty source is "unknown"; an id
+// CheckSessionID refuses is invalid.
 func (s *Store) EnsureSession(ctx context.Context, id, source, model string) error {
-	if id == "" {
-		return sessiondb.Errorf(sessiondb.EINVALID, "ensure session: session id is empty")
+	if err := sessiondb.CheckSessionID(id); err != nil {
+		return sessiondb.Wrap("", err, "ensure session")
 	}
 	if source == "" {
 		source = "unknown"

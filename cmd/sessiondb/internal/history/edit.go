@@ -158,8 +158,8 @@ func checkNewID(id string) error {
 	if id == "" {
 		return sessiondb.Errorf(sessiondb.EINVALID, "--id is empty: give the new session's id, or leave --id out for a generated one")
 	}
-	if len(id) > 200 {
-		return sessiondb.Errorf(sessiondb.EINVALID, "--id is %d bytes long: keep it under 200", len(id))
+	if len(id) > sessiondb.MaxSessionIDBytes {
+		return sessiondb.Errorf(sessiondb.EINVALID, "--id is %d bytes long, the limit is %d", len(id), sessiondb.MaxSessionIDBytes)
 	}
 	for _, r := range id {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
