@@ -20,9 +20,10 @@ type SessionRecord map[string]any
 // stores nothing the API would have refused: id and source non-empty
 // strings, the id within CheckSessionID's limit; started_at, ended_at
 // (when set) and every message's timestamp finite epoch seconds from 1970
-// to the year 9999 (MaxEpoch); a title that
-// SanitizeTitle accepts (at most MaxTitleLength code points once cleaned;
-// ImportValue stores the cleaned title, as SetSessionTitle does);
+// to the year 9999 (MaxEpoch); an end_reason, when a string, one that
+// CheckEndReason accepts; a title that SanitizeTitle accepts (at most
+// MaxTitleLength code points once cleaned; ImportValue stores the cleaned
+// title, as SetSessionTitle does);
 // model_config and every message's tool_calls, reasoning_details and
 // codex_reasoning_items, when given as text, valid JSON; messages absent,
 // null or a list of objects each with a non-empty string role. The error
@@ -45,6 +46,11 @@ func (r SessionRecord) Validate() error {
 	}
 	if err := checkEpoch("ended_at", r["ended_at"], false); err != nil {
 		return err
+	}
+	if er, ok := r["end_reason"].(string); ok {
+		if err := CheckEndReason(er); err != nil {
+			return err
+		}
 	}
 	if t, ok := r["title"].(string); ok {
 		if _, err := SanitizeTitle(t); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"unicode/utf8"
 )
 
 // Session is one row of the sessions table (Hermes state.db v6). Nullable
@@ -101,6 +102,35 @@ func CheckSessionID(id string) error {
 		return Errorf(EINVALID, "session id is empty")
 	case len(id) > MaxSessionIDBytes:
 		return Errorf(EINVALID, "session id %s is %d bytes, the limit is %d", clipQuote(id, 32), len(id), MaxSessionIDBytes)
+	}
+	return nil
+}
+
+// MaxEndReasonBytes is the longest end reason EndSession takes, in bytes.
+// Hermes writes short words (compression, cli_close, cron_complete,
+// session_reset; orphaned_compression is the longest, 20 bytes), and its
+// API server whatever a client sends, which had no bound here either: a
+// reason of 900 KB was stored, and shown in every listing.
+const MaxEndReasonBytes = 128
+
+// CheckEndReason refuses the reason of EndSession (or an imported
+// end_reason) unless it is one line of text: not empty, at most
+// MaxEndReasonBytes, valid UTF-8, without control characters (C0, DEL and
+// C1: no NUL, ESC, tab or line break). The error is invalid and names
+// end_reason.
+func CheckEndReason(reason string) error {
+	switch {
+	case reason == "":
+		return Errorf(EINVALID, "end_reason is empty")
+	case len(reason) > MaxEndReasonBytes:
+		return Errorf(EINVALID, "end_reason %s is %d bytes, the limit is %d", clipQuote(reason, 32), len(reason), MaxEndReasonBytes)
+	case !utf8.ValidString(reason):
+		return Errorf(EINVALID, "end_reason %s is not valid UTF-8", clipQuote(reason, 32))
+	}
+	for _, r := range reason {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return Errorf(EINVALID, "end_reason %s holds a control character: it must be one line of text", clipQuote(reason, 32))
+		}
 	}
 	return nil
 }
@@ -218,7 +248,8 @@ type SessionService interface {
 	// An empty source means "unknown".
 	EnsureSession(ctx context.Context, id, source, model string) error
 	// EndSession sets ended_at and end_reason unless already ended: the first
-	// reason wins. Unknown ids are a no-op.
+	// reason wins. Unknown ids are a no-op; a reason CheckEndReason refuses
+	// is invalid.
 	EndSession(ctx context.Context, id, reason string) error
 	// ReopenSession clears ended_at and end_reason.
 	ReopenSession(ctx context.Context, id string) error

@@ -71,6 +71,9 @@ func TestValidate(t *testing.T) {
 		{"record with an id over the limit", rec(func(r SessionRecord) { r["id"] = strings.Repeat("s", 256) }), "id: session id"},
 		{"record with numeric id", rec(func(r SessionRecord) { r["id"] = 3.0 }), "id"},
 		{"record with empty source", rec(func(r SessionRecord) { r["source"] = "" }), "source"},
+		{"record with an end reason", rec(func(r SessionRecord) { r["end_reason"] = "cli_close" }), ""},
+		{"record with a null end reason", rec(func(r SessionRecord) { r["end_reason"] = nil }), ""},
+		{"record with an escape in end_reason", rec(func(r SessionRecord) { r["end_reason"] = "\x1b]0;x\x07" }), "end_reason"},
 		{"record with text started_at", rec(func(r SessionRecord) { r["started_at"] = "yesterday" }), "started_at"},
 		{"record with messages as text", rec(func(r SessionRecord) { r["messages"] = "none" }), "messages"},
 		{"record with a message not an object", rec(func(r SessionRecord) { r["messages"] = []any{okMsg, "hi"} }), "messages[1]"},
@@ -93,6 +96,26 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate() = %v (code %q), want invalid naming %q", err, ErrorCode(err), c.field)
 			}
 		})
+	}
+}
+
+// TestCheckEndReason: an end reason is one line of text of at most
+// MaxEndReasonBytes; every refusal is invalid and names end_reason.
+func TestCheckEndReason(t *testing.T) {
+	for _, ok := range []string{"compression", "orphaned_compression", "user closed the tab", "fermé", strings.Repeat("r", MaxEndReasonBytes)} {
+		if err := CheckEndReason(ok); err != nil {
+			t.Errorf("CheckEndReason(%.20q) = %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", strings.Repeat("r", MaxEndReasonBytes+1), strings.Repeat("r", 900<<10),
+		"nul\x00", "esc\x1b[2J", "two\nlines", "tab\there", "del\x7f", "c1\u0085", "csi\u009b2J", "bad\xff"} {
+		err := CheckEndReason(bad)
+		if ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), "end_reason") {
+			t.Errorf("CheckEndReason(%.20q) = %v, want invalid naming end_reason", bad, err)
+		}
+		if err != nil && len(err.Error()) > 200 {
+			t.Errorf("CheckEndReason(%.20q): the error is %d bytes long", bad, len(err.Error()))
+		}
 	}
 }
 

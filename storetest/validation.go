@@ -78,6 +78,22 @@ func testValidation(t *testing.T, h Harness) {
 			_, err := e.s.AppendMessage(e.ctx, sessiondb.NewMessage{SessionID: long, Role: "user", Content: str("x")})
 			return err
 		}, tooLong},
+		{"EndSession with a reason of 900 KB", func(e *env) error {
+			return e.s.EndSession(e.ctx, "a", strings.Repeat("r", 900<<10))
+		}, "end_reason"},
+		{"EndSession with a NUL in its reason", func(e *env) error {
+			return e.s.EndSession(e.ctx, "a", "done\x00")
+		}, "end_reason"},
+		{"EndSession with an escape sequence in its reason", func(e *env) error {
+			return e.s.EndSession(e.ctx, "a", "\x1b[2Jdone")
+		}, "end_reason"},
+		{"EndSession with an empty reason", func(e *env) error {
+			return e.s.EndSession(e.ctx, "a", "")
+		}, "end_reason"},
+		{"ImportSession with a line break in end_reason", func(e *env) error {
+			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": "b", "source": "cli", "started_at": 1.0, "ended_at": 2.0, "end_reason": "a\nb"})
+			return err
+		}, "end_reason"},
 		{"ApplyRetention without an age", func(e *env) error {
 			_, err := e.s.ApplyRetention(e.ctx, sessiondb.RetentionPolicy{})
 			return err
@@ -97,8 +113,8 @@ func testValidation(t *testing.T, h Harness) {
 				t.Errorf("sessions after the refusal = %d, %v; want 1", n, err)
 			}
 			s := e.get("a")
-			if s.MessageCount != 1 || s.InputTokens != 0 {
-				t.Errorf("session a after the refusal: %d messages, %d input tokens; want 1, 0", s.MessageCount, s.InputTokens)
+			if s.MessageCount != 1 || s.InputTokens != 0 || s.EndedAt != nil {
+				t.Errorf("session a after the refusal: %d messages, %d input tokens, ended at %v; want 1, 0, not ended", s.MessageCount, s.InputTokens, derefF(s.EndedAt))
 			}
 		})
 	}

@@ -175,7 +175,8 @@ func (h *group) endCmd() *cobra.Command {
 		Use:   "end <id|prefix|title>",
 		Short: "Mark a session ended, with a reason",
 		Long: `Set a session's end time to now and its end reason. The first reason wins:
-ending an ended session changes nothing (reopen it first to end it again).`,
+ending an ended session changes nothing (reopen it first to end it again).
+The reason is one line of text, at most 128 bytes, without control characters.`,
 		Example: `  sessiondb end 20261006_164519_f28a0c
   sessiondb end proj --reason compression`,
 		Args: cli.ExactArgs(1, "one session id, id prefix or title"),
