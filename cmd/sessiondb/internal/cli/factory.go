@@ -65,7 +65,10 @@ Agent state.db (schema v6), so it works on an existing ~/.hermes/state.db too:
 
   sessiondb --db ~/.hermes/state.db search docker
 
-The store defaults to $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.`,
+The store defaults to $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db,
+else ~/.sessiondb/state.db. A postgres:// URL needs no password in it: put the
+password in $PGPASSWORD or a password file (~/.pgpass, $PGPASSFILE), where the
+process list does not show it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -78,6 +81,9 @@ The store defaults to $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return sessiondb.Errorf(sessiondb.EINVALID, "%v (see `%s --help`)", err, c.CommandPath())
 	})
+	// Every command of every group runs this first (none has a hook of
+	// its own, which would replace it).
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) { f.warnURLPasswords(c) }
 	for _, g := range groups {
 		root.AddCommand(g(f)...)
 	}

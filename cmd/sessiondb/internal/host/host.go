@@ -200,7 +200,7 @@ object.`,
 			}
 			lease := hostd.LeaseConfig{Host: hostID, TTL: leaseTTL, Now: g.Now, Logger: log}
 			return g.runCentral(c.Context(), central, listen, lease, h, o, log, func() {
-				log.Info("mailbox host running", "central", central, "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
+				log.Info("mailbox host running", "central", errtext.RedactPassword(central), "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "poll", poll, "tz", loc.String())
 			})
 		},
 	}
