@@ -72,7 +72,7 @@ process list does not show it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store: a state.db file or a postgres:// URL (default $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
+	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store: a state.db file or a postgres:// URL, its password in $PGPASSWORD or ~/.pgpass rather than in the URL (default $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "print data as JSON for scripts")
 	root.PersistentFlags().BoolVar(&f.ReadOnly, "read-only", false, "open the store read-only (no schema changes, no writes)")
 	// Flag mistakes are the caller's: give them a code (exit 2) and a

@@ -107,7 +107,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 		},
 	}
 	c.Flags().Int64Var(&at, "at", 0, "copy messages up to and including this message id (default: all)")
-	c.Flags().StringVar(&newID, "id", "", "id of the new session (default: a new time-based id)")
+	c.Flags().StringVar(&newID, "id", "", "id of the new session, at most 255 bytes (default: a new time-based id)")
 	c.Flags().StringVar(&title, "title", "", "title of the new session")
 	h.addSynchronousFlag(c)
 	return c
