@@ -172,24 +172,27 @@ func (a *appender) run(batch []*appendReq) {
 	defer cancel()
 	for len(live) > 1 {
 		err := a.runBatch(ctx, live)
+		if err == nil {
+			return
+		}
 		var bad *rowError
 		switch {
-		case err == nil:
-			return
+		case Code(err) == sessiondb.EBUSY:
+			// Lost races past the budget, a timeout: no append's fault.
 		case errors.As(err, &bad):
 			bad.r.id, bad.r.err = 0, a.s.classify(bad.err, "append message to %s", bad.r.sessionID)
 			live = slices.DeleteFunc(live, func(r *appendReq) bool { return r == bad.r })
+			continue
 		case refused(err):
 			for _, r := range live {
 				a.runOne(ctx, r)
 			}
 			return
-		default:
-			for _, r := range live {
-				r.id, r.err = 0, err
-			}
-			return
 		}
+		for _, r := range live {
+			r.id, r.err = 0, err
+		}
+		return
 	}
 	a.runOne(ctx, live[0])
 }
@@ -204,12 +207,11 @@ type rowError struct {
 func (e *rowError) Error() string { return e.err.Error() }
 func (e *rowError) Unwrap() error { return e.err }
 
-// refused reports a batch the server refused (an error it answered,
-// other than the lost races and timeouts that are busy): the transaction
-// was rolled back, so its appends may be written again.
+// refused reports a batch the server refused (an error it answered): the
+// transaction was rolled back, so its appends may be written again.
 func refused(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && Code(err) != sessiondb.EBUSY
+	return errors.As(err, &pe)
 }
 
 // runBatch writes live, two or more appends, in one transaction: it locks

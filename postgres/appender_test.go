@@ -239,3 +239,31 @@ func TestNotifyOfALongID(t *testing.T) {
 		t.Fatal("the waiter of the long id was never woken")
 	}
 }
+
+// TestNotifyFromAnOlderProcess: a process of an older version sharing the
+// schema announces its appends with the raw session id; the waiters of
+// that session still wake.
+func TestNotifyFromAnOlderProcess(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	woke := make(chan error, 1)
+	go func() {
+		_, err := s.WaitForMessages(ctx, "good", 0)
+		woke <- err
+	}()
+	for {
+		s.notify.mu.Lock()
+		n := len(s.notify.waiters)
+		s.notify.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	pgtest.Exec(t, url, `INSERT INTO messages (session_id, role, content, "timestamp") VALUES ('good', 'user', 'old', 1773566678);
+SELECT pg_notify('`+s.channel()+`', 'good')`)
+	if err := <-woke; err != nil {
+		t.Fatalf("the waiter was not woken by the raw id: %v", err)
+	}
+}

@@ -134,7 +134,10 @@ func (n *notifier) listen(ctx context.Context, ready chan struct{}) {
 					if err != nil {
 						break
 					}
+					// A process of an older version announces the raw
+					// id: its key wakes the same waiters.
 					n.wake(note.Payload, false)
+					n.wake(notifyKey(note.Payload), false)
 				}
 			}
 			conn.Close(context.Background())
