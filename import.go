@@ -18,10 +18,12 @@ type SessionRecord map[string]any
 
 // Validate checks a record against the rules the API keeps, so an import
 // stores nothing the API would have refused: id and source non-empty
-// strings; started_at, ended_at (when set) and every message's timestamp
-// finite epoch seconds from 1970 to the year 9999 (MaxEpoch); a title that
-// SanitizeTitle accepts (at most MaxTitleLength code points once cleaned;
-// ImportValue stores the cleaned title, as SetSessionTitle does);
+// strings, the id within CheckSessionID's limit; started_at, ended_at
+// (when set) and every message's timestamp finite epoch seconds from 1970
+// to the year 9999 (MaxEpoch); an end_reason, when a string, one that
+// CheckEndReason accepts; a title that SanitizeTitle accepts (at most
+// MaxTitleLength code points once cleaned; ImportValue stores the cleaned
+// title, as SetSessionTitle does);
 // model_config and every message's tool_calls, reasoning_details and
 // codex_reasoning_items, when given as text, valid JSON; messages absent,
 // null or a list of objects each with a non-empty string role. The error
@@ -29,8 +31,12 @@ type SessionRecord map[string]any
 // other values fit their columns is for the backend, which knows the
 // columns (ImportValue).
 func (r SessionRecord) Validate() error {
-	if id, ok := r["id"].(string); !ok || id == "" {
+	id, ok := r["id"].(string)
+	if !ok || id == "" {
 		return Errorf(EINVALID, "id must be a non-empty string")
+	}
+	if err := CheckSessionID(id); err != nil {
+		return Wrap(EINVALID, err, "id")
 	}
 	if src, ok := r["source"].(string); !ok || src == "" {
 		return Errorf(EINVALID, "source must be a non-empty string")
@@ -40,6 +46,11 @@ func (r SessionRecord) Validate() error {
 	}
 	if err := checkEpoch("ended_at", r["ended_at"], false); err != nil {
 		return err
+	}
+	if er, ok := r["end_reason"].(string); ok {
+		if err := CheckEndReason(er); err != nil {
+			return err
+		}
 	}
 	if t, ok := r["title"].(string); ok {
 		if _, err := SanitizeTitle(t); err != nil {

@@ -60,13 +60,14 @@ type NewMessage struct {
 	TokenCount          *int64
 }
 
-// Validate checks that m names its session and role. The error is invalid
+// Validate checks that m names its session (an id CheckSessionID accepts)
+// and role. The error is invalid
 // and names the field. Whether ToolCalls, ReasoningDetails and
 // CodexReasoningItems encode as JSON is found when the backend encodes them
 // (once, for storing), and reported naming the field too.
 func (m NewMessage) Validate() error {
-	if m.SessionID == "" {
-		return errEmptySessionID()
+	if err := CheckSessionID(m.SessionID); err != nil {
+		return err
 	}
 	if m.Role == "" {
 		return Errorf(EINVALID, "role is empty")

@@ -29,6 +29,7 @@ func TestWrites(t *testing.T) {
 	if s.Title != nil {
 		t.Fatalf("cleared title %v", *s.Title)
 	}
+	f.do("POST", "/api/v1/sessions/keep/end", `{"reason":"done\u001b[2J"}`, auth...).apiError(t, 400, "invalid")
 	f.do("POST", "/api/v1/sessions/keep/end", `{"reason":"done"}`, auth...).ok(t, &s)
 	if s.EndedAt == nil || *s.EndReason != "done" {
 		t.Fatalf("end %+v", s)

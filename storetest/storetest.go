@@ -76,6 +76,7 @@ func Run(t *testing.T, h Harness) {
 		{"Usage", testUsage},
 		{"Retention", testRetention},
 		{"Validation", testValidation},
+		{"SessionIDLimit", testSessionIDLimit},
 	})
 }
 

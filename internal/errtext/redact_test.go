@@ -1,6 +1,9 @@
 package errtext
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRedactURL(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -31,6 +34,31 @@ func TestRedactCommand(t *testing.T) {
 	} {
 		if got := RedactCommand(tc.in); got != tc.want {
 			t.Errorf("RedactCommand(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRedactPassword(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		has      bool
+	}{
+		{"/home/me/.hermes/state.db", "/home/me/.hermes/state.db", false},
+		{"state:with:colons@and-at.db", "state:with:colons@and-at.db", false},
+		{"postgres://agent@db.internal/sessions?search_path=a", "postgres://agent@db.internal/sessions?search_path=a", false},
+		{"postgres://agent:@db.internal/sessions", "postgres://agent:@db.internal/sessions", false},
+		{"postgres://agent:s3cret@db.internal:5432/sessions", "postgres://agent:xxxxx@db.internal:5432/sessions", true},
+		{"postgresql://agent:p%40ss@db/s?sslmode=disable", "postgresql://agent:xxxxx@db/s?sslmode=disable", true},
+		{"postgres://db/s?user=agent&password=s3cret", "postgres://db/s?password=xxxxx&user=agent", true},
+		{"postgres://db/s?sslpassword=s3cret", "postgres://db/s?sslpassword=xxxxx", true},
+		{"postgres://agent:s3cret@db:notaport/s", "(a URL)", true},
+		{"postgres://db:notaport/s", "(a URL)", false},
+	} {
+		if got := RedactPassword(tc.in); got != tc.want || strings.Contains(got, "s3cret") {
+			t.Errorf("RedactPassword(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got := HasPassword(tc.in); got != tc.has {
+			t.Errorf("HasPassword(%q) = %v, want %v", tc.in, got, tc.has)
 		}
 	}
 }

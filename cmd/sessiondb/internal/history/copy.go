@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 func (h *group) copyCmd() *cobra.Command {
@@ -58,7 +59,7 @@ func (h *group) copy(ctx context.Context, from, to string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer cli.CloseInto(&err, dst, "close "+to)
+	defer cli.CloseInto(&err, dst, "close "+errtext.RedactPassword(to))
 	var bar *cli.ProgressLine
 	rep, err := sessiondb.Copy(ctx, src, dst, func(done, total int) {
 		if bar == nil {

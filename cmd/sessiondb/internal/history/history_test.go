@@ -773,6 +773,7 @@ func TestBadInput(t *testing.T) {
 		{"fork with a blank title", []string{"--db", db, "fork", dockerID, "--title", " \u200b "}, cli.ExitInvalid, "--title"},
 		{"fork at another session's message", []string{"--db", db, "fork", dockerID, "--at", "20"}, cli.ExitInvalid, "has no message 20"},
 		{"fork at a message past the end", []string{"--db", db, "fork", dockerID, "--at", "99999"}, cli.ExitInvalid, "has no message 99999"},
+		{"fork onto an id over the limit", []string{"--db", db, "fork", dockerID, "--id", strings.Repeat("f", 256)}, cli.ExitInvalid, "256 bytes long, the limit is 255"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

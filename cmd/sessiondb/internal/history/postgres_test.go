@@ -133,3 +133,44 @@ func TestCopyRoundTrip(t *testing.T) {
 		t.Errorf("copy without --to: exit %d, %q", r.Code, r.Stderr)
 	}
 }
+
+// TestPasswordNeverPrinted: a URL holding a password, given with --db or
+// --to, is warned about once and the password appears in no output, no
+// error and no report (the test server trusts every loopback connection,
+// so any password opens it); from $SESSIONDB_DATABASE_URL it is not warned
+// about.
+func TestPasswordNeverPrinted(t *testing.T) {
+	const secret = "s3cret-pw"
+	withPW := func(url string) string {
+		return strings.Replace(url, "postgres://postgres@", "postgres://postgres:"+secret+"@", 1)
+	}
+	url := withPW(pgURL(t))
+	if !strings.Contains(url, secret) {
+		t.Fatalf("the test server's URL %q is not postgres://postgres@...", url)
+	}
+	check := func(r clitest.Result, warned bool) {
+		t.Helper()
+		if strings.Contains(r.Stdout+r.Stderr, secret) {
+			t.Errorf("the password is printed:\nstdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+		}
+		if n := strings.Count(r.Stderr, "holds a password"); n != map[bool]int{true: 1, false: 0}[warned] {
+			t.Errorf("%d warnings, want warned=%v: %s", n, warned, r.Stderr)
+		}
+	}
+	r := runCLI(t, "", "--db", url, "sessions")
+	if r.Code != cli.ExitNotFound {
+		t.Fatalf("sessions on an empty schema: exit %d, %s", r.Code, r.Stderr)
+	}
+	check(r, true)
+	r = mustCLI(t, "--db", url, "quickstart")
+	if !strings.Contains(r.Stdout, "postgres:xxxxx@") {
+		t.Errorf("quickstart does not name the store with its password masked: %s", r.Stdout)
+	}
+	check(r, true)
+	check(mustCLI(t, "--db", url, "--json", "quickstart"), true)
+	check(mustCLI(t, "copy", "--from", exampleDB(t), "--to", withPW(pgURL(t))), true)
+
+	t.Setenv("SESSIONDB_DATABASE_URL", url)
+	t.Setenv("SESSIONDB_HOME", t.TempDir())
+	check(mustCLI(t, "sessions"), false)
+}

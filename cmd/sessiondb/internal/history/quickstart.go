@@ -6,6 +6,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/examples"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 func (h *group) quickstartCmd() *cobra.Command {
@@ -32,6 +33,7 @@ point --db at a scratch file to keep your own store clean.`,
 			if err != nil {
 				return err
 			}
+			path = errtext.RedactPassword(path)
 			ctx := c.Context()
 			return h.withStore(ctx, cli.CreateStore, func(st sessiondb.Store) error {
 				res, err := h.importRecords(ctx, st, examples.Conversations(), examples.Size(), "examples/conversations.jsonl", false)

@@ -23,7 +23,8 @@ on a terminal, [in brackets] otherwise), and the messages just before and
 after it in the same session.
 
 The query takes FTS5 syntax: words (all must match), "exact phrases",
-prefix*, OR, NOT. Punctuation that FTS5 would reject is quoted for you, and
+prefix*, OR, NOT; content:word is a column filter on the one column, the
+same as word. Punctuation that FTS5 would reject is quoted for you, and
 text in Chinese, Japanese or Korean is matched as a substring.
 
 A store of up to 200,000 messages is ranked whole, as Hermes ranks it. On a

@@ -190,7 +190,10 @@ reported with its line number and what was wrong, the lines around it are
 still imported, and the command exits with status 2. A continuation that
 comes before its parent in the file is held back until the parent is in; one
 whose parent is in neither the store nor the file (a partial export) fails,
-unless --detach-orphans imports it without its parent.`,
+unless --detach-orphans imports it without its parent. A session id is at
+most 255 bytes and an end_reason one line of at most 128 bytes; a record
+breaking either is a bad line (a store Hermes wrote may hold longer ids:
+they still show, export and delete there).`,
 		Example: `  sessiondb import examples/conversations.jsonl
   sessiondb --db /tmp/copy.db import backup.jsonl
   sessiondb export --source cli | sessiondb --db other.db import -

@@ -255,7 +255,7 @@ object.`,
 				}
 			}
 			return g.runCentral(c.Context(), central, listen, token, lease, h, o, dms, log, func() {
-				log.Info("mailbox host running", "central", central, "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "dm_opener", redactSpec(dmOpener), "poll", poll, "tz", loc.String())
+				log.Info("mailbox host running", "central", errtext.RedactPassword(central), "data", data, "deliver", redactSpec(deliver), "wake", redactSpec(wake), "dm_opener", redactSpec(dmOpener), "poll", poll, "tz", loc.String())
 			})
 		},
 	}
