@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -74,8 +73,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, token string) {
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	q := r.URL.Query()
 	q.Del("token")
-	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	target := localPath(r.URL.EscapedPath())
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// localPath returns p as a path on this server: one slash, then p without
+// its leading slashes and backslashes. A request for //evil.com/?token=T
+// must not send the browser to //evil.com/ (a browser reads a leading //
+// or /\ as another host), whatever the request line said.
+func localPath(p string) string {
+	return "/" + strings.TrimLeft(p, `/\`)
 }
 
 // authorized reports whether r carries the server's token, as a bearer

@@ -1,10 +1,15 @@
 package http_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -154,6 +159,69 @@ func TestTokenURLSetsCookie(t *testing.T) {
 		t.Fatalf("cookie %+v", c)
 	}
 	f.get("/?token=wrong").apiError(t, 401, "unauthorized")
+}
+
+// The login's redirect stays on this server whatever the request line
+// said: a path that starts with // or /\ would send the browser, token
+// just accepted, to another host.
+func TestTokenURLRedirectStaysOnServer(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	for _, c := range []struct{ target, want string }{
+		{"//evil.com/?token=" + testToken, "/evil.com/"},
+		{"//evil.com?token=" + testToken + "&x=1", "/evil.com?x=1"},
+		{"///evil.com/a?token=" + testToken, "/evil.com/a"},
+		{`/\evil.com/?token=` + testToken, "/%5Cevil.com/"},
+		{"/s/a%2Fb?token=" + testToken, "/s/a%2Fb"},
+	} {
+		resp := rawGet(t, f.ts.Listener.Addr().String(), c.target)
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusSeeOther || loc != c.want {
+			t.Errorf("GET %s: %d, Location %q, want 303 to %q", c.target, resp.StatusCode, loc, c.want)
+		}
+		if u, err := url.Parse(loc); err != nil || u.Host != "" || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, `/\`) {
+			t.Errorf("GET %s: Location %q leaves the server", c.target, loc)
+		}
+	}
+}
+
+// rawGet sends target as it is on the request line (a Go client would
+// clean it) and returns the response, its body read.
+func rawGet(t *testing.T, addr, target string) *http.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, addr)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// /healthz needs no token: without it, a failing store is only "down";
+// its error (which names a PostgreSQL user, database, host and port, or a
+// file's path) is for a caller with the token.
+func TestHealthzHidesTheErrorWithoutToken(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.get("/healthz").ok(t, nil)
+	f.st.Close()
+	r := f.get("/healthz")
+	if r.status != http.StatusServiceUnavailable || strings.TrimSpace(string(r.body)) != `{"ok":false}` {
+		t.Errorf("/healthz without the token on a closed store: %d %s, want 503 {\"ok\":false}", r.status, r.body)
+	}
+	r = f.get("/healthz", auth...)
+	var body struct {
+		OK    bool
+		Error string
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusServiceUnavailable || body.OK || body.Error == "" {
+		t.Errorf("/healthz with the token on a closed store: %d %s, want 503 with the error", r.status, r.body)
+	}
 }
 
 func TestSecurityHeaders(t *testing.T) {
