@@ -1,18 +1,51 @@
 package http
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
 )
 
-// TokenCookie is the cookie a browser keeps the token in after opening the
-// URL the server printed (/?token=...). It is HttpOnly (no script reads
-// it) and SameSite=Strict (no other site's request carries it).
+// TokenCookie starts the name of the cookie a browser keeps after opening
+// the URL the server printed (/?token=...): TokenCookie_PORT, the port the
+// server listens on (tokenCookieName). It is HttpOnly (no script reads it)
+// and SameSite=Strict (no other site's request carries it).
+//
+// A browser keeps cookies by host, not by port: a cookie of 127.0.0.1 goes
+// to every server on 127.0.0.1. Under one name, the second server's login
+// replaced the first's cookie (whose writes then failed 401); the port in
+// the name keeps each server's own. And the cookie holds a digest of the
+// token, not the token (cookieValue): the other servers on the host are
+// sent it too, and must not learn a token that may open more than this
+// server.
 const TokenCookie = "sessiondb_token"
+
+// tokenCookieName is the name of the token's cookie on the server r came
+// to: TokenCookie_PORT after the port of the address the connection was
+// accepted on; TokenCookie alone where there is none (a Unix socket, a
+// handler called without a server).
+func tokenCookieName(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, port, err := net.SplitHostPort(a.String()); err == nil && port != "" {
+			return TokenCookie + "_" + port
+		}
+	}
+	return TokenCookie
+}
+
+// cookieValue is what the token's cookie holds: HMAC-SHA256 of a fixed
+// label keyed with the token, hex. It opens this server as the token does,
+// but does not give the token away.
+func cookieValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("sessiondb serve: token cookie"))
+	return hex.EncodeToString(m.Sum(nil))
+}
 
 // ContentSecurityPolicy is sent with every response: scripts, styles,
 // fetches and frames only from this origin, no inline script or style, no
@@ -69,7 +102,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, token string) {
 		s.refuse(w, codeUnauthorized, "wrong token")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: tokenCookieName(r), Value: cookieValue(token), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	q := r.URL.Query()
 	q.Del("token")
@@ -94,8 +127,8 @@ func (s *Server) authorized(r *http.Request) bool {
 	if t, ok := bearer(r); ok {
 		return s.tokenMatches(t)
 	}
-	if c, err := r.Cookie(TokenCookie); err == nil {
-		return s.tokenMatches(c.Value)
+	if c, err := r.Cookie(tokenCookieName(r)); err == nil && s.cfg.Token != "" {
+		return hmac.Equal([]byte(c.Value), []byte(s.cookie))
 	}
 	return false
 }

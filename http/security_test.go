@@ -119,12 +119,12 @@ func TestWritesNeedTokenAndSameOrigin(t *testing.T) {
 	f.do("PATCH", "/api/v1/sessions/s1", title, append(auth, "Sec-Fetch-Site", "cross-site")...).apiError(t, 403, "forbidden")
 	f.do("PATCH", "/api/v1/sessions/s1", title, append(auth, "Origin", "https://attacker.example")...).apiError(t, 403, "forbidden")
 	// The cookie a browser holds, sent by a cross-site form post.
-	f.do("POST", "/api/v1/sessions/s1/end", "", "Cookie", sdbhttp.TokenCookie+"="+testToken, "Origin", "https://attacker.example").apiError(t, 403, "forbidden")
+	f.do("POST", "/api/v1/sessions/s1/end", "", "Cookie", f.cookie(), "Origin", "https://attacker.example").apiError(t, 403, "forbidden")
 	if x, _ := f.st.GetSession(ctxb, "s1"); x.Title != nil || x.EndedAt != nil {
 		t.Fatalf("a refused write changed the session: %+v", x)
 	}
 	// Same origin with the cookie, and a client with the bearer token.
-	f.do("PATCH", "/api/v1/sessions/s1", title, "Cookie", sdbhttp.TokenCookie+"="+testToken, "Sec-Fetch-Site", "same-origin", "Origin", f.ts.URL).ok(t, nil)
+	f.do("PATCH", "/api/v1/sessions/s1", title, "Cookie", f.cookie(), "Sec-Fetch-Site", "same-origin", "Origin", f.ts.URL).ok(t, nil)
 	f.do("POST", "/api/v1/sessions/s1/end", "", auth...).ok(t, nil)
 	if x, _ := f.st.GetSession(ctxb, "s1"); x.Title == nil || *x.Title != "renamed" || x.EndedAt == nil {
 		t.Fatalf("accepted writes did not land: %+v", x)
@@ -155,9 +155,25 @@ func TestTokenURLSetsCookie(t *testing.T) {
 		t.Fatalf("status %d location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	c := resp.Cookies()
-	if len(c) != 1 || c[0].Name != sdbhttp.TokenCookie || c[0].Value != testToken || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookie %+v", c)
+	name, value, _ := strings.Cut(f.cookie(), "=")
+	if len(c) != 1 || c[0].Name != name || c[0].Value != value || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie %+v, want %s", c, f.cookie())
 	}
+	// The cookie does not give the token away: the browser sends it to
+	// every server on the host, whatever their port.
+	if strings.Contains(c[0].Value, testToken) {
+		t.Errorf("the cookie holds the token: %s", c[0].Value)
+	}
+	// It opens the server; the bare token in a cookie, or the cookie under
+	// another server's name, does not.
+	end := func(cookie string) response {
+		return f.do("POST", "/api/v1/sessions/s1/end", "", "Cookie", cookie, "Sec-Fetch-Site", "same-origin")
+	}
+	f.session("s1", "cli", "m")
+	end(name+"="+testToken).apiError(t, 401, "unauthorized")
+	end(sdbhttp.TokenCookie+"="+value).apiError(t, 401, "unauthorized")
+	end(sdbhttp.TokenCookie+"_1="+value).apiError(t, 401, "unauthorized")
+	end(c[0].Name+"="+c[0].Value).ok(t, nil)
 	f.get("/?token=wrong").apiError(t, 401, "unauthorized")
 }
 

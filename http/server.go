@@ -81,6 +81,9 @@ type Server struct {
 	// tokenSum is the SHA-256 of cfg.Token, taken once: each request's
 	// token is compared with it (guard.go).
 	tokenSum [sha256.Size]byte
+	// cookie is the value of the token's cookie (cookieValue), taken
+	// once.
+	cookie string
 	// ui is the web UI's state: its pages, parsed once, and what it
 	// caches (ui.go).
 	ui uiState
@@ -111,6 +114,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.tokenSum = sha256.Sum256([]byte(cfg.Token))
+	s.cookie = cookieValue(cfg.Token)
 	s.metrics = newMetrics(s)
 	var err error
 	if s.ui.templates, err = s.parseTemplates(); err != nil {
