@@ -76,14 +76,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}()
 		needToken := s.readsNeedToken()
-		if !needToken && !loopbackHost(r.Host) {
+		var login string
+		if r.Method == http.MethodGet {
+			login = r.URL.Query().Get("token")
+		}
+		if !needToken && !loopbackHost(r.Host) && !s.authorized(r) && !s.tokenMatches(login) {
 			// A page of another site that resolved its own name to
-			// 127.0.0.1 (DNS rebinding) sends its own name as Host.
-			s.refuse(w, codeForbidden, "this server answers only to a loopback host name (localhost, 127.0.0.1, [::1])")
+			// 127.0.0.1 (DNS rebinding) sends its own name as Host, and
+			// has no token. A name of the operator's own for this machine
+			// (serve --listen NAME:PORT) is served to the token.
+			s.refuse(w, codeForbidden, "this server answers to a name other than a loopback one (localhost, 127.0.0.1, [::1]) only with its token")
 			return
 		}
-		if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
-			s.login(w, r, t)
+		if login != "" {
+			s.login(w, r, login)
 			return
 		}
 		if needToken && r.URL.Path != "/healthz" && !s.authorized(r) {

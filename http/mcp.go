@@ -304,12 +304,15 @@ func isoTime(epoch float64) string {
 
 // routesMCP mounts MCP over streamable HTTP at /mcp: stateless (each
 // request stands alone, no session is kept), JSON answers. It is a read
-// like any other: beyond loopback it needs the token (guard), and the
-// SDK's own localhost protection refuses a foreign Host as guard does.
+// like any other: beyond loopback it needs the token, and on loopback a
+// foreign Host needs it too (guard). The SDK's own localhost protection
+// is off: it would refuse a Host guard lets through with the token (a
+// name of the operator's own for 127.0.0.1).
 func (s *Server) routesMCP() {
 	srv := NewMCPServer(s.cfg.History, "", func() { s.metrics.searches.Inc() })
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes})
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes,
+			DisableLocalhostProtection: true})
 	// No other site's page may post to it either (it could not read the
 	// answer, but the tools should not run for it at all); the refusal is
 	// the API's JSON error, as every other.

@@ -103,8 +103,43 @@ func TestLoopbackRefusesForeignHost(t *testing.T) {
 	f := newFixture(t, sdbhttp.Config{Token: testToken})
 	f.session("s1", "cli", "m")
 	f.get("/api/v1/sessions", "Host", "attacker.example").apiError(t, 403, "forbidden")
+	f.get("/api/v1/sessions", "Host", "attacker.example", "Authorization", "Bearer wrong").apiError(t, 403, "forbidden")
+	f.get("/?token=wrong", "Host", "attacker.example").apiError(t, 403, "forbidden")
 	for _, h := range []string{"localhost:1234", "127.0.0.1", "[::1]:80", "app.localhost"} {
 		f.get("/api/v1/sessions", "Host", h).ok(t, nil)
+	}
+}
+
+// A name of the operator's own for this machine (serve --listen
+// devbox:8321, devbox being 127.0.0.1 in /etc/hosts) is not a loopback
+// name to the Host check, but the server is on loopback: requests naming
+// it are served with the token (a rebinding site has none), the API, the
+// login URL, the cookie it sets and MCP alike.
+func TestLoopbackServesAnotherNameWithToken(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.session("s1", "cli", "m")
+	host := "devbox:" + f.ts.URL[strings.LastIndexByte(f.ts.URL, ':')+1:]
+	f.get("/api/v1/sessions/s1", "Host", host).apiError(t, 403, "forbidden")
+	f.get("/api/v1/sessions/s1", "Host", host, "Authorization", "Bearer "+testToken).ok(t, nil)
+	client := f.ts.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Do(f.request(ctxb, "GET", f.ts.URL+"/s/s1?token="+testToken, "", "Host", host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/s/s1" || len(resp.Cookies()) != 1 {
+		t.Errorf("login on %s: %d to %q, cookies %v", host, resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+	f.get("/api/v1/sessions/s1", "Host", host, "Cookie", f.cookie()).ok(t, nil)
+	f.do("POST", "/api/v1/sessions/s1/end", "", "Host", host, "Cookie", f.cookie(), "Sec-Fetch-Site", "same-origin").ok(t, nil)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	mcpHdr := []string{"Host", host, "Accept", "application/json, text/event-stream"}
+	if r := f.do("POST", "/mcp", list, mcpHdr...); r.status != http.StatusForbidden {
+		t.Errorf("/mcp on %s without the token: %d %s", host, r.status, r.body)
+	}
+	if r := f.do("POST", "/mcp", list, append(mcpHdr, auth...)...); r.status != http.StatusOK || !strings.Contains(string(r.body), "search_sessions") {
+		t.Errorf("/mcp on %s with the token: %d %s", host, r.status, r.body)
 	}
 }
 
