@@ -161,3 +161,45 @@ func TestMCPListCost(t *testing.T) {
 		t.Fatalf("costs %v, want est 0.25, act 0.75 (actual over estimate), none nil", got)
 	}
 }
+
+// What /mcp cannot take at all (a wrong method, content type or Accept,
+// a body that is not JSON or too large, an empty batch) is answered as a
+// JSON-RPC error without an id, with the HTTP status of the refusal: the
+// SDK's handler said it in plain text.
+func TestMCPErrorsAreJSONRPC(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	accept := []string{"Accept", "application/json, text/event-stream"}
+	for _, c := range []struct {
+		name, method, body string
+		hdr                []string
+		status             int
+		code               int64
+	}{
+		{"GET", "GET", "", accept, 405, -32600},
+		{"not JSON", "POST", `{"jsonrpc":"2.0","id":1,`, accept, 400, -32700},
+		{"invalid UTF-8", "POST", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"x\":\"\xff\"}}", accept, 400, -32700},
+		{"empty batch", "POST", `[]`, accept, 400, -32600},
+		{"jsonrpc 1.0", "POST", `{"jsonrpc":"1.0","id":1,"method":"tools/list"}`, accept, 400, -32600},
+		{"no Accept", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil, 400, -32600},
+		{"text/plain", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append([]string{"Content-Type", "text/plain"}, accept...), 415, -32600},
+		{"too large", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("x", 2<<20) + `"}}`, accept, 413, -32600},
+	} {
+		r := f.do(c.method, "/mcp", c.body, c.hdr...)
+		var e struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   struct {
+				Code    int64
+				Message string
+			}
+		}
+		if err := json.Unmarshal(r.body, &e); err != nil || r.status != c.status || r.header.Get("Content-Type") != "application/json" ||
+			e.JSONRPC != "2.0" || string(e.ID) != "null" || e.Error.Code != c.code || e.Error.Message == "" {
+			t.Errorf("%s: %d %s %q, want %d and a JSON-RPC error %d with id null", c.name, r.status, r.header.Get("Content-Type"), r.body, c.status, c.code)
+		}
+	}
+	// A request it takes is answered as before.
+	if r := f.do("POST", "/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, accept...); r.status != 200 || !strings.Contains(string(r.body), `"id":7`) {
+		t.Errorf("tools/list: %d %s", r.status, r.body)
+	}
+}
