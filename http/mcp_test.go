@@ -1,7 +1,10 @@
 package http_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,5 +204,52 @@ func TestMCPErrorsAreJSONRPC(t *testing.T) {
 	// A request it takes is answered as before.
 	if r := f.do("POST", "/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, accept...); r.status != 200 || !strings.Contains(string(r.body), `"id":7`) {
 		t.Errorf("tools/list: %d %s", r.status, r.body)
+	}
+}
+
+// MCPStdio reads a line at a time up to its bound: a longer line is
+// answered with a parse error and skipped whole, and the lines after it,
+// one of them longer than its read buffer but within the bound, are read
+// as they are.
+func TestMCPStdioLongLines(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(ctxb)
+	done := make(chan error, 1)
+	go func() {
+		done <- sdbhttp.NewMCPServer(f.st, "", nil).Run(ctx, &sdbhttp.MCPStdio{In: inR, Out: outW, MaxLine: 100 << 10})
+		outW.Close()
+	}()
+	defer func() { cancel(); inW.Close(); <-done }()
+	answers := bufio.NewScanner(outR)
+	answers.Buffer(nil, 1<<20)
+	next := func() string {
+		t.Helper()
+		if !answers.Scan() {
+			t.Fatalf("no answer: %v", answers.Err())
+		}
+		return answers.Text()
+	}
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if a := next(); !strings.Contains(a, `"id":1,"result"`) {
+		t.Fatalf("initialize: %s", a)
+	}
+	pad := func(n int) string {
+		return `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", n) + `"}}}`
+	}
+	send(pad(300 << 10))
+	if a := next(); !strings.Contains(a, `"id":null`) || !strings.Contains(a, `"code":-32700`) || !strings.Contains(a, "longer than 102400 bytes") {
+		t.Errorf("a line of 300 KiB: %s", a)
+	}
+	send(pad(90 << 10))
+	if a := next(); !strings.Contains(a, `"id":2,"result"`) {
+		t.Errorf("a line of 90 KiB: %s", a)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/sessiondb/sessiondb"
@@ -54,7 +53,11 @@ reads, but for the search index of a large store, which it keeps up to date as
 search does; with --read-only it writes nothing. Configure it in an
 MCP client as the command "sessiondb mcp" (add --db PATH for another store,
 such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
-/mcp by sessiondb serve.`,
+/mcp by sessiondb serve.
+
+It reads one JSON-RPC message a line. A line that is not one (not JSON, not
+UTF-8, a batch, another version than 2.0, an id that is an object, longer
+than 16 MiB) is answered with a JSON-RPC error, and the session goes on.`,
 		Example: `  sessiondb mcp
   sessiondb --db ~/.hermes/state.db --read-only mcp`,
 		Args: cli.ExactArgs(0, "no arguments"),
@@ -66,7 +69,7 @@ such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
 			}
 			defer st.Close()
 			srv := sdbhttp.NewMCPServer(st, "", nil)
-			err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(g.In), Writer: nopWriteCloser{g.Out}})
+			err = srv.Run(ctx, &sdbhttp.MCPStdio{In: g.In, Out: g.Out})
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil // the client closed stdin, or Ctrl-C: a normal end
 			}
@@ -74,11 +77,6 @@ such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
 		},
 	}
 }
-
-// nopWriteCloser lets stdout be the transport's writer without closing it.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 type group struct {
 	*cli.Factory
