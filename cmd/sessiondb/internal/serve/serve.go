@@ -107,12 +107,12 @@ It listens on 127.0.0.1 only, unless --listen names another address; a name
 counts by the address it resolves to. Beyond loopback a token is required
 (--token, or $SESSIONDB_TOKEN), and every request must carry it. On loopback,
 a request that names the server other than localhost, 127.0.0.1 or [::1]
-(a name of your own for this machine) must carry it too. Writes (titles, end and reopen, delete, prune, requeue) always need
-the token and must come from the server's own pages (or a client that sends
-no Origin). Without --token on loopback, serve makes a token and prints the
-URL that carries it; open that URL to be able to write from the browser.
-With --read-only the stores are opened read-only and every write is gone
-from the API and the UI.`,
+(a name of your own for this machine) must carry it too. Writes (titles, end
+and reopen, delete, prune, requeue) always need the token and must come from
+the server's own pages (or a client that sends no Origin). Without --token
+on loopback, serve makes a token and prints the URL that carries it; open
+that URL to be able to write from the browser. With --read-only the stores
+are opened read-only and every write is gone from the API and the UI.`,
 		Example: `  sessiondb serve
   sessiondb --db ~/.hermes/state.db --read-only serve
   sessiondb serve --data ~/.sessiondb/v2-sessions --central ~/.sessiondb/v2.db
@@ -125,7 +125,7 @@ from the API and the UI.`,
 			return g.run(c.Context(), o)
 		},
 	}
-	c.Flags().StringVar(&o.listen, "listen", DefaultListen, "address to listen on (host:port); beyond loopback a token is required")
+	c.Flags().StringVar(&o.listen, "listen", DefaultListen, "address to listen on (host:port; a name counts as the address it resolves to); beyond loopback a token is required")
 	c.Flags().StringVar(&o.token, "token", "", "the server's token (default $SESSIONDB_TOKEN; on loopback one is made when neither is set)")
 	c.Flags().StringVar(&o.data, "data", "", "data root of the session mailboxes (<group>/<session> folders) to serve too")
 	c.Flags().StringVar(&o.central, "central", "", "the control plane's central registry to serve too (a NanoClaw data/v2.db or a postgres:// URL)")
