@@ -138,3 +138,45 @@ func TestMCPStdioSurvivesMalformedLines(t *testing.T) {
 		t.Fatalf("mcp ended with %v once its stdin ended; stderr: %s", err, stderr.String())
 	}
 }
+
+// TestMCPStdioAnswersBeforeItsEnd gives a real `sessiondb mcp` its
+// requests and then the end of its stdin at once (`printf ... | sessiondb
+// mcp`): every request read before the end is answered before it exits.
+// The SDK's transport ended the session at the end of stdin, the answers
+// of the requests still running unwritten.
+func TestMCPStdioAnswersBeforeItsEnd(t *testing.T) {
+	e := newEnv(t)
+	db := filepath.Join(e.Home, "state.db")
+	e.must(t, "--db", db, "quickstart")
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"faults","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_sessions","arguments":{"query":"docker"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_session","arguments":{"session_id":"20260315_092437_c9a6ff","limit":2}}}`,
+		`not even JSON`,
+	}, "\n") + "\n"
+	r := e.run(t, in, "--db", db, "mcp")
+	if r.Code != 0 {
+		t.Fatalf("mcp: %s", r)
+	}
+	answered := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		var a struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatalf("the answer %q is not JSON: %v", l, err)
+		}
+		answered[string(a.ID)] = len(a.Result) > 0
+	}
+	for _, id := range []string{"1", "2", "3", "4"} {
+		if !answered[id] {
+			t.Errorf("request %s has no result; stdout:\n%s", id, clip(r.Stdout))
+		}
+	}
+	if _, ok := answered["null"]; !ok {
+		t.Errorf("the line that is not JSON has no error answer; stdout:\n%s", clip(r.Stdout))
+	}
+}

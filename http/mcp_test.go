@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -251,5 +252,38 @@ func TestMCPStdioLongLines(t *testing.T) {
 	send(pad(90 << 10))
 	if a := next(); !strings.Contains(a, `"id":2,"result"`) {
 		t.Errorf("a line of 90 KiB: %s", a)
+	}
+}
+
+// The end of stdin waits for the answers of the requests read before it:
+// a request the client cancelled is answered too (the SDK answers it with
+// an error, though MCP lets a server answer nothing), so the session ends.
+// Were it left unanswered, the session would wait for ever and this test
+// fail.
+func TestMCPStdioEndsAfterACancelledRequest(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	started := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, struct{}{}, ctx.Err()
+	})
+	inR, inW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctxb, &sdbhttp.MCPStdio{In: inR, Out: io.Discard}) }()
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block","arguments":{}}}`,
+	} {
+		io.WriteString(inW, l+"\n")
+	}
+	<-started
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`+"\n")
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the session did not end within a minute of its stdin's end: it waits for a cancelled request's answer")
 	}
 }

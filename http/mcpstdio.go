@@ -27,6 +27,10 @@ const DefaultMCPLine = mcp.DefaultMaxLineLength
 // session on the first such line, leaving every request sent before it
 // unanswered.
 //
+// When In ends, the requests read before its end are still answered
+// before the session ends (the SDK's transport ended it at once, their
+// answers unwritten).
+//
 // The errors are those of JSON-RPC 2.0: a line that is not JSON (or not
 // UTF-8, or too long to read) a parse error (-32700), any other an invalid
 // request (-32600); each answers the line's id when it has a readable one
@@ -41,7 +45,8 @@ type MCPStdio struct {
 // Connect starts reading In. The reading goroutine ends when In does:
 // reads of stdin cannot be interrupted, so Close does not wait for it.
 func (t *MCPStdio) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{out: t.Out, msgs: make(chan lineMsg), closed: make(chan struct{})}
+	c := &lineConn{out: t.Out, msgs: make(chan lineMsg), closed: make(chan struct{}),
+		pending: map[jsonrpc.ID]bool{}, drained: make(chan struct{})}
 	max := t.MaxLine
 	if max <= 0 {
 		max = DefaultMCPLine
@@ -59,6 +64,14 @@ type lineConn struct {
 	msgs      chan lineMsg
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// pending are the ids of the requests read and not yet answered; once
+	// In has ended (ended), Read reports its end when drained is closed,
+	// as the last of them is answered.
+	pmu     sync.Mutex
+	pending map[jsonrpc.ID]bool
+	ended   bool
+	drained chan struct{}
 }
 
 // lineMsg is a message read, or the error that ended reading.
@@ -177,13 +190,61 @@ func (c *lineConn) send(m lineMsg) bool {
 }
 
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	var m lineMsg
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.closed:
 		return nil, io.EOF
-	case m := <-c.msgs:
-		return m.msg, m.err
+	case m = <-c.msgs:
+	}
+	if m.err != nil {
+		// The end of In: the requests read before it are answered first.
+		if c.end() {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-c.closed:
+			case <-c.drained:
+			}
+		}
+		return nil, m.err
+	}
+	if r, ok := m.msg.(*jsonrpc.Request); ok {
+		c.track(r)
+	}
+	return m.msg, nil
+}
+
+// track notes a request read: a call waits for its answer. (The SDK
+// answers a call the client cancelled too, with an error.)
+func (c *lineConn) track(r *jsonrpc.Request) {
+	if !r.IsCall() {
+		return
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	c.pending[r.ID] = true
+}
+
+// end notes that In has ended, and reports whether requests are still
+// waiting for their answers.
+func (c *lineConn) end() bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	c.ended = true
+	return len(c.pending) > 0
+}
+
+// answered drops id from the requests waiting (c.pmu held), and tells a
+// Read waiting at the end of In when it was the last.
+func (c *lineConn) answered(id jsonrpc.ID) {
+	if !c.pending[id] {
+		return
+	}
+	delete(c.pending, id)
+	if c.ended && len(c.pending) == 0 {
+		close(c.drained)
 	}
 }
 
@@ -195,7 +256,13 @@ func (c *lineConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode message: %w", err)
 	}
-	return c.writeLine(b)
+	err = c.writeLine(b)
+	if r, ok := m.(*jsonrpc.Response); ok {
+		c.pmu.Lock()
+		c.answered(r.ID)
+		c.pmu.Unlock()
+	}
+	return err
 }
 
 func (c *lineConn) Close() error {

@@ -57,7 +57,9 @@ such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
 
 It reads one JSON-RPC message a line. A line that is not one (not JSON, not
 UTF-8, a batch, another version than 2.0, an id that is an object, longer
-than 16 MiB) is answered with a JSON-RPC error, and the session goes on.`,
+than 16 MiB) is answered with a JSON-RPC error, and the session goes on.
+When stdin ends, the requests read before its end are answered, then mcp
+exits.`,
 		Example: `  sessiondb mcp
   sessiondb --db ~/.hermes/state.db --read-only mcp`,
 		Args: cli.ExactArgs(0, "no arguments"),
