@@ -127,4 +127,11 @@ type MessageService interface {
 	// ExportAll streams every session (optionally of one source) newest
 	// first; yield returning an error stops and returns it.
 	ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error
+	// ExportSessionPages is ExportSession for a session too large to hold:
+	// row gets the session row (ExportSession's record without
+	// "messages"), then page gets its messages in id order, a page at a
+	// time, each page a read of its own of about ExportPageBytes
+	// (ExportPages). not_found when missing, before row is called; an
+	// error of row or page stops and is returned.
+	ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]Message) error) error
 }

@@ -82,6 +82,9 @@ type Server struct {
 	// token is cfg.Token, each request's token compared with it in
 	// constant time (guard.go).
 	token httpguard.Token
+	// cookie is the value of the token's cookie (cookieValue), taken
+	// once.
+	cookie string
 	// ui is the web UI's state: its pages, parsed once, and what it
 	// caches (ui.go).
 	ui uiState
@@ -116,6 +119,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.token = httpguard.NewToken(cfg.Token)
+	s.cookie = cookieValue(cfg.Token)
 	s.metrics = newMetrics(s)
 	var err error
 	if s.ui.templates, err = s.parseTemplates(); err != nil {

@@ -52,6 +52,20 @@ func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, e
 	return rec, nil
 }
 
+// ExportSessionPages hands row the session row ExportSession returns,
+// without "messages", then page its messages a page at a time
+// (sessiondb.ExportPages), as the sqlite backend's.
+func (s *Store) ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]sessiondb.Message) error) error {
+	x, err := s.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := row(sessionRecord(x)); err != nil {
+		return err
+	}
+	return sessiondb.ExportPages(ctx, pageReader{s}, id, page)
+}
+
 // ExportAll streams every session (of source, unless "") newest first, in
 // ExportSession's form, to yield; an error from yield stops the export and
 // is returned. One session is in memory at a time.

@@ -13,6 +13,35 @@ import (
 // Hermes columns included) under its snake_case name, plus "messages" =
 // GetMessages. A missing session is not_found.
 func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, error) {
+	rec, err := s.exportRow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := s.GetMessages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rec["messages"] = msgs
+	return rec, nil
+}
+
+// ExportSessionPages hands row the session row ExportSession returns,
+// without "messages", then page its messages a page at a time
+// (sessiondb.ExportPages): a session too large to hold streams out.
+func (s *Store) ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]sessiondb.Message) error) error {
+	rec, err := s.exportRow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := row(rec); err != nil {
+		return err
+	}
+	return sessiondb.ExportPages(ctx, pageReader{s}, id, page)
+}
+
+// exportRow reads the session row of an export: every stored column;
+// not_found when missing.
+func (s *Store) exportRow(ctx context.Context, id string) (map[string]any, error) {
 	rec, err := s.queryRecord(ctx, "SELECT * FROM sessions WHERE id = ?", id)
 	if err != nil {
 		return nil, s.readErr(err, "export session %s", id)
@@ -20,11 +49,6 @@ func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, e
 	if rec == nil {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %q not found", id)
 	}
-	msgs, err := s.GetMessages(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	rec["messages"] = msgs
 	return rec, nil
 }
 

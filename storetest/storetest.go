@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"Conversation", testConversation},
 		{"SearchMessages", testSearch},
 		{"Export", testExport},
+		{"ExportPages", testExportPages},
 		{"Cleanup", testCleanup},
 		{"Prune", testPrune},
 		{"Fork", testFork},

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -76,20 +74,18 @@ func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out 
 	bw := bufio.NewWriterSize(w, 1<<16)
 	n := 0
 	write := func(rec map[string]any) error {
-		if err := encodeRecord(bw, rec); err != nil {
+		if err := sessiondb.WriteExport(bw, rec); err != nil {
 			return sessiondb.Errorf(sessiondb.EINTERNAL, "write session %v: %w", rec["id"], err)
 		}
 		n++
 		return nil
 	}
 	if id != "" {
-		rec, err := st.ExportSession(ctx, id)
-		if err != nil {
-			return err
+		// One session, however large, a page of messages at a time.
+		if err := sessiondb.WriteSessionExport(ctx, st, id, bw); err != nil {
+			return sessiondb.Wrap("", err, "export session %s", id)
 		}
-		if err := write(rec); err != nil {
-			return err
-		}
+		n++
 	} else {
 		var total int64
 		var bar *cli.ProgressLine
@@ -125,54 +121,6 @@ func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out 
 	}
 	fmt.Fprintf(h.Err, "exported %d session(s) to %s\n", n, cli.PrintableLine(out))
 	return nil
-}
-
-// encodeRecord writes rec as one JSON line, the bytes a json.Encoder
-// without HTML escaping writes, but a value at a time: a session's
-// messages go out one by one instead of as one buffer the size of the
-// whole session (a 20,000-message export held 116 MB).
-func encodeRecord(w *bufio.Writer, rec map[string]any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	// put writes v as the encoder does, less its closing newline.
-	put := func(v any) error {
-		buf.Reset()
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-		return err
-	}
-	w.WriteByte('{')
-	for i, k := range slices.Sorted(maps.Keys(rec)) {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		if err := put(k); err != nil {
-			return err
-		}
-		w.WriteByte(':')
-		msgs, ok := rec[k].([]sessiondb.Message)
-		if !ok || msgs == nil {
-			if err := put(rec[k]); err != nil {
-				return err
-			}
-			continue
-		}
-		w.WriteByte('[')
-		for j := range msgs {
-			if j > 0 {
-				w.WriteByte(',')
-			}
-			if err := put(&msgs[j]); err != nil {
-				return err
-			}
-		}
-		w.WriteByte(']')
-	}
-	w.WriteByte('}')
-	return w.WriteByte('\n')
 }
 
 func (h *group) importCmd() *cobra.Command {
