@@ -35,11 +35,18 @@ const (
 // a user with access u: "" lets it through (not a command, a command the
 // gate does not know, or an admin command from an admin), else
 // CommandFiltered or CommandDenied with the command. The command is the
-// first word, lower-cased, of the text trimmed as JavaScript's trim does;
-// "admin" is NanoClaw's (owner, global admin or admin of the group:
+// first word, lower-cased, of the text trimmed as JavaScript's trim does
+// (a word that starts with /clear is /clear); "admin" is NanoClaw's (owner, global admin or admin of the group:
 // HasAdminPrivilege), and an unidentified sender has none.
 func gateCommand(text string, u sessiondb.UserAccess, agentGroupID string) (verdict, command string) {
 	command = slashCommand(text)
+	if strings.HasPrefix(command, "/clear") {
+		// NanoClaw's agent runner clears its session on any text that
+		// starts with /clear (isClearCommand in container/agent-runner/
+		// src/formatter.ts), where NanoClaw's gate knows /clear alone and
+		// lets "/clearly" through: the gate here takes them all for /clear.
+		command = "/clear"
+	}
 	switch {
 	case filteredCommands[command]:
 		return CommandFiltered, command

@@ -92,11 +92,14 @@ type nanoClawRowIn struct {
 // NanoClaw's own router (v2.0.64, run by run.sh gate) took each message of
 // command-gate.json; ours takes the same messages in the same registry and
 // must let through exactly what NanoClaw's did, make the sessions it
-// made, and audit nothing either (a gated message counts as taken). Where
-// NanoClaw's denial failed (its router opens the session's outbound.db
-// read-only to write the answer, so the write throws and the event's
-// remaining wirings are skipped), ours wrote the rows NanoClaw wrote
-// before the throw, and answered the wiring it failed on.
+// made, and audit nothing either (a gated message counts as taken). Two
+// exceptions, both on the fixture's own record: where NanoClaw's denial
+// failed (its router opens the session's outbound.db read-only to write
+// the answer, so the write throws and the event's remaining wirings are
+// skipped), ours wrote the rows NanoClaw wrote before the throw, and
+// answered the wiring it failed on; and a non-admin's text NanoClaw's
+// gate passed but its agent runner clears its session on ("/clearly") is
+// refused as /clear.
 func TestCommandGateAsNanoClaw(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "nanoclaw", "command-gate.json"))
 	must(t, err)
@@ -111,6 +114,9 @@ func TestCommandGateAsNanoClaw(t *testing.T) {
 			MessagesOut []json.RawMessage `json:"messages_out"`
 			Dropped     int               `json:"dropped"`
 			Error       *string           `json:"error"`
+			AgentRunner struct {
+				Clears bool `json:"clears"`
+			} `json:"agent_runner"`
 		} `json:"cases"`
 	}
 	must(t, json.Unmarshal(b, &f))
@@ -118,7 +124,9 @@ func TestCommandGateAsNanoClaw(t *testing.T) {
 		t.Fatalf("the fixture holds %d cases", len(f.Cases))
 	}
 	c := gateRegistry(t)
-	denied, passed, filtered := 0, 0, 0
+	// The owner and the global admin have admin privilege over both groups.
+	allGroupsAdmin := map[string]bool{"1": true, "2": true}
+	denied, passed, filtered, clearly := 0, 0, 0, 0
 	for _, tc := range f.Cases {
 		ev := tc.Event
 		name := fmt.Sprintf("%s from %s %q", ev.MessageID, ev.Sender.ID, ev.Text)
@@ -168,6 +176,15 @@ func TestCommandGateAsNanoClaw(t *testing.T) {
 			t.Errorf("%s: dropped (%s); NanoClaw audits nothing", name, res.Reason)
 		}
 		answers := c.deliver.sent()[sentBefore:]
+		if tc.Error == nil && tc.AgentRunner.Clears && len(theirs) > 0 && !allGroupsAdmin[ev.Sender.ID] {
+			// NanoClaw's gate let it through to an agent runner that
+			// clears its session on it: ours refuses it as /clear.
+			clearly++
+			if res.Outcome != RouteDenied || res.Reason != "/clear" || len(ours) != 0 || len(answers) != len(theirs) {
+				t.Errorf("%s: outcome %s %s, rows %v, %d answers; NanoClaw's agent runner clears on it", name, res.Outcome, res.Reason, ours, len(answers))
+			}
+			continue
+		}
 		if tc.Error == nil {
 			if !slices.Equal(ours, theirs) {
 				t.Errorf("%s: rows %v, NanoClaw's %v", name, ours, theirs)
@@ -223,8 +240,8 @@ func TestCommandGateAsNanoClaw(t *testing.T) {
 			t.Errorf("%s: answered %+v %s", name, a.Row.Routing, a.Row.Content)
 		}
 	}
-	if denied < 10 || passed < 10 || filtered < 8 {
-		t.Errorf("denied %d, passed %d, filtered %d: the fixture lost its cases", denied, passed, filtered)
+	if denied < 10 || passed < 10 || filtered < 8 || clearly < 2 {
+		t.Errorf("denied %d, passed %d, filtered %d, /clear… %d: the fixture lost its cases", denied, passed, filtered, clearly)
 	}
 }
 
@@ -252,7 +269,7 @@ func (c *central) denials(n int) []string {
 // without a row or a wake; the group's admin's /clear reaches the agent;
 // /login and /remote-control reach nobody's agent, the owner's included,
 // and nobody is told; text that starts with '/' but is no gated command
-// goes through; with two agent groups on the chat each decides for its
+// goes through, unless NanoClaw's agent runner would clear on it; with two agent groups on the chat each decides for its
 // own, and an answer that cannot be sent still refuses the command.
 func TestCommandGate(t *testing.T) {
 	c := gateRegistry(t)
@@ -331,11 +348,25 @@ func TestCommandGate(t *testing.T) {
 	}
 
 	// Not gated commands, from a member.
-	for i, text := range []string{"/usr/bin is where it lives", "/clearly not", "/start", "hello /clear"} {
+	for i, text := range []string{"/usr/bin is where it lives", "/compactly", "/start", "hello /clear"} {
 		res := c.route(telegramEvent(fmt.Sprint("p", i), "-100300", "5", text))
 		if res.Outcome != RouteRouted || !res.Deliveries[0].Written || res.Deliveries[0].CommandGate != "" {
 			t.Errorf("%q: %+v", text, res)
 		}
+	}
+
+	// NanoClaw's agent runner clears on any text that starts with /clear:
+	// so is it refused as /clear from a member, and passed from the admin.
+	n = len(c.deliver.sent())
+	res = c.route(telegramEvent("cl1", "-100300", "5", "/Clearly not"))
+	if res.Outcome != RouteDenied || res.Reason != "/clear" {
+		t.Errorf("member's /Clearly: %+v", res)
+	}
+	if got := c.denials(n); !slices.Equal(got, []string{"ag-1 telegram/-100300/ chat: Permission denied: /clear requires admin access."}) {
+		t.Errorf("answers %q", got)
+	}
+	if res = c.route(telegramEvent("cl2", "-100300", "3", "/clear-all")); res.Outcome != RouteRouted {
+		t.Errorf("admin's /clear-all: %+v", res)
 	}
 
 	// Two agent groups: each gate decides for its own group.

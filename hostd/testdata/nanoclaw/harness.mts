@@ -11,6 +11,13 @@
 //                         through NanoClaw's response handlers, and write what
 //                         NanoClaw did to OUT_JSON: members, wirings, sessions
 //                         and the messages_in rows of each session
+//   gate OUT_JSON         route the command gate's cases (gateEvents) through
+//                         NanoClaw's router one by one and write, per case,
+//                         the sessions it made, the messages_in and
+//                         messages_out rows it wrote, the drops it audited,
+//                         what it threw, and what NanoClaw's agent runner
+//                         (container/agent-runner's formatter) makes of the
+//                         message
 //
 // Nothing here reimplements NanoClaw: the harness builds the registry rows
 // through NanoClaw's db functions, glues the channel adapter to the router
@@ -331,6 +338,9 @@ async function gate(outJSON: string) {
   const { setDeliveryAdapter } = await nc('src/delivery.js');
   const { routeInbound } = await nc('src/router.js');
   const { openInboundDb, openOutboundDb } = await nc('src/session-manager.js');
+  // The agent runner's own reading of a message (it clears its session on
+  // any text that starts with /clear, whatever the host's gate let through).
+  const { isClearCommand, categorizeMessage } = await nc('container/agent-runner/src/formatter.js');
   await nc('src/modules/permissions/index.js');
 
   // Two agent groups; the team chat wired to both (every message engages),
@@ -402,6 +412,8 @@ async function gate(outJSON: string) {
     // NanoClaw's adapters fire routeInbound and log what it throws
     // (src/index.ts): the error is recorded with the case.
     let error: string | null = null;
+    const content = JSON.stringify({ sender: e.sender.name, senderId: `telegram:${e.sender.id}`, text: e.text, isMention: e.is_mention, isGroup: e.is_group });
+    const row = { kind: 'chat', content, channel_type: e.channel_type };
     await routeInbound({
       channelType: e.channel_type,
       platformId: e.platform_id,
@@ -409,7 +421,7 @@ async function gate(outJSON: string) {
       message: {
         id: e.message_id,
         kind: 'chat',
-        content: JSON.stringify({ sender: e.sender.name, senderId: `telegram:${e.sender.id}`, text: e.text, isMention: e.is_mention, isGroup: e.is_group }),
+        content,
         timestamp: '2026-05-18T10:00:00.000Z',
         isMention: e.is_mention,
         isGroup: e.is_group,
@@ -427,6 +439,7 @@ async function gate(outJSON: string) {
       messages_out: made('messages_out').map(({ table, ...r }) => ({ ...r, id: String(r.id).replace(/-\d+-[a-z0-9]+$/, '-…') })),
       dropped: dropped() - droppedBefore,
       error,
+      agent_runner: { clears: isClearCommand(row), category: categorizeMessage(row).category },
     });
   }
   const pkg = JSON.parse(fs.readFileSync(path.join(NC, 'package.json'), 'utf8'));

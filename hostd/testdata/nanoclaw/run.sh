@@ -11,7 +11,8 @@
 #   NANOCLAW_DIR=~/src/nanoclaw ./run.sh gate [OUT_JSON]
 #       routes the command gate's cases through NanoClaw's router and
 #       writes what it stored and answered for each (default: command-gate.json
-#       beside this script, which TestCommandGateAsNanoClaw replays)
+#       beside this script, which TestCommandGateAsNanoClaw replays); it also
+#       loads NanoClaw's container/agent-runner/src
 #
 # NANOCLAW_DIR is a NanoClaw checkout with its dependencies installed
 # (pnpm install, or npm install of package.json's dependencies and tsx);
