@@ -7,7 +7,8 @@
 #       sender-approval.json, channel-approval.json, cards.json
 #   NANOCLAW_DIR=~/src/nanoclaw ./run.sh replay V2_DB OUT_JSON
 #       clicks every pending request of V2_DB through NanoClaw's handlers
-#       (the hostd test TestNanoClawReplaysOurApprovals runs this)
+#       (the hand-run test TestNanoClawReplaysOurApprovals runs this: see
+#       README.md)
 #   NANOCLAW_DIR=~/src/nanoclaw ./run.sh gate [OUT_JSON]
 #       routes the command gate's cases through NanoClaw's router and
 #       writes what it stored and answered for each (default: command-gate.json
