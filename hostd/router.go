@@ -286,6 +286,7 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 		return res, sessiondb.Wrap(sessiondb.EINVALID, err, "event")
 	}
 	var firstErr error
+	answered := false
 	decisions := make([]sessiondb.EngageDecision, 0, len(wirings))
 	for _, w := range wirings {
 		in := sessiondb.EngageInput{Wiring: w, Chat: mg, Text: ev.Text, IsMention: mention, Sender: access}
@@ -319,8 +320,10 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 			}
 			r.log.Warn("router: delivery to agent group failed", "message", ev.MessageID, "agent_group", w.AgentGroupID, "err", err)
 		}
-		if del.CommandGate == CommandDenied {
-			// The command is refused whether or not the answer can be sent.
+		if del.CommandGate == CommandDenied && !answered {
+			// The chat is told once, however many wirings refused; the
+			// command is refused whether or not the answer can be sent.
+			answered = true
 			if err := r.deny(ctx, sessiondb.SessionRef{AgentGroupID: del.AgentGroupID, SessionID: del.SessionID}, ev, del.Command); err != nil {
 				res.Warnings = append(res.Warnings, "wiring "+w.ID+": "+del.Command+" denied, but the answer was not sent: "+err.Error())
 				r.log.Warn("router: could not answer a denied command", "message", ev.MessageID, "agent_group", w.AgentGroupID, "command", del.Command, "err", err)
