@@ -129,6 +129,8 @@ const (
 	RouteFailed    = "failed"    // wirings took it, but no row could be written (the error says why)
 	RouteDropped   = "dropped"   // no wiring took it; the drop is in the audit
 	RouteIgnored   = "ignored"   // nothing recorded (spec A4: silent cases)
+	RouteFiltered  = "filtered"  // the command gate dropped it for every wiring that took it; nothing written or audited
+	RouteDenied    = "denied"    // the command gate refused an admin command (Reason) from a sender without admin privilege; the chat was told
 )
 
 // RouteResult is what the router did with one event.
@@ -138,10 +140,11 @@ type RouteResult struct {
 	// ChatCreated says the router registered the chat (an unknown chat
 	// that mentioned the bot).
 	ChatCreated bool `json:"chat_created,omitempty"`
-	// Outcome is routed, duplicate, failed, dropped or ignored; Reason is
-	// the drop reason (the audit's), why the event was ignored
-	// (not_mentioned, denied), or whose duplicate it is (already_stored:
-	// the mailbox rows were there; already_routed: another host took it).
+	// Outcome is routed, duplicate, failed, dropped, ignored, filtered or
+	// denied; Reason is the drop reason (the audit's), why the event was
+	// ignored (not_mentioned, denied), whose duplicate it is
+	// (already_stored: the mailbox rows were there; already_routed:
+	// another host took it), or the command the gate stopped.
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`
 	// Deliveries are the wirings' decisions, in evaluation order.
@@ -179,14 +182,21 @@ type Delivery struct {
 	// next to claim it, takes the row.
 	HandedOff string `json:"handed_off,omitempty"`
 	Woken     bool   `json:"woken,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// CommandGate is the command gate's verdict when it stopped the
+	// message for this wiring (filtered or denied; nothing was written),
+	// and Command the command it stopped.
+	CommandGate string `json:"command_gate,omitempty"`
+	Command     string `json:"command,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Route routes one chat message (spec A4): unknown-chat handling, the
 // sender's user row, each wiring by priority (engage decision, access and
-// sender-scope gates), the session resolver, the mailbox row (trigger 1
-// when engaged, 0 when kept as context; its id is InboundID's) and the
-// wake; then one audit record when no wiring took it, and an approval
+// sender-scope gates), the session resolver, the command gate (a filtered
+// command is not written; an admin command from a sender without admin
+// privilege over the wiring's group is not written and the chat is told
+// so), the mailbox row (trigger 1 when engaged, 0 when kept as context;
+// its id is InboundID's) and the wake; then one audit record when no wiring took it, and an approval
 // request when the chat asks about unknown senders. The outcome is routed
 // only when a row was written now: a redelivered event whose rows are all
 // there is a duplicate. Wirings are
@@ -276,6 +286,7 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 		return res, sessiondb.Wrap(sessiondb.EINVALID, err, "event")
 	}
 	var firstErr error
+	answered := false
 	decisions := make([]sessiondb.EngageDecision, 0, len(wirings))
 	for _, w := range wirings {
 		in := sessiondb.EngageInput{Wiring: w, Chat: mg, Text: ev.Text, IsMention: mention, Sender: access}
@@ -302,20 +313,26 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 			continue
 		}
 		mode := sessiondb.EffectiveSessionMode(w, mg, ev.ThreadID != "")
-		if err := r.deliver(ctx, mg, ev, content, mode, &del); err != nil {
+		if err := r.deliver(ctx, mg, ev, content, access, mode, &del); err != nil {
 			del.Error = err.Error()
 			if firstErr == nil {
 				firstErr = err
 			}
 			r.log.Warn("router: delivery to agent group failed", "message", ev.MessageID, "agent_group", w.AgentGroupID, "err", err)
 		}
+		if del.CommandGate == CommandDenied && !answered {
+			// The chat is told once, however many wirings refused; the
+			// command is refused whether or not the answer can be sent.
+			answered = true
+			if err := r.deny(ctx, sessiondb.SessionRef{AgentGroupID: del.AgentGroupID, SessionID: del.SessionID}, ev, del.Command); err != nil {
+				res.Warnings = append(res.Warnings, "wiring "+w.ID+": "+del.Command+" denied, but the answer was not sent: "+err.Error())
+				r.log.Warn("router: could not answer a denied command", "message", ev.MessageID, "agent_group", w.AgentGroupID, "command", del.Command, "err", err)
+			}
+		}
 		res.Deliveries = append(res.Deliveries, del)
 	}
 	sum := sessiondb.SummarizeEvent(decisions)
-	res.Outcome = takenOutcome(res.Deliveries)
-	if res.Outcome == RouteDuplicate {
-		res.Reason = "already_stored"
-	}
+	res.Outcome, res.Reason = takenOutcome(res.Deliveries)
 	if sum.Drop != "" {
 		res.Outcome, res.Reason = RouteDropped, string(sum.Drop)
 		if err := reg.RecordDroppedMessage(ctx, sessiondb.DroppedMessage{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID,
@@ -336,26 +353,40 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 	return res, nil
 }
 
-// takenOutcome is the outcome of an event some wiring took: routed when a
-// row was written, duplicate when every row was already there, failed when
-// none could be written. A message is never reported routed unless a row
-// of it was written now.
-func takenOutcome(ds []Delivery) string {
+// takenOutcome is the outcome of an event some wiring took, and its
+// reason: routed when a row was written; failed when one could not be;
+// duplicate (already_stored) when the rows were already there; else
+// denied or filtered, naming the command, when the command gate stopped
+// it. A message is never reported routed unless a row of it was written
+// now.
+func takenOutcome(ds []Delivery) (outcome, reason string) {
 	dup, failed := false, false
+	var denied, filtered string
 	for _, d := range ds {
 		switch {
 		case d.Written:
-			return RouteRouted
+			return RouteRouted, ""
 		case d.Duplicate:
 			dup = true
 		case d.Error != "":
 			failed = true
+		case d.CommandGate == CommandDenied:
+			denied = d.Command
+		case d.CommandGate == CommandFiltered:
+			filtered = d.Command
 		}
 	}
-	if dup && !failed {
-		return RouteDuplicate
+	switch {
+	case failed:
+		return RouteFailed, ""
+	case dup:
+		return RouteDuplicate, "already_stored"
+	case denied != "":
+		return RouteDenied, denied
+	case filtered != "":
+		return RouteFiltered, filtered
 	}
-	return RouteFailed
+	return RouteFailed, ""
 }
 
 // dropReason words why a wiring dropped a message: a gate's refusal (of
@@ -373,8 +404,11 @@ func dropReason(d sessiondb.EngageDecision) string {
 }
 
 // deliver resolves the wiring's session and writes the row into it,
-// waking it when engaged.
-func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, mode sessiondb.SessionMode, del *Delivery) error {
+// waking it when engaged, unless the command gate stops the message (it
+// sits where NanoClaw's does: after the session is resolved, for context
+// as for an engaged message); then del says why and nothing is written.
+func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, sender sessiondb.UserAccess,
+	mode sessiondb.SessionMode, del *Delivery) error {
 	// A group a registry holds under one of the host's file names (NanoClaw
 	// or a hand wrote it) gets no session: its folder would be that file.
 	if err := sessiondb.CheckAgentGroupID("agent_group_id", del.AgentGroupID); err != nil {
@@ -386,6 +420,10 @@ func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Ev
 		return err
 	}
 	del.SessionID, del.SessionCreated = s.ID, created
+	if del.CommandGate, del.Command = gateCommand(ev.Text, sender, del.AgentGroupID); del.CommandGate != "" {
+		r.log.Info("router: command gate", "verdict", del.CommandGate, "command", del.Command, "message", ev.MessageID, "agent_group", del.AgentGroupID)
+		return nil
+	}
 	m := mailbox.InboundMessage{ID: InboundID(ev.MessageID, mg.ID, del.AgentGroupID), Kind: ev.rowKind(), Content: content,
 		Routing: ev.routing(), Timestamp: ev.time(r.h.Now()), ContextOnly: del.Outcome != sessiondb.OutcomeEngage}
 	del.InboundID = m.ID

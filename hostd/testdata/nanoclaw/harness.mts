@@ -11,6 +11,13 @@
 //                         through NanoClaw's response handlers, and write what
 //                         NanoClaw did to OUT_JSON: members, wirings, sessions
 //                         and the messages_in rows of each session
+//   gate OUT_JSON         route the command gate's cases (gateEvents) through
+//                         NanoClaw's router one by one and write, per case,
+//                         the sessions it made, the messages_in and
+//                         messages_out rows it wrote, the drops it audited,
+//                         what it threw, and what NanoClaw's agent runner
+//                         (container/agent-runner's formatter) makes of the
+//                         message
 //
 // Nothing here reimplements NanoClaw: the harness builds the registry rows
 // through NanoClaw's db functions, glues the channel adapter to the router
@@ -264,10 +271,186 @@ async function replay(dbPath: string, outJSON: string) {
   fs.writeFileSync(outJSON, JSON.stringify(out, null, 2) + '\n');
 }
 
+// The command gate's cases: who writes what where. Each event is in the
+// shape sessiondb's router takes (hostd.Event); the harness hands NanoClaw
+// the InboundEvent an adapter would, its content the chat shape our router
+// writes ({sender, senderId, text, isMention, isGroup}).
+type GateEvent = {
+  channel_type: string;
+  platform_id: string;
+  message_id: string;
+  sender: { id: string; name: string };
+  text: string;
+  is_group: boolean;
+  is_mention: boolean;
+};
+
+function gateEvents(): GateEvent[] {
+  const who: Record<string, string> = {
+    '1': 'Olive (owner)',
+    '2': 'Gus (global admin)',
+    '3': 'Ada (admin of ag-1)',
+    '4': 'Otto (admin of ag-2)',
+    '5': 'Mem (member of ag-1)',
+    '6': 'Stan (nobody)',
+  };
+  const evs: GateEvent[] = [];
+  let n = 0;
+  const ev = (chat: string, from: string, text: string, mention = false) =>
+    evs.push({
+      channel_type: 'telegram',
+      platform_id: chat,
+      message_id: String(++n),
+      sender: { id: from, name: who[from] },
+      text,
+      is_group: true,
+      is_mention: mention,
+    });
+  // The side chat first, so the sessions a gated command makes show: a
+  // member's filtered command and a stranger's admin command, neither
+  // addressed to the agent (kept as context: mention, accumulate).
+  ev('-100200', '5', '/login');
+  ev('-100200', '6', '/clear');
+  ev('-100200', '5', 'just chatting');
+  ev('-100200', '5', '/compact', true);
+  // The team chat (every message engages both agent groups): who may
+  // clear, and what counts as which command.
+  for (const from of ['1', '2', '3', '4', '5', '6']) ev('-100123', from, '/clear');
+  for (const text of [
+    '/compact', '/context', '/cost', '/files', '/CLEAR all of it', '  /Compact\tnow', '\u00a0/context', '\ufeff/cost',
+    '/files\u00a0x', '/help', '/login', '/LOGOUT', '/doctor', '/config', '/remote-control', '/remote-control on',
+    '/start', '/clearly', '/clear-all', '/usr/bin/env is odd', 'hello /clear', '/', ' ', '\u0085/clear',
+    '/f\u0130les', '/\u212aost', 'x/clear',
+  ])
+    ev('-100123', '6', text);
+  ev('-100123', '1', '/login');
+  ev('-100123', '2', '/remote-control');
+  return evs;
+}
+
+async function gate(outJSON: string) {
+  const db = await open(path.join(work, 'data', 'v2.db'));
+  const { createAgentGroup } = await nc('src/db/agent-groups.js');
+  const { createMessagingGroup, createMessagingGroupAgent } = await nc('src/db/messaging-groups.js');
+  const { upsertUser } = await nc('src/modules/permissions/db/users.js');
+  const { grantRole } = await nc('src/modules/permissions/db/user-roles.js');
+  const { addMember } = await nc('src/modules/permissions/db/agent-group-members.js');
+  const { setDeliveryAdapter } = await nc('src/delivery.js');
+  const { routeInbound } = await nc('src/router.js');
+  const { openInboundDb, openOutboundDb } = await nc('src/session-manager.js');
+  // The agent runner's own reading of a message (it clears its session on
+  // any text that starts with /clear, whatever the host's gate let through).
+  const { isClearCommand, categorizeMessage } = await nc('container/agent-runner/src/formatter.js');
+  await nc('src/modules/permissions/index.js');
+
+  // Two agent groups; the team chat wired to both (every message engages),
+  // the side chat to ag-1 on a mention, keeping the rest as context; both
+  // public, so strangers get through the access gate.
+  createAgentGroup({ id: 'ag-1', name: 'Helper', folder: 'helper', agent_provider: null, created_at: now() });
+  createAgentGroup({ id: 'ag-2', name: 'Other', folder: 'other', agent_provider: null, created_at: now() });
+  for (const [id, platform, name] of [['mg-team', '-100123', 'Team chat'], ['mg-side', '-100200', 'Side chat']]) {
+    createMessagingGroup({
+      id, channel_type: 'telegram', platform_id: platform, name, is_group: 1, unknown_sender_policy: 'public', created_at: now(),
+    });
+  }
+  const wire = (id: string, mg: string, ag: string, mode: string, ignored: string, priority: number) =>
+    createMessagingGroupAgent({
+      id, messaging_group_id: mg, agent_group_id: ag, engage_mode: mode, engage_pattern: mode === 'pattern' ? '.' : null,
+      sender_scope: 'all', ignored_message_policy: ignored, session_mode: 'shared', priority, created_at: now(),
+    });
+  wire('mga-team-1', 'mg-team', 'ag-1', 'pattern', 'drop', 1);
+  wire('mga-team-2', 'mg-team', 'ag-2', 'pattern', 'drop', 0);
+  wire('mga-side-1', 'mg-side', 'ag-1', 'mention', 'accumulate', 0);
+  const user = (id: string, name: string) => upsertUser({ id, kind: 'telegram', display_name: name, created_at: now() });
+  const grant = (id: string, role: string, ag: string | null) =>
+    grantRole({ user_id: id, role, agent_group_id: ag, granted_by: null, granted_at: now() });
+  user('telegram:1', 'Olive');
+  grant('telegram:1', 'owner', null);
+  user('telegram:2', 'Gus');
+  grant('telegram:2', 'admin', null);
+  user('telegram:3', 'Ada');
+  grant('telegram:3', 'admin', 'ag-1');
+  user('telegram:4', 'Otto');
+  grant('telegram:4', 'admin', 'ag-2');
+  user('telegram:5', 'Mem');
+  addMember({ user_id: 'telegram:5', agent_group_id: 'ag-1', added_by: null, added_at: now() });
+
+  const sent: unknown[] = [];
+  setDeliveryAdapter({
+    async deliver(channelType: string, platformId: string, threadId: string | null, kind: string, content: string) {
+      sent.push({ channelType, platformId, threadId, kind, content: JSON.parse(content) });
+      return undefined;
+    },
+  });
+
+  // Every row of every session, keyed by session and row id.
+  const snapshot = () => {
+    const rows = new Map<string, any>();
+    const sessions = db.prepare('SELECT id, agent_group_id, messaging_group_id FROM sessions').all() as any[];
+    for (const s of sessions) {
+      rows.set(`session ${s.id}`, { agent_group_id: s.agent_group_id, messaging_group_id: s.messaging_group_id });
+      for (const [table, open] of [['messages_in', openInboundDb], ['messages_out', openOutboundDb]] as const) {
+        const f = open(s.agent_group_id, s.id);
+        try {
+          const cols = table === 'messages_in' ? 'id, kind, channel_type, platform_id, thread_id, content, trigger' : 'id, kind, channel_type, platform_id, thread_id, content';
+          for (const r of f.prepare(`SELECT ${cols} FROM ${table} ORDER BY seq`).all() as any[]) {
+            rows.set(`${table} ${s.id} ${r.id}`, { table, agent_group_id: s.agent_group_id, messaging_group_id: s.messaging_group_id, ...r });
+          }
+        } finally {
+          f.close();
+        }
+      }
+    }
+    return rows;
+  };
+  const dropped = () => (db.prepare('SELECT COALESCE(SUM(message_count), 0) AS n FROM unregistered_senders').get() as any).n as number;
+
+  const cases: unknown[] = [];
+  for (const e of gateEvents()) {
+    const before = snapshot();
+    const droppedBefore = dropped();
+    // NanoClaw's adapters fire routeInbound and log what it throws
+    // (src/index.ts): the error is recorded with the case.
+    let error: string | null = null;
+    const content = JSON.stringify({ sender: e.sender.name, senderId: `telegram:${e.sender.id}`, text: e.text, isMention: e.is_mention, isGroup: e.is_group });
+    const row = { kind: 'chat', content, channel_type: e.channel_type };
+    await routeInbound({
+      channelType: e.channel_type,
+      platformId: e.platform_id,
+      threadId: null,
+      message: {
+        id: e.message_id,
+        kind: 'chat',
+        content,
+        timestamp: '2026-05-18T10:00:00.000Z',
+        isMention: e.is_mention,
+        isGroup: e.is_group,
+      },
+    }).catch((err: Error) => {
+      error = err.message;
+    });
+    const after = snapshot();
+    const made = (kind: string) =>
+      [...after].filter(([k]) => k.startsWith(kind + ' ') && !before.has(k)).map(([, v]) => v);
+    cases.push({
+      event: e,
+      sessions: made('session'),
+      messages_in: made('messages_in').map(({ table, id, ...r }) => r),
+      messages_out: made('messages_out').map(({ table, ...r }) => ({ ...r, id: String(r.id).replace(/-\d+-[a-z0-9]+$/, '-…') })),
+      dropped: dropped() - droppedBefore,
+      error,
+      agent_runner: { clears: isClearCommand(row), category: categorizeMessage(row).category },
+    });
+  }
+  const pkg = JSON.parse(fs.readFileSync(path.join(NC, 'package.json'), 'utf8'));
+  fs.writeFileSync(outJSON, JSON.stringify({ nanoclaw: pkg.version, made_by: 'hostd/testdata/nanoclaw/run.sh gate', cases, sent }, null, 2) + '\n');
+}
+
 try {
   if (mode === 'fixtures' && paths.length === 1) await fixtures(paths[0]);
   else if (mode === 'replay' && paths.length === 2) await replay(paths[0], paths[1]);
-  else throw new Error('usage: harness.mts fixtures OUT_DIR | replay V2_DB OUT_JSON');
+  else if (mode === 'gate' && paths.length === 1) await gate(paths[0]);
+  else throw new Error('usage: harness.mts fixtures OUT_DIR | replay V2_DB OUT_JSON | gate OUT_JSON');
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
 }

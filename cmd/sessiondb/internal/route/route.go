@@ -60,7 +60,8 @@ Where it goes: with --host ADDR, to the host serving that endpoint; else to the
 host serving <data>/host.sock when one answers (it wakes the sessions at once);
 else (or with --direct) the events are routed in this process over --central
 and --data, and a running host's next sweep wakes the sessions. Approval cards
-need a deliverer: the host's, or --deliver when routing directly; and an
+need a deliverer: the host's, or --deliver when routing directly (so does the
+answer to a refused admin command); and an
 admin's DM on Discord, Slack, Teams, Webex or Google Chat needs a DM opener:
 the host's, or --dm-opener (see ` + "`sessiondb host --help`" + ` for both hooks).
 Without one such an admin cannot be sent a card: the line's result warns why,
@@ -70,7 +71,8 @@ wrote in --data (.sessiondb-host.token).
 
 Each line gets one result, printed as it is routed: its outcome (routed: a
 row was written now; duplicate: a redelivered event, its rows already there,
-nothing written; failed; dropped with the audit's reason; ignored), the
+nothing written; failed; dropped with the audit's reason; ignored; filtered
+or denied by the command gate, with the command), the
 sessions it reached, the approval it waits on; --json prints one JSON object per line. A bad line is
 reported with the field at fault and does not stop the others; the exit status
 is that of the first line that failed.`,
@@ -262,6 +264,9 @@ func Describe(r hostd.LineResult) string {
 				}
 				if d.Woken {
 					what += ", woken"
+				}
+				if d.CommandGate != "" {
+					what += ", " + d.Command + " " + d.CommandGate
 				}
 				parts = append(parts, fmt.Sprintf("%s/%s (%s)", d.AgentGroupID, d.SessionID, what))
 			}

@@ -131,3 +131,42 @@ func TestRouteDirectDMOpener(t *testing.T) {
 		t.Fatalf("card %s: %v", b, err)
 	}
 }
+
+// A stranger in a public chat addresses the agent with its runtime's
+// commands: /clear is refused and answered through --deliver, /login is
+// dropped unanswered, and neither reaches a mailbox; without a deliverer
+// the refusal stands and the line says the answer was not sent.
+func TestRouteDirectCommandGate(t *testing.T) {
+	p := setup(t)
+	out := filepath.Join(t.TempDir(), "sent.jsonl")
+	event := func(id, text string) string {
+		return `{"channel_type":"telegram","platform_id":"chat-1","message_id":"` + id + `","sender":{"id":"666","name":"Mallory"},"text":"` +
+			text + `","is_group":true,"is_mention":true}`
+	}
+	res := p.Route(event("c1", "/clear"), "--direct", "--deliver", "exec:cat >> "+out)
+	if m := res.Message; m.Outcome != hostd.RouteDenied || m.Reason != "/clear" || len(m.Warnings) != 0 || m.Deliveries[0].Written {
+		t.Fatalf("/clear: %+v", m)
+	}
+	sent := delivered(t, out)
+	if len(sent) != 1 || sent[0].Routing.PlatformID != "chat-1" || string(sent[0].Content) != `{"text":"Permission denied: /clear requires admin access."}` {
+		t.Fatalf("sent %+v", sent)
+	}
+	res = p.Route(event("c2", "/login"), "--direct", "--deliver", "exec:cat >> "+out)
+	if m := res.Message; m.Outcome != hostd.RouteFiltered || m.Reason != "/login" || len(delivered(t, out)) != 1 {
+		t.Fatalf("/login: %+v", m)
+	}
+	r := clitest.Run(context.Background(), clitest.Options{Stdin: strings.NewReader(event("c3", "/compact") + "\n")}, p.Args("route", "--direct", "-"), groups...)
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "line 1: c3 denied: /compact; warning: wiring ") ||
+		!strings.Contains(r.Stdout, "/compact denied, but the answer was not sent: no channel deliverer is configured") {
+		t.Fatalf("without a deliverer: exit %d %q %s", r.Code, r.Stdout, r.Stderr)
+	}
+	if n := sqlitetest.QueryFile(t, p.Central, "SELECT COUNT(*) FROM unregistered_senders"); n[0][0] != int64(0) {
+		t.Errorf("%v gated messages audited", n[0][0])
+	}
+	matches, _ := filepath.Glob(filepath.Join(p.Data, "ag-helper", "*", "inbound.db"))
+	for _, m := range matches {
+		if rows := sqlitetest.QueryFile(t, m, "SELECT COUNT(*) FROM messages_in"); rows[0][0] != int64(0) {
+			t.Errorf("%s holds %v rows", m, rows[0][0])
+		}
+	}
+}
