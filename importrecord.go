@@ -167,9 +167,24 @@ func DecodeRecord(line []byte) (map[string]any, error) {
 	if !hasMessages {
 		return rec, nil
 	}
+	var objs []map[string]json.RawMessage
+	if json.Unmarshal(raw, &objs) == nil && objs != nil {
+		msgs := make([]any, len(objs))
+		for i, obj := range objs {
+			if obj == nil { // null: Validate names it
+				continue
+			}
+			if msgs[i], err = decodeMembers(obj, rawJSONKeys); err != nil {
+				return nil, err
+			}
+		}
+		rec["messages"] = msgs
+		return rec, nil
+	}
+	// Not a list of objects: decoded as it is, for Validate to name
+	// what is wrong.
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil || list == nil {
-		// Not a list: decoded as it is, for Validate to name.
 		rec["messages"], err = decodeNumber(raw)
 		return rec, err
 	}
@@ -209,7 +224,29 @@ func decodeMembers(obj map[string]json.RawMessage, keep map[string]bool) (map[st
 	return out, nil
 }
 
+// decodeNumber decodes one JSON value, numbers as json.Number. The
+// scalars an export is made of are read without a decoder of their own.
 func decodeNumber(raw []byte) (any, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) > 0 {
+		switch c := t[0]; {
+		case c == '"':
+			var s string
+			if err := json.Unmarshal(t, &s); err == nil {
+				return s, nil
+			}
+		case string(t) == "null":
+			return nil, nil
+		case string(t) == "true":
+			return true, nil
+		case string(t) == "false":
+			return false, nil
+		case c == '-' || (c >= '0' && c <= '9'):
+			if json.Valid(t) {
+				return json.Number(t), nil
+			}
+		}
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var v any

@@ -133,3 +133,41 @@ func TestImportContent(t *testing.T) {
 		t.Errorf("an object for a text column = %v, want invalid", err)
 	}
 }
+
+// BenchmarkDecodeRecord measures reading an export line for import, a
+// session of 200 messages (text, tool calls, a multimodal message), with
+// DecodeRecord against a plain json.Unmarshal of the same line.
+func BenchmarkDecodeRecord(b *testing.B) {
+	msgs := []any{}
+	for i := range 200 {
+		m := map[string]any{"id": i, "role": "user", "timestamp": 1767225600.0 + float64(i), "content": strings.Repeat("words of a turn ", 40)}
+		if i%10 == 1 {
+			m["role"], m["tool_calls"] = "assistant", []any{map[string]any{"id": "c", "type": "function", "function": map[string]any{"name": "terminal", "arguments": "{}"}}}
+		}
+		if i == 5 {
+			m["content"] = []any{map[string]any{"type": "text", "text": "what is this?"}, map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + strings.Repeat("QUJD", 20000)}}}
+		}
+		msgs = append(msgs, m)
+	}
+	line, err := json.Marshal(map[string]any{"id": "s", "source": "cli", "started_at": 1767225600.0, "messages": msgs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("DecodeRecord", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			if _, err := DecodeRecord(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
