@@ -3,13 +3,17 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
 
@@ -179,5 +183,100 @@ func TestExportLiveOnlyIsHermesExport(t *testing.T) {
 	all := mustCLI(t, "--db", hermes21File(t, "state.db"), "export").Stdout
 	if bytes.Count([]byte(all), []byte(`"active":0`)) != 10 {
 		t.Errorf("export without --live-only lacks the hidden rows")
+	}
+}
+
+// The fixture copied to PostgreSQL reads there as Hermes reads the file
+// (reads/): get_messages' rows (the live ones) by id, message_count() of
+// every row, and search's hits (what a compaction summarised away found,
+// what a rewind took back not). Ids are the file's: a copy into a fresh
+// schema keeps them.
+func TestHermes21ReadsOnPostgres(t *testing.T) {
+	url := pgURL(t)
+	mustCLI(t, "copy", "--from", hermes21File(t, "state.db"), "--to", url)
+	ctx := context.Background()
+	st, err := store.Open(ctx, url, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	read := func(name string, v any) {
+		b, err := os.ReadFile(filepath.Join(hermes21, "reads", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var msgs struct {
+		Active map[string][]struct{ ID int64 } `json:"active"`
+	}
+	read("get_messages.json", &msgs)
+	var counts struct {
+		PerSession map[string]int64 `json:"per_session"`
+	}
+	read("message_count.json", &counts)
+	for id, want := range msgs.Active {
+		got, err := st.GetMessages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b []int64
+		for _, m := range want {
+			a = append(a, m.ID)
+		}
+		for _, m := range got {
+			b = append(b, m.ID)
+		}
+		conv, err := st.GetMessagesAsConversation(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := st.GetMessagesPage(ctx, id, sessiondb.Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) || len(page.Messages) != len(a) {
+			t.Errorf("%s: messages %v, a page of %d; Hermes' get_messages %v", id, b, len(page.Messages), a)
+		}
+		if id != "h21-main" && len(conv) != len(a) { // Hermes' replay drops h21-main's harness turn
+			t.Errorf("%s: %d entries replayed, Hermes' rows %d", id, len(conv), len(a))
+		}
+		if n, err := st.MessageCount(ctx, id); err != nil || n != counts.PerSession[id] {
+			t.Errorf("%s: MessageCount %d (%v), Hermes' message_count %d", id, n, err, counts.PerSession[id])
+		}
+	}
+	var searches []struct {
+		Name   string
+		Result []struct{ ID int64 }
+	}
+	read("search_messages.json", &searches)
+	checked := 0
+	for _, c := range searches {
+		q, sort, _ := strings.Cut(c.Name, "/")
+		if sort != "rank" || !slices.Contains([]string{"flamingo", "zeppelin", "kite", "pelican", "deploy"}, q) {
+			continue // read_file and parser match tool calls, which PostgreSQL's index leaves out
+		}
+		hits, err := st.SearchMessages(ctx, q, sessiondb.SearchFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b []int64
+		for _, h := range c.Result {
+			a = append(a, h.ID)
+		}
+		for _, h := range hits {
+			b = append(b, h.ID)
+		}
+		slices.Sort(a)
+		slices.Sort(b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("search %q: hits %v, Hermes %v", q, b, a)
+		}
+		checked++
+	}
+	if checked != 5 {
+		t.Fatalf("%d searches compared, want 5", checked)
 	}
 }
