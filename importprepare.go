@@ -200,12 +200,19 @@ func importUsage(v any, convert func(field, col string, v any) (any, bool, error
 			return nil, Errorf(EINVALID, "%s[%d].model must be a non-empty string", UsageKey, i)
 		}
 		var row ImportRow
+		m = maps.Clone(m)
+		for _, k := range []string{"billing_provider", "billing_base_url", "billing_mode"} {
+			if _, ok := m[k]; !ok {
+				m[k] = nil // a route has all three, '' where Hermes has none
+			}
+		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if k == "session_id" {
 				continue
 			}
 			v := m[k]
-			if d, ok := usageDefaults[k]; ok && v == nil {
+			d, hasDefault := usageDefaults[k]
+			if hasDefault && v == nil {
 				// NOT NULL in the current shape: Hermes writes the
 				// default where a route or a counter is missing.
 				v = d
@@ -215,7 +222,7 @@ func importUsage(v any, convert func(field, col string, v any) (any, bool, error
 				return nil, err
 			}
 			if !ok {
-				if m[k] != nil {
+				if v != nil && !(hasDefault && sameValue(v, d)) {
 					dropped.add(UsageKey+"."+k, 1)
 				}
 				continue
@@ -299,4 +306,15 @@ func importMessage(i int, m map[string]any, convert func(field, col string, v an
 		}
 	}
 	return row, nil
+}
+
+// sameValue reports whether v, a decoded value, is def (text, or a
+// number of any form).
+func sameValue(v, def any) bool {
+	if t, ok := def.(string); ok {
+		return v == t
+	}
+	f, err := ImportValue("value", KindReal, v)
+	d, _ := ImportValue("value", KindReal, def)
+	return err == nil && f == d
 }

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -239,7 +241,48 @@ func importColumns(si *schemaInfo) sessiondb.ImportColumns {
 type importer struct{ s *Store }
 
 func (b importer) Prepare(rec map[string]any, opts sessiondb.ImportOptions) (*sessiondb.PreparedImport, error) {
-	return sessiondb.PrepareImport(rec, importColumns(b.s.si), opts)
+	p, err := sessiondb.PrepareImport(rec, importColumns(b.s.si), opts)
+	if err != nil {
+		return nil, err
+	}
+	p.Dropped = sessiondb.MergeDropped(p.Dropped, mergedRoutes(p.Usage, b.s.si.usageKey))
+	return p, nil
+}
+
+// mergedRoutes counts what adding up usage rows loses where the file's
+// table keeps the first v20 key (session, model, provider): the base URL
+// of a row that insertUsage adds to an earlier row of the same key but
+// another base URL (its billing mode the file has no column for, counted
+// already).
+func mergedRoutes(rows []sessiondb.ImportRow, key []string) []sessiondb.DroppedField {
+	if slices.Contains(key, "billing_base_url") {
+		return nil
+	}
+	value := func(r sessiondb.ImportRow, col string) any {
+		if i := slices.Index(r.Cols, col); i >= 0 {
+			return r.Vals[i]
+		}
+		return nil
+	}
+	first := map[string]any{} // key → the first row's base URL
+	lost := 0
+	for _, r := range rows {
+		var k strings.Builder
+		for _, c := range key {
+			fmt.Fprintf(&k, "%v\x00", value(r, c))
+		}
+		url, seen := first[k.String()]
+		switch {
+		case !seen:
+			first[k.String()] = value(r, "billing_base_url")
+		case url != value(r, "billing_base_url"):
+			lost++
+		}
+	}
+	if lost == 0 {
+		return nil
+	}
+	return []sessiondb.DroppedField{{Field: sessiondb.UsageKey + ".billing_base_url", Values: lost}}
 }
 
 func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*sessiondb.PreparedImport]) error) error {

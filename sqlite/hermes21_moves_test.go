@@ -365,3 +365,47 @@ func TestHermes21ForkCopiesWhatHermesResumes(t *testing.T) {
 		t.Fatalf("h21-compacted holds %v hidden rows, want 6", n)
 	}
 }
+
+// A file whose session_model_usage the first v20 code made (key: session,
+// model, provider; no billing_mode, actual_cost_usd, cost_status or
+// cost_source): usage rows go into the columns it has, two routes of one
+// key add up, and what the file cannot tell apart is named.
+func TestImportIntoTheFirstUsageShape(t *testing.T) {
+	path := hermes21Empty(t)
+	sqlitetest.ExecFile(t, path, "DROP TABLE session_model_usage")
+	sqlitetest.ExecFile(t, path, `CREATE TABLE session_model_usage (
+    session_id TEXT NOT NULL REFERENCES sessions(id), model TEXT NOT NULL, billing_provider TEXT NOT NULL DEFAULT '',
+    billing_base_url TEXT, api_call_count INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0, reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    estimated_cost_usd REAL NOT NULL DEFAULT 0, first_seen REAL, last_seen REAL,
+    PRIMARY KEY (session_id, model, billing_provider))`)
+	s := openTestStore(t, path, Options{})
+	row := func(url, mode string, in float64) map[string]any {
+		return map[string]any{"model": "gpt-5", "billing_provider": "openai", "billing_base_url": url, "billing_mode": mode,
+			"input_tokens": in, "api_call_count": 1.0, "estimated_cost_usd": 0.5, "actual_cost_usd": 0.0, "cost_status": "estimated"}
+	}
+	rec := map[string]any{"id": "s", "source": "cli", "started_at": 1.0, sessiondb.UsageKey: []any{
+		row("https://a", "", 100), row("https://b", "batch", 20), row("https://a", "", 3),
+		map[string]any{"model": "other", "input_tokens": 7.0},
+	}}
+	r, err := s.ImportSession(context.Background(), rec, sessiondb.ImportOptions{})
+	if err != nil || !r.Imported {
+		t.Fatalf("ImportSession = %+v, %v", r, err)
+	}
+	want := []sessiondb.DroppedField{
+		{Field: "session_model_usage.billing_base_url", Values: 1}, {Field: "session_model_usage.billing_mode", Values: 1},
+		{Field: "session_model_usage.cost_status", Values: 3},
+	}
+	if !reflect.DeepEqual(r.Dropped, want) {
+		t.Errorf("dropped %v\nwant    %v", r.Dropped, want)
+	}
+	got := fileRows(t, path, "SELECT model, billing_provider, billing_base_url, api_call_count, input_tokens, estimated_cost_usd FROM session_model_usage ORDER BY model")
+	wantRows := []map[string]any{
+		{"model": "gpt-5", "billing_provider": "openai", "billing_base_url": "https://a", "api_call_count": int64(3), "input_tokens": int64(123), "estimated_cost_usd": 1.5},
+		{"model": "other", "billing_provider": "", "billing_base_url": "", "api_call_count": int64(0), "input_tokens": int64(7), "estimated_cost_usd": 0.0},
+	}
+	for _, d := range diffRows("usage", wantRows, got) {
+		t.Error(d)
+	}
+}
