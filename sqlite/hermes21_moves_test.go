@@ -409,3 +409,31 @@ func TestImportIntoTheFirstUsageShape(t *testing.T) {
 		t.Error(d)
 	}
 }
+
+// The messages of an export are Hermes' get_messages with
+// include_inactive, row for row and field for field (content as its parts,
+// tool_calls decoded, the marks); its live rows are Hermes' export_session.
+func TestHermes21ExportMessages(t *testing.T) {
+	s, ctx := openHermes21(t), context.Background()
+	var all struct {
+		Rows map[string][]any `json:"include_inactive"`
+	}
+	hermesReads(t, "get_messages.json", &all)
+	var exp struct {
+		Sessions map[string]map[string]any `json:"export_session"`
+	}
+	hermesReads(t, "export.json", &exp)
+	for _, id := range hermes21Sessions(t) {
+		rec, err := s.ExportSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := rec["messages"].([]map[string]any)
+		if g, w := asJSON(t, msgs), any(all.Rows[id]); !jsonEqual(w, g) {
+			t.Errorf("%s: export's rows\n%s\nHermes' get_messages(include_inactive)\n%s", id, short(g, true), short(w, true))
+		}
+		if g, w := asJSON(t, sessiondb.LiveRows(msgs)), exp.Sessions[id]["messages"]; !jsonEqual(w, g) {
+			t.Errorf("%s: export's live rows\n%s\nHermes' export_session\n%s", id, short(g, true), short(w, true))
+		}
+	}
+}
