@@ -15,15 +15,15 @@ import (
 // never one buffer the size of the whole session.
 func WriteExport(w *bufio.Writer, rec map[string]any) error {
 	l := newExportLine(w)
-	msgs, ok := rec["messages"].([]Message)
+	msgs, ok := rec["messages"].([]map[string]any)
 	if _, has := rec["messages"]; !has || !ok || msgs == nil {
 		return l.whole(rec)
 	}
 	if err := l.head(rec); err != nil {
 		return err
 	}
-	for i := range msgs {
-		if err := l.message(&msgs[i]); err != nil {
+	for _, m := range msgs {
+		if err := l.message(m); err != nil {
 			return err
 		}
 	}
@@ -42,9 +42,9 @@ func WriteSessionExport(ctx context.Context, st MessageService, id string, w *bu
 	err := st.ExportSessionPages(ctx, id, func(r map[string]any) error {
 		row = r
 		return l.head(row)
-	}, func(page []Message) error {
-		for i := range page {
-			if err := l.message(&page[i]); err != nil {
+	}, func(page []map[string]any) error {
+		for _, m := range page {
+			if err := l.message(m); err != nil {
 				return err
 			}
 		}
@@ -131,7 +131,7 @@ func (l *exportLine) head(rec map[string]any) error {
 }
 
 // message writes one message of the list.
-func (l *exportLine) message(m *Message) error {
+func (l *exportLine) message(m map[string]any) error {
 	if !l.first {
 		l.w.WriteByte(',')
 	}

@@ -162,7 +162,7 @@ func (s *Store) WaitForMessages(ctx context.Context, sessionID string, afterID i
 	defer done()
 	for {
 		var newest *int64
-		if err := s.pool.QueryRow(ctx, "SELECT max(id) FROM messages WHERE session_id = $1", sessionID).Scan(&newest); err != nil {
+		if err := s.pool.QueryRow(ctx, "SELECT max(m.id) FROM messages m WHERE m.session_id = $1"+live, sessionID).Scan(&newest); err != nil {
 			return 0, s.readErr(err, "wait for messages of %s", sessionID)
 		}
 		if newest != nil && *newest > afterID {

@@ -512,7 +512,7 @@ func TestLongSessionIDFromHermes(t *testing.T) {
 	_, err = s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: long, Role: "user", Content: &more})
 	refused("AppendMessage", err)
 	other := openStore(t, filepath.Join(t.TempDir(), "other.db"))
-	_, err = other.ImportSession(ctx, rec)
+	_, err = other.ImportSession(ctx, rec, sessiondb.ImportOptions{})
 	refused("ImportSession of its export", err)
 	if ok, err := s.DeleteSession(ctx, long); err != nil || !ok {
 		t.Fatalf("DeleteSession = %v, %v; want true", ok, err)

@@ -73,8 +73,12 @@ func testExport(t *testing.T, h Harness) {
 					t.Errorf("exported message %d lacks column %q", i, col)
 				}
 			}
-			if !reflect.DeepEqual(mm, wantMsgs[i]) {
-				t.Errorf("exported message %d = %v\nwant GetMessages' %v", i, mm, wantMsgs[i])
+			// Every field GetMessages gives, with its value; the export
+			// may carry more (a newer Hermes' columns, the marks).
+			for k, v := range wantMsgs[i].(map[string]any) {
+				if !reflect.DeepEqual(mm[k], v) {
+					t.Errorf("exported message %d: %s = %v, want GetMessages' %v", i, k, mm[k], v)
+				}
 			}
 		}
 		if tc := msgs[1].(map[string]any)["tool_calls"]; !reflect.DeepEqual(tc, []any{map[string]any{"id": "c1"}}) {
@@ -155,7 +159,7 @@ func testExportPages(t *testing.T, h Harness) {
 		whole, err := e.s.ExportSession(e.ctx, id)
 		noErr(t, "ExportSession", err)
 		var row map[string]any
-		var msgs []sessiondb.Message
+		var msgs []map[string]any
 		pages := 0
 		err = e.s.ExportSessionPages(e.ctx, id, func(r map[string]any) error {
 			if row != nil || pages > 0 {
@@ -163,7 +167,7 @@ func testExportPages(t *testing.T, h Harness) {
 			}
 			row = r
 			return nil
-		}, func(p []sessiondb.Message) error {
+		}, func(p []map[string]any) error {
 			if len(p) == 0 {
 				t.Errorf("%s: an empty page", id)
 			}
@@ -177,7 +181,7 @@ func testExportPages(t *testing.T, h Harness) {
 		}
 		row["messages"] = msgs
 		if msgs == nil {
-			row["messages"] = []sessiondb.Message{}
+			row["messages"] = []map[string]any{}
 		}
 		if !reflect.DeepEqual(normJSON(t, row), normJSON(t, whole)) {
 			t.Errorf("%s: the row and pages differ from ExportSession:\n%v\n%v", id, normJSON(t, row), normJSON(t, whole))
@@ -200,7 +204,7 @@ func testExportPages(t *testing.T, h Harness) {
 		}
 	}
 	called := false
-	err := e.s.ExportSessionPages(e.ctx, "ghost", func(map[string]any) error { called = true; return nil }, func([]sessiondb.Message) error { called = true; return nil })
+	err := e.s.ExportSessionPages(e.ctx, "ghost", func(map[string]any) error { called = true; return nil }, func([]map[string]any) error { called = true; return nil })
 	wantCode(t, "ExportSessionPages(ghost)", err, sessiondb.ENOTFOUND)
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
@@ -209,11 +213,11 @@ func testExportPages(t *testing.T, h Harness) {
 		t.Errorf("a missing session: callbacks called %v, %d bytes written", called, out.Len())
 	}
 	pages := 0
-	err = e.s.ExportSessionPages(e.ctx, "big", func(map[string]any) error { return nil }, func([]sessiondb.Message) error { pages++; return errStop })
+	err = e.s.ExportSessionPages(e.ctx, "big", func(map[string]any) error { return nil }, func([]map[string]any) error { pages++; return errStop })
 	if !errors.Is(err, errStop) || pages != 1 {
 		t.Errorf("a page's error: %v after %d pages, want it returned after 1", err, pages)
 	}
-	err = e.s.ExportSessionPages(e.ctx, "big", func(map[string]any) error { return errStop }, func([]sessiondb.Message) error { pages++; return nil })
+	err = e.s.ExportSessionPages(e.ctx, "big", func(map[string]any) error { return errStop }, func([]map[string]any) error { pages++; return nil })
 	if !errors.Is(err, errStop) || pages != 1 {
 		t.Errorf("the row's error: %v, pages read after it: %d", err, pages-1)
 	}

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"FindSession", testFindSession},
 		{"EachSession", testEachSession},
 		{"Import", testImport},
+		{"Moves", testMoves},
 		{"Usage", testUsage},
 		{"Retention", testRetention},
 		{"Validation", testValidation},

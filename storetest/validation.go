@@ -56,7 +56,7 @@ func testValidation(t *testing.T, h Harness) {
 			return err
 		}, "offset -4"},
 		{"ImportSession without source", func(e *env) error {
-			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": "b", "started_at": 1.0})
+			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": "b", "started_at": 1.0}, sessiondb.ImportOptions{})
 			return err
 		}, "source"},
 		{"CreateSession with an id over the limit", func(e *env) error {
@@ -71,7 +71,7 @@ func testValidation(t *testing.T, h Harness) {
 			return err
 		}, tooLong},
 		{"ImportSession with an id over the limit", func(e *env) error {
-			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": long, "source": "cli", "started_at": 1.0})
+			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": long, "source": "cli", "started_at": 1.0}, sessiondb.ImportOptions{})
 			return err
 		}, tooLong},
 		{"AppendMessage to an id over the limit", func(e *env) error {
@@ -91,7 +91,7 @@ func testValidation(t *testing.T, h Harness) {
 			return e.s.EndSession(e.ctx, "a", "")
 		}, "end_reason"},
 		{"ImportSession with a line break in end_reason", func(e *env) error {
-			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": "b", "source": "cli", "started_at": 1.0, "ended_at": 2.0, "end_reason": "a\nb"})
+			_, err := e.s.ImportSession(e.ctx, map[string]any{"id": "b", "source": "cli", "started_at": 1.0, "ended_at": 2.0, "end_reason": "a\nb"}, sessiondb.ImportOptions{})
 			return err
 		}, "end_reason"},
 		{"ApplyRetention without an age", func(e *env) error {

@@ -127,7 +127,7 @@ func (s *site) importExamples() {
 		}
 		recs = append(recs, rec)
 	}
-	if _, err := s.st.ImportSessions(ctxb, recs); err != nil {
+	if _, err := s.st.ImportSessions(ctxb, recs, sessiondb.ImportOptions{}); err != nil {
 		s.t.Fatal(err)
 	}
 }

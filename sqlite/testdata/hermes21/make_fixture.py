@@ -503,6 +503,44 @@ def cli_export(db, reads):
             f.write(json.dumps(s, ensure_ascii=False) + "\n")
 
 
+def record_import(hs, work, reads, ids):
+    """Hermes' own import of its own export: import_sessions() of the lines
+    `hermes sessions export -` printed (cli_sessions_export.jsonl), into a
+    state.db Hermes has just made, and what its reads return for the
+    result (imported by sessiondb, the same lines must read the same)."""
+    path = os.path.join(work, "imported.db")
+    db = hs.SessionDB(db_path=__import__("pathlib").Path(path))
+    with open(os.path.join(reads, "cli_sessions_export.jsonl"), encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    result = db.import_sessions(lines)
+    per = lambda fn: {sid: fn(sid) for sid in ids}
+    q = lambda sql: [dict(r) for r in db._conn.execute(sql)]
+    dump(os.path.join(reads, "import_sessions.json"), {
+        "result": result,
+        "get_session": per(db.get_session),
+        "get_messages": per(lambda s: db.get_messages(s, include_inactive=True)),
+        "get_messages_as_conversation": per(db.get_messages_as_conversation),
+        # The stored rows as they are (content and JSON columns as text).
+        "session_rows": q("SELECT * FROM sessions ORDER BY id"),
+        "message_rows": q("SELECT * FROM messages ORDER BY id"),
+        "session_model_usage": q("SELECT * FROM session_model_usage ORDER BY session_id, model"),
+    })
+    db.close()
+
+
+def make_empty(hs, work, out):
+    """A state.db the current Hermes makes and closes with nothing in it:
+    the fresh file an import or a copy keeps every field in."""
+    path = os.path.join(work, "empty.db")
+    hs.SessionDB(db_path=__import__("pathlib").Path(path)).close()
+    for suffix in ("-wal", "-shm", "-journal"):
+        if os.path.exists(path + suffix):
+            sys.exit(f"empty.db{suffix} left after close")
+    shutil.copyfile(path, os.path.join(out, "empty.db"))
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hermes", default=os.environ.get("HERMES_CHECKOUT"),
@@ -548,6 +586,8 @@ def main():
         db = hs.SessionDB(db_path=__import__("pathlib").Path(path))
         record(db, ids, out)
         db.close()
+        record_import(hs, work, os.path.join(out, "reads"), ids)
+        empty_digest = make_empty(hs, work, out)
         if NETWORK_ATTEMPTS:
             sys.exit(f"Hermes tried the network: {NETWORK_ATTEMPTS}")
         with open(os.path.join(out, "state.db"), "rb") as f:
@@ -560,6 +600,7 @@ def main():
             "sqlite": sqlite3.sqlite_version,
             "sessions": ids,
             "state_db_sha256": digest,
+            "empty_db_sha256": empty_digest,
         })
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -109,6 +109,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		Sessions, Copied, Skipped int
 		Messages                  int64
 		Checksum                  string
+		Dropped                   []any
 	}
 	mustCLI(t, "--json", "copy", "--from", first, "--to", url).Decode(t, &there)
 	if there.Sessions != exampleSessions || there.Copied != exampleSessions || there.Skipped != 0 || there.Messages == 0 || len(there.Checksum) != 64 {
@@ -119,7 +120,9 @@ func TestCopyRoundTrip(t *testing.T) {
 		t.Errorf("second copy: %+v, want everything skipped and the same checksum", again)
 	}
 	mustCLI(t, "--json", "copy", "--from", url, "--to", second).Decode(t, &back)
-	if back.Copied != exampleSessions || back.Checksum != there.Checksum || back.Messages != there.Messages {
+	// PostgreSQL's newer columns hold their defaults here: a file of
+	// schema 6 loses nothing of them, and no warning says otherwise.
+	if back.Copied != exampleSessions || back.Checksum != there.Checksum || back.Messages != there.Messages || len(back.Dropped) != 0 || len(there.Dropped) != 0 {
 		t.Errorf("copy back: %+v, want %d sessions and checksum %s", back, exampleSessions, there.Checksum)
 	}
 	a := mustCLI(t, "--db", first, "export")
