@@ -62,13 +62,20 @@ func TestDaemonHoldsItsDataRoot(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctxb)
 	ran := make(chan error, 1)
 	go func() { ran <- third.Run(ctx) }()
-	testkit.WaitFor(t, "the third daemon's lock", func() bool {
-		l, err := LockRoot(root)
-		if err == nil {
-			l.Close()
+	// Its status file says it runs (the second one removed its own when it
+	// stopped); probing with LockRoot instead could take the lock before
+	// the daemon does, and refuse it.
+	testkit.WaitFor(t, "the third daemon running", func() bool {
+		select {
+		case err := <-ran:
+			t.Fatalf("the third daemon stopped: %v", err)
+		default:
 		}
-		return sessiondb.ErrorCode(err) == sessiondb.ECONFLICT
+		_, found, _ := ReadStatus(root)
+		return found
 	})
+	_, err = LockRoot(root)
+	wantCode(t, err, sessiondb.ECONFLICT)
 	cancel()
 	must(t, <-ran)
 }
