@@ -35,8 +35,11 @@ type doctorReport struct {
 	IntegrityMore int      `json:"integrity_check_more,omitempty"`
 	VersionSkew   []string `json:"version_skew,omitempty"`
 	FTS           string   `json:"fts_integrity_check"`
-	RebuiltFTS    bool     `json:"rebuilt_fts,omitempty"`
-	OptimizedFTS  bool     `json:"optimized_fts,omitempty"`
+	// Additions are what sessiondb added to the file (README: "What
+	// sessiondb adds to Hermes' file").
+	Additions    []sessiondb.Addition `json:"additions"`
+	RebuiltFTS   bool                 `json:"rebuilt_fts,omitempty"`
+	OptimizedFTS bool                 `json:"optimized_fts,omitempty"`
 	// Problems are what is wrong with the data: doctor fails on them.
 	// Advice is what is sound but could be safer (a file other users may
 	// read), each with its fix: doctor fails on it only with --strict.
@@ -71,7 +74,11 @@ triggers kept, the trigram table's text without NUL bytes, which every
 SQLite reads alike. --optimize-fts merges the index's segments, which makes
 search a little faster on a store that has taken many writes. A file without
 a search index (Hermes without FTS5 makes none) is advice, not a failure:
-search scans the messages.`,
+search scans the messages.
+
+It also lists what sessiondb has added to the file (tables, indexes,
+triggers and state_meta keys of its own; README: "What sessiondb adds to
+Hermes' file"), as --json's "additions".`,
 		Example: `  sessiondb doctor
   sessiondb --db ~/.hermes/state.db --read-only doctor
   sessiondb doctor --rebuild-fts
@@ -113,6 +120,12 @@ search scans the messages.`,
 				}
 				if r.Sessions, err = s.SessionCount(ctx, ""); err != nil {
 					return err
+				}
+				if r.Additions, err = st.Additions(ctx); err != nil {
+					return err
+				}
+				if r.Additions == nil {
+					r.Additions = []sessiondb.Addition{}
 				}
 				r.statFiles()
 				lines, err := st.IntegrityCheck(ctx)
@@ -294,6 +307,14 @@ func (h *group) printDoctor(r *doctorReport) {
 		h.Printf("version skew    %s\n", cli.PrintableLine(sk))
 	}
 	h.Printf("search index    %s\n", cli.PrintableLine(r.FTS))
+	if len(r.Additions) == 0 {
+		h.Printf("additions       none (every table, index and trigger is Hermes')\n")
+	} else {
+		h.Printf("additions       %d by sessiondb (the rest is Hermes'):\n", len(r.Additions))
+		for _, a := range r.Additions {
+			h.Printf("                %s %s: %s\n", a.Kind, a.Name, a.For)
+		}
+	}
 	if r.RebuiltFTS {
 		h.Printf("                rebuilt\n")
 	}

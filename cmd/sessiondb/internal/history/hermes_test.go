@@ -1,9 +1,11 @@
 package history
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
@@ -121,5 +123,45 @@ func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
 				t.Errorf("doctor after --rebuild-fts: exit %d\n%s%s", after.Code, after.Stdout, after.Stderr)
 			}
 		})
+	}
+}
+
+// TestDoctorListsAdditions: doctor names what sessiondb added to the file
+// it checks, in text and --json, as the file holds it: on a file
+// sessiondb made, the last-activity table among the rest; after one is
+// dropped behind its back, not that one.
+func TestDoctorListsAdditions(t *testing.T) {
+	db := exampleDB(t)
+	var rep struct {
+		Additions []sessiondb.Addition `json:"additions"`
+	}
+	doctorJSON := func(flags ...string) {
+		t.Helper()
+		r := runCLI(t, "", append(append([]string{"--db", db}, flags...), "doctor", "--json")...)
+		rep.Additions = nil
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+			t.Fatalf("doctor --json: %v\n%s%s", err, r.Stdout, r.Stderr)
+		}
+	}
+	doctorJSON()
+	has := func(kind, name string) bool {
+		for _, a := range rep.Additions {
+			if a.Kind == kind && a.Name == name && a.For != "" {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("table", "sessiondb_last_active") || !has("trigger", "sessiondb_last_active_message_insert") || !has("index", "sessiondb_sessions_roots") {
+		t.Errorf("doctor --json additions: %+v", rep.Additions)
+	}
+	if txt := runCLI(t, "", "--db", db, "doctor").Stdout; !strings.Contains(txt, "additions       ") || !strings.Contains(txt, "table sessiondb_last_active: ") {
+		t.Errorf("doctor's text does not list the additions:\n%s", txt)
+	}
+	// A read-only open, as a writable one adds the index again.
+	sqlitetest.ExecFile(t, db, "DROP INDEX sessiondb_sessions_roots")
+	doctorJSON("--read-only")
+	if has("index", "sessiondb_sessions_roots") {
+		t.Errorf("doctor lists an index the file no longer holds: %+v", rep.Additions)
 	}
 }

@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+)
+
+// schemaObjects is a file's sqlite_master (type and name) and the keys of
+// its state_meta, as Additions names them.
+func schemaObjects(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	for _, r := range sqlitetest.QueryFile(t, path, "SELECT type, name FROM sqlite_master") {
+		got[fmt.Sprint(r[0])+" "+fmt.Sprint(r[1])] = true
+	}
+	if got["table state_meta"] {
+		for _, r := range sqlitetest.QueryFile(t, path, "SELECT key FROM state_meta") {
+			got[metaKey+" "+fmt.Sprint(r[0])] = true
+		}
+	}
+	return got
+}
+
+// TestAdditionsAreWhatAWriteAdds: the additions list is exactly what
+// sessiondb's writes add to a file Hermes made: on a schema-6 file (and
+// with every option that adds something: the trigram index, the recent
+// index of a store beyond its search window, a retention run) each thing
+// the writes add is on the list and Store.Additions names it; every entry
+// of the list is added by one of them; a schema-21 file Hermes wrote is
+// given no object, only our keys in its own state_meta.
+func TestAdditionsAreWhatAWriteAdds(t *testing.T) {
+	ctx := context.Background()
+	listed := map[string]bool{}
+	for _, a := range additions {
+		listed[a.Kind+" "+a.Name] = true
+	}
+	seen := map[string]bool{}
+	for _, tc := range []struct {
+		name string
+		file func() string
+		o    Options
+		adds bool
+	}{
+		{"v6", func() string { return buildFixture(t, 6, true) }, Options{}, true},
+		{"v6 trigram, recent", func() string { return buildFixture(t, 6, true) }, Options{Trigram: true, SearchWindowMessages: 5}, true},
+		{"v21", func() string { return hermes21Copy(t) }, Options{Trigram: true, SearchWindowMessages: 5}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.file()
+			before := schemaObjects(t, path)
+			s := openTestStore(t, path, tc.o)
+			if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "probe", Source: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 12 {
+				mustAppend(t, s, sessiondb.NewMessage{SessionID: "probe", Role: "user", Content: str("kubernetes probe " + strconv.Itoa(i))})
+			}
+			if _, err := s.SearchMessages(ctx, "kubernetes", sessiondb.SearchFilter{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ApplyRetention(ctx, sessiondb.RetentionPolicy{MaxAgeDays: 1e6}); err != nil {
+				t.Fatal(err)
+			}
+			held, err := s.Additions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			var added []string
+			for k := range schemaObjects(t, path) {
+				if !before[k] {
+					added = append(added, k)
+				}
+			}
+			slices.Sort(added)
+			var named []string
+			for _, a := range held {
+				named = append(named, a.Kind+" "+a.Name)
+			}
+			slices.Sort(named)
+			for _, k := range added {
+				if !tc.adds && !strings.HasPrefix(k, metaKey+" ") {
+					t.Errorf("a newer Hermes' file was given %s (only keys of its state_meta may be added)", k)
+				}
+				if !listed[k] {
+					t.Errorf("added but not on the list: %s", k)
+				}
+				seen[k] = true
+			}
+			if !slices.Equal(named, added) {
+				t.Errorf("Additions names\n%v\nthe writes added\n%v", named, added)
+			}
+		})
+	}
+	for k := range listed {
+		if !seen[k] {
+			t.Errorf("on the list but never added: %s", k)
+		}
+	}
+}
+
+// TestREADMEListsAdditions: the README's table of what sessiondb adds is
+// the additions list, row for row.
+func TestREADMEListsAdditions(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, a := range additions {
+		row := fmt.Sprintf("| %s | `%s` | %s |\n", a.Kind, a.Name, a.For)
+		if !strings.Contains(readme, row) {
+			t.Errorf("README lacks the row %q", row)
+		}
+	}
+	if n, want := strings.Count(readme, "| `sessiondb")+strings.Count(readme, "| `sqlite_autoindex_")+strings.Count(readme, "| `state_meta`")+strings.Count(readme, "| `idx_messages_session_id`"), len(additions); n != want {
+		t.Errorf("README has %d rows of additions, the list %d", n, want)
+	}
+}
