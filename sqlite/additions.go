@@ -94,32 +94,25 @@ func (s *Store) Additions(ctx context.Context) ([]sessiondb.Addition, error) {
 			return nil, sessiondb.Wrap("", err, "list sessiondb's keys in %s", s.path)
 		}
 	}
+	// A newer Hermes' file is given no object: those it holds under our
+	// names (idx_messages_session_id, state_meta) are its own.
+	ours, err := s.objectsOurs(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var held []sessiondb.Addition
 	for _, a := range additions {
-		switch {
-		case a.Kind == metaKey && keys[a.Name]:
-		case a.Kind != metaKey && objects[a.Name] == a.Kind:
-			// state_meta is ours only where we made it: with none of
-			// Hermes' keys in it.
-			if a.Name == "state_meta" || a.Name == "sqlite_autoindex_state_meta_1" {
-				if ours, err := s.stateMetaOurs(ctx); err != nil || !ours {
-					if err != nil {
-						return nil, err
-					}
-					continue
-				}
-			}
-		default:
-			continue
+		if a.Kind == metaKey && keys[a.Name] || a.Kind != metaKey && ours && objects[a.Name] == a.Kind {
+			held = append(held, a)
 		}
-		held = append(held, a)
 	}
 	return held, nil
 }
 
-// stateMetaOurs reports whether the file's state_meta is sessiondb's own:
-// the file is of schema 6 or older, where Hermes makes none.
-func (s *Store) stateMetaOurs(ctx context.Context) (bool, error) {
+// objectsOurs reports whether the listed objects the file holds are
+// sessiondb's: the file is of schema 6 or older, where Hermes makes none
+// of them.
+func (s *Store) objectsOurs(ctx context.Context) (bool, error) {
 	v, err := s.SchemaVersion(ctx)
 	return v <= SchemaVersion6, err
 }

@@ -125,3 +125,68 @@ func TestREADMEListsAdditions(t *testing.T) {
 		t.Errorf("README has %d rows of additions, the list %d", n, want)
 	}
 }
+
+// schemaText is a file's sqlite_master, every row and its text, and its
+// state_meta, in one comparable string.
+func schemaText(t *testing.T, path string) string {
+	t.Helper()
+	text := fmt.Sprint(sqlitetest.QueryFile(t, path, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"))
+	if len(sqlitetest.QueryFile(t, path, "SELECT 1 FROM sqlite_master WHERE name = 'state_meta'")) > 0 {
+		text += fmt.Sprint(sqlitetest.QueryFile(t, path, "SELECT key, value FROM state_meta ORDER BY key"))
+	}
+	return text
+}
+
+// TestNoAdditions: a store opened with NoAdditions adds nothing to a
+// Hermes-made file (schema 6 and 21): after sessions, messages, a search
+// beyond the search window, listings by last activity and a retention
+// run, sqlite_master and state_meta are as Hermes left them, and each of
+// those reads found what was written. With Trigram it is refused.
+func TestNoAdditions(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		file func() string
+	}{
+		{"v6", func() string { return buildFixture(t, 6, true) }},
+		{"v21", func() string { return hermes21Copy(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.file()
+			before := schemaText(t, path)
+			s := openTestStore(t, path, Options{NoAdditions: true, SearchWindowMessages: 5})
+			for _, id := range []string{"plain1", "plain2"} {
+				if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: id, Source: "cli"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 8 {
+				mustAppend(t, s, sessiondb.NewMessage{SessionID: "plain1", Role: "user", Content: str("zeppelin " + strconv.Itoa(i))})
+			}
+			// plain1 started first but spoke last.
+			mustAppend(t, s, sessiondb.NewMessage{SessionID: "plain2", Role: "user", Content: str("earlier")})
+			sqlitetest.ExecFile(t, path, "UPDATE messages SET timestamp = 1 WHERE session_id = 'plain2'")
+			hits, err := s.SearchMessages(ctx, "zeppelin", sessiondb.SearchFilter{})
+			if err != nil || len(hits) != 8 {
+				t.Errorf("search: %d hits, %v; want 8", len(hits), err)
+			}
+			page, err := s.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortLastActive})
+			if err != nil || len(page.Sessions) == 0 || page.Sessions[0].ID != "plain1" {
+				t.Errorf("listing by last activity: %v; want plain1 first", err)
+			}
+			if _, err := s.ApplyRetention(ctx, sessiondb.RetentionPolicy{MaxAgeDays: 1e6}); err != nil {
+				t.Fatal(err)
+			}
+			if held, err := s.Additions(ctx); err != nil || len(held) != 0 {
+				t.Errorf("Additions = %v, %v; want none", held, err)
+			}
+			s.Close()
+			if after := schemaText(t, path); after != before {
+				t.Errorf("the file's schema changed:\n%s\nwas\n%s", after, before)
+			}
+			if _, err := Open(ctx, path, Options{NoAdditions: true, Trigram: true}); sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(err.Error(), "NoAdditions") {
+				t.Errorf("NoAdditions with Trigram: %v; want invalid", err)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -163,5 +164,47 @@ func TestDoctorListsAdditions(t *testing.T) {
 	doctorJSON("--read-only")
 	if has("index", "sessiondb_sessions_roots") {
 		t.Errorf("doctor lists an index the file no longer holds: %+v", rep.Additions)
+	}
+}
+
+// TestNoAdditionsFlag: --no-additions on the commands that open a store
+// leaves a v6 file holding only Hermes' schema as it was: a title set, a session
+// set, a search, a listing and doctor add nothing;
+// doctor lists no additions.
+func TestNoAdditionsFlag(t *testing.T) {
+	db := exampleDB(t)
+	// Take the example store's additions out first: what stays is what
+	// Hermes' schema holds.
+	var names []string
+	for _, r := range sqlitetest.QueryFile(t, db, "SELECT type, name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type IN ('trigger', 'view', 'index') ORDER BY type = 'trigger' DESC") {
+		names = append(names, fmt.Sprintf("DROP %s %s", r[0], r[1]))
+	}
+	for _, r := range sqlitetest.QueryFile(t, db, "SELECT name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type = 'table' AND sql LIKE 'CREATE TABLE%'") {
+		names = append(names, fmt.Sprintf("DROP TABLE %s", r[0]))
+	}
+	names = append(names, "DROP INDEX idx_messages_session_id", "DROP TABLE IF EXISTS state_meta")
+	for _, q := range names {
+		sqlitetest.ExecFile(t, db, q)
+	}
+	schema := func() string {
+		return fmt.Sprint(sqlitetest.QueryFile(t, db, "SELECT type, name, sql FROM sqlite_master ORDER BY name"))
+	}
+	before := schema()
+	for _, args := range [][]string{
+		{"title", "20260509_081244_a3f9e0", "Renamed"},
+		{"search", "docker"},
+		{"sessions"},
+		{"doctor", "--json"},
+	} {
+		r := runCLI(t, "", append([]string{"--db", db, "--no-additions"}, args...)...)
+		if r.Code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, r.Code, r.Stdout, r.Stderr)
+		}
+		if args[0] == "doctor" && !strings.Contains(r.Stdout, `"additions": []`) {
+			t.Errorf("doctor lists additions:\n%s", r.Stdout)
+		}
+	}
+	if after := schema(); after != before {
+		t.Errorf("--no-additions changed the schema:\n%s\nwas\n%s", after, before)
 	}
 }
