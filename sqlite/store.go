@@ -268,6 +268,10 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		s.w.Budget = budget
 		s.w.Now = s.now
 		s.w.OnCommit = s.onCommit
+		// Several processes (Hermes' and ours) append to one state.db:
+		// waiting for the write lock in 1 ms steps lets one of them commit
+		// back to back instead of handing the lock over at every commit.
+		s.w.Yield = true
 		if si.needsMigration() {
 			// Open-time migrations wait for the lock in the same budget as
 			// any write (IMP-8).
