@@ -186,7 +186,15 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	// and a primary-key lookup of each of its sessions.
 	from, key, id, keyed := "sessions s", s.sortKey(q.SortOrDefault()), "s.id", "s"
 	if q.SortOrDefault() == sessiondb.SortLastActive && s.q.lastActive {
-		from, key, id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
+		// The table is caught up first (appends do not write it); a
+		// read-only store that cannot catch it up computes the key.
+		current, err := s.syncLastActive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if current {
+			from, key, id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
+		}
 	}
 	var where []string
 	var args []any
