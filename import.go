@@ -55,7 +55,7 @@ func (r SessionRecord) Validate() error {
 		for i, raw := range msgs {
 			m, ok := raw.(map[string]any)
 			if !ok {
-				return Errorf(EINVALID, "messages[%d] must be an object, not %T", i, raw)
+				return Errorf(EINVALID, "messages[%d] must be an object, not %s", i, JSONKind(raw))
 			}
 			if role, ok := m["role"].(string); !ok || role == "" {
 				return Errorf(EINVALID, "messages[%d].role must be a non-empty string", i)
@@ -86,7 +86,7 @@ func (r SessionRecord) Validate() error {
 			}
 		}
 	default:
-		return Errorf(EINVALID, "messages must be a list, not %T", r["messages"])
+		return Errorf(EINVALID, "messages must be a list, not %s", JSONKind(r["messages"]))
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func checkEpoch(field string, v any, required bool) error {
 		return nil
 	}
 	if !isJSONNumber(v) {
-		return Errorf(EINVALID, "%s must be a number (epoch seconds), not %T", field, v)
+		return Errorf(EINVALID, "%s must be a number (epoch seconds), not %s", field, JSONKind(v))
 	}
 	var f float64
 	switch x := v.(type) {
@@ -207,7 +207,7 @@ const (
 // it, so one record is accepted or refused alike everywhere.
 func ImportValue(field string, k ColumnKind, v any) (any, error) {
 	bad := func(want string) error {
-		return Errorf(EINVALID, "import: %s must be %s, not %T", field, want, v)
+		return Errorf(EINVALID, "import: %s must be %s, not %s", field, want, JSONKind(v))
 	}
 	if v == nil {
 		return nil, nil

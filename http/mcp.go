@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/version"
 )
 
 // MCP: the history store's search and reading as tools for agents, so an
@@ -307,7 +308,7 @@ func isoTime(epoch float64) string {
 // like any other: beyond loopback it needs the token (guard), and the
 // SDK's own localhost protection refuses a foreign Host as guard does.
 func (s *Server) routesMCP() {
-	srv := NewMCPServer(s.cfg.History, "", func() { s.metrics.searches.Inc() })
+	srv := NewMCPServer(s.cfg.History, version.String(), func() { s.metrics.searches.Inc() })
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes})
 	// No other site's page may post to it either (it could not read the

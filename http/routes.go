@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/version"
 )
 
 // apiFunc is an API handler: it writes its answer, or returns an error
@@ -66,11 +67,11 @@ func (s *Server) api(pattern string, stream bool, h apiFunc) http.Handler {
 }
 
 // healthz answers 200 {"ok":true} when the history store answers a read,
-// else 503 with the error.
+// else 503 with the error; both say this build's version.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.cfg.History.SessionCount(r.Context(), ""); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ok": false, "error": err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ok": false, "error": err.Error(), "version": version.String()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "read_only": s.cfg.ReadOnly})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "read_only": s.cfg.ReadOnly, "version": version.String()})
 }

@@ -190,7 +190,7 @@ func TestAdminAsksAndEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := clitest.Run(context.Background(), clitest.Options{Stdin: tty}, e.Args("admin", "sessions", "close", session), groups...)
-	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "not confirmed") || !strings.Contains(r.Stderr, "Close session "+session+"?") {
+	if r.Code != cli.ExitCancelled || !strings.Contains(r.Stderr, "not confirmed") || !strings.Contains(r.Stderr, "Close session "+session+"?") {
 		t.Fatalf("declined: exit %d %s", r.Code, r.Stderr)
 	}
 	var s sessiondb.AgentSession

@@ -168,6 +168,19 @@ func TestImportInputs(t *testing.T) {
 			present:    []string{dockerID, cronID, "esc"},
 		},
 		{
+			name: "values of the wrong kind are named in JSON's words, not Go's",
+			input: []string{
+				`{"id":"n1","source":"cli","started_at":null,"messages":[]}`,
+				`{"id":"n2","source":"cli","started_at":"yesterday","messages":[]}`,
+				`{"id":"n3","source":"cli","started_at":1700000000,"messages":{"role":"user"}}`,
+				`{"id":"n4","source":"cli","started_at":1700000000,"messages":["hi"]}`,
+				`{"id":"n5","source":"cli","started_at":1700000000,"messages":[{"role":"user","timestamp":{}}]}`,
+			},
+			wantCode: cli.ExitInvalid, failed: 5, failLines: []int{1, 2, 3, 4, 5},
+			errorsHave: []string{"started_at must be a number (epoch seconds), not null", "started_at must be a number (epoch seconds), not text",
+				"messages must be a list, not an object", "messages[0] must be an object, not text", "messages[0].timestamp must be a number (epoch seconds), not an object"},
+		},
+		{
 			name:     "a parent in neither store nor file",
 			input:    []string{strings.Replace(lines[proj2ID], `"parent_session_id":"`+projID, `"parent_session_id":"nope`, 1)},
 			wantCode: cli.ExitInvalid, failed: 1, failLines: []int{1},
@@ -201,6 +214,13 @@ func TestImportInputs(t *testing.T) {
 			for i, want := range tc.failLines {
 				if i >= len(rep.Errors) || rep.Errors[i].Line != want {
 					t.Errorf("errors %+v: want line %d at %d", rep.Errors, want, i)
+				}
+			}
+			for _, e := range rep.Errors {
+				for _, goWords := range []string{"<nil>", "interface {}", "map[", "[]"} {
+					if strings.Contains(e.Error, goWords) {
+						t.Errorf("line %d: the error shows Go's %q: %s", e.Line, goWords, e.Error)
+					}
 				}
 			}
 			for i, want := range tc.errorsHave {

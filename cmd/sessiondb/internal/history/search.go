@@ -38,7 +38,8 @@ one, more slowly.`,
   sessiondb search 'deploy* OR rollout' --role assistant --limit 5
   sessiondb search 大别山
   sessiondb search backup --exclude-source cron --json`,
-		Args: cli.MinimumArgs(1, "a query (several words are searched together)"),
+		Args:        cli.MinimumArgs(1, "a query (several words are searched together)"),
+		Annotations: map[string]string{cli.DashHint: "to search for a term starting with '-'"},
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := cli.CheckPaging(f.Limit, f.Offset); err != nil {
 				return err

@@ -401,12 +401,13 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 // parseRecord decodes one JSONL line and checks what the import needs to
 // know before the store sees it: an object with a string id.
 func parseRecord(raw []byte, line int) (pendingLine, error) {
-	var rec map[string]any
-	if err := json.Unmarshal(raw, &rec); err != nil || rec == nil {
-		if err == nil {
-			err = errors.New("null")
-		}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "not a JSON object (%v)", err)
+	}
+	rec, ok := v.(map[string]any)
+	if !ok {
+		return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "not a JSON object but %s", sessiondb.JSONKind(v))
 	}
 	id, ok := rec["id"].(string)
 	if !ok || id == "" {
@@ -430,7 +431,7 @@ func jsonText(v any) string {
 	}
 	b, err := json.Marshal(v)
 	if err != nil || len(b) > 60 {
-		return fmt.Sprintf("a %T", v)
+		return sessiondb.JSONKind(v)
 	}
 	return string(b)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/version"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -57,7 +58,7 @@ such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
 				return err
 			}
 			defer st.Close()
-			srv := sdbhttp.NewMCPServer(st, "", nil)
+			srv := sdbhttp.NewMCPServer(st, version.String(), nil)
 			err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(g.In), Writer: nopWriteCloser{g.Out}})
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil // the client closed stdin, or Ctrl-C: a normal end
