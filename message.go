@@ -3,6 +3,7 @@ package sessiondb
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -126,4 +127,21 @@ type MessageService interface {
 	// ExportAll streams every session (optionally of one source) newest
 	// first; yield returning an error stops and returns it.
 	ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error
+}
+
+// MessageRoles are the roles a message of a Hermes store has: what a
+// search's role filter may name.
+func MessageRoles() []string { return []string{"user", "assistant", "tool", "system"} }
+
+// CheckRoles refuses (invalid, naming field and listing the roles) a role
+// filter that names a role no message has, which would otherwise match
+// nothing without saying why.
+func CheckRoles(field string, roles []string) error {
+	valid := MessageRoles()
+	for _, r := range roles {
+		if !slices.Contains(valid, r) {
+			return Errorf(EINVALID, "%s %q: want one of %s", field, r, strings.Join(valid, ", "))
+		}
+	}
+	return nil
 }

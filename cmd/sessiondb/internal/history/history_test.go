@@ -380,8 +380,9 @@ func TestSearch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var hits []hit
-			mustCLI(t, append([]string{"--db", db, "--json", "search"}, tc.args...)...).Decode(t, &hits)
+			var out struct{ Hits []hit }
+			mustCLI(t, append([]string{"--db", db, "--json", "search"}, tc.args...)...).Decode(t, &out)
+			hits := out.Hits
 			if len(hits) < tc.min {
 				t.Fatalf("%d hits, want at least %d", len(hits), tc.min)
 			}

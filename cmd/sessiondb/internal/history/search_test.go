@@ -68,3 +68,92 @@ func TestSearchKeepsTheRecentIndex(t *testing.T) {
 		t.Errorf("a later search left the recent index at %d..%d; the newest message is %d", l, h, n)
 	}
 }
+
+// searchJSON is search's --json output as the tests read it.
+type searchJSON struct {
+	Query struct {
+		Text, Ran string
+		Changes   []struct{ Change, Text, Why string }
+	}
+	Hits []struct {
+		ID        int64  `json:"id"`
+		SessionID string `json:"session_id"`
+		Role      string `json:"role"`
+	}
+	Matches *int
+}
+
+// TestSearchSaysWhatRan: search never runs another query than the one
+// typed without saying so: what the sanitizer (Hermes v6's, unchanged)
+// did is printed beside the results, on stderr and in --json's query; a
+// query left empty, an unknown role and a page past the last match are
+// said as such, not as "no messages match".
+func TestSearchSaysWhatRan(t *testing.T) {
+	db := exampleDB(t)
+
+	r := mustCLI(t, "--db", db, "search", "NOT docker")
+	if !strings.Contains(r.Stderr, `search: "NOT docker" ran as "docker":`) || !strings.Contains(r.Stderr, `the leading "NOT" was dropped`) ||
+		!strings.Contains(r.Stderr, "deploy NOT docker") {
+		t.Errorf("NOT docker: stderr does not say the NOT was dropped:\n%s", r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, dockerID) {
+		t.Errorf("NOT docker: the docker hits are not shown:\n%s", r.Stdout)
+	}
+	var js searchJSON
+	mustCLI(t, "--db", db, "--json", "search", "NOT docker").Decode(t, &js)
+	if js.Query.Text != "NOT docker" || js.Query.Ran != "docker" || len(js.Query.Changes) != 1 ||
+		js.Query.Changes[0].Change != "dropped_leading_operator" || js.Query.Changes[0].Text != "NOT" || len(js.Hits) == 0 {
+		t.Errorf("NOT docker --json: %+v", js)
+	}
+	if r := mustCLI(t, "--db", db, "search", "docker"); r.Stderr != "" {
+		t.Errorf("a query run as typed has notes: %q", r.Stderr)
+	}
+	js = searchJSON{}
+	mustCLI(t, "--db", db, "--json", "search", "my-app.config", "C++").Decode(t, &js)
+	if js.Query.Ran != `"my-app.config" C` || len(js.Query.Changes) != 2 {
+		t.Errorf("compound and plus: %+v", js.Query)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown role", []string{"search", "docker", "--role", "bogus"}, `--role "bogus": want one of user, assistant, tool, system`},
+		{"a role in capitals", []string{"search", "docker", "--role", "Assistant"}, `--role "Assistant": want one of`},
+		{"nothing left", []string{"search", "NOT"}, `the query "NOT" leaves nothing to search for: the leading "NOT" was dropped`},
+		{"only syntax", []string{"search", "()"}, `leaves nothing to search for: ( ) became spaces`},
+	} {
+		r := runCLI(t, "", append([]string{"--db", db}, tc.args...)...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 saying %q", tc.name, r.Code, r.Stderr, tc.want)
+		}
+	}
+	if r := mustCLI(t, "--db", db, "search", "docker", "--role", "user", "--role", "assistant"); !strings.Contains(r.Stdout, dockerID) {
+		t.Errorf("valid roles: %s", r.Stdout)
+	}
+
+	var all searchJSON
+	mustCLI(t, "--db", db, "--json", "search", "docker", "--limit", "100").Decode(t, &all)
+	n := len(all.Hits)
+	if n == 0 || n >= 50 {
+		t.Fatalf("%d docker hits in the examples", n)
+	}
+	r = mustCLI(t, "--db", db, "search", "docker", "--offset", "50")
+	if want := "no more matches: " + strconv.Itoa(n) + " match(es) in all, offset 50\n"; r.Stdout != want {
+		t.Errorf("offset past the end: %q, want %q", r.Stdout, want)
+	}
+	js = searchJSON{}
+	mustCLI(t, "--db", db, "--json", "search", "docker", "--offset", "50").Decode(t, &js)
+	if js.Matches == nil || *js.Matches != n || len(js.Hits) != 0 {
+		t.Errorf("offset past the end --json: %+v", js)
+	}
+	js = searchJSON{}
+	mustCLI(t, "--db", db, "--json", "search", "docker").Decode(t, &js)
+	if js.Matches != nil {
+		t.Errorf("matches given on a page that has hits: %+v", js)
+	}
+	if r := mustCLI(t, "--db", db, "search", "zzyzx"); r.Stdout != "no messages match \"zzyzx\"\n" {
+		t.Errorf("no match: %q", r.Stdout)
+	}
+}
