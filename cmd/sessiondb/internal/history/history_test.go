@@ -5,12 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1070,13 +1070,19 @@ func TestShowLongSessionInPages(t *testing.T) {
 	if err := enc.Encode(map[string]any{"session": sess, "messages": whole, "has_earlier": false}); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustCLI(t, "--db", db, "--json", "show", "long1").Stdout; got != want.String() {
-		t.Errorf("show --json differs from the whole session encoded at once (%d bytes, want %d)", len(got), want.Len())
+	// show --json streams what encoding the whole session at once gives,
+	// each message with its place in the session before its fields.
+	got := mustCLI(t, "--db", db, "--json", "show", "long1").Stdout
+	for i := range whole {
+		got = strings.Replace(got, fmt.Sprintf("{\n      \"position\": %d,\n      \"id\"", i+1), "{\n      \"id\"", 1)
+	}
+	if got != want.String() {
+		t.Errorf("show --json differs from the whole session encoded at once, positions 1..%d aside (%d bytes, want %d)", len(whole), len(got), want.Len())
 	}
 	text := mustCLI(t, "--db", db, "show", "long1").Stdout
 	at := 0
-	for _, m := range whole {
-		head := "#" + strconv.FormatInt(m.ID, 10) + " " + m.Role
+	for i, m := range whole {
+		head := fmt.Sprintf("#%d (id %d) %s", i+1, m.ID, m.Role)
 		i := strings.Index(text[at:], head)
 		if i < 0 {
 			t.Fatalf("message %d is missing from the transcript, or out of order", m.ID)

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,5 +156,67 @@ func TestSearchSaysWhatRan(t *testing.T) {
 	}
 	if r := mustCLI(t, "--db", db, "search", "zzyzx"); r.Stdout != "no messages match \"zzyzx\"\n" {
 		t.Errorf("no match: %q", r.Stdout)
+	}
+}
+
+// TestShowNumbersInTheSession: show numbers a session's messages 1..n
+// (its ids count every session's messages) and keeps the id beside, in
+// text and in --json; --last numbers from the end; a title typed in
+// another case is found, a close one offered.
+func TestShowNumbersInTheSession(t *testing.T) {
+	db := exampleDB(t)
+	const lisbonID = "20260509_081244_a3f9e0"
+	var js struct {
+		HasEarlier bool `json:"has_earlier"`
+		Messages   []struct {
+			Position int64  `json:"position"`
+			ID       int64  `json:"id"`
+			Role     string `json:"role"`
+		}
+	}
+	mustCLI(t, "--db", db, "--json", "show", lisbonID).Decode(t, &js)
+	if len(js.Messages) != 8 || js.Messages[0].ID == 1 {
+		t.Fatalf("the Lisbon session holds %d messages from id %d: the test wants 8, not the first of the store", len(js.Messages), js.Messages[0].ID)
+	}
+	text := mustCLI(t, "--db", db, "show", lisbonID).Stdout
+	for i, m := range js.Messages {
+		if m.Position != int64(i+1) {
+			t.Errorf("message %d (id %d) has position %d", i+1, m.ID, m.Position)
+		}
+		if head := fmt.Sprintf("\n#%d (id %d) %s ", i+1, m.ID, m.Role); !strings.Contains(text, head) {
+			t.Errorf("the transcript lacks %q:\n%s", head, text)
+		}
+		if strings.Contains(text, fmt.Sprintf("\n#%d ", m.ID)) {
+			t.Errorf("the transcript numbers a message by its id %d", m.ID)
+		}
+	}
+
+	var last struct {
+		HasEarlier bool `json:"has_earlier"`
+		Messages   []struct {
+			Position int64 `json:"position"`
+			ID       int64 `json:"id"`
+		}
+	}
+	mustCLI(t, "--db", db, "--json", "show", lisbonID, "--last", "3").Decode(t, &last)
+	if !last.HasEarlier || len(last.Messages) < 3 {
+		t.Fatalf("--last 3: %+v", last)
+	}
+	for i, m := range last.Messages {
+		if want := int64(8 - len(last.Messages) + 1 + i); m.Position != want || m.ID != js.Messages[want-1].ID {
+			t.Errorf("--last 3, message %d: position %d id %d, want position %d id %d", i, m.Position, m.ID, want, js.Messages[want-1].ID)
+		}
+	}
+	lastText := mustCLI(t, "--db", db, "show", lisbonID, "--last", "3").Stdout
+	if !strings.Contains(lastText, fmt.Sprintf("\n#8 (id %d) ", js.Messages[7].ID)) || strings.Contains(lastText, "\n#1 ") {
+		t.Errorf("--last 3 text:\n%s", lastText)
+	}
+
+	if r := mustCLI(t, "--db", db, "--json", "show", "lisbon WEEKEND"); !strings.Contains(r.Stdout, `"id": "`+lisbonID+`"`) {
+		t.Errorf("a title in another case did not find the session: %s", r.Stdout)
+	}
+	r := runCLI(t, "", "--db", db, "show", "lisbon")
+	if r.Code != 3 || !strings.Contains(r.Stderr, `no session has the id, id prefix or title "lisbon"; did you mean: "Lisbon weekend"`) {
+		t.Errorf("show lisbon: exit %d, %q", r.Code, r.Stderr)
 	}
 }
