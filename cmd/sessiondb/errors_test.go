@@ -174,3 +174,8 @@ func TestNoDoubledPrefix(t *testing.T) {
 		}
 	}
 }
+
+// cliRoot is the binary's root command, on empty streams.
+func cliRoot() *cobra.Command {
+	return cli.NewRootCommand(cli.New(strings.NewReader(""), &strings.Builder{}, &strings.Builder{}), groups()...)
+}
