@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +37,10 @@ type Factory struct {
 	// Now is the clock of every command: timestamps, ages, schedules and
 	// the progress line all read it. time.Now unless a test sets it.
 	Now sessiondb.Clock
+	// Executable is the path of the running binary (os.Executable unless a
+	// test sets it): where it is tells a `go run` from an installed
+	// binary (GoRun).
+	Executable func() (string, error)
 
 	// The global flags, filled in when the command line is parsed.
 
@@ -49,7 +55,7 @@ type Factory struct {
 
 // New returns a factory on the given streams with the real clock.
 func New(in io.Reader, out, errOut io.Writer) *Factory {
-	return &Factory{Streams: Streams{In: in, Out: out, Err: errOut}, Now: time.Now}
+	return &Factory{Streams: Streams{In: in, Out: out, Err: errOut}, Now: time.Now, Executable: os.Executable}
 }
 
 // Group builds one command group's top-level commands on f.
@@ -167,4 +173,20 @@ func (f *Factory) HistoryPath() (string, error) {
 		return "", sessiondb.Errorf(sessiondb.EINVALID, "cannot find your home folder (%v): set SESSIONDB_HOME or pass --db", err)
 	}
 	return filepath.Join(home, ".sessiondb", "state.db"), nil
+}
+
+// GoRun reports whether this binary was built by `go run` for this run
+// only: it then lives in the go command's temporary build folder
+// (.../go-build<n>/b001/exe/sessiondb), and the commands a person types
+// next must say `go run` too, since no sessiondb is installed.
+func (f *Factory) GoRun() bool {
+	if f.Executable == nil {
+		return false
+	}
+	p, err := f.Executable()
+	if err != nil {
+		return false
+	}
+	p = filepath.ToSlash(p)
+	return strings.Contains(p, "/go-build") && path.Base(path.Dir(p)) == "exe"
 }

@@ -761,6 +761,89 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
+// TestQuickstartFirstRun: quickstart says how many sessions the list
+// folds away, prints next commands that work from where the user stands
+// (`go run ./cmd/sessiondb ...` and how to install after a `go run`, the
+// --db they gave), and loads the examples ending a few hours before now,
+// so `stats --since 30d` shows them; a range without sessions says so.
+func TestQuickstartFirstRun(t *testing.T) {
+	now := time.Date(2031, 2, 3, 12, 0, 0, 0, time.UTC)
+	old := exampleDB(t) // the file's own dates, before the working folder moves
+	var file []listed
+	mustCLI(t, "--db", old, "--json", "sessions", "--children").Decode(t, &file)
+	clone := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(clone, "cmd", "sessiondb"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(clone)
+	run := func(exe string, args ...string) clitest.Result {
+		t.Helper()
+		r := clitest.Run(context.Background(), clitest.Options{Now: testkit.NewClock(now).Now, Executable: exe}, args, Commands)
+		if r.Code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, r.Code, r.Stderr)
+		}
+		return r
+	}
+	goRun := filepath.Join(t.TempDir(), "go-build1234", "b001", "exe", "sessiondb")
+
+	db := filepath.Join(t.TempDir(), "my store.db")
+	out := run(goRun, "--db", db, "quickstart").Stdout
+	for _, want := range []string{
+		"8 session(s) in the store; 7 listed: 1 continuation is folded into the row of the session it continues",
+		"$ go run ./cmd/sessiondb --db '" + db + "' sessions\n",
+		"Next:\n  go run ./cmd/sessiondb --db '" + db + "' show proj\n",
+		"  go run ./cmd/sessiondb --db '" + db + "' stats --since 30d\n",
+		"run `go install ./cmd/sessiondb`", "PATH",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("quickstart under go run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\n  sessiondb ") || strings.Contains(out, "$ sessiondb ") {
+		t.Errorf("quickstart under go run names a sessiondb that is not installed:\n%s", out)
+	}
+	installed := run("/usr/local/bin/sessiondb", "--db", filepath.Join(t.TempDir(), "state.db"), "quickstart").Stdout
+	if strings.Contains(installed, "go run") || strings.Contains(installed, "go install") || !strings.Contains(installed, "state.db show proj\n") {
+		t.Errorf("quickstart of an installed binary:\n%s", installed)
+	}
+
+	// The examples end three hours before now, spaced as in the file.
+	var rows []struct {
+		ID         string  `json:"id"`
+		StartedAt  float64 `json:"started_at"`
+		LastActive float64 `json:"last_active"`
+	}
+	run("", "--db", db, "--json", "sessions", "--children").Decode(t, &rows)
+	var newest float64
+	started := map[string]float64{}
+	for _, r := range rows {
+		newest = max(newest, r.LastActive)
+		started[r.ID] = r.StartedAt
+	}
+	if got := sessiondb.FromEpochSeconds(newest); got.Sub(now.Add(-3*time.Hour)).Abs() > time.Second {
+		t.Errorf("the newest example message is at %v, want three hours before %v", got, now)
+	}
+	for _, f := range file {
+		if d := (started[f.ID] - started[dockerID]) - (f.StartedAt - file[len(file)-1].StartedAt); math.Abs(d) > 0.001 || f.ID == "" {
+			t.Errorf("%s starts %v after the Docker session; in the file %v", f.ID, started[f.ID]-started[dockerID], f.StartedAt-file[len(file)-1].StartedAt)
+		}
+	}
+	if stats := run("", "--db", db, "stats", "--since", "30d").Stdout; !strings.Contains(stats, "openai/gpt-5-codex") {
+		t.Errorf("stats --since 30d after quickstart shows no session:\n%s", stats)
+	}
+
+	// The file's own dates, five years before the clock: nothing in range.
+	if stats := run("", "--db", old, "stats", "--since", "30d").Stdout; stats != "no sessions in this range: none started in the last 30d\n" {
+		t.Errorf("stats over an empty range: %q", stats)
+	}
+	if stats := run("", "--db", old, "stats", "--source", "nope").Stdout; stats != "no sessions in this range: none of source nope\n" {
+		t.Errorf("stats of an unknown source: %q", stats)
+	}
+	if stats := run("", "--db", old, "stats").Stdout; !strings.Contains(stats, "MODEL") {
+		t.Errorf("stats without a range: %q", stats)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	db := exampleDB(t)
 	missing := filepath.Join(t.TempDir(), "none", "state.db")
