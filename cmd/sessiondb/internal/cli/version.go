@@ -22,9 +22,15 @@ func (f *Factory) versionCmd() *cobra.Command {
 		Short: "Print sessiondb's version, the Go that built it and the SQLite linked in",
 		Long: `Print the version of this binary: a release's version, else the module
 version Go stamped into the build, else the git revision it was built from
-(with -modified when the tree had changes), else devel. --version prints the
-first line; doctor, the server's /healthz and MCP's serverInfo report the
-same version.`,
+(with -modified when the tree had changes), else devel.
+
+` + "`go run`" + ` and test binaries stamp nothing and say devel; ` + "`go build`" + ` in a
+clone stamps the commit as a pseudo-version (v0.0.0-<time>-<commit>, with
++dirty when the tree had changes). A release build sets the version with
+-ldflags "-X github.com/sessiondb/sessiondb/internal/version.release=v1.2.0".
+
+--version prints the first line; doctor, the server's /healthz and MCP's
+serverInfo report the same version.`,
 		Example: `  sessiondb version
   sessiondb --version
   sessiondb version --json`,

@@ -53,10 +53,11 @@ func (h *group) doctorCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the store: versions, size, permissions, integrity, search index",
-		Long: `Report the store's schema version, the SQLite library and driver in this
-build, the file's size and permissions, and run SQLite's integrity_check and
-the full-text index's own integrity check. Exits 1 when a check fails: the
-data is damaged, or the search index does not match it.
+		Long: `Report sessiondb's own version (as ` + "`sessiondb version`" + ` prints it), the
+store's schema version, the SQLite library and driver in this build, the
+file's size and permissions, and run SQLite's integrity_check and the
+full-text index's own integrity check. Exits 1 when a check fails: the data
+is damaged, or the search index does not match it.
 
 Permissions are advice, not a failure: a store other users may read (mode
 0644, as Hermes makes its files under the usual umask) is sound, and doctor
