@@ -25,12 +25,13 @@ type NewAgentGroup struct {
 	AgentProvider string
 }
 
-// Validate checks n: Name set, Folder (and ID when given) safe names
-// (CheckSafeName), AgentProvider plain text. The error is invalid and names
-// the field.
+// Validate checks n: Name set, Folder a safe name (CheckSafeName), ID when
+// given an agent group id (CheckAgentGroupID: not one of the host's files
+// in the data root), AgentProvider plain text. The error is invalid and
+// names the field.
 func (n NewAgentGroup) Validate() error {
 	return firstError(
-		checkID("id", n.ID, false),
+		unlessEmpty(n.ID, func() error { return CheckAgentGroupID("id", n.ID) }),
 		checkText("name", n.Name, true, MaxNameText),
 		CheckSafeName("folder", n.Folder),
 		checkText("agent_provider", n.AgentProvider, false, MaxNameText),

@@ -1,6 +1,7 @@
 package sessiondb
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,23 +24,30 @@ type CopyReport struct {
 	Skipped  int `json:"skipped"`
 	// Messages counts the source's messages.
 	Messages int64 `json:"messages"`
-	// Checksum is the checksum of the source's sessions (HistoryChecksum),
-	// which the target's copies of them match.
+	// Checksum is the checksum of the source's sessions over what both
+	// stores keep (CompareCopies), which the target's copies match.
 	Checksum string `json:"checksum"`
+	// Dropped names what the target has no place for (a column or table
+	// of a newer Hermes its schema lacks) and was not copied, summed over
+	// the copied sessions; nil when nothing was.
+	Dropped []DroppedField `json:"dropped,omitempty"`
 }
 
-// Copy copies every session of from into to, with its messages, title,
-// lineage (parent links), token counters and costs, through the import
-// service: parents before their children, CopyBatch sessions per
-// ImportSessions call, each session all-or-nothing. Sessions already in to
-// are skipped, so a copy that was interrupted is resumed by running it
-// again, and running it twice changes nothing. progress, when not nil, is
-// called after each batch with the sessions done and the total.
+// Copy copies every session of from into to, whole: every column of its
+// row (its live gateway state too: ImportOptions.KeepLiveState), every
+// message row with all its columns (hidden ones with their marks), its
+// usage rows by model, and its parent link, through the import service:
+// parents before their children, CopyBatch sessions per ImportSessions
+// call, each session all-or-nothing. What to has no place for is left
+// out and named in the report's Dropped. Sessions already in to are
+// skipped, so a copy that was interrupted is resumed by running it again,
+// and running it twice changes nothing. progress, when not nil, is called
+// after each batch with the sessions done and the total.
 //
-// At the end it verifies the copy: the checksum of every copied session
-// read back from to must equal the source's (see HistoryChecksum); a
-// session that differs (one that was in to before, with other content) is
-// a conflict naming it. A title held in to by another session stops the
+// At the end it verifies the copy: every copied session read back from to
+// must equal the source's on what both keep (CompareCopies); a session
+// that differs (one that was in to before, with other content) is a
+// conflict naming it. A title held in to by another session stops the
 // copy with conflict.
 func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (*CopyReport, error) {
 	type node struct {
@@ -101,10 +109,11 @@ func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (
 			}
 			recs = append(recs, rec)
 		}
-		done, err := to.ImportSessions(ctx, recs)
-		for _, ok := range done {
-			if ok {
+		done, err := to.ImportSessions(ctx, recs, ImportOptions{KeepLiveState: true})
+		for _, r := range done {
+			if r.Imported {
 				rep.Copied++
+				rep.Dropped = MergeDropped(rep.Dropped, r.Dropped)
 			} else {
 				rep.Skipped++
 			}
@@ -117,117 +126,172 @@ func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (
 		}
 	}
 
-	src, n, err := HistoryChecksum(ctx, from, order)
+	c, err := CompareCopies(ctx, from, to, order)
 	if err != nil {
 		return rep, err
 	}
-	dst, _, err := HistoryChecksum(ctx, to, order)
-	if err != nil {
-		return rep, err
-	}
-	rep.Messages, rep.Checksum = n, src.Sum
-	if src.Sum != dst.Sum {
-		var bad []string
-		for _, id := range order {
-			if src.Sessions[id] != dst.Sessions[id] {
-				bad = append(bad, id)
-				if len(bad) == 5 {
-					break
-				}
-			}
-		}
-		return rep, Errorf(ECONFLICT, "copy: the target's copies differ from the source for sessions %s (were they in the target before, with other content?)", strings.Join(bad, ", "))
+	rep.Messages, rep.Checksum = c.Messages, c.Sum
+	if len(c.Differ) > 0 {
+		return rep, Errorf(ECONFLICT, "copy: the target's copies differ from the source for sessions %s (were they in the target before, with other content?)", strings.Join(c.Differ, ", "))
 	}
 	return rep, nil
 }
 
-// Checksums is the checksum of a set of sessions and of each of them.
-type Checksums struct {
-	Sum      string
-	Sessions map[string]string // session id → its checksum
+// Comparison is what CompareCopies found.
+type Comparison struct {
+	// Sum is a SHA-256 over the compared form of every session of the
+	// source, in id order.
+	Sum string
+	// Messages counts the source's messages compared.
+	Messages int64
+	// Differ lists up to five sessions whose copies differ.
+	Differ []string
 }
 
-// v6SessionKeys are the session columns a checksum covers: those of
-// schema v6 every backend keeps, less message_count and tool_call_count,
-// which an import recomputes from the messages.
-var v6SessionKeys = []string{
-	"id", "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id",
-	"started_at", "ended_at", "end_reason", "input_tokens", "output_tokens", "cache_read_tokens",
-	"cache_write_tokens", "reasoning_tokens", "billing_provider", "billing_base_url", "billing_mode",
-	"estimated_cost_usd", "actual_cost_usd", "cost_status", "cost_source", "pricing_version", "title",
-}
-
-// v6MessageKeys are the message columns a checksum covers: all of schema
-// v6's but the id, which a copy into a store holding that id renumbers.
-var v6MessageKeys = []string{
-	"role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
-	"token_count", "finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items",
-}
-
-// HistoryChecksum is a SHA-256 over the export of the sessions ids of s
-// (ExportSession, read as JSON as an export file holds it): per session,
-// its v6 columns (but the two counters) and its messages in order with
-// their v6 columns (but the id); then over the sessions in id order.
-// Equal checksums mean equal histories, whichever backend holds them. A
-// missing session counts as empty. It also returns how many messages the
-// sessions hold.
-func HistoryChecksum(ctx context.Context, s Store, ids []string) (*Checksums, int64, error) {
+// CompareCopies compares sessions ids as from and to hold them
+// (ExportSession, read as JSON as an export file holds it), on what both
+// keep: the session columns both rows have, the messages in order with
+// the columns both have (but the id, which a copy into a store holding it
+// renumbers), and the usage rows where both keep them. Where to cannot
+// mark a hidden message, the source's hidden messages are left out (an
+// import does not store them); message_count and tool_call_count are
+// compared only where hidden messages were kept, an import recomputing
+// them otherwise. A missing session counts as empty on its side.
+func CompareCopies(ctx context.Context, from, to Store, ids []string) (*Comparison, error) {
 	sorted := append([]string(nil), ids...)
 	sort.Strings(sorted)
-	c := &Checksums{Sessions: make(map[string]string, len(ids))}
+	c := &Comparison{}
 	total := sha256.New()
-	var messages int64
 	for _, id := range sorted {
-		rec, err := s.ExportSession(ctx, id)
-		if ErrorCode(err) == ENOTFOUND {
-			rec = nil
-		} else if err != nil {
-			return nil, 0, Wrap("", err, "checksum of session %s", id)
+		var docs [2]map[string]any
+		for i, st := range []Store{from, to} {
+			rec, err := st.ExportSession(ctx, id)
+			if ErrorCode(err) == ENOTFOUND {
+				continue
+			}
+			if err != nil {
+				return nil, Wrap("", err, "compare session %s", id)
+			}
+			if docs[i], err = jsonDoc(rec); err != nil {
+				return nil, Wrap(EINTERNAL, err, "compare session %s", id)
+			}
 		}
-		sum, n, err := recordChecksum(rec)
+		a, b, n, err := comparedForms(docs[0], docs[1])
 		if err != nil {
-			return nil, 0, Wrap(EINTERNAL, err, "checksum of session %s", id)
+			return nil, Wrap(EINTERNAL, err, "compare session %s", id)
 		}
-		messages += n
-		c.Sessions[id] = sum
-		fmt.Fprintf(total, "%s %s\n", id, sum)
+		c.Messages += n
+		sum := sha256.Sum256(a)
+		fmt.Fprintf(total, "%s %s\n", id, hex.EncodeToString(sum[:]))
+		if !bytes.Equal(a, b) && len(c.Differ) < 5 {
+			c.Differ = append(c.Differ, id)
+		}
 	}
 	c.Sum = hex.EncodeToString(total.Sum(nil))
-	return c, messages, nil
+	return c, nil
 }
 
-// recordChecksum is one session's checksum and message count.
-func recordChecksum(rec map[string]any) (string, int64, error) {
+// jsonDoc is rec as JSON decodes it; nil for nil.
+func jsonDoc(rec map[string]any) (map[string]any, error) {
 	if rec == nil {
-		return "", 0, nil
+		return nil, nil
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
 	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return "", 0, err
-	}
-	kept := map[string]any{}
-	for _, k := range v6SessionKeys {
-		kept[k] = doc[k]
-	}
-	msgs, _ := doc["messages"].([]any)
-	out := make([]map[string]any, 0, len(msgs))
-	for _, raw := range msgs {
-		m, _ := raw.(map[string]any)
-		km := map[string]any{}
-		for _, k := range v6MessageKeys {
-			km[k] = m[k]
+	err = json.Unmarshal(b, &doc)
+	return doc, err
+}
+
+// comparedForms returns the compared forms of a session's two records
+// (CompareCopies) and how many messages the source's holds.
+func comparedForms(src, dst map[string]any) (a, b []byte, messages int64, err error) {
+	sm, dm := objects(src["messages"]), objects(dst["messages"])
+	marks := len(dm) > 0 && has(dm[0], "active")
+	kept := sm[:0:0]
+	hiddenKept := false
+	for _, m := range sm {
+		hidden := m["active"] == float64(0)
+		if hidden && !marks {
+			continue
 		}
-		out = append(out, km)
+		hiddenKept = hiddenKept || hidden
+		kept = append(kept, m)
 	}
-	kept["messages"] = out
-	canon, err := json.Marshal(kept) // maps marshal with sorted keys
-	if err != nil {
-		return "", 0, err
+	skip := map[string]bool{"messages": true, UsageKey: true}
+	if !hiddenKept {
+		skip["message_count"], skip["tool_call_count"] = true, true
 	}
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:]), int64(len(out)), nil
+	common := func(x, y map[string]any, skip map[string]bool) []string {
+		var keys []string
+		for k := range x {
+			if _, ok := y[k]; ok && !skip[k] {
+				keys = append(keys, k)
+			}
+		}
+		return keys
+	}
+	var msgKeys []string
+	if len(kept) > 0 && len(dm) > 0 {
+		msgKeys = common(kept[0], dm[0], map[string]bool{"id": true, "session_id": true})
+	}
+	su, du := objects(src[UsageKey]), objects(dst[UsageKey])
+	var usageKeys []string
+	if len(su) > 0 && len(du) > 0 {
+		usageKeys = common(su[0], du[0], map[string]bool{"session_id": true})
+	}
+	_, srcUsage := src[UsageKey]
+	_, dstUsage := dst[UsageKey]
+	form := func(doc map[string]any, msgs, usage []map[string]any) ([]byte, error) {
+		if doc == nil {
+			return nil, nil
+		}
+		out := map[string]any{}
+		for _, k := range common(src, dst, skip) {
+			out[k] = doc[k]
+		}
+		out["messages"] = pick(msgs, msgKeys)
+		if srcUsage && dstUsage {
+			out[UsageKey] = pick(usage, usageKeys)
+		}
+		return json.Marshal(out) // maps marshal with sorted keys
+	}
+	if a, err = form(src, kept, su); err != nil {
+		return nil, nil, 0, err
+	}
+	if b, err = form(dst, dm, du); err != nil {
+		return nil, nil, 0, err
+	}
+	return a, b, int64(len(kept)), nil
+}
+
+// objects is a decoded JSON list of objects.
+func objects(v any) []map[string]any {
+	list, _ := v.([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		out = append(out, m)
+	}
+	return out
+}
+
+func has(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// pick is each of rows with only keys.
+func pick(rows []map[string]any, keys []string) []map[string]any {
+	out := make([]map[string]any, len(rows))
+	for i, r := range rows {
+		o := make(map[string]any, len(keys))
+		for _, k := range keys {
+			o[k] = r[k]
+		}
+		out[i] = o
+	}
+	return out
 }

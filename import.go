@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 )
@@ -11,17 +12,22 @@ import (
 // SessionRecord is one session as ExportSession writes it and
 // ImportSession reads it: the session's columns under their snake_case
 // names plus "messages", a list of message objects (the messages table's
-// columns) or the []Message ExportSession returns. Values are decoded JSON:
-// numbers as float64 (or json.Number), objects as map[string]any. The
-// import methods take it as a plain map[string]any.
+// columns: the []map[string]any ExportSession returns, a []any of them as
+// JSON decodes, or a []Message), and, from a newer Hermes' file,
+// UsageKey's rows. Values are decoded JSON: numbers as float64 (or
+// json.Number), objects as map[string]any, or a list or object kept as its
+// JSON text (json.RawMessage, see DecodeRecord). The import methods take
+// it as a plain map[string]any.
 type SessionRecord map[string]any
 
 // Validate checks a record against the rules the API keeps, so an import
 // stores nothing the API would have refused: id and source non-empty
-// strings; started_at, ended_at (when set) and every message's timestamp
-// finite epoch seconds from 1970 to the year 9999 (MaxEpoch); a title that
-// SanitizeTitle accepts (at most MaxTitleLength code points once cleaned;
-// ImportValue stores the cleaned title, as SetSessionTitle does);
+// strings, the id within CheckSessionID's limit; started_at, ended_at
+// (when set) and every message's timestamp finite epoch seconds from 1970
+// to the year 9999 (MaxEpoch); an end_reason, when a string, one that
+// CheckEndReason accepts; a title that SanitizeTitle accepts (at most
+// MaxTitleLength code points once cleaned; ImportValue stores the cleaned
+// title, as SetSessionTitle does);
 // model_config and every message's tool_calls, reasoning_details and
 // codex_reasoning_items, when given as text, valid JSON; messages absent,
 // null or a list of objects each with a non-empty string role. The error
@@ -29,8 +35,12 @@ type SessionRecord map[string]any
 // other values fit their columns is for the backend, which knows the
 // columns (ImportValue).
 func (r SessionRecord) Validate() error {
-	if id, ok := r["id"].(string); !ok || id == "" {
+	id, ok := r["id"].(string)
+	if !ok || id == "" {
 		return Errorf(EINVALID, "id must be a non-empty string")
+	}
+	if err := CheckSessionID(id); err != nil {
+		return Wrap(EINVALID, err, "id")
 	}
 	if src, ok := r["source"].(string); !ok || src == "" {
 		return Errorf(EINVALID, "source must be a non-empty string")
@@ -40,6 +50,11 @@ func (r SessionRecord) Validate() error {
 	}
 	if err := checkEpoch("ended_at", r["ended_at"], false); err != nil {
 		return err
+	}
+	if er, ok := r["end_reason"].(string); ok {
+		if err := CheckEndReason(er); err != nil {
+			return err
+		}
 	}
 	if t, ok := r["title"].(string); ok {
 		if _, err := SanitizeTitle(t); err != nil {
@@ -69,6 +84,12 @@ func (r SessionRecord) Validate() error {
 				}
 			}
 		}
+	case []map[string]any:
+		as := make([]any, len(msgs))
+		for i, m := range msgs {
+			as[i] = m
+		}
+		return SessionRecord(withMessages(r, as)).Validate()
 	case []Message:
 		for i, m := range msgs {
 			if m.Role == "" {
@@ -91,13 +112,20 @@ func (r SessionRecord) Validate() error {
 	return nil
 }
 
+// withMessages returns a shallow copy of r with msgs as its messages.
+func withMessages(r SessionRecord, msgs []any) map[string]any {
+	c := maps.Clone(map[string]any(r))
+	c["messages"] = msgs
+	return c
+}
+
 // MaxEpoch is the last timestamp a store takes, in epoch seconds: the end
 // of the year 9999, the last one a date can be written in four digits.
 // Later times (1e308 was one) and earlier than 1970 are refused on import.
 const MaxEpoch = 253402300799
 
 // messageJSONFields are the message columns that hold JSON text.
-var messageJSONFields = []string{"tool_calls", "reasoning_details", "codex_reasoning_items"}
+var messageJSONFields = []string{"tool_calls", "reasoning_details", "codex_reasoning_items", "codex_message_items"}
 
 // checkEpoch refuses v, the value of field, unless it is epoch seconds in
 // [0, MaxEpoch] (or absent, when not required).
@@ -163,24 +191,29 @@ func isJSONNumber(v any) bool {
 // spec/history-store.md. Every method is safe for concurrent use.
 type ImportService interface {
 	// ImportSession inserts one record (see SessionRecord) in one
-	// transaction and reports whether it did. A session id already in the
-	// store is skipped: false and no error, nothing changed, so importing
-	// the same file twice is harmless. A record that fails
+	// transaction and reports what it did. A session id already in the
+	// store is skipped: Imported false and no error, nothing changed, so
+	// importing the same file twice is harmless. A record that fails
 	// SessionRecord.Validate, or whose values have the wrong JSON type for
-	// their column, is invalid naming the field; keys naming no column the
-	// store keeps are ignored. Message ids are kept when free (else the
-	// message gets a new one); message_count and tool_call_count are
-	// recomputed from the inserted messages. A parent not yet in the store
-	// is linked when it is imported later through the same store, since
-	// exports list children before their parents. A title another session
-	// holds is a conflict.
-	ImportSession(ctx context.Context, rec map[string]any) (bool, error)
+	// their column, is invalid naming the field. Values the store has no
+	// place for (a column or table of a newer Hermes its schema lacks) are
+	// not stored and are named in the result's Dropped; so are hidden rows
+	// (active 0) where the store cannot mark them. The live state
+	// (LiveStateColumns) is reset unless opts keeps it. Message ids are
+	// kept when free (else the message gets a new one). message_count and
+	// tool_call_count are recomputed from the inserted messages, except
+	// when the record keeps hidden rows: then they are taken as given,
+	// being what Hermes' last write left, which no count of rows can
+	// tell. A parent not yet in the store is linked when it is imported
+	// later through the same store, since exports list children before
+	// their parents. A title another session holds is a conflict.
+	ImportSession(ctx context.Context, rec map[string]any, opts ImportOptions) (ImportResult, error)
 	// ImportSessions imports several records as ImportSession does, each
 	// all-or-nothing, sharing commits where the backend can (bulk imports).
 	// It stops at the first record that fails: the records before it stay
-	// imported, imported holds one entry for each of them, and the error
+	// imported, results holds one entry for each of them, and the error
 	// names the failing one.
-	ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error)
+	ImportSessions(ctx context.Context, recs []map[string]any, opts ImportOptions) (results []ImportResult, err error)
 }
 
 // ColumnKind is what an imported value must be to fit a column.
@@ -198,6 +231,11 @@ const (
 	KindReal
 	// KindAny takes any scalar: a column without a declared type.
 	KindAny
+	// KindContent takes a message's content as Hermes' _encode_content
+	// stores it: a string as it is; a list or object (a multimodal
+	// message's parts) as StructuredPrefix and its JSON (PythonJSON); a
+	// number as Python writes it.
+	KindContent
 )
 
 // ImportValue converts one JSON-decoded value of a SessionRecord for a
@@ -210,6 +248,22 @@ func ImportValue(field string, k ColumnKind, v any) (any, error) {
 		return Errorf(EINVALID, "import: %s must be %s, not %s", field, want, JSONKind(v))
 	}
 	if v == nil {
+		return nil, nil
+	}
+	if k == KindContent {
+		return importContent(field, v)
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		if k != KindJSON && k != KindAny {
+			return nil, bad("a string")
+		}
+		b, err := pythonJSONValue(field, raw)
+		if err != nil {
+			return nil, err
+		}
+		if t, ok := StoredJSON(b); ok {
+			return t, nil
+		}
 		return nil, nil
 	}
 	if n, ok := v.(json.Number); ok {
@@ -294,4 +348,32 @@ func ImportValue(field string, k ColumnKind, v any) (any, error) {
 		}
 	}
 	return nil, bad("a string")
+}
+
+// importContent is ImportValue of a message's content (KindContent).
+func importContent(field string, v any) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return x, nil
+	case json.Number:
+		return pyNumber(string(x)), nil
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return strconv.FormatInt(int64(x), 10), nil
+		}
+		return PythonFloat(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case json.RawMessage, []any, map[string]any:
+		b, err := pythonJSONValue(field, x)
+		if err != nil {
+			return nil, err
+		}
+		return StructuredPrefix + string(b), nil
+	}
+	return nil, Errorf(EINVALID, "import: %s must be a string, a list of parts or an object, not %T", field, v)
 }

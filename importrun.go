@@ -20,13 +20,16 @@ type ImportLinks struct {
 type PreparedSession interface {
 	// SessionID is the record's id.
 	SessionID() string
+	// DroppedFields names what the store has no place for, reported
+	// when the session is imported (ImportResult.Dropped).
+	DroppedFields() []DroppedField
 }
 
 // SessionImporter is a backend's side of ImportOne and ImportBatch.
 type SessionImporter[P PreparedSession] interface {
 	// Prepare validates and converts one record (SessionRecord.Validate,
 	// ImportValue) without touching the store.
-	Prepare(rec map[string]any) (P, error)
+	Prepare(rec map[string]any, opts ImportOptions) (P, error)
 	// Write runs fn in one write transaction, retried as the backend
 	// retries (fn may run more than once); its errors carry codes and
 	// what names the operation.
@@ -93,13 +96,22 @@ func (l *ImportLinks) apply(b *linkBatch) {
 	}
 }
 
+// result is what importing p did.
+func result[P PreparedSession](p P, imported bool) ImportResult {
+	if !imported {
+		return ImportResult{}
+	}
+	return ImportResult{Imported: true, Dropped: p.DroppedFields()}
+}
+
 // ImportOne is ImportService.ImportSession over backend b: rec is
 // prepared, then inserted in one transaction; a taken id is skipped
-// (false, no error). The links l keeps change only once it commits.
-func ImportOne[P PreparedSession](ctx context.Context, l *ImportLinks, b SessionImporter[P], rec map[string]any) (bool, error) {
-	p, err := b.Prepare(rec)
+// (not imported, no error). The links l keeps change only once it
+// commits.
+func ImportOne[P PreparedSession](ctx context.Context, l *ImportLinks, b SessionImporter[P], rec map[string]any, opts ImportOptions) (ImportResult, error) {
+	p, err := b.Prepare(rec, opts)
 	if err != nil {
-		return false, err
+		return ImportResult{}, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -112,23 +124,23 @@ func ImportOne[P PreparedSession](ctx context.Context, l *ImportLinks, b Session
 		return err
 	})
 	if err != nil {
-		return false, err
+		return ImportResult{}, err
 	}
 	l.apply(&batch)
-	return imported, nil
+	return result(p, imported), nil
 }
 
 // ImportBatch is ImportService.ImportSessions over backend b: the records
 // are prepared, stopping at the first that fails, and those before it
 // inserted in one transaction, each all-or-nothing (ImportTx.Alone). The
 // insertions stop at the first session that fails: the sessions before it
-// are committed, imported holds one entry for each of them, and the error
+// are committed, results holds one entry for each of them, and the error
 // names the failing one (a failed preparation comes after them).
-func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b SessionImporter[P], recs []map[string]any) (imported []bool, err error) {
+func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b SessionImporter[P], recs []map[string]any, opts ImportOptions) (results []ImportResult, err error) {
 	prepared := make([]P, 0, len(recs))
 	var prepErr error
 	for _, rec := range recs {
-		p, err := b.Prepare(rec)
+		p, err := b.Prepare(rec, opts)
 		if err != nil {
 			prepErr = err
 			break
@@ -141,7 +153,7 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 	var insertErr error
 	if len(prepared) > 0 {
 		err = b.Write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx ImportTx[P]) error {
-			batch, imported, insertErr = linkBatch{byBatch: map[string][]string{}}, imported[:0], nil
+			batch, results, insertErr = linkBatch{byBatch: map[string][]string{}}, results[:0], nil
 			for _, p := range prepared {
 				var ok bool
 				failed, fatal := tx.Alone(p.SessionID(), func(tx ImportTx[P]) error {
@@ -156,7 +168,7 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 					insertErr = failed
 					return nil // keep the sessions before it
 				}
-				imported = append(imported, ok)
+				results = append(results, result(p, ok))
 			}
 			return nil
 		})
@@ -166,7 +178,7 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 		l.apply(&batch)
 	}
 	if insertErr != nil {
-		return imported, insertErr
+		return results, insertErr
 	}
-	return imported, prepErr
+	return results, prepErr
 }

@@ -12,6 +12,10 @@ type memSession struct{ id, parent string }
 
 func (p memSession) SessionID() string { return p.id }
 
+func (p memSession) DroppedFields() []DroppedField {
+	return []DroppedField{{Field: "sessions.of_" + p.id, Values: 1}}
+}
+
 // memImporter is a SessionImporter over a map of session id to parent id,
 // with a transaction that is a copy of it, kept only when Write's fn
 // succeeds; a record whose id starts with "bad" fails to insert.
@@ -22,7 +26,7 @@ type memImporter struct {
 
 type memTx struct{ parents map[string]string }
 
-func (b *memImporter) Prepare(rec map[string]any) (memSession, error) {
+func (b *memImporter) Prepare(rec map[string]any, _ ImportOptions) (memSession, error) {
 	id, _ := rec["id"].(string)
 	if id == "" {
 		return memSession{}, Errorf(EINVALID, "id must be a non-empty string")
@@ -95,16 +99,16 @@ func TestImportLinks(t *testing.T) {
 	var links ImportLinks
 	b := &memImporter{parents: map[string]string{}}
 
-	if ok, err := ImportOne(ctx, &links, b, rec("child", "root")); !ok || err != nil {
+	if ok, err := ImportOne(ctx, &links, b, rec("child", "root"), ImportOptions{}); !ok.Imported || err != nil {
 		t.Fatalf("child first: %v %v", ok, err)
 	}
-	if ok, err := ImportOne(ctx, &links, b, rec("child", "root")); ok || err != nil {
+	if ok, err := ImportOne(ctx, &links, b, rec("child", "root"), ImportOptions{}); ok.Imported || err != nil {
 		t.Errorf("the same id again: %v %v, want skipped", ok, err)
 	}
-	if ok, err := ImportOne(ctx, &links, b, rec("bad1", "")); ok || err == nil {
+	if ok, err := ImportOne(ctx, &links, b, rec("bad1", ""), ImportOptions{}); ok.Imported || err == nil {
 		t.Errorf("failing insert: %v %v, want an error", ok, err)
 	}
-	if ok, err := ImportOne(ctx, &links, b, rec("root", "")); !ok || err != nil {
+	if ok, err := ImportOne(ctx, &links, b, rec("root", ""), ImportOptions{}); !ok.Imported || err != nil {
 		t.Fatalf("root: %v %v", ok, err)
 	}
 	if b.parents["child"] != "root" {
@@ -113,11 +117,15 @@ func TestImportLinks(t *testing.T) {
 
 	// In one batch: a child, its parent, a taken id, then a failure; the
 	// records after the failure are not imported.
-	imported, err := ImportBatch(ctx, &links, b, []map[string]any{
+	results, err := ImportBatch(ctx, &links, b, []map[string]any{
 		rec("c2", "p2"), rec("p2", ""), rec("root", ""), rec("c3", "p3"), rec("bad2", ""), rec("p3", ""),
-	})
-	if !reflect.DeepEqual(imported, []bool{true, true, false, true}) || ErrorCode(err) != EINVALID {
-		t.Fatalf("batch: imported %v, err %v", imported, err)
+	}, ImportOptions{})
+	// What each imported record's store dropped comes with it; a skipped
+	// one reports nothing.
+	drop := func(id string) []DroppedField { return memSession{id: id}.DroppedFields() }
+	want := []ImportResult{{true, drop("c2")}, {true, drop("p2")}, {}, {true, drop("c3")}}
+	if !reflect.DeepEqual(results, want) || ErrorCode(err) != EINVALID {
+		t.Fatalf("batch: %+v, err %v; want %+v", results, err, want)
 	}
 	if b.parents["c2"] != "p2" || b.parents["c3"] != "" {
 		t.Errorf("after the batch: %v", b.parents)
@@ -126,18 +134,18 @@ func TestImportLinks(t *testing.T) {
 		t.Errorf("p3, after the failing record, was imported")
 	}
 	// c3 still waits for p3, across the batch's commit.
-	if _, err := ImportBatch(ctx, &links, b, []map[string]any{rec("p3", "")}); err != nil || b.parents["c3"] != "p3" {
+	if _, err := ImportBatch(ctx, &links, b, []map[string]any{rec("p3", "")}, ImportOptions{}); err != nil || b.parents["c3"] != "p3" {
 		t.Errorf("c3's parent once p3 is imported = %q (%v)", b.parents["c3"], err)
 	}
 
 	// A record that fails to prepare: the ones before it are imported,
 	// and its error comes back after them.
 	writes := b.writes
-	imported, err = ImportBatch(ctx, &links, b, []map[string]any{rec("d1", ""), {"id": ""}, rec("d2", "")})
-	if !reflect.DeepEqual(imported, []bool{true}) || ErrorCode(err) != EINVALID || b.writes != writes+1 {
-		t.Errorf("prepare failure: imported %v, err %v, %d writes", imported, err, b.writes-writes)
+	results, err = ImportBatch(ctx, &links, b, []map[string]any{rec("d1", ""), {"id": ""}, rec("d2", "")}, ImportOptions{})
+	if len(results) != 1 || !results[0].Imported || ErrorCode(err) != EINVALID || b.writes != writes+1 {
+		t.Errorf("prepare failure: %+v, err %v, %d writes", results, err, b.writes-writes)
 	}
-	if _, err := ImportBatch(ctx, &links, b, []map[string]any{{"id": ""}}); err == nil || b.writes != writes+1 {
+	if _, err := ImportBatch(ctx, &links, b, []map[string]any{{"id": ""}}, ImportOptions{}); err == nil || b.writes != writes+1 {
 		t.Errorf("nothing prepared: err %v, %d writes, want the error and no write", err, b.writes-writes-1)
 	}
 }

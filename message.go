@@ -61,13 +61,14 @@ type NewMessage struct {
 	TokenCount          *int64
 }
 
-// Validate checks that m names its session and role. The error is invalid
+// Validate checks that m names its session (an id CheckSessionID accepts)
+// and role. The error is invalid
 // and names the field. Whether ToolCalls, ReasoningDetails and
 // CodexReasoningItems encode as JSON is found when the backend encodes them
 // (once, for storing), and reported naming the field too.
 func (m NewMessage) Validate() error {
-	if m.SessionID == "" {
-		return errEmptySessionID()
+	if err := CheckSessionID(m.SessionID); err != nil {
+		return err
 	}
 	if m.Role == "" {
 		return Errorf(EINVALID, "role is empty")
@@ -121,12 +122,24 @@ type MessageService interface {
 	// the last lastN entries, widened so no tool-call group is split.
 	GetMessagesAsConversation(ctx context.Context, sessionID string, lastN int) ([]ConversationItem, error)
 	SearchMessages(ctx context.Context, query string, f SearchFilter) ([]SearchHit, error)
-	// ExportSession returns the session row with all stored columns plus
-	// "messages"; not_found when missing.
+	// ExportSession returns the session row with all stored columns, plus
+	// "messages": every stored row of the session in id order, hidden
+	// ones (rewound, compacted) included with their active and compacted
+	// marks, each with every column the store keeps (ExportValue: content
+	// parts and tool_calls decoded as Hermes' export gives them), and,
+	// where the store keeps them, UsageKey: the session's usage rows by
+	// model. not_found when missing.
 	ExportSession(ctx context.Context, id string) (map[string]any, error)
 	// ExportAll streams every session (optionally of one source) newest
 	// first; yield returning an error stops and returns it.
 	ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error
+	// ExportSessionPages is ExportSession for a session too large to hold:
+	// row gets the session row (ExportSession's record without
+	// "messages"), then page gets its message rows in id order, a page at
+	// a time, each page a read of its own of about ExportPageBytes
+	// (ExportPages). not_found when missing, before row is called; an
+	// error of row or page stops and is returned.
+	ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]map[string]any) error) error
 }
 
 // MessageRoles are the roles a message of a Hermes store has: what a

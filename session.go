@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"unicode/utf8"
 )
 
 // Session is one row of the sessions table (Hermes state.db v6). Nullable
@@ -49,8 +50,9 @@ type NewSession struct {
 	ParentSessionID string
 }
 
-// Validate checks n as the input of CreateSession: ID and Source set, and
-// ModelConfig encodable as JSON. The error is invalid and names the field.
+// Validate checks n as the input of CreateSession: ID set and within
+// CheckSessionID's limit, Source set, and ModelConfig encodable as JSON.
+// The error is invalid and names the field.
 func (n NewSession) Validate() error {
 	if n.ID != "" && n.Source == "" {
 		return Errorf(EINVALID, "source is required")
@@ -58,9 +60,10 @@ func (n NewSession) Validate() error {
 	return n.validate()
 }
 
-// ValidateFork checks n as the input of ForkSession(src, ...): ID set and
-// not src, ModelConfig encodable as JSON. Source may be empty (the fork
-// inherits src's). The error is invalid and names the field.
+// ValidateFork checks n as the input of ForkSession(src, ...): ID set,
+// within CheckSessionID's limit and not src, ModelConfig encodable as
+// JSON. Source may be empty (the fork inherits src's). The error is
+// invalid and names the field.
 func (n NewSession) ValidateFork(src string) error {
 	if n.ID != "" && n.ID == src {
 		return Errorf(EINVALID, "the fork needs an id of its own")
@@ -69,8 +72,8 @@ func (n NewSession) ValidateFork(src string) error {
 }
 
 func (n NewSession) validate() error {
-	if n.ID == "" {
-		return errEmptySessionID()
+	if err := CheckSessionID(n.ID); err != nil {
+		return err
 	}
 	if len(n.ModelConfig) > 0 {
 		if _, err := json.Marshal(n.ModelConfig); err != nil {
@@ -80,8 +83,57 @@ func (n NewSession) validate() error {
 	return nil
 }
 
-// errEmptySessionID is the refusal of an input without a session id.
-func errEmptySessionID() error { return Errorf(EINVALID, "session id is empty") }
+// MaxSessionIDBytes is the longest session id a store takes for a new
+// session (CreateSession, EnsureSession, ForkSession, ImportSession) or a
+// new message (AppendMessage), in bytes. Hermes' ids are 22 to 36 bytes
+// (20260315_092437_c9a6ff; a cron run's cron_<12 hex>_<time> is 33, an
+// ACP session's UUID 36); 255 is also the longest name of one path
+// segment (MaxNameLen). Without a limit an id of 8,000 bytes passed
+// import, and every append to it failed on PostgreSQL. A longer id already in a store (a Hermes file) still reads,
+// ends, exports and deletes: only new writes naming it are refused.
+const MaxSessionIDBytes = 255
+
+// CheckSessionID refuses the id of a new session or message: empty, or
+// longer than MaxSessionIDBytes. The error is invalid and names the
+// session id (a long one only by its length).
+func CheckSessionID(id string) error {
+	switch {
+	case id == "":
+		return Errorf(EINVALID, "session id is empty")
+	case len(id) > MaxSessionIDBytes:
+		return Errorf(EINVALID, "session id %s is %d bytes, the limit is %d", clipQuote(id, 32), len(id), MaxSessionIDBytes)
+	}
+	return nil
+}
+
+// MaxEndReasonBytes is the longest end reason EndSession takes, in bytes.
+// Hermes writes short words (compression, cli_close, cron_complete,
+// session_reset; orphaned_compression is the longest, 20 bytes), and its
+// API server whatever a client sends, which had no bound here either: a
+// reason of 900 KB was stored, and shown in every listing.
+const MaxEndReasonBytes = 128
+
+// CheckEndReason refuses the reason of EndSession (or an imported
+// end_reason) unless it is one line of text: not empty, at most
+// MaxEndReasonBytes, valid UTF-8, without control characters (C0, DEL and
+// C1: no NUL, ESC, tab or line break). The error is invalid and names
+// end_reason.
+func CheckEndReason(reason string) error {
+	switch {
+	case reason == "":
+		return Errorf(EINVALID, "end_reason is empty")
+	case len(reason) > MaxEndReasonBytes:
+		return Errorf(EINVALID, "end_reason %s is %d bytes, the limit is %d", clipQuote(reason, 32), len(reason), MaxEndReasonBytes)
+	case !utf8.ValidString(reason):
+		return Errorf(EINVALID, "end_reason %s is not valid UTF-8", clipQuote(reason, 32))
+	}
+	for _, r := range reason {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return Errorf(EINVALID, "end_reason %s holds a control character: it must be one line of text", clipQuote(reason, 32))
+		}
+	}
+	return nil
+}
 
 // TokenUpdate is the input of UpdateTokenCounts. Incremental by default: the
 // five token columns are added to; EstimatedCostUSD is added (nil adds 0);
@@ -196,7 +248,8 @@ type SessionService interface {
 	// An empty source means "unknown".
 	EnsureSession(ctx context.Context, id, source, model string) error
 	// EndSession sets ended_at and end_reason unless already ended: the first
-	// reason wins. Unknown ids are a no-op.
+	// reason wins. Unknown ids are a no-op; a reason CheckEndReason refuses
+	// is invalid.
 	EndSession(ctx context.Context, id, reason string) error
 	// ReopenSession clears ended_at and end_reason.
 	ReopenSession(ctx context.Context, id string) error

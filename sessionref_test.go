@@ -65,6 +65,8 @@ func TestSessionRef(t *testing.T) {
 		{"empty group", SessionRef{SessionID: "s"}, "agent_group_id"},
 		{"bad session", SessionRef{AgentGroupID: "ag", SessionID: ".."}, "session_id"},
 		{"empty session", SessionRef{AgentGroupID: "ag"}, "session_id"},
+		{"group named as the host's socket", SessionRef{AgentGroupID: "host.sock", SessionID: "s"}, "agent_group_id"},
+		{"session may be named so", SessionRef{AgentGroupID: "ag", SessionID: "host.sock"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,5 +84,32 @@ func TestSessionRef(t *testing.T) {
 	}
 	if s := (SessionRef{AgentGroupID: "ag", SessionID: "s1"}).String(); s != "ag/s1" {
 		t.Errorf("String() = %q, want ag/s1", s)
+	}
+}
+
+// The names a host writes in its data root are no agent group id, in any
+// letter case; names that only resemble them are.
+func TestCheckAgentGroupID(t *testing.T) {
+	for _, id := range []string{"host.sock", ".sessiondb-host.json", ".sessiondb-host.lock", ".sessiondb-host.token",
+		"HOST.SOCK", ".SessionDB-Host.JSON"} {
+		err := CheckAgentGroupID("agent_group_id", id)
+		if ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), "agent_group_id") || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("CheckAgentGroupID(%q) = %v, want invalid naming the field and saying reserved", id, err)
+		}
+		if err := (NewAgentGroup{ID: id, Name: "n", Folder: "f"}).Validate(); ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("NewAgentGroup{ID: %q}.Validate() = %v, want reserved", id, err)
+		}
+	}
+	for _, id := range []string{"ag-1", "host.socket", "sessiondb-host.json", "host.sock.bak", ".host.sock.tmp-1", ".sessiondb-hosts.json"} {
+		if err := CheckAgentGroupID("agent_group_id", id); err != nil {
+			t.Errorf("CheckAgentGroupID(%q) = %v, want nil", id, err)
+		}
+	}
+	if err := CheckAgentGroupID("id", "a/b"); ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), "path separator") {
+		t.Errorf("an unsafe id: %v, want CheckSafeName's refusal", err)
+	}
+	// A group created without an id gets a generated one.
+	if err := (NewAgentGroup{Name: "n", Folder: "f"}).Validate(); err != nil {
+		t.Errorf("no id: %v", err)
 	}
 }

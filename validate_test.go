@@ -29,10 +29,13 @@ func TestValidate(t *testing.T) {
 		{"session without source", NewSession{ID: "s"}, "source"},
 		{"session with unencodable config", NewSession{ID: "s", Source: "cli", ModelConfig: map[string]any{"f": func() {}}}, "model_config"},
 		{"session with empty config", NewSession{ID: "s", Source: "cli", ModelConfig: map[string]any{}}, ""},
+		{"session with an id at the limit", NewSession{ID: strings.Repeat("s", MaxSessionIDBytes), Source: "cli"}, ""},
+		{"session with an id over the limit", NewSession{ID: strings.Repeat("s", MaxSessionIDBytes+1), Source: "cli"}, "session id \"sss"},
 
 		{"message", NewMessage{SessionID: "s", Role: "user"}, ""},
 		{"message without session", NewMessage{Role: "user"}, "session id"},
 		{"message without role", NewMessage{SessionID: "s"}, "role"},
+		{"message to an id over the limit", NewMessage{SessionID: strings.Repeat("s", 8000), Role: "user"}, "8000 bytes, the limit is 255"},
 
 		{"tokens", TokenUpdate{Input: 3, EstimatedCostUSD: &neg, ActualCostUSD: new(float64)}, ""},
 		{"NaN estimate", TokenUpdate{EstimatedCostUSD: &nan}, "estimated_cost_usd"},
@@ -65,8 +68,12 @@ func TestValidate(t *testing.T) {
 		}), ""},
 		{"record with exported messages", rec(func(r SessionRecord) { r["messages"] = []Message{{Role: "user"}} }), ""},
 		{"record without id", rec(func(r SessionRecord) { delete(r, "id") }), "id"},
+		{"record with an id over the limit", rec(func(r SessionRecord) { r["id"] = strings.Repeat("s", 256) }), "id: session id"},
 		{"record with numeric id", rec(func(r SessionRecord) { r["id"] = 3.0 }), "id"},
 		{"record with empty source", rec(func(r SessionRecord) { r["source"] = "" }), "source"},
+		{"record with an end reason", rec(func(r SessionRecord) { r["end_reason"] = "cli_close" }), ""},
+		{"record with a null end reason", rec(func(r SessionRecord) { r["end_reason"] = nil }), ""},
+		{"record with an escape in end_reason", rec(func(r SessionRecord) { r["end_reason"] = "\x1b]0;x\x07" }), "end_reason"},
 		{"record with text started_at", rec(func(r SessionRecord) { r["started_at"] = "yesterday" }), "started_at"},
 		{"record with messages as text", rec(func(r SessionRecord) { r["messages"] = "none" }), "messages"},
 		{"record with a message not an object", rec(func(r SessionRecord) { r["messages"] = []any{okMsg, "hi"} }), "messages[1]"},
@@ -92,6 +99,26 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestCheckEndReason: an end reason is one line of text of at most
+// MaxEndReasonBytes; every refusal is invalid and names end_reason.
+func TestCheckEndReason(t *testing.T) {
+	for _, ok := range []string{"compression", "orphaned_compression", "user closed the tab", "fermé", strings.Repeat("r", MaxEndReasonBytes)} {
+		if err := CheckEndReason(ok); err != nil {
+			t.Errorf("CheckEndReason(%.20q) = %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", strings.Repeat("r", MaxEndReasonBytes+1), strings.Repeat("r", 900<<10),
+		"nul\x00", "esc\x1b[2J", "two\nlines", "tab\there", "del\x7f", "c1\u0085", "csi\u009b2J", "bad\xff"} {
+		err := CheckEndReason(bad)
+		if ErrorCode(err) != EINVALID || !strings.Contains(err.Error(), "end_reason") {
+			t.Errorf("CheckEndReason(%.20q) = %v, want invalid naming end_reason", bad, err)
+		}
+		if err != nil && len(err.Error()) > 200 {
+			t.Errorf("CheckEndReason(%.20q): the error is %d bytes long", bad, len(err.Error()))
+		}
+	}
+}
+
 func TestValidateFork(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -102,6 +129,7 @@ func TestValidateFork(t *testing.T) {
 		{"no id", NewSession{}, "session id"},
 		{"same id as the source session", NewSession{ID: "src"}, "id of its own"},
 		{"unencodable config", NewSession{ID: "f", ModelConfig: map[string]any{"c": make(chan int)}}, "model_config"},
+		{"id over the limit", NewSession{ID: strings.Repeat("f", 256)}, "256 bytes, the limit is 255"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -100,21 +100,7 @@ func TestHostsShareRegistryAndSurviveAKill(t *testing.T) {
 	central := pgtest.WithSearchPath(url, pgtest.Schema(t, url))
 	e := newEnv(t)
 	dir := t.TempDir()
-	agent := filepath.Join(dir, "agent.sh")
-	script := `#!/bin/sh
-tab=$(printf '\t')
-while :; do
-  batch=$(` + binary + ` mailbox agent poll --wait --timeout 5s) || exit 1
-  [ -z "$batch" ] && exit 0
-  printf '%s\n' "$batch" | while IFS="$tab" read -r id seq kind text; do
-    ` + binary + ` mailbox agent send --reply-to "$id" --text "You said: $text"
-    ` + binary + ` mailbox agent ack "$id"
-  done
-done
-`
-	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	agent := echoAgent(t, dir)
 	chats := []string{"chat-0", "chat-1", "chat-2", "chat-3"}
 	e.must(t, "admin", "groups", "create", "Helper", "--id", "ag-helper", "--central", central)
 	for _, c := range chats {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -55,23 +57,35 @@ func (r *Router) send(ctx context.Context, ref mailbox.SessionRef, row mailbox.O
 }
 
 // pickApprover returns the first approver of agentGroupID whose DM chat
-// resolves, preferring those on originChannel (spec A7.2), with that chat;
-// "" when nobody can be asked.
+// resolves, preferring those on originChannel (spec A7.2), with that chat.
+// When nobody can be asked the chat is nil and the error, if there were
+// approvers, is unreachable: it says why each could not be reached.
 func (r *Router) pickApprover(ctx context.Context, agentGroupID, originChannel string) (string, *sessiondb.MessagingGroup, error) {
 	grants, err := r.reg.ListRoles(ctx, sessiondb.RoleFilter{})
 	if err != nil {
 		return "", nil, err
 	}
+	var why []string
 	for _, id := range sessiondb.ApprovalDeliveryOrder(sessiondb.Approvers(grants, agentGroupID), originChannel) {
-		dm, err := sessiondb.EnsureUserDM(ctx, r.reg, r.dms, id)
+		dm, err := sessiondb.ResolveUserDM(ctx, r.reg, r.dms, id)
 		if err != nil {
 			return "", nil, err
 		}
-		if dm != nil {
-			return id, dm, nil
+		if dm.Chat != nil {
+			return id, dm.Chat, nil
 		}
+		why = append(why, id+": "+dm.Unreachable)
 	}
-	return "", nil, nil
+	if len(why) == 0 {
+		return "", nil, nil
+	}
+	r.log.Warn("router: no approver's DM can be reached; the card is not sent", "agent_group", agentGroupID, "why", strings.Join(why, "; "))
+	return "", nil, unreachable(why)
+}
+
+// unreachable is the error of approvers none of whose DMs could be found.
+func unreachable(why []string) error {
+	return sessiondb.Errorf(sessiondb.ENOTFOUND, "no approver's DM can be reached, so the card cannot be delivered: %s", strings.Join(why, "; "))
 }
 
 // senderName is how a card names the sender of ev.
@@ -116,7 +130,7 @@ func (r *Router) requestSenderApproval(ctx context.Context, mg sessiondb.Messagi
 		}
 		return "", err
 	}
-	orig, err := json.Marshal(ev)
+	orig, err := ev.storedEventJSON(r.h.Now())
 	if err != nil {
 		return "", err
 	}
@@ -178,7 +192,7 @@ func (r *Router) requestChannelApproval(ctx context.Context, mg sessiondb.Messag
 	if mg.IsGroup {
 		title, question = "📣 Bot mentioned in new channel", fmt.Sprintf("%s mentioned your bot in %s. How would you like to handle this channel?", who, chatName(mg))
 	}
-	orig, err := json.Marshal(ev)
+	orig, err := ev.storedEventJSON(r.h.Now())
 	if err != nil {
 		return "", err
 	}
@@ -220,10 +234,12 @@ func (r *Router) RequestApproval(ctx context.Context, s sessiondb.AgentSession, 
 		return "", r.notify(ctx, s, action+" failed: no owner or admin configured to approve.")
 	}
 	approver, dm, err := r.pickApprover(ctx, s.AgentGroupID, origin)
-	if err != nil {
+	switch {
+	case sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND:
+		return "", r.notify(ctx, s, action+" failed: no DM channel found for any eligible approver ("+errtext.Clip(err.Error(), 600)+").")
+	case err != nil:
 		return "", err
-	}
-	if dm == nil {
+	case dm == nil:
 		return "", r.notify(ctx, s, action+" failed: no DM channel found for any eligible approver.")
 	}
 	a, err := r.reg.AddApproval(ctx, sessiondb.NewApproval{SessionID: s.ID, Action: action, Payload: payload,

@@ -144,10 +144,10 @@ func (r *Router) recordQuestion(ctx context.Context, s sessiondb.AgentSession, r
 }
 
 // toAgent forwards an agent-to-agent row (the send was allowed) into a
-// session of the target group: the session that wrote the inbound row the
-// reply answers (in_reply_to), when it is active in that group; else the
-// group's newest active session, made when there is none (mailbox
-// contract section 10).
+// session of the target group (mailbox contract section 10), NanoClaw's
+// pick (resolveTargetSession in src/modules/agent-to-agent/agent-route.ts):
+// its return path (returnPath), when that session is active in the target
+// group; else the group's newest active session, made when there is none.
 func (r *Router) toAgent(ctx context.Context, src sessiondb.AgentSession, row mailbox.OutboundRow) error {
 	target := row.Routing.PlatformID
 	if _, err := r.reg.GetAgentGroup(ctx, target); err != nil {
@@ -158,17 +158,15 @@ func (r *Router) toAgent(ctx context.Context, src sessiondb.AgentSession, row ma
 	}
 	var dst sessiondb.AgentSession
 	found := false
-	if row.InReplyTo != "" {
-		in, err := r.h.InboundRow(ctx, src.Ref(), row.InReplyTo)
-		switch {
-		case err == nil && in.SourceSessionID != "" && in.Routing.PlatformID == target:
-			s, err := r.reg.GetAgentSession(ctx, in.SourceSessionID)
-			if err == nil && s.AgentGroupID == target && s.Status == sessiondb.SessionActive {
-				dst, found = s, true
-			} else if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
-				return err
-			}
-		case err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND:
+	origin, err := returnPath(ctx, r.h, src.Ref(), row, target)
+	if err != nil {
+		return err
+	}
+	if origin != "" {
+		s, err := r.reg.GetAgentSession(ctx, origin)
+		if err == nil && s.AgentGroupID == target && s.Status == sessiondb.SessionActive {
+			dst, found = s, true
+		} else if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
 			return err
 		}
 	}

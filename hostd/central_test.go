@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -308,7 +309,7 @@ func TestDaemonWakeProjectsAndTracksContainers(t *testing.T) {
 	dir, _ := c.host.Layout().SessionDir(ref)
 	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{Now: c.clk.Now})
 	must(t, err)
-	must(t, a.MarkCompleted(ctxb, "m1:ag-1"))
+	must(t, a.MarkCompleted(ctxb, "m1:mg-1:ag-1"))
 	a.Close()
 	rt.mu.Lock()
 	delete(rt.running, ref)
@@ -372,5 +373,92 @@ func TestReproject(t *testing.T) {
 	must(t, err)
 	if len(groups) != 1 || groups[0] != "ag-1" {
 		t.Fatalf("groups targeting ag-2: %v", groups)
+	}
+}
+
+// An agent's reply to a peer that names no message (or names a chat
+// message) goes to the peer's session that last talked to it (NanoClaw's
+// peer affinity), not to the peer's newest session; when that session is
+// closed, to the newest.
+func TestAgentReplyPeerAffinity(t *testing.T) {
+	c := newCentral(t)
+	s, a := c.agentSession()
+	c.group("ag-2", "Peer")
+	for _, d := range []sessiondb.NewDestination{
+		{AgentGroupID: "ag-1", LocalName: "peer", TargetType: sessiondb.TargetAgent, TargetID: "ag-2"},
+		{AgentGroupID: "ag-2", LocalName: "helper", TargetType: sessiondb.TargetAgent, TargetID: "ag-1"},
+	} {
+		_, err := c.reg.AddDestination(ctxb, d)
+		must(t, err)
+	}
+	// Two sessions of the peer, p2 the newer, each in a chat of its own.
+	var peers []sessiondb.AgentSession
+	var peerAgents []*mailbox.Agent
+	for i, chat := range []string{"p-1", "p-2"} {
+		mg := c.chat("mg-"+chat, "telegram", chat, chat, true, sessiondb.PolicyPublic)
+		c.wire(sessiondb.NewWiring{MessagingGroupID: mg.ID, AgentGroupID: "ag-2", EngageMode: sessiondb.EngagePattern})
+		c.clk.Advance(time.Second)
+		res := c.route(Event{ChannelType: "telegram", PlatformID: chat, MessageID: fmt.Sprint("pm", i), Sender: Sender{ID: "42"}, Text: "hi", IsGroup: true})
+		p, err := c.reg.GetAgentSession(ctxb, res.Deliveries[0].SessionID)
+		must(t, err)
+		dir, _ := c.host.Layout().SessionDir(p.Ref())
+		pa, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{Now: c.clk.Now})
+		must(t, err)
+		t.Cleanup(func() { pa.Close() })
+		peers, peerAgents = append(peers, p), append(peerAgents, pa)
+	}
+	p1, p2 := peers[0], peers[1]
+	// lastFrom is the text of the newest row ag-1 sent session p.
+	lastFrom := func(p sessiondb.AgentSession) string {
+		t.Helper()
+		var last string
+		var seq int64
+		for _, r := range c.inbound(p.Ref()) {
+			if r.Routing.ChannelType == mailbox.ChannelAgent && r.Routing.PlatformID == "ag-1" && r.Seq > seq {
+				var content struct{ Text string }
+				must(t, json.Unmarshal(r.Content, &content))
+				last, seq = content.Text, r.Seq
+			}
+		}
+		return last
+	}
+	toPeer := mailbox.Routing{ChannelType: mailbox.ChannelAgent, PlatformID: "ag-2"}
+
+	// p1 asks ag-1; ag-1 answers without naming the message.
+	c.send(peerAgents[0], "q1", mailbox.Routing{ChannelType: mailbox.ChannelAgent, PlatformID: "ag-1"}, map[string]any{"text": "question from p1"})
+	if res := c.drain(p1.Ref()); res.Delivered != 1 {
+		t.Fatalf("p1's question: %+v", res)
+	}
+	c.send(a, "a1", toPeer, map[string]any{"text": "answer 1"})
+	if res := c.drain(s.Ref()); res.Delivered != 1 {
+		t.Fatalf("answer 1: %+v", res)
+	}
+	if lastFrom(p1) != "answer 1" || lastFrom(p2) != "" {
+		t.Fatalf("answer 1 went to p1 %q, p2 %q; want p1, the peer's session that asked", lastFrom(p1), lastFrom(p2))
+	}
+	// A reply naming a chat message (no return path of its own) too.
+	raw, _ := mailbox.MarshalContent(map[string]any{"text": "answer 2"})
+	_, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "a2", Content: raw, Routing: toPeer, InReplyTo: InboundID("m1", "mg-1", "ag-1")})
+	must(t, err)
+	if res := c.drain(s.Ref()); res.Delivered != 1 {
+		t.Fatalf("answer 2: %+v %q", res, notifications(c, s.Ref()))
+	}
+	if lastFrom(p1) != "answer 2" {
+		t.Fatalf("answer 2 went to p1 %q, p2 %q", lastFrom(p1), lastFrom(p2))
+	}
+	// p2 talks to ag-1 now: the next reply is p2's.
+	c.send(peerAgents[1], "q2", mailbox.Routing{ChannelType: mailbox.ChannelAgent, PlatformID: "ag-1"}, map[string]any{"text": "question from p2"})
+	c.drain(p2.Ref())
+	c.send(a, "a3", toPeer, map[string]any{"text": "answer 3"})
+	c.drain(s.Ref())
+	if lastFrom(p2) != "answer 3" || lastFrom(p1) != "answer 2" {
+		t.Fatalf("answer 3 went to p1 %q, p2 %q; want p2", lastFrom(p1), lastFrom(p2))
+	}
+	// p2 closed: the peer's newest active session, p1, takes the reply.
+	must(t, c.reg.CloseSession(ctxb, p2.ID))
+	c.send(a, "a4", toPeer, map[string]any{"text": "answer 4"})
+	c.drain(s.Ref())
+	if lastFrom(p1) != "answer 4" || lastFrom(p2) != "answer 3" {
+		t.Fatalf("answer 4 went to p1 %q, p2 %q; want p1", lastFrom(p1), lastFrom(p2))
 	}
 }

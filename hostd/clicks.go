@@ -203,8 +203,11 @@ func (r *Router) decideAction(ctx context.Context, a sessiondb.PendingApproval, 
 }
 
 // decideSender resolves an unknown-sender approval (spec A7.3): approve
-// adds the sender as a member and routes the original event again; deny
-// forgets the request (a later message asks again).
+// adds the sender as a member and routes the original event again (stored
+// by us or by NanoClaw: readStoredEvent); deny forgets the request (a
+// later message asks again). A stored event that cannot be read does not
+// stop the approval: the sender is a member, and a warning says the
+// message was not routed.
 func (r *Router) decideSender(ctx context.Context, p sessiondb.PendingSenderApproval, value, clicker string, res *ClickResult) error {
 	if ok, err := r.mayDecide(ctx, clicker, p.ApproverUserID, p.AgentGroupID, res); !ok || err != nil {
 		return err
@@ -213,6 +216,13 @@ func (r *Router) decideSender(ctx context.Context, p sessiondb.PendingSenderAppr
 		_, err := r.reg.DeleteSenderApproval(ctx, p.ID)
 		res.Outcome = ClickRejected
 		return err
+	}
+	ev, perr := r.storedEvent(ctx, p.OriginalMessage, p.MessagingGroupID)
+	if perr != nil && sessiondb.ErrorCode(perr) != sessiondb.EINVALID {
+		return perr
+	}
+	if perr != nil {
+		r.log.Warn("router: an approved sender's stored message cannot be read; it is not routed", "approval", p.ID, "err", perr)
 	}
 	if _, _, err := r.reg.EnsureUser(ctx, sessiondb.NewUser{ID: clicker}); err != nil {
 		return err
@@ -227,7 +237,7 @@ func (r *Router) decideSender(ctx context.Context, p sessiondb.PendingSenderAppr
 		return err
 	}
 	res.Outcome = ClickApproved
-	return r.replay(ctx, p.OriginalMessage, res)
+	return r.replay(ctx, ev, perr, res)
 }
 
 // decideChannel resolves an unknown-chat approval (spec A7.4): connect
@@ -276,14 +286,14 @@ func (r *Router) chooseAgent(ctx context.Context, p sessiondb.PendingChannelAppr
 	if err := r.reg.UpdateChannelApprovalCard(ctx, p.MessagingGroupID, title, opts); err != nil {
 		return err
 	}
-	dm, err := sessiondb.EnsureUserDM(ctx, r.reg, r.dms, p.ApproverUserID)
+	dm, err := sessiondb.ResolveUserDM(ctx, r.reg, r.dms, p.ApproverUserID)
 	if err != nil {
 		return err
 	}
-	if dm == nil {
-		return sessiondb.Errorf(sessiondb.ENOTFOUND, "approver %s has no reachable DM for the follow-up card", p.ApproverUserID)
+	if dm.Chat == nil {
+		return unreachable([]string{p.ApproverUserID + ": " + dm.Unreachable})
 	}
-	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: p.AgentGroupID}, *dm, p.MessagingGroupID, "choose", title, question, opts); err != nil {
+	if _, err := r.sendCard(ctx, mailbox.SessionRef{AgentGroupID: p.AgentGroupID}, *dm.Chat, p.MessagingGroupID, "choose", title, question, opts); err != nil {
 		return err
 	}
 	res.Outcome = ClickFollowUp
@@ -323,11 +333,11 @@ func (r *Router) connect(ctx context.Context, p sessiondb.PendingChannelApproval
 			res.Warnings = append(res.Warnings, "re-projection: "+err.Error())
 		}
 	}
-	var ev Event
-	if err := json.Unmarshal(p.OriginalMessage, &ev); err != nil {
-		return sessiondb.Errorf(sessiondb.EINVALID, "channel approval %s: the stored event is not readable: %v", p.MessagingGroupID, err)
+	ev, perr := readStoredEvent(p.OriginalMessage, mg.IsGroup, r.h.Now())
+	if perr != nil {
+		r.log.Warn("router: a connected chat's stored message cannot be read; it is not routed", "chat", mg.ID, "err", perr)
 	}
-	if sender := ev.UserID(); sender != "" {
+	if sender := ev.UserID(); perr == nil && sender != "" {
 		if _, _, err := r.reg.EnsureUser(ctx, sessiondb.NewUser{ID: clicker}); err != nil {
 			return err
 		}
@@ -342,14 +352,30 @@ func (r *Router) connect(ctx context.Context, p sessiondb.PendingChannelApproval
 		return err
 	}
 	res.Outcome = ClickConnected
-	return r.replay(ctx, p.OriginalMessage, res)
+	return r.replay(ctx, ev, perr, res)
 }
 
-// replay routes a stored event again (after an approval).
-func (r *Router) replay(ctx context.Context, orig json.RawMessage, res *ClickResult) error {
-	var ev Event
-	if err := json.Unmarshal(orig, &ev); err != nil {
-		return sessiondb.Errorf(sessiondb.EINVALID, "the stored event is not readable: %v", err)
+// storedEvent reads an approval request's stored event (readStoredEvent),
+// taking whether it came from a group chat from the chat when the event
+// does not say. An event that cannot be read is invalid; any other error
+// is the registry's.
+func (r *Router) storedEvent(ctx context.Context, orig json.RawMessage, chatID string) (Event, error) {
+	isGroup := false
+	switch mg, err := r.reg.GetMessagingGroup(ctx, chatID); {
+	case err == nil:
+		isGroup = mg.IsGroup
+	case sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND:
+		return Event{}, err
+	}
+	return readStoredEvent(orig, isGroup, r.h.Now())
+}
+
+// replay routes a stored event again (after an approval); one that could
+// not be read (perr) is reported as a warning instead.
+func (r *Router) replay(ctx context.Context, ev Event, perr error, res *ClickResult) error {
+	if perr != nil {
+		res.Warnings = append(res.Warnings, "the message that asked was not routed: "+perr.Error())
+		return nil
 	}
 	rr, err := r.Route(ctx, ev)
 	res.Replay = &rr

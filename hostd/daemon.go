@@ -3,6 +3,8 @@ package hostd
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -69,6 +71,12 @@ type Config struct {
 	// ExpiryEvery is the interval of the card expiry sweeps (Router
 	// only); default DefaultExpiryEvery.
 	ExpiryEvery time.Duration
+	// RootLock is the data root's lock when the caller took it already
+	// (LockRoot: the host command takes it before it opens anything else);
+	// the caller releases it after Run. Nil: Run takes it, refusing to run
+	// (conflict) while another daemon serves the root, and releases it
+	// when it returns.
+	RootLock *FileLock
 }
 
 // DefaultExpiryEvery is how often a daemon with a Router expires cards.
@@ -106,6 +114,9 @@ type Daemon struct {
 	// foreign holds the folders whose sessions another host served when
 	// last asked, and when that was (tick loop only).
 	foreign map[string]time.Time
+
+	// rootLock is the data root's lock while Run runs.
+	rootLock *FileLock
 
 	mu         sync.Mutex
 	running    bool
@@ -195,6 +206,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.running = true
 	d.mu.Unlock()
+	if err := d.lockRoot(); err != nil {
+		return err
+	}
+	if d.cfg.RootLock == nil {
+		defer d.rootLock.Close()
+	}
 	if w, ok := d.cfg.Waker.(*ExecWaker); ok {
 		// One drain right after the container exits: what it wrote last
 		// goes out now, not at the next sweep.
@@ -252,6 +269,27 @@ loop:
 	}
 	d.status.remove()
 	d.log.Info("mailbox: daemon stopped")
+	return nil
+}
+
+// lockRoot holds the data root's lock for Run: the one the caller took
+// (which must be this root's), else one taken now.
+func (d *Daemon) lockRoot() error {
+	root := d.h.Layout().Root
+	if l := d.cfg.RootLock; l != nil {
+		a, aerr := os.Stat(filepath.Dir(l.Path()))
+		b, berr := os.Stat(root)
+		if aerr != nil || berr != nil || !os.SameFile(a, b) || filepath.Base(l.Path()) != sessiondb.HostLockFile {
+			return sessiondb.Errorf(sessiondb.EINVALID, "daemon: Config.RootLock (%s) is not the lock of the data root %s", l.Path(), root)
+		}
+		d.rootLock = l
+		return nil
+	}
+	l, err := LockRoot(root)
+	if err != nil {
+		return err
+	}
+	d.rootLock = l
 	return nil
 }
 

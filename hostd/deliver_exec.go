@@ -60,43 +60,20 @@ func (d *ExecDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, positiveOr(d.Timeout, DefaultExecTimeout))
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", d.Command)
-	ownProcessGroup(cmd)
-	cmd.Cancel = func() error { return kill(cmd) }
-	// Children that keep the pipes open must not hold Wait forever.
-	cmd.WaitDelay = time.Second
-	cmd.Stdin = bytes.NewReader(append(line, '\n'))
-	var stdout, stderr limitedBuffer
-	stdout.max, stderr.max = 64<<10, 4<<10
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	dir := ""
 	if d.Layout.Root != "" {
 		dir, _ = d.Layout.SessionDir(ref)
 	}
-	cmd.Env = append(os.Environ(), d.Env...)
-	cmd.Env = append(cmd.Env, "SESSIONDB_AGENT_GROUP="+ref.AgentGroupID, "SESSIONDB_SESSION="+ref.SessionID,
+	env := append(append([]string(nil), d.Env...), "SESSIONDB_AGENT_GROUP="+ref.AgentGroupID, "SESSIONDB_SESSION="+ref.SessionID,
 		"SESSIONDB_MESSAGE_ID="+row.ID, "SESSIONDB_SESSION_DIR="+dir)
-	runErr := cmd.Run()
+	stdout, runErr := runHook(ctx, d.Command, append(line, '\n'), env, positiveOr(d.Timeout, DefaultExecTimeout), "exec deliverer")
 
-	reply, found, perr := lastReply(stdout.Bytes())
+	reply, found, perr := lastReply(stdout)
 	if found && perr == nil && reply.OK != nil && !*reply.OK {
 		return "", replyError(reply, "exec deliverer")
 	}
 	if runErr != nil {
-		why := strings.TrimSpace(stderr.String())
-		if ctx.Err() != nil {
-			return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer: %s: %v", ctx.Err(), runErr)
-		}
-		var ee *exec.ExitError
-		if errors.As(runErr, &ee) {
-			if why != "" {
-				return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer exited with status %d: %s", ee.ExitCode(), errtext.Clip(why, 300))
-			}
-			return "", sessiondb.Errorf(sessiondb.EINTERNAL, "exec deliverer exited with status %d", ee.ExitCode())
-		}
-		return "", sessiondb.Wrap(sessiondb.EINTERNAL, runErr, "exec deliverer")
+		return "", runErr
 	}
 	// Exit 0 is the command's word that it delivered: a reply line we
 	// cannot read (a shell that ate the quotes of echo {"ok":true}) must
@@ -105,6 +82,43 @@ func (d *ExecDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, row
 		return "", nil
 	}
 	return reply.PlatformMessageID, nil
+}
+
+// runHook runs command under /bin/sh -c, in its own process group, with
+// stdin as its input and env added to the inherited environment, for at
+// most timeout (or the caller's deadline): a run past it is killed with
+// everything it started. It returns the first 64 KiB of standard output;
+// the error (a non-zero exit, with the first line of standard error, a
+// timeout, a command that did not start) names the hook as who.
+func runHook(ctx context.Context, command string, stdin []byte, env []string, timeout time.Duration, who string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	ownProcessGroup(cmd)
+	cmd.Cancel = func() error { return kill(cmd) }
+	// Children that keep the pipes open must not hold Wait forever.
+	cmd.WaitDelay = time.Second
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr limitedBuffer
+	stdout.max, stderr.max = 64<<10, 4<<10
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), env...)
+	runErr := cmd.Run()
+	if runErr == nil {
+		return stdout.Bytes(), nil
+	}
+	why := strings.TrimSpace(stderr.String())
+	if ctx.Err() != nil {
+		return stdout.Bytes(), sessiondb.Errorf(sessiondb.EINTERNAL, "%s: %s: %v", who, ctx.Err(), runErr)
+	}
+	var ee *exec.ExitError
+	if errors.As(runErr, &ee) {
+		if why != "" {
+			return stdout.Bytes(), sessiondb.Errorf(sessiondb.EINTERNAL, "%s exited with status %d: %s", who, ee.ExitCode(), errtext.Clip(why, 300))
+		}
+		return stdout.Bytes(), sessiondb.Errorf(sessiondb.EINTERNAL, "%s exited with status %d", who, ee.ExitCode())
+	}
+	return stdout.Bytes(), sessiondb.Wrap(sessiondb.EINTERNAL, runErr, "%s", who)
 }
 
 // lastReply finds the last stdout line that is a JSON object.

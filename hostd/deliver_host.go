@@ -195,21 +195,42 @@ func allowsAgent(ctx context.Context, h *mailbox.Host, ref mailbox.SessionRef, t
 	return false, nil
 }
 
-// agentTarget picks the session of group target that receives row: the
-// source session of the inbound row named by in_reply_to, when it lives in
-// target; else target's most recently written session; else a new one.
-func agentTarget(ctx context.Context, h *mailbox.Host, src mailbox.SessionRef, row mailbox.OutboundRow, target string) (mailbox.SessionRef, error) {
+// returnPath is the session an agent-to-agent row from session src to
+// group target should go back to, as NanoClaw finds it: the
+// source_session_id of the inbound row the reply answers (in_reply_to);
+// when it names none (no in_reply_to, a chat message, a row not there),
+// the source_session_id of the newest agent-to-agent row target sent src
+// (peer affinity: the session of target that last talked to this one).
+// "" when neither is known. The caller checks the session is target's
+// and active: a return path to another group's session, or to one gone,
+// falls to target's newest session, not to the peer's.
+func returnPath(ctx context.Context, h *mailbox.Host, src mailbox.SessionRef, row mailbox.OutboundRow, target string) (string, error) {
 	if row.InReplyTo != "" {
 		in, err := h.InboundRow(ctx, src, row.InReplyTo)
-		if err == nil && in.SourceSessionID != "" && in.Routing.PlatformID == target {
-			ref := mailbox.SessionRef{AgentGroupID: target, SessionID: in.SourceSessionID}
-			if p, err := h.Layout().InboundPath(ref); err == nil {
-				if _, err := os.Stat(p); err == nil {
-					return ref, nil
-				}
+		switch {
+		case err == nil && in.SourceSessionID != "":
+			return in.SourceSessionID, nil
+		case err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND:
+			return "", err
+		}
+	}
+	return h.PeerSource(ctx, src, target)
+}
+
+// agentTarget picks the session of group target that receives row: its
+// return path (returnPath), when that session's folder is in target;
+// else target's most recently written session; else a new one.
+func agentTarget(ctx context.Context, h *mailbox.Host, src mailbox.SessionRef, row mailbox.OutboundRow, target string) (mailbox.SessionRef, error) {
+	origin, err := returnPath(ctx, h, src, row, target)
+	if err != nil {
+		return mailbox.SessionRef{}, err
+	}
+	if origin != "" {
+		ref := mailbox.SessionRef{AgentGroupID: target, SessionID: origin}
+		if p, err := h.Layout().InboundPath(ref); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				return ref, nil
 			}
-		} else if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
-			return mailbox.SessionRef{}, err
 		}
 	}
 	refs, err := h.SessionFolders(ctx)

@@ -3,8 +3,10 @@ package hostd
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -166,6 +168,58 @@ func TestHostDelivererAgentToAgent(t *testing.T) {
 				t.Fatalf("peer rows %+v", rows)
 			}
 		})
+	}
+}
+
+// Without a registry as well, a reply to a peer that names no message goes
+// to the peer's session that last wrote to this one, though another of the
+// peer's sessions was written more recently.
+func TestHostDelivererPeerAffinity(t *testing.T) {
+	f := newFixture(t)
+	p1 := mailbox.SessionRef{AgentGroupID: "ag-2", SessionID: "p-1"}
+	p2 := mailbox.SessionRef{AgentGroupID: "ag-2", SessionID: "p-2"}
+	for _, p := range []mailbox.SessionRef{p1, p2} {
+		if err := f.host.InitSession(ctxb, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := f.host.Forward(ctxb, p1, mailbox.OutboundRow{ID: "q1", Content: json.RawMessage(`{"text":"question from p-1"}`)}, f.ref); err != nil {
+		t.Fatal(err)
+	}
+	// p-2 is the peer's most recently written session.
+	if _, _, err := f.host.Enqueue(ctxb, p2, mailbox.InboundMessage{ID: "chat-1", Kind: mailbox.KindChat, Content: json.RawMessage(`{"text":"busy"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	p2In, _ := f.host.Layout().InboundPath(p2)
+	if err := os.Chtimes(p2In, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.host.WriteDestinations(ctxb, f.ref, []mailbox.Destination{{Name: "peer", Type: mailbox.DestinationAgent, AgentGroupID: "ag-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.openAgent()
+	if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "a1", Content: json.RawMessage(`{"text":"answer"}`),
+		Routing: mailbox.Routing{ChannelType: mailbox.ChannelAgent, PlatformID: "ag-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.host.Drain(ctxb, f.ref, &HostDeliverer{Host: f.host}); err != nil || res.Delivered != 1 {
+		t.Fatalf("drain %+v: %v", res, err)
+	}
+	for p, want := range map[mailbox.SessionRef]int{p1: 1, p2: 0} {
+		rows, err := f.host.InboundRows(ctxb, p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range rows {
+			if r.Routing.PlatformID == "ag-1" && strings.Contains(string(r.Content), "answer") {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("%s got %d answers, want %d", p, n, want)
+		}
 	}
 }
 

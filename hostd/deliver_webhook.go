@@ -51,14 +51,24 @@ type WebhookDeliverer struct {
 // NewWebhookDeliverer checks rawURL (absolute http or https) and returns a
 // deliverer posting to it.
 func NewWebhookDeliverer(rawURL string) (*WebhookDeliverer, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: the URL does not parse: %v", urlCause(err))
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "webhook deliverer: the URL must be absolute http:// or https://, got %s", errtext.RedactURL(rawURL))
+	if err := checkWebhookURL(rawURL, "webhook deliverer"); err != nil {
+		return nil, err
 	}
 	return &WebhookDeliverer{URL: rawURL}, nil
+}
+
+// checkWebhookURL refuses a URL that is not absolute http or https; the
+// error is invalid, names the hook (who), and shows the URL by scheme and
+// host only.
+func checkWebhookURL(rawURL, who string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s: the URL does not parse: %v", who, urlCause(err))
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s: the URL must be absolute http:// or https://, got %s", who, errtext.RedactURL(rawURL))
+	}
+	return nil
 }
 
 // Deliver posts row; see WebhookDeliverer.
@@ -81,14 +91,8 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", ref.String()+"/"+row.ID)
-	client := &http.Client{Timeout: timeout}
-	if d.Client != nil {
-		client = new(http.Client)
-		*client = *d.Client // a copy: the caller's client keeps its own policy
-	}
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	target := errtext.RedactURL(d.URL)
-	resp, err := client.Do(req)
+	resp, err := noRedirects(d.Client, timeout).Do(req)
 	if err != nil {
 		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook deliverer: POST %s: %v", target, urlCause(err))
 	}
@@ -119,6 +123,18 @@ func (d *WebhookDeliverer) Deliver(ctx context.Context, ref mailbox.SessionRef, 
 	default:
 		return "", sessiondb.Errorf(sessiondb.EINTERNAL, "webhook answered %s", resp.Status)
 	}
+}
+
+// noRedirects is a copy of c (nil: a client with timeout) that follows no
+// redirect: a 3xx is answered as it is (see WebhookDeliverer), and the
+// caller's client keeps its own policy.
+func noRedirects(c *http.Client, timeout time.Duration) *http.Client {
+	client := &http.Client{Timeout: timeout}
+	if c != nil {
+		*client = *c
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return client
 }
 
 // urlCause drops the *url.Error around err: its message quotes the whole

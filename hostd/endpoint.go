@@ -19,21 +19,25 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/errtext"
+	"github.com/sessiondb/sessiondb/internal/httpguard"
 )
 
 // The router's event endpoint is HTTP, served by the host daemon on a Unix
 // socket (by default <data>/host.sock, mode 0600 in the 0700 data root, so
 // only the host's user can reach it) or, when asked, on a loopback TCP
-// address (never on another interface: any local user can reach loopback,
-// nobody else can):
+// address (never on another interface), where any local user and every
+// web page the user's browser opens can reach it: there it answers only
+// to a loopback Host, and a POST needs the host's token, a JSON content
+// type and no foreign origin (guard.go):
 //
 //	POST /v1/route   body: JSON lines (events and clicks, see ParseInput)
 //	                 answer: application/x-ndjson, one LineResult per line,
 //	                 written as each line is routed
 //	GET  /v1/health  {"ok":true}
 
-// DefaultSocketName is the endpoint's socket file in the data root.
-const DefaultSocketName = "host.sock"
+// DefaultSocketName is the endpoint's socket file in the data root, a name
+// no agent group may take (sessiondb.HostFiles).
+const DefaultSocketName = sessiondb.HostSocketFile
 
 // MaxLineBytes bounds one inbound JSON line (an event with attachments).
 const MaxLineBytes = 8 << 20
@@ -159,8 +163,8 @@ func Handler(r *Router) http.Handler {
 // Listen opens the endpoint's listener at addr: a Unix socket path
 // ("unix:PATH", or any path holding a '/'), or a loopback TCP address
 // ("127.0.0.1:7000", "[::1]:7000", "localhost:7000"). Any other host is
-// refused (invalid): the endpoint has no authentication, so it is for this
-// machine only. A socket file left by a host that is gone is replaced; one
+// refused (invalid): events carry people's messages, so the endpoint is
+// for this machine only. A socket file left by a host that is gone is replaced; one
 // that answers is a conflict (another host serves it). The socket is made
 // 0600.
 func Listen(addr string) (net.Listener, error) {
@@ -177,17 +181,24 @@ func Listen(addr string) (net.Listener, error) {
 	return l, nil
 }
 
-// checkLoopback refuses a TCP address whose host is not loopback: the
-// endpoint has no authentication, and events carry people's messages.
+// checkLoopback refuses a TCP address whose host is not loopback: events
+// carry people's messages, and the endpoint is for this machine only.
 func checkLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return sessiondb.Errorf(sessiondb.EINVALID, "endpoint address %q: want a socket path or a loopback host:port (%v)", errtext.Clip(addr, 100), err)
 	}
 	if !loopbackHost(host) {
-		return sessiondb.Errorf(sessiondb.EINVALID, "endpoint address %q: only loopback (127.0.0.1, ::1, localhost) is allowed; the endpoint has no authentication", errtext.Clip(addr, 100))
+		return sessiondb.Errorf(sessiondb.EINVALID, "endpoint address %q: only loopback (127.0.0.1, ::1, localhost) is allowed: the endpoint is for this machine only", errtext.Clip(addr, 100))
 	}
 	return nil
+}
+
+// IsSocket reports whether addr names a Unix socket (as Listen reads it)
+// rather than a TCP address.
+func IsSocket(addr string) bool {
+	_, ok := socketPath(addr)
+	return ok
 }
 
 func socketPath(addr string) (string, bool) {
@@ -290,15 +301,31 @@ func (l *unixListener) Close() error {
 	return err
 }
 
-// Serve serves the endpoint for r on l until ctx ends, then shuts down,
-// letting requests in flight finish within grace.
-func Serve(ctx context.Context, l net.Listener, r *Router, grace time.Duration) error {
-	return ServeHandler(ctx, l, Handler(r), grace)
+// ServeOptions configures Serve and ServeHandler.
+type ServeOptions struct {
+	// Grace is how long requests in flight may take to finish once ctx
+	// ends.
+	Grace time.Duration
+	// Token is what a POST to a TCP listener must carry (Authorization:
+	// Bearer); without one a TCP listener takes no POST. A Unix socket
+	// asks for none.
+	Token string
 }
 
-// ServeHandler serves h on l as Serve serves the endpoint: the host
-// command mounts the endpoint beside its /metrics.
-func ServeHandler(ctx context.Context, l net.Listener, h http.Handler, grace time.Duration) error {
+// Serve serves the endpoint for r on l until ctx ends, then shuts down,
+// letting requests in flight finish within o.Grace.
+func Serve(ctx context.Context, l net.Listener, r *Router, o ServeOptions) error {
+	return ServeHandler(ctx, l, Handler(r), o)
+}
+
+// ServeHandler serves h on l as Serve serves the endpoint (the host
+// command mounts the endpoint beside its /metrics). On a TCP listener
+// every request passes the endpoint's guard first (loopback Host; for a
+// POST no foreign origin, a JSON content type and o.Token).
+func ServeHandler(ctx context.Context, l net.Listener, h http.Handler, o ServeOptions) error {
+	if l.Addr().Network() != "unix" {
+		h = tcpGuard(h, httpguard.NewToken(o.Token))
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	done := make(chan error, 1)
@@ -308,7 +335,7 @@ func ServeHandler(ctx context.Context, l net.Listener, h http.Handler, grace tim
 		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "serve events")
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.Grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
@@ -319,9 +346,11 @@ func ServeHandler(ctx context.Context, l net.Listener, h http.Handler, grace tim
 
 // SendLines posts the JSON lines of in to the endpoint at addr (a socket
 // path or loopback host:port, as Listen takes; another host is refused)
-// and calls emit with each result line as it arrives. An endpoint that
-// cannot be reached is not_found (no host is serving there).
-func SendLines(ctx context.Context, addr string, in io.Reader, emit func(LineResult) error) error {
+// with token (the host's, for a TCP endpoint; "" sends none) and calls
+// emit with each result line as it arrives. An endpoint that cannot be
+// reached is not_found (no host is serving there); one that refuses the
+// request (no token, a wrong one) is invalid, with its reason.
+func SendLines(ctx context.Context, addr, token string, in io.Reader, emit func(LineResult) error) error {
 	if _, ok := socketPath(addr); !ok {
 		if err := checkLoopback(addr); err != nil {
 			return err
@@ -334,6 +363,9 @@ func SendLines(ctx context.Context, addr string, in io.Reader, emit func(LineRes
 		return sessiondb.Wrap(sessiondb.EINVALID, err, "endpoint %s", addr)
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		var oe *net.OpError
@@ -345,7 +377,11 @@ func SendLines(ctx context.Context, addr string, in io.Reader, emit func(LineRes
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return sessiondb.Errorf(sessiondb.EINTERNAL, "endpoint %s answered %s: %s", addr, resp.Status, errtext.Clip(string(b), 200))
+		code := sessiondb.EINTERNAL
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			code = sessiondb.EINVALID
+		}
+		return sessiondb.Errorf(code, "endpoint %s answered %s: %s", addr, resp.Status, errtext.Clip(refusalText(b), 300))
 	}
 	dec := json.NewDecoder(resp.Body)
 	for {
@@ -359,6 +395,18 @@ func SendLines(ctx context.Context, addr string, in io.Reader, emit func(LineRes
 			return err
 		}
 	}
+}
+
+// refusalText is the message of a refusal in the guard's JSON shape, or
+// the body as it is.
+func refusalText(b []byte) string {
+	var e struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	return string(b)
 }
 
 // Reachable reports whether a host answers at addr (its health check).

@@ -69,7 +69,7 @@ func TestEndpointRoutesLines(t *testing.T) {
 	must(t, err)
 	ctx, cancel := context.WithCancel(ctxb)
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, l, c.router, time.Second) }()
+	go func() { served <- Serve(ctx, l, c.router, ServeOptions{Grace: time.Second}) }()
 	if !Reachable(ctxb, sock) {
 		t.Fatal("endpoint not reachable")
 	}
@@ -80,7 +80,7 @@ func TestEndpointRoutesLines(t *testing.T) {
 {"channel_type":"telegram","platform_id":"chat-1","message_id":"e3","text":"three","is_group":true}
 `
 	var got []LineResult
-	must(t, SendLines(ctxb, sock, strings.NewReader(body), func(r LineResult) error {
+	must(t, SendLines(ctxb, sock, "", strings.NewReader(body), func(r LineResult) error {
 		got = append(got, r)
 		return nil
 	}))
@@ -104,7 +104,7 @@ func TestEndpointRoutesLines(t *testing.T) {
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Fatalf("socket left behind: %v", err)
 	}
-	err = SendLines(ctxb, sock, strings.NewReader("{}\n"), func(LineResult) error { return nil })
+	err = SendLines(ctxb, sock, "", strings.NewReader("{}\n"), func(LineResult) error { return nil })
 	wantCode(t, err, sessiondb.ENOTFOUND)
 	if Reachable(ctxb, sock) {
 		t.Fatal("reachable after shutdown")

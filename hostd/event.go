@@ -47,7 +47,8 @@ type Event struct {
 	// ThreadID is the thread inside the chat; empty for none.
 	ThreadID string `json:"thread_id,omitempty"`
 	// MessageID is the platform's message id; the mailbox row of agent
-	// group G is "<message id>:<G>", so a redelivered event is stored once.
+	// group G is "<message id>:<chat id>:<G>" (InboundID), so a redelivered
+	// event is stored once and two chats' messages never share a row.
 	MessageID string `json:"message_id"`
 	// Sender is who wrote it; an empty id is an unidentified sender.
 	Sender Sender `json:"sender"`
@@ -68,6 +69,13 @@ type Event struct {
 	// Timestamp is when the platform saw the message (ISO-8601); the
 	// host's clock when empty.
 	Timestamp string `json:"timestamp,omitempty"`
+
+	// An event read back from an approval request NanoClaw stored keeps
+	// what NanoClaw's replay would write: its row kind (chat-sdk), its
+	// content whole (raw) and where its answers go (replyTo).
+	kind    string
+	raw     json.RawMessage
+	replyTo *mailbox.Routing
 }
 
 // Sender identifies who wrote a message. ID is the platform's user id,
@@ -182,14 +190,36 @@ type chatContent struct {
 }
 
 // content builds the row content of e: sender is the display name (the
-// id when there is none), senderId the namespaced user id.
+// id when there is none), senderId the namespaced user id; or the content
+// of a stored event, as it was stored.
 func (e Event) content() (json.RawMessage, error) {
+	if e.raw != nil {
+		return e.raw, nil
+	}
 	name := e.Sender.Name
 	if name == "" {
 		name = e.Sender.ID
 	}
 	return mailbox.MarshalContent(chatContent{Sender: name, SenderID: e.UserID(), Text: e.Text,
 		Attachments: e.Attachments, Mentions: e.Mentions, IsMention: e.Mentioned(), IsGroup: e.IsGroup})
+}
+
+// rowKind is the kind of e's mailbox row: chat, or the kind a stored
+// event names (NanoClaw's chat-sdk).
+func (e Event) rowKind() string {
+	if e.kind == mailbox.KindChatSDK {
+		return e.kind
+	}
+	return mailbox.KindChat
+}
+
+// routing is where the agent's answers to e go: e's chat and thread, or
+// the replyTo a stored event names.
+func (e Event) routing() mailbox.Routing {
+	if e.replyTo != nil {
+		return *e.replyTo
+	}
+	return mailbox.Routing{ChannelType: e.ChannelType, PlatformID: e.PlatformID, ThreadID: e.ThreadID}
 }
 
 // time is the event's timestamp, or now.

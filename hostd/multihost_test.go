@@ -157,7 +157,7 @@ func TestTwoHostsRouteEachEventOnce(t *testing.T) {
 			switch o {
 			case RouteRouted + "/":
 				routed++
-			case RouteIgnored + "/already_routed":
+			case RouteDuplicate + "/already_routed":
 			default:
 				t.Errorf("%s: outcome %s", ev.MessageID, o)
 			}
@@ -172,7 +172,7 @@ func TestTwoHostsRouteEachEventOnce(t *testing.T) {
 	}
 	for _, ev := range evs {
 		for _, ag := range []string{"ag-1", "ag-2"} {
-			id := ev.MessageID + ":" + ag
+			id := InboundID(ev.MessageID, "mg-"+ev.PlatformID, ag)
 			if len(where[id]) != 1 {
 				t.Errorf("row %s is in %v, want exactly one mailbox", id, where[id])
 			}
@@ -246,7 +246,7 @@ func TestHostTakesOverAfterLeaseRunsOut(t *testing.T) {
 	takeAll(t, hosts)
 	rows := map[string][]string{}
 	a.rows(t, rows)
-	if len(rows["m2:ag-1"]) != 1 {
+	if len(rows["m2:mg-chat-0:ag-1"]) != 1 {
 		t.Fatalf("m2 handed off to a: %v", rows)
 	}
 	// a dies: it stops renewing. Before its lease runs out, b still hands
@@ -264,7 +264,7 @@ func TestHostTakesOverAfterLeaseRunsOut(t *testing.T) {
 	takeAll(t, []*pgHost{b})
 	rows = map[string][]string{}
 	b.rows(t, rows)
-	if len(rows["m3:ag-1"]) != 1 || len(rows["m3:ag-2"]) != 1 || len(rows["m2:ag-1"]) != 0 {
+	if len(rows["m3:mg-chat-0:ag-1"]) != 1 || len(rows["m3:mg-chat-0:ag-2"]) != 1 || len(rows["m2:mg-chat-0:ag-1"]) != 0 {
 		t.Fatalf("b's mailboxes after it took over: %v", rows)
 	}
 	if !b.leases.Holds(s1) || b.leases.Epoch(s1) != 2 {
@@ -309,7 +309,7 @@ func TestHostTakesOverAfterLeaseRunsOut(t *testing.T) {
 	}
 	rows = map[string][]string{}
 	a.rows(t, rows)
-	if len(rows["m6:ag-1"]) != 1 {
+	if len(rows["m6:mg-chat-0:ag-1"]) != 1 {
 		t.Errorf("m6 did not reach a: %v", rows)
 	}
 }
@@ -342,7 +342,7 @@ func TestNotServingRouterHandsEverythingOff(t *testing.T) {
 	takeAll(t, hosts)
 	rows := map[string][]string{}
 	a.rows(t, rows)
-	if len(rows["m1:ag-1"]) != 1 || len(rows["m1:ag-2"]) != 1 {
+	if len(rows["m1:mg-chat-0:ag-1"]) != 1 || len(rows["m1:mg-chat-0:ag-2"]) != 1 {
 		t.Errorf("the host's mailboxes: %v", rows)
 	}
 	// Now that the host serves the session, the row handed off reaches it.
@@ -355,7 +355,7 @@ func TestNotServingRouterHandsEverythingOff(t *testing.T) {
 	takeAll(t, hosts)
 	rows = map[string][]string{}
 	a.rows(t, rows)
-	if len(rows["m2:ag-1"]) != 1 {
+	if len(rows["m2:mg-chat-0:ag-1"]) != 1 {
 		t.Errorf("m2 did not reach the host serving its session: %v", rows)
 	}
 	if refs, _ := h.Sessions(ctxb); len(refs) != 0 {

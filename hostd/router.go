@@ -2,10 +2,13 @@ package hostd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +28,8 @@ type RouterConfig struct {
 	// approval is asked for (and the agent is told, for action approvals).
 	Deliverer mailbox.Deliverer
 	// DMs finds users' direct-message chats for approval cards; nil is
-	// DirectDMs (on every channel the DM chat's id is the user's handle).
+	// DirectDMs (the handle on channels where it is the DM chat; none on
+	// those that need a DM opened).
 	DMs sessiondb.DMOpener
 	// Waker wakes a session after the router wrote it a triggering row.
 	// Nil: the router wakes nobody (a running daemon's sweep sees the new
@@ -118,23 +122,15 @@ func (r *Router) waker() Waker {
 	return r.wake
 }
 
-// DirectDMs is the DMOpener for channels where a user's DM chat has the
-// user's own handle as its platform id (Telegram, WhatsApp, iMessage,
-// email, Matrix, and the command line's test channels): every channel
-// counts as running.
-type DirectDMs struct{}
-
-// HasChannel reports true: every channel is reachable.
-func (DirectDMs) HasChannel(string) bool { return true }
-
-// OpenDM returns the handle itself.
-func (DirectDMs) OpenDM(_ context.Context, _, handle string) (string, error) { return handle, nil }
-
 // The outcomes of RouteResult.
 const (
-	RouteRouted  = "routed"  // some wiring wrote the message into a session
-	RouteDropped = "dropped" // no wiring did; the drop is in the audit
-	RouteIgnored = "ignored" // nothing recorded (spec A4: silent cases)
+	RouteRouted    = "routed"    // some wiring wrote the message into a session now
+	RouteDuplicate = "duplicate" // wirings took it, but every row was already there (a redelivered event); nothing written
+	RouteFailed    = "failed"    // wirings took it, but no row could be written (the error says why)
+	RouteDropped   = "dropped"   // no wiring took it; the drop is in the audit
+	RouteIgnored   = "ignored"   // nothing recorded (spec A4: silent cases)
+	RouteFiltered  = "filtered"  // the command gate dropped it for every wiring that took it; nothing written or audited
+	RouteDenied    = "denied"    // the command gate refused an admin command (Reason) from a sender without admin privilege; the chat was told
 )
 
 // RouteResult is what the router did with one event.
@@ -144,8 +140,11 @@ type RouteResult struct {
 	// ChatCreated says the router registered the chat (an unknown chat
 	// that mentioned the bot).
 	ChatCreated bool `json:"chat_created,omitempty"`
-	// Outcome is routed, dropped or ignored; Reason is the drop reason
-	// (the audit's) or why the event was ignored (not_mentioned, denied).
+	// Outcome is routed, duplicate, failed, dropped, ignored, filtered or
+	// denied; Reason is the drop reason (the audit's), why the event was
+	// ignored (not_mentioned, denied), whose duplicate it is
+	// (already_stored: the mailbox rows were there; already_routed:
+	// another host took it), or the command the gate stopped.
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`
 	// Deliveries are the wirings' decisions, in evaluation order.
@@ -171,7 +170,10 @@ type Delivery struct {
 	SessionCreated bool   `json:"session_created,omitempty"`
 	InboundID      string `json:"inbound_id,omitempty"`
 	Seq            int64  `json:"seq,omitempty"`
-	// Duplicate says the row was already there (a redelivered event).
+	// Written says the row was written now (or handed off to the host
+	// serving the session); Duplicate says it was already there (a
+	// redelivered event). Neither: the write failed (Error).
+	Written   bool `json:"written,omitempty"`
 	Duplicate bool `json:"duplicate,omitempty"`
 	// HandedOff names the host serving the session, to which the row was
 	// handed off through the registry (several hosts, one registry);
@@ -180,15 +182,24 @@ type Delivery struct {
 	// next to claim it, takes the row.
 	HandedOff string `json:"handed_off,omitempty"`
 	Woken     bool   `json:"woken,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// CommandGate is the command gate's verdict when it stopped the
+	// message for this wiring (filtered or denied; nothing was written),
+	// and Command the command it stopped.
+	CommandGate string `json:"command_gate,omitempty"`
+	Command     string `json:"command,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Route routes one chat message (spec A4): unknown-chat handling, the
 // sender's user row, each wiring by priority (engage decision, access and
-// sender-scope gates), the session resolver, the mailbox row (trigger 1
-// when engaged, 0 when kept as context; id "<message id>:<agent group>")
-// and the wake; then one audit record when no wiring took it, and an
-// approval request when the chat asks about unknown senders. Wirings are
+// sender-scope gates), the session resolver, the command gate (a filtered
+// command is not written; an admin command from a sender without admin
+// privilege over the wiring's group is not written and the chat is told
+// so), the mailbox row (trigger 1 when engaged, 0 when kept as context;
+// its id is InboundID's) and the wake; then one audit record when no wiring took it, and an approval
+// request when the chat asks about unknown senders. The outcome is routed
+// only when a row was written now: a redelivered event whose rows are all
+// there is a duplicate. Wirings are
 // handled independently: one failing does not stop the others, and the
 // first failure is returned with the full result. Invalid events are
 // refused before anything is written, naming the field.
@@ -203,7 +214,7 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 			return res, err
 		}
 		if !first {
-			res.Outcome, res.Reason = RouteIgnored, "already_routed"
+			res.Outcome, res.Reason = RouteDuplicate, "already_routed"
 			return res, nil
 		}
 	}
@@ -236,9 +247,19 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 		case mg.Denied():
 			res.Outcome, res.Reason = RouteIgnored, "denied"
 		default:
+			// The bot was addressed and an approver is asked about the
+			// chat: the sender gets a users row, as NanoClaw's router
+			// gives one (chatter it ignores records nobody: see
+			// docs/control-plane.md, where we differ).
+			userID := ev.UserID()
+			if userID != "" {
+				if _, _, err := reg.EnsureUser(ctx, sessiondb.NewUser{ID: userID, Kind: ev.ChannelType, DisplayName: ev.Sender.Name}); err != nil {
+					return res, err
+				}
+			}
 			res.Outcome, res.Reason = RouteDropped, string(sessiondb.DropNoAgentWired)
 			if err := reg.RecordDroppedMessage(ctx, sessiondb.DroppedMessage{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID,
-				SenderName: ev.Sender.Name, Reason: sessiondb.DropNoAgentWired, MessagingGroupID: mg.ID}); err != nil {
+				UserID: userID, SenderName: ev.Sender.Name, Reason: sessiondb.DropNoAgentWired, MessagingGroupID: mg.ID}); err != nil {
 				return res, err
 			}
 			id, err := r.requestChannelApproval(ctx, mg, ev)
@@ -265,6 +286,7 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 		return res, sessiondb.Wrap(sessiondb.EINVALID, err, "event")
 	}
 	var firstErr error
+	answered := false
 	decisions := make([]sessiondb.EngageDecision, 0, len(wirings))
 	for _, w := range wirings {
 		in := sessiondb.EngageInput{Wiring: w, Chat: mg, Text: ev.Text, IsMention: mention, Sender: access}
@@ -291,17 +313,26 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 			continue
 		}
 		mode := sessiondb.EffectiveSessionMode(w, mg, ev.ThreadID != "")
-		if err := r.deliver(ctx, mg, ev, content, mode, &del); err != nil {
+		if err := r.deliver(ctx, mg, ev, content, access, mode, &del); err != nil {
 			del.Error = err.Error()
 			if firstErr == nil {
 				firstErr = err
 			}
 			r.log.Warn("router: delivery to agent group failed", "message", ev.MessageID, "agent_group", w.AgentGroupID, "err", err)
 		}
+		if del.CommandGate == CommandDenied && !answered {
+			// The chat is told once, however many wirings refused; the
+			// command is refused whether or not the answer can be sent.
+			answered = true
+			if err := r.deny(ctx, sessiondb.SessionRef{AgentGroupID: del.AgentGroupID, SessionID: del.SessionID}, ev, del.Command); err != nil {
+				res.Warnings = append(res.Warnings, "wiring "+w.ID+": "+del.Command+" denied, but the answer was not sent: "+err.Error())
+				r.log.Warn("router: could not answer a denied command", "message", ev.MessageID, "agent_group", w.AgentGroupID, "command", del.Command, "err", err)
+			}
+		}
 		res.Deliveries = append(res.Deliveries, del)
 	}
 	sum := sessiondb.SummarizeEvent(decisions)
-	res.Outcome = RouteRouted
+	res.Outcome, res.Reason = takenOutcome(res.Deliveries)
 	if sum.Drop != "" {
 		res.Outcome, res.Reason = RouteDropped, string(sum.Drop)
 		if err := reg.RecordDroppedMessage(ctx, sessiondb.DroppedMessage{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID,
@@ -322,6 +353,42 @@ func (r *Router) Route(ctx context.Context, ev Event) (RouteResult, error) {
 	return res, nil
 }
 
+// takenOutcome is the outcome of an event some wiring took, and its
+// reason: routed when a row was written; failed when one could not be;
+// duplicate (already_stored) when the rows were already there; else
+// denied or filtered, naming the command, when the command gate stopped
+// it. A message is never reported routed unless a row of it was written
+// now.
+func takenOutcome(ds []Delivery) (outcome, reason string) {
+	dup, failed := false, false
+	var denied, filtered string
+	for _, d := range ds {
+		switch {
+		case d.Written:
+			return RouteRouted, ""
+		case d.Duplicate:
+			dup = true
+		case d.Error != "":
+			failed = true
+		case d.CommandGate == CommandDenied:
+			denied = d.Command
+		case d.CommandGate == CommandFiltered:
+			filtered = d.Command
+		}
+	}
+	switch {
+	case failed:
+		return RouteFailed, ""
+	case dup:
+		return RouteDuplicate, "already_stored"
+	case denied != "":
+		return RouteDenied, denied
+	case filtered != "":
+		return RouteFiltered, filtered
+	}
+	return RouteFailed, ""
+}
+
 // dropReason words why a wiring dropped a message: a gate's refusal (of
 // an answer or of context), else not_engaged.
 func dropReason(d sessiondb.EngageDecision) string {
@@ -337,21 +404,61 @@ func dropReason(d sessiondb.EngageDecision) string {
 }
 
 // deliver resolves the wiring's session and writes the row into it,
-// waking it when engaged.
-func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, mode sessiondb.SessionMode, del *Delivery) error {
+// waking it when engaged, unless the command gate stops the message (it
+// sits where NanoClaw's does: after the session is resolved, for context
+// as for an engaged message); then del says why and nothing is written.
+func (r *Router) deliver(ctx context.Context, mg sessiondb.MessagingGroup, ev Event, content json.RawMessage, sender sessiondb.UserAccess,
+	mode sessiondb.SessionMode, del *Delivery) error {
+	// A group a registry holds under one of the host's file names (NanoClaw
+	// or a hand wrote it) gets no session: its folder would be that file.
+	if err := sessiondb.CheckAgentGroupID("agent_group_id", del.AgentGroupID); err != nil {
+		return err
+	}
 	s, created, err := r.reg.ResolveSession(ctx, sessiondb.SessionLookup{AgentGroupID: del.AgentGroupID,
 		MessagingGroupID: mg.ID, ThreadID: ev.ThreadID, Mode: mode})
 	if err != nil {
 		return err
 	}
 	del.SessionID, del.SessionCreated = s.ID, created
-	m := mailbox.InboundMessage{ID: ev.MessageID + ":" + del.AgentGroupID, Kind: mailbox.KindChat, Content: content,
-		Routing:   mailbox.Routing{ChannelType: ev.ChannelType, PlatformID: ev.PlatformID, ThreadID: ev.ThreadID},
-		Timestamp: ev.time(r.h.Now()), ContextOnly: del.Outcome != sessiondb.OutcomeEngage}
+	if del.CommandGate, del.Command = gateCommand(ev.Text, sender, del.AgentGroupID); del.CommandGate != "" {
+		r.log.Info("router: command gate", "verdict", del.CommandGate, "command", del.Command, "message", ev.MessageID, "agent_group", del.AgentGroupID)
+		return nil
+	}
+	m := mailbox.InboundMessage{ID: InboundID(ev.MessageID, mg.ID, del.AgentGroupID), Kind: ev.rowKind(), Content: content,
+		Routing: ev.routing(), Timestamp: ev.time(r.h.Now()), ContextOnly: del.Outcome != sessiondb.OutcomeEngage}
 	del.InboundID = m.ID
 	w, err := r.write(ctx, s, created, m, del.Outcome == sessiondb.OutcomeEngage)
-	del.Seq, del.Duplicate, del.Woken, del.HandedOff = w.seq, !w.inserted, w.woken, w.handedTo
+	del.Seq, del.Woken, del.HandedOff = w.seq, w.woken, w.handedTo
+	del.Written, del.Duplicate = w.inserted, err == nil && !w.inserted
 	return err
+}
+
+// InboundID is the mailbox row id of platform message messageID of chat
+// chatID in a session of agent group agentGroupID:
+// "<message id>:<chat>:<agent group>". The agent group keeps a message
+// fanned out to several groups apart (NanoClaw's "<message id>:<agent
+// group>"); the chat keeps two chats' messages apart in one session, as an
+// agent-shared session holds several chats and platforms number messages
+// per chat (Telegram's "5" in two chats). So a redelivered event is stored
+// once and no other chat's message is taken for it. The chat is its id when
+// that holds no ':' and is at most 64 bytes, else "h" and 16 hex digits of
+// its SHA-256, so the last ':' before the group always ends the message id
+// and no two (message, chat) pairs share a row id. An id longer than a safe
+// name may be is "h-" and the SHA-256 of all three. Readers treat the id as
+// opaque (NanoClaw's host and container look rows up by it and nothing
+// more).
+func InboundID(messageID, chatID, agentGroupID string) string {
+	chat := chatID
+	if len(chat) > 64 || strings.Contains(chat, ":") {
+		sum := sha256.Sum256([]byte(chatID))
+		chat = "h" + hex.EncodeToString(sum[:8])
+	}
+	id := messageID + ":" + chat + ":" + agentGroupID
+	if len(id) <= sessiondb.MaxNameLen {
+		return id
+	}
+	sum := sha256.Sum256([]byte(messageID + "\x00" + chat + "\x00" + agentGroupID))
+	return "h-" + hex.EncodeToString(sum[:])
 }
 
 // written is what write did.

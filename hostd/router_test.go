@@ -1,14 +1,17 @@
 package hostd
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -27,7 +30,7 @@ func TestRouteIntoSession(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	d := res.Deliveries[0]
-	if d.Outcome != sessiondb.OutcomeEngage || !d.SessionCreated || d.InboundID != "m1:ag-1" || !d.Woken || d.Seq != 2 {
+	if d.Outcome != sessiondb.OutcomeEngage || !d.SessionCreated || d.InboundID != "m1:mg-1:ag-1" || !d.Woken || d.Seq != 2 {
 		t.Fatalf("delivery %+v", d)
 	}
 	ss := c.sessions("ag-1")
@@ -41,7 +44,7 @@ func TestRouteIntoSession(t *testing.T) {
 	}
 	r := rows[0]
 	want := `{"sender":"Ann","senderId":"telegram:42","text":"hello <bot> & co","isMention":false,"isGroup":true}`
-	if r.ID != "m1:ag-1" || !r.Trigger || r.Kind != "chat" || string(r.Content) != want ||
+	if r.ID != "m1:mg-1:ag-1" || !r.Trigger || r.Kind != "chat" || string(r.Content) != want ||
 		r.Routing != (mailbox.Routing{ChannelType: "telegram", PlatformID: "chat-1"}) {
 		t.Fatalf("row %+v\ncontent %s", r, r.Content)
 	}
@@ -283,7 +286,7 @@ func TestRouteEngageModes(t *testing.T) {
 	if res.Deliveries[0].Outcome != sessiondb.OutcomeEngage || res.Deliveries[1].Outcome != sessiondb.OutcomeEngage {
 		t.Fatalf("mention %+v", res.Deliveries)
 	}
-	if res.Deliveries[0].InboundID != "2:ag-hi" || res.Deliveries[1].InboundID != "2:ag-lo" {
+	if res.Deliveries[0].InboundID != "2:mg-1:ag-hi" || res.Deliveries[1].InboundID != "2:mg-1:ag-lo" {
 		t.Fatalf("fan-out ids %+v", res.Deliveries)
 	}
 	// Sticky: the high wiring now answers chatter in this chat.
@@ -405,7 +408,7 @@ func TestRouteAttachmentsAndThread(t *testing.T) {
 	}
 	must(t, json.Unmarshal(rows[0].Content, &content))
 	if rows[0].Routing.ThreadID != "th" || len(content.Attachments) != 1 || content.Attachments[0].Data != "" ||
-		content.Attachments[0].LocalPath != "inbox/p1:ag-1/cat.png" {
+		content.Attachments[0].LocalPath != "inbox/p1:mg-1:ag-1/cat.png" {
 		t.Fatalf("row %+v content %s", rows[0], rows[0].Content)
 	}
 }
@@ -486,7 +489,161 @@ func TestRouteContextIsGated(t *testing.T) {
 		t.Fatalf("sessions %+v", ss)
 	}
 	rows := c.inbound(ss[0].Ref())
-	if len(rows) != 1 || rows[0].ID != "x2:ag-1" || rows[0].Trigger {
+	if len(rows) != 1 || rows[0].ID != "x2:mg-1:ag-1" || rows[0].Trigger {
 		t.Fatalf("context rows %+v: want only the member's, trigger 0", rows)
 	}
+}
+
+// Two chats wired agent-shared write into one session, and platforms
+// number messages per chat: Telegram's message 5 of chat A and message 5
+// of chat B are both routed and both stored, as two rows. A redelivery of
+// one of them writes nothing and is reported a duplicate, not routed; a
+// wiring whose write fails is reported failed, not routed.
+func TestRouteAgentSharedChatsSameMessageID(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	for _, mg := range []string{"a", "b"} {
+		c.chat("mg-"+mg, "telegram", "chat-"+mg, "Chat "+mg, true, sessiondb.PolicyPublic)
+		c.wire(sessiondb.NewWiring{MessagingGroupID: "mg-" + mg, AgentGroupID: "ag-1", EngageMode: sessiondb.EngagePattern,
+			SessionMode: sessiondb.ModeAgentShared})
+	}
+	ev := func(chat, text string) Event {
+		return Event{ChannelType: "telegram", PlatformID: "chat-" + chat, MessageID: "5", Sender: Sender{ID: "42", Name: "Ann"}, Text: text, IsGroup: true}
+	}
+	first, second := c.route(ev("a", "from chat a")), c.route(ev("b", "from chat b"))
+	for _, res := range []RouteResult{first, second} {
+		if res.Outcome != RouteRouted || len(res.Deliveries) != 1 || !res.Deliveries[0].Written || res.Deliveries[0].Duplicate {
+			t.Fatalf("route %+v", res)
+		}
+	}
+	if first.Deliveries[0].SessionID != second.Deliveries[0].SessionID {
+		t.Fatalf("agent-shared wirings made two sessions: %s, %s", first.Deliveries[0].SessionID, second.Deliveries[0].SessionID)
+	}
+	ss := c.sessions("ag-1")
+	rows := c.inbound(ss[0].Ref())
+	texts := map[string]string{}
+	for _, r := range rows {
+		var content struct{ Text string }
+		must(t, json.Unmarshal(r.Content, &content))
+		texts[r.ID] = content.Text
+	}
+	if len(rows) != 2 || texts["5:mg-a:ag-1"] != "from chat a" || texts["5:mg-b:ag-1"] != "from chat b" {
+		t.Fatalf("rows of the shared session: %v", texts)
+	}
+
+	// Chat b's message again: nothing written, a duplicate.
+	again := c.route(ev("b", "from chat b"))
+	if again.Outcome != RouteDuplicate || again.Reason != "already_stored" || !again.Deliveries[0].Duplicate || again.Deliveries[0].Written || again.Deliveries[0].Woken {
+		t.Fatalf("redelivery %+v", again)
+	}
+	if n := len(c.inbound(ss[0].Ref())); n != 2 {
+		t.Fatalf("%d rows after the redelivery, want 2", n)
+	}
+
+	// A row that cannot be written (the session's inbound.db is a folder)
+	// is no routed message either.
+	dir, _ := c.host.Layout().SessionDir(ss[0].Ref())
+	must(t, os.Rename(filepath.Join(dir, "inbound.db"), filepath.Join(dir, "inbound.db.moved")))
+	must(t, os.Mkdir(filepath.Join(dir, "inbound.db"), 0o700))
+	failed, err := c.router.Route(ctxb, Event{ChannelType: "telegram", PlatformID: "chat-a", MessageID: "6", Sender: Sender{ID: "42"}, Text: "lost", IsGroup: true})
+	if err == nil || failed.Outcome != RouteFailed || failed.Deliveries[0].Written || failed.Deliveries[0].Duplicate || failed.Deliveries[0].Error == "" {
+		t.Fatalf("a failed write: %+v, %v", failed, err)
+	}
+}
+
+// InboundID keeps every (message, chat) pair of a session apart, whatever
+// ':' the platform's message id or an adopted chat id holds, and stays a
+// safe name however long its parts are.
+func TestInboundIDIsUniquePerChat(t *testing.T) {
+	if got := InboundID("m1", "mg-1", "ag-1"); got != "m1:mg-1:ag-1" {
+		t.Errorf("plain id %q", got)
+	}
+	long := strings.Repeat("x", 191)
+	ids := map[string][2]string{}
+	for _, p := range [][2]string{{"5:x", "y"}, {"5", "x:y"}, {"5", "y"}, {"$ev:matrix.org", "mg-1"}, {"$ev", "matrix.org:mg-1"},
+		{long, strings.Repeat("c", 200)}, {long, strings.Repeat("c", 201)}, {long + "1", "mg-1"}, {long + "2", "mg-1"}} {
+		id := InboundID(p[0], p[1], strings.Repeat("g", 40))
+		if prev, dup := ids[id]; dup {
+			t.Errorf("%v and %v share row id %q", prev, p, id)
+		}
+		ids[id] = p
+		if err := sessiondb.CheckSafeName("id", id); err != nil {
+			t.Errorf("%v: %v", p, err)
+		}
+	}
+}
+
+// Users of chats no agent answers (issue 18, point 19): a sender who
+// addresses the bot in an unknown or unwired chat, so that an approver is
+// asked about the chat, gets a users row (as NanoClaw's router gives one)
+// and is named in the audit; chatter the router ignores, and a denied
+// chat, record nobody.
+func TestRouteUsersOfUnwiredChats(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	c.user("telegram:1", sessiondb.RoleOwner)
+	known := func(id string) bool {
+		_, err := c.reg.GetUser(ctxb, id)
+		if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	ev := func(id, sender string, mention bool) Event {
+		return Event{ChannelType: "telegram", PlatformID: "garden", MessageID: id, Sender: Sender{ID: sender, Name: "N" + sender},
+			Text: "hi", IsGroup: true, IsMention: mention}
+	}
+
+	if res := c.route(ev("x1", "3", false)); res.Outcome != RouteIgnored || known("telegram:3") {
+		t.Fatalf("chatter in an unknown chat: %+v, user recorded %v", res, known("telegram:3"))
+	}
+	res := c.route(ev("x2", "7", true))
+	if res.Outcome != RouteDropped || !known("telegram:7") {
+		t.Fatalf("a mention in an unknown chat: %+v, user recorded %v", res, known("telegram:7"))
+	}
+	u, err := c.reg.GetUser(ctxb, "telegram:7")
+	must(t, err)
+	if u.DisplayName != "N7" || u.Kind != "telegram" {
+		t.Errorf("user %+v", u)
+	}
+	dropped, err := c.reg.ListDropped(ctxb, 0)
+	must(t, err)
+	if len(dropped) != 1 || dropped[0].UserID != "telegram:7" {
+		t.Fatalf("dropped %+v", dropped)
+	}
+	// Now registered but still unwired: the same.
+	if c.route(ev("x3", "8", true)); !known("telegram:8") {
+		t.Error("a mention in an unwired chat recorded no user")
+	}
+	// Denied: nothing.
+	c.click(Click{Type: InputClick, ChannelType: "telegram", UserID: "1", CardID: res.MessagingGroupID, Value: sessiondb.ApprovalReject})
+	if res := c.route(ev("x4", "9", true)); res.Outcome != RouteIgnored || known("telegram:9") {
+		t.Fatalf("a mention in a denied chat: %+v, user recorded %v", res, known("telegram:9"))
+	}
+}
+
+// A host starting marks stopped every container the registry says runs: a
+// host that died left them 'running', and this host runs none yet (its
+// first tick marks running those its runtime runs). NanoClaw leaves such
+// rows as they are (see docs/control-plane.md, where we differ).
+func TestDaemonStartResetsContainerStatus(t *testing.T) {
+	c := newCentral(t)
+	c.group("ag-1", "Helper")
+	c.wiredChat("mg-1", "chat-1", "Room", sessiondb.PolicyPublic)
+	s, _, err := c.reg.ResolveSession(ctxb, sessiondb.SessionLookup{AgentGroupID: "ag-1", MessagingGroupID: "mg-1", Mode: sessiondb.ModeShared})
+	must(t, err)
+	must(t, c.reg.SetContainerStatus(ctxb, s.ID, sessiondb.ContainerRunning))
+	rt := newFakeRuntime()
+	d, err := New(c.host, Config{Router: c.router, Waker: rt, Runtime: rt, Deliverer: c.deliver, Poll: time.Hour})
+	must(t, err)
+	ctx, cancel := context.WithCancel(ctxb)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	testkit.WaitFor(t, "the dead host's container marked stopped", func() bool {
+		got, err := c.reg.GetAgentSession(ctxb, s.ID)
+		must(t, err)
+		return got.ContainerStatus == sessiondb.ContainerStopped
+	})
+	cancel()
+	must(t, <-done)
 }

@@ -20,8 +20,8 @@ import (
 // other processes (`sessiondb mailbox status`) can see what only the daemon
 // knows: which sessions it backed off or quarantined, and why. It is
 // removed when Run ends. Being a file, not a folder, it is never mistaken
-// for an agent group.
-const StatusFile = ".sessiondb-host.json"
+// for an agent group, and its name is reserved (sessiondb.HostFiles).
+const StatusFile = sessiondb.HostStatusFile
 
 // maxStatusBytes bounds what ReadStatus reads: one line per troubled
 // session, far below this.

@@ -1,19 +1,52 @@
 package http
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/sessiondb/sessiondb/internal/httpguard"
 )
 
-// TokenCookie is the cookie a browser keeps the token in after opening the
-// URL the server printed (/?token=...). It is HttpOnly (no script reads
-// it) and SameSite=Strict (no other site's request carries it).
+// TokenCookie starts the name of the cookie a browser keeps after opening
+// the URL the server printed (/?token=...): TokenCookie_PORT, the port the
+// server listens on (tokenCookieName). It is HttpOnly (no script reads it)
+// and SameSite=Strict (no other site's request carries it).
+//
+// A browser keeps cookies by host, not by port: a cookie of 127.0.0.1 goes
+// to every server on 127.0.0.1. Under one name, the second server's login
+// replaced the first's cookie (whose writes then failed 401); the port in
+// the name keeps each server's own. And the cookie holds a digest of the
+// token, not the token (cookieValue): the other servers on the host are
+// sent it too, and must not learn a token that may open more than this
+// server.
 const TokenCookie = "sessiondb_token"
+
+// tokenCookieName is the name of the token's cookie on the server r came
+// to: TokenCookie_PORT after the port of the address the connection was
+// accepted on; TokenCookie alone where there is none (a Unix socket, a
+// handler called without a server).
+func tokenCookieName(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, port, err := net.SplitHostPort(a.String()); err == nil && port != "" {
+			return TokenCookie + "_" + port
+		}
+	}
+	return TokenCookie
+}
+
+// cookieValue is what the token's cookie holds: HMAC-SHA256 of a fixed
+// label keyed with the token, hex. It opens this server as the token does,
+// but does not give the token away.
+func cookieValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("sessiondb serve: token cookie"))
+	return hex.EncodeToString(m.Sum(nil))
+}
 
 // ContentSecurityPolicy is sent with every response: scripts, styles,
 // fetches and frames only from this origin, no inline script or style, no
@@ -44,14 +77,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}()
 		needToken := s.readsNeedToken()
-		if !needToken && !loopbackHost(r.Host) {
+		var login string
+		if r.Method == http.MethodGet {
+			login = r.URL.Query().Get("token")
+		}
+		if !needToken && !httpguard.LoopbackHost(r.Host) && !s.authorized(r) && !s.tokenMatches(login) {
 			// A page of another site that resolved its own name to
-			// 127.0.0.1 (DNS rebinding) sends its own name as Host.
-			s.refuse(w, codeForbidden, "this server answers only to a loopback host name (localhost, 127.0.0.1, [::1])")
+			// 127.0.0.1 (DNS rebinding) sends its own name as Host, and
+			// has no token. A name of the operator's own for this machine
+			// (serve --listen NAME:PORT) is served to the token.
+			s.refuse(w, codeForbidden, "this server answers to a name other than a loopback one (localhost, 127.0.0.1, [::1]) only with its token")
 			return
 		}
-		if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
-			s.login(w, r, t)
+		if login != "" {
+			s.login(w, r, login)
 			return
 		}
 		if needToken && r.URL.Path != "/healthz" && !s.authorized(r) {
@@ -70,60 +109,40 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, token string) {
 		s.refuse(w, codeUnauthorized, "wrong token")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: tokenCookieName(r), Value: cookieValue(token), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	q := r.URL.Query()
 	q.Del("token")
-	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	target := localPath(r.URL.EscapedPath())
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// localPath returns p as a path on this server: one slash, then p without
+// its leading slashes and backslashes. A request for //evil.com/?token=T
+// must not send the browser to //evil.com/ (a browser reads a leading //
+// or /\ as another host), whatever the request line said.
+func localPath(p string) string {
+	return "/" + strings.TrimLeft(p, `/\`)
 }
 
 // authorized reports whether r carries the server's token, as a bearer
 // token or in the cookie.
 func (s *Server) authorized(r *http.Request) bool {
-	if t, ok := bearer(r); ok {
+	if t, ok := httpguard.Bearer(r); ok {
 		return s.tokenMatches(t)
 	}
-	if c, err := r.Cookie(TokenCookie); err == nil {
-		return s.tokenMatches(c.Value)
+	if c, err := r.Cookie(tokenCookieName(r)); err == nil && s.cfg.Token != "" {
+		return hmac.Equal([]byte(c.Value), []byte(s.cookie))
 	}
 	return false
 }
 
-// bearer returns the token of an `Authorization: Bearer` header.
-func bearer(r *http.Request) (string, bool) {
-	a := r.Header.Get("Authorization")
-	scheme, t, ok := strings.Cut(a, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimSpace(t), true
-}
-
-// tokenMatches compares t with the server's token in constant time; the
-// digests have one length whatever the inputs, so not even the token's
-// length leaks. No token matches a server without one.
-func (s *Server) tokenMatches(t string) bool {
-	if s.cfg.Token == "" {
-		return false
-	}
-	a := sha256.Sum256([]byte(t))
-	return subtle.ConstantTimeCompare(a[:], s.tokenSum[:]) == 1
-}
-
-// loopbackHost reports whether a Host header names this machine's loopback:
-// localhost (or a name under .localhost), or a loopback IP, with any port.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// tokenMatches compares t with the server's token in constant time; no
+// token matches a server without one.
+func (s *Server) tokenMatches(t string) bool { return s.token.Matches(t) }
 
 // writeGuard wraps a write route: the server must have a token and r must
 // carry it, and a browser's request must come from this server's own

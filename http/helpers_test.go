@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,6 +180,16 @@ func (f *fixture) doAt(base, method, path, body string, hdr ...string) response 
 }
 
 func (f *fixture) get(path string, hdr ...string) response { return f.do("GET", path, "", hdr...) }
+
+// cookie is the Cookie header a browser sends the fixture's server once
+// logged in: the token's cookie, named after the server's port.
+func (f *fixture) cookie() string {
+	u, err := url.Parse(f.ts.URL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sdbhttp.TokenCookie + "_" + u.Port() + "=" + sdbhttp.TokenCookieValue(testToken)
+}
 
 // auth is the header pair that carries the test token.
 var auth = []string{"Authorization", "Bearer " + testToken}

@@ -2,6 +2,8 @@ package http
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -64,11 +66,39 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	return s.answerSession(w, r, id)
 }
 
-// sessionID resolves the {id} of a path: an exact id, else a unique
-// prefix (not_found, or conflict naming the ambiguity).
+// sessionID resolves the {id} of a path (idOfPath): an exact id, else a
+// unique prefix (not_found, or conflict naming the ambiguity).
 func (s *Server) sessionID(r *http.Request) (string, error) {
-	return s.cfg.History.ResolveSessionID(r.Context(), r.PathValue("id"))
+	return s.cfg.History.ResolveSessionID(r.Context(), idOfPath(r.PathValue("id")))
 }
+
+// SessionPath returns a session id as one segment of a URL path, escaped,
+// which the server's routes read back as the id.
+//
+// A path's segments "." and ".." (also written %2e) are folded away by
+// browsers, curl and the URL standard, and cleaned away by ServeMux: a
+// session whose id is "." or ".." had no URL that reached it. Such an id
+// is written with a "~" in front ("~.", "~.."), and so is every id made of
+// tildes and then one or two dots ("~." is "~~."), so that each id keeps
+// a path of its own; every other id is written as it is.
+func SessionPath(id string) string {
+	if dotSegment(strings.TrimLeft(id, "~")) {
+		id = "~" + id
+	}
+	return url.PathEscape(id)
+}
+
+// idOfPath is the session id a path segment names (its {id}, unescaped):
+// SessionPath undone.
+func idOfPath(seg string) string {
+	if rest, ok := strings.CutPrefix(seg, "~"); ok && dotSegment(strings.TrimLeft(rest, "~")) {
+		return rest
+	}
+	return seg
+}
+
+// dotSegment reports whether s is a path segment a URL parser folds.
+func dotSegment(s string) bool { return s == "." || s == ".." }
 
 // messagesPage is a transcript page as the API answers it: the messages in
 // id order, whether more exist on either side, and the cursors to fetch

@@ -229,3 +229,28 @@ func TestMessagePages(t *testing.T) {
 		t.Fatalf("limit 501: %d", r.status)
 	}
 }
+
+// Every session id has a path that reaches it (SessionPath): "." and ".."
+// (which URL parsers fold away) in their escaped form, and the ids that
+// form could be mistaken for keep their own.
+func TestSessionPathReachesEveryID(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	ids := []string{".", "..", "~.", "~..", "~~.", "~", "~x", "x~.", "a/b", "%2e", ".x", "..."}
+	for _, id := range ids {
+		f.session(id, "cli", "m")
+	}
+	for _, id := range ids {
+		var got struct{ ID string }
+		f.get("/api/v1/sessions/"+sdbhttp.SessionPath(id), auth...).ok(t, &got)
+		if got.ID != id {
+			t.Errorf("GET /api/v1/sessions/%s answers session %q, want %q", sdbhttp.SessionPath(id), got.ID, id)
+		}
+	}
+	f.do("DELETE", "/api/v1/sessions/"+sdbhttp.SessionPath(".."), "", auth...).ok(t, nil)
+	if _, err := f.st.GetSession(ctxb, ".."); sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+		t.Errorf("session .. after its DELETE: %v", err)
+	}
+	if _, err := f.st.GetSession(ctxb, "~.."); err != nil {
+		t.Errorf("session ~.. after the DELETE of ..: %v", err)
+	}
+}

@@ -38,7 +38,7 @@ func NewHostMetrics() *HostMetrics {
 	m.appends = prometheus.NewCounter(prometheus.CounterOpts{Name: "sessiondb_host_appends_total",
 		Help: "Inbound rows the router appended to session mailboxes (redelivered events not counted)."})
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sessiondb_host_events_total",
-		Help: "Inbound events through the endpoint, by outcome (routed, dropped, ignored, error)."}, []string{"outcome"})
+		Help: "Inbound events through the endpoint, by outcome (routed, duplicate, dropped, ignored, error)."}, []string{"outcome"})
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sessiondb_host_deliveries_total",
 		Help: "Outbound rows handled by drains, by result (delivered, failed, retrying, deferred)."}, []string{"result"})
 	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sessiondb_host_failures_total",
@@ -119,7 +119,7 @@ func (m *HostMetrics) Routed(res hostd.RouteResult, err error) {
 	}
 	m.events.WithLabelValues(outcome).Inc()
 	for _, d := range res.Deliveries {
-		if d.InboundID != "" && !d.Duplicate {
+		if d.Written {
 			m.appends.Inc()
 		}
 	}

@@ -19,7 +19,7 @@ import (
 func TestHostMetricsCount(t *testing.T) {
 	m := sdbhttp.NewHostMetrics()
 	a, b := mailbox.SessionRef{AgentGroupID: "g", SessionID: "a"}, mailbox.SessionRef{AgentGroupID: "g", SessionID: "b"}
-	m.Routed(hostd.RouteResult{Outcome: "routed", Deliveries: []hostd.Delivery{{InboundID: "e1:g"}, {InboundID: "e1:h", Duplicate: true}, {Outcome: "dropped"}}}, nil)
+	m.Routed(hostd.RouteResult{Outcome: "routed", Deliveries: []hostd.Delivery{{InboundID: "e1:c:g", Written: true}, {InboundID: "e1:c:h", Duplicate: true}, {Outcome: "dropped"}}}, nil)
 	m.Routed(hostd.RouteResult{}, sessiondb.Errorf(sessiondb.EINVALID, "bad event"))
 	m.Drained(a, mailbox.DrainResult{Delivered: 2, Failed: 1, Retrying: 3}, nil)
 	m.Drained(b, mailbox.DrainResult{}, errors.New("disk"))

@@ -1,11 +1,19 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiondb/sessiondb"
@@ -305,12 +313,15 @@ func isoTime(epoch float64) string {
 
 // routesMCP mounts MCP over streamable HTTP at /mcp: stateless (each
 // request stands alone, no session is kept), JSON answers. It is a read
-// like any other: beyond loopback it needs the token (guard), and the
-// SDK's own localhost protection refuses a foreign Host as guard does.
+// like any other: beyond loopback it needs the token, and on loopback a
+// foreign Host needs it too (guard). The SDK's own localhost protection
+// is off: it would refuse a Host guard lets through with the token (a
+// name of the operator's own for 127.0.0.1).
 func (s *Server) routesMCP() {
 	srv := NewMCPServer(s.cfg.History, version.String(), func() { s.metrics.searches.Inc() })
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes})
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes,
+			DisableLocalhostProtection: true})
 	// No other site's page may post to it either (it could not read the
 	// answer, but the tools should not run for it at all); the refusal is
 	// the API's JSON error, as every other.
@@ -318,5 +329,105 @@ func (s *Server) routesMCP() {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, codeForbidden, "MCP is answered only to clients and this server's own pages (the request came from another origin)")
 	}))
-	s.mux.Handle("/mcp", s.metrics.instrument("/mcp", false, cop.Handler(h)))
+	s.mux.Handle("/mcp", s.metrics.instrument("/mcp", false, cop.Handler(rpcErrors(h))))
+}
+
+// rpcErrors answers as JSON-RPC errors without an id (as the MCP
+// transport lets a server answer what it cannot take) the requests next,
+// the SDK's handler, refuses in plain text: a wrong method, content type
+// or Accept header, a body too large, a payload it cannot decode. It
+// reads a POST's body first (up to maxBodyBytes) to tell a body that is
+// not JSON (a parse error, also for invalid UTF-8, which JSON forbids and
+// the SDK lets through) from one that is not a request.
+func rpcErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooBig):
+				writeRPCError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest,
+					fmt.Sprintf("the request body is larger than %d bytes", maxBodyBytes))
+				return
+			case err != nil:
+				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "could not read the request body: "+err.Error())
+				return
+			case len(body) > 0 && (!utf8.Valid(body) || !json.Valid(body)):
+				writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: the request body is not JSON (UTF-8)")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rw := &rpcErrorWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		if rw.status != 0 {
+			code := int64(jsonrpc.CodeInvalidRequest)
+			if rw.status >= 500 {
+				code = jsonrpc.CodeInternalError
+			}
+			writeRPCError(w, rw.status, nil, code, strings.TrimSpace(rw.text.String()))
+		}
+	})
+}
+
+// rpcErrorWriter holds back a plain-text error response (http.Error's)
+// for rpcErrors to answer as JSON-RPC; anything else passes through.
+type rpcErrorWriter struct {
+	http.ResponseWriter
+	status int          // the held-back error's status; 0 when none
+	text   bytes.Buffer // its text, up to maxRPCErrorText
+}
+
+// maxRPCErrorText bounds the text of an error held back.
+const maxRPCErrorText = 4 << 10
+
+func (w *rpcErrorWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rpcErrorWriter) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		w.text.Write(b[:min(len(b), max(0, maxRPCErrorText-w.text.Len()))])
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *rpcErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// rpcErrorResponse is a JSON-RPC error response. ID is the request's id,
+// or null when it could not be read.
+type rpcErrorResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   jsonrpc.Error   `json:"error"`
+}
+
+// rpcError encodes a JSON-RPC error response to the request whose id is
+// id (nil: null).
+func rpcError(id json.RawMessage, code int64, message string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, err := json.Marshal(rpcErrorResponse{JSONRPC: "2.0", ID: id, Error: jsonrpc.Error{Code: code, Message: message}})
+	if err != nil {
+		// Only an id that is not JSON could fail, and ids come decoded.
+		b, _ = json.Marshal(rpcErrorResponse{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: jsonrpc.Error{Code: code, Message: message}})
+	}
+	return b
+}
+
+// writeRPCError answers a JSON-RPC error with an HTTP status.
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
+	b := rpcError(id, code, message)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
 }

@@ -1,10 +1,14 @@
 package http_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -159,5 +163,127 @@ func TestMCPListCost(t *testing.T) {
 	}
 	if got["est"] != "0.25" || got["act"] != "0.75" || got["none"] != "nil" || len(got) != 3 {
 		t.Fatalf("costs %v, want est 0.25, act 0.75 (actual over estimate), none nil", got)
+	}
+}
+
+// What /mcp cannot take at all (a wrong method, content type or Accept,
+// a body that is not JSON or too large, an empty batch) is answered as a
+// JSON-RPC error without an id, with the HTTP status of the refusal: the
+// SDK's handler said it in plain text.
+func TestMCPErrorsAreJSONRPC(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	accept := []string{"Accept", "application/json, text/event-stream"}
+	for _, c := range []struct {
+		name, method, body string
+		hdr                []string
+		status             int
+		code               int64
+	}{
+		{"GET", "GET", "", accept, 405, -32600},
+		{"not JSON", "POST", `{"jsonrpc":"2.0","id":1,`, accept, 400, -32700},
+		{"invalid UTF-8", "POST", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"x\":\"\xff\"}}", accept, 400, -32700},
+		{"empty batch", "POST", `[]`, accept, 400, -32600},
+		{"jsonrpc 1.0", "POST", `{"jsonrpc":"1.0","id":1,"method":"tools/list"}`, accept, 400, -32600},
+		{"no Accept", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil, 400, -32600},
+		{"text/plain", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append([]string{"Content-Type", "text/plain"}, accept...), 415, -32600},
+		{"too large", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("x", 2<<20) + `"}}`, accept, 413, -32600},
+	} {
+		r := f.do(c.method, "/mcp", c.body, c.hdr...)
+		var e struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   struct {
+				Code    int64
+				Message string
+			}
+		}
+		if err := json.Unmarshal(r.body, &e); err != nil || r.status != c.status || r.header.Get("Content-Type") != "application/json" ||
+			e.JSONRPC != "2.0" || string(e.ID) != "null" || e.Error.Code != c.code || e.Error.Message == "" {
+			t.Errorf("%s: %d %s %q, want %d and a JSON-RPC error %d with id null", c.name, r.status, r.header.Get("Content-Type"), r.body, c.status, c.code)
+		}
+	}
+	// A request it takes is answered as before.
+	if r := f.do("POST", "/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, accept...); r.status != 200 || !strings.Contains(string(r.body), `"id":7`) {
+		t.Errorf("tools/list: %d %s", r.status, r.body)
+	}
+}
+
+// MCPStdio reads a line at a time up to its bound: a longer line is
+// answered with a parse error and skipped whole, and the lines after it,
+// one of them longer than its read buffer but within the bound, are read
+// as they are.
+func TestMCPStdioLongLines(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(ctxb)
+	done := make(chan error, 1)
+	go func() {
+		done <- sdbhttp.NewMCPServer(f.st, "", nil).Run(ctx, &sdbhttp.MCPStdio{In: inR, Out: outW, MaxLine: 100 << 10})
+		outW.Close()
+	}()
+	defer func() { cancel(); inW.Close(); <-done }()
+	answers := bufio.NewScanner(outR)
+	answers.Buffer(nil, 1<<20)
+	next := func() string {
+		t.Helper()
+		if !answers.Scan() {
+			t.Fatalf("no answer: %v", answers.Err())
+		}
+		return answers.Text()
+	}
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if a := next(); !strings.Contains(a, `"id":1,"result"`) {
+		t.Fatalf("initialize: %s", a)
+	}
+	pad := func(n int) string {
+		return `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", n) + `"}}}`
+	}
+	send(pad(300 << 10))
+	if a := next(); !strings.Contains(a, `"id":null`) || !strings.Contains(a, `"code":-32700`) || !strings.Contains(a, "longer than 102400 bytes") {
+		t.Errorf("a line of 300 KiB: %s", a)
+	}
+	send(pad(90 << 10))
+	if a := next(); !strings.Contains(a, `"id":2,"result"`) {
+		t.Errorf("a line of 90 KiB: %s", a)
+	}
+}
+
+// The end of stdin waits for the answers of the requests read before it:
+// a request the client cancelled is answered too (the SDK answers it with
+// an error, though MCP lets a server answer nothing), so the session ends.
+// Were it left unanswered, the session would wait for ever and this test
+// fail.
+func TestMCPStdioEndsAfterACancelledRequest(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	started := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, struct{}{}, ctx.Err()
+	})
+	inR, inW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctxb, &sdbhttp.MCPStdio{In: inR, Out: io.Discard}) }()
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block","arguments":{}}}`,
+	} {
+		io.WriteString(inW, l+"\n")
+	}
+	<-started
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`+"\n")
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the session did not end within a minute of its stdin's end: it waits for a cancelled request's answer")
 	}
 }

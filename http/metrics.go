@@ -65,11 +65,36 @@ func (m *metrics) instrument(route string, stream bool, next http.Handler) http.
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		method := methodLabel(r.Method)
+		m.requests.WithLabelValues(route, method, codeLabel(sw.status)).Inc()
 		if !stream {
-			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+			m.latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 		}
 	})
+}
+
+// methodLabel is the method label of a request: one of the methods HTTP
+// defines, else "other". The method is the client's to choose (any token
+// goes), and every label value is a series the registry keeps for ever:
+// made-up methods would grow it without bound. The route label is the
+// pattern a route was registered under, and the status one a handler
+// wrote, both from fixed sets.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
+}
+
+// codeLabel is the status label: the code a handler wrote, or "other"
+// for one outside 100-599 (which net/http itself would refuse to send).
+func codeLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
 }
 
 // statusWriter remembers the status a handler wrote. Unwrap lets

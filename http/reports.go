@@ -1,7 +1,8 @@
 package http
 
 import (
-	"encoding/json"
+	"bufio"
+	"io"
 	"net/http"
 	"time"
 
@@ -95,9 +96,10 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, rep, err)
 }
 
-// startExport answers a download of JSON Lines (the export format of
-// `sessiondb export`, which `sessiondb import` reads back).
-func startExport(w http.ResponseWriter, name string) *json.Encoder {
+// startExport readies a download of JSON Lines (the export format of
+// `sessiondb export`, which `sessiondb import` reads back): its headers,
+// no deadlines, and a writer that buffers it and counts what reached w.
+func startExport(w http.ResponseWriter, name string) (*bufio.Writer, *countingWriter) {
 	rc := http.NewResponseController(w)
 	// An export lasts as long as the store is large: no deadlines (the
 	// server's read timeout would otherwise end the request's context).
@@ -105,29 +107,69 @@ func startExport(w http.ResponseWriter, name string) *json.Encoder {
 	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	return json.NewEncoder(w)
+	cw := &countingWriter{w: w}
+	return bufio.NewWriterSize(cw, exportBuffer), cw
+}
+
+// exportBuffer is the write buffer of an export.
+const exportBuffer = 64 << 10
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// exportFailed ends an export that failed: as a JSON error while nothing
+// was sent (the headers of the download taken back), else by breaking the
+// connection, so that the client sees a failed download instead of a
+// file cut in the middle of a line that looks complete.
+func (s *Server) exportFailed(w http.ResponseWriter, r *http.Request, sent *countingWriter, err error) {
+	if sent.n == 0 {
+		w.Header().Del("Content-Disposition")
+		s.writeError(w, r, err)
+		return
+	}
+	if r.Context().Err() == nil {
+		s.log.Warn("export broken off", "path", r.URL.Path, "err", err)
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // exportSession: GET /api/v1/sessions/{id}/export → one JSON line: the
-// session with every stored column and its messages.
+// session with every stored column and its messages, written as they are
+// read, a page at a time (sessiondb.WriteSessionExport): the export of a
+// session holds about sessiondb.ExportPageBytes of its messages and the
+// write buffer, however large the session.
 func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) error {
 	id, err := s.sessionID(r)
 	if err != nil {
 		return err
 	}
-	rec, err := s.cfg.History.ExportSession(r.Context(), id)
-	if err != nil {
-		return err
+	bw, sent := startExport(w, "session.jsonl")
+	err = sessiondb.WriteSessionExport(r.Context(), s.cfg.History, id, bw)
+	if err == nil {
+		err = bw.Flush()
 	}
-	return startExport(w, "session.jsonl").Encode(rec)
+	if err != nil {
+		s.exportFailed(w, r, sent, err)
+	}
+	return nil
 }
 
 // exportFilter: GET /api/v1/export?<the listing's filters> streams every
 // session the filter selects (children included, unless parent= is
-// given), one JSON line each, in the listing's order, read page by page:
-// the store is never held for the whole export. An error after the first
-// line ends the stream (the client sees a short file, not a JSON error in
-// the middle of it).
+// given), one JSON line each, in the listing's order, read page by page
+// and each session as exportSession reads it: the store is never held for
+// the whole export, nor a session whole. A session deleted since its page
+// was listed is passed over; any other error breaks the download off
+// (exportFailed).
 func (s *Server) exportFilter(w http.ResponseWriter, r *http.Request) error {
 	p := paramsOf(r.URL.Query())
 	q := sessionQuery(p)
@@ -140,35 +182,30 @@ func (s *Server) exportFilter(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	var enc *json.Encoder
+	bw, sent := startExport(w, "sessions.jsonl")
 	for {
 		page, err := s.cfg.History.ListSessions(ctx, q)
 		if err != nil {
-			if enc != nil {
-				s.log.Warn("export", "err", err)
-				return nil
-			}
-			return err
-		}
-		if enc == nil {
-			enc = startExport(w, "sessions.jsonl")
+			s.exportFailed(w, r, sent, err)
+			return nil
 		}
 		for _, x := range page.Sessions {
-			rec, err := s.cfg.History.ExportSession(ctx, x.ID)
+			err := sessiondb.WriteSessionExport(ctx, s.cfg.History, x.ID, bw)
 			if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
-				continue // deleted since the page was read
+				continue // deleted since the page was read: nothing of it written
 			}
 			if err != nil {
-				s.log.Warn("export", "session", x.ID, "err", err)
-				return nil
-			}
-			if err := enc.Encode(rec); err != nil {
+				s.exportFailed(w, r, sent, err)
 				return nil
 			}
 		}
 		if page.Next == "" {
-			return nil
+			break
 		}
 		q.After = page.Next
 	}
+	if err := bw.Flush(); err != nil {
+		s.exportFailed(w, r, sent, err)
+	}
+	return nil
 }

@@ -1,10 +1,15 @@
 package http_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -98,8 +103,43 @@ func TestLoopbackRefusesForeignHost(t *testing.T) {
 	f := newFixture(t, sdbhttp.Config{Token: testToken})
 	f.session("s1", "cli", "m")
 	f.get("/api/v1/sessions", "Host", "attacker.example").apiError(t, 403, "forbidden")
+	f.get("/api/v1/sessions", "Host", "attacker.example", "Authorization", "Bearer wrong").apiError(t, 403, "forbidden")
+	f.get("/?token=wrong", "Host", "attacker.example").apiError(t, 403, "forbidden")
 	for _, h := range []string{"localhost:1234", "127.0.0.1", "[::1]:80", "app.localhost"} {
 		f.get("/api/v1/sessions", "Host", h).ok(t, nil)
+	}
+}
+
+// A name of the operator's own for this machine (serve --listen
+// devbox:8321, devbox being 127.0.0.1 in /etc/hosts) is not a loopback
+// name to the Host check, but the server is on loopback: requests naming
+// it are served with the token (a rebinding site has none), the API, the
+// login URL, the cookie it sets and MCP alike.
+func TestLoopbackServesAnotherNameWithToken(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.session("s1", "cli", "m")
+	host := "devbox:" + f.ts.URL[strings.LastIndexByte(f.ts.URL, ':')+1:]
+	f.get("/api/v1/sessions/s1", "Host", host).apiError(t, 403, "forbidden")
+	f.get("/api/v1/sessions/s1", "Host", host, "Authorization", "Bearer "+testToken).ok(t, nil)
+	client := f.ts.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Do(f.request(ctxb, "GET", f.ts.URL+"/s/s1?token="+testToken, "", "Host", host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/s/s1" || len(resp.Cookies()) != 1 {
+		t.Errorf("login on %s: %d to %q, cookies %v", host, resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+	f.get("/api/v1/sessions/s1", "Host", host, "Cookie", f.cookie()).ok(t, nil)
+	f.do("POST", "/api/v1/sessions/s1/end", "", "Host", host, "Cookie", f.cookie(), "Sec-Fetch-Site", "same-origin").ok(t, nil)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	mcpHdr := []string{"Host", host, "Accept", "application/json, text/event-stream"}
+	if r := f.do("POST", "/mcp", list, mcpHdr...); r.status != http.StatusForbidden {
+		t.Errorf("/mcp on %s without the token: %d %s", host, r.status, r.body)
+	}
+	if r := f.do("POST", "/mcp", list, append(mcpHdr, auth...)...); r.status != http.StatusOK || !strings.Contains(string(r.body), "search_sessions") {
+		t.Errorf("/mcp on %s with the token: %d %s", host, r.status, r.body)
 	}
 }
 
@@ -114,12 +154,12 @@ func TestWritesNeedTokenAndSameOrigin(t *testing.T) {
 	f.do("PATCH", "/api/v1/sessions/s1", title, append(auth, "Sec-Fetch-Site", "cross-site")...).apiError(t, 403, "forbidden")
 	f.do("PATCH", "/api/v1/sessions/s1", title, append(auth, "Origin", "https://attacker.example")...).apiError(t, 403, "forbidden")
 	// The cookie a browser holds, sent by a cross-site form post.
-	f.do("POST", "/api/v1/sessions/s1/end", "", "Cookie", sdbhttp.TokenCookie+"="+testToken, "Origin", "https://attacker.example").apiError(t, 403, "forbidden")
+	f.do("POST", "/api/v1/sessions/s1/end", "", "Cookie", f.cookie(), "Origin", "https://attacker.example").apiError(t, 403, "forbidden")
 	if x, _ := f.st.GetSession(ctxb, "s1"); x.Title != nil || x.EndedAt != nil {
 		t.Fatalf("a refused write changed the session: %+v", x)
 	}
 	// Same origin with the cookie, and a client with the bearer token.
-	f.do("PATCH", "/api/v1/sessions/s1", title, "Cookie", sdbhttp.TokenCookie+"="+testToken, "Sec-Fetch-Site", "same-origin", "Origin", f.ts.URL).ok(t, nil)
+	f.do("PATCH", "/api/v1/sessions/s1", title, "Cookie", f.cookie(), "Sec-Fetch-Site", "same-origin", "Origin", f.ts.URL).ok(t, nil)
 	f.do("POST", "/api/v1/sessions/s1/end", "", auth...).ok(t, nil)
 	if x, _ := f.st.GetSession(ctxb, "s1"); x.Title == nil || *x.Title != "renamed" || x.EndedAt == nil {
 		t.Fatalf("accepted writes did not land: %+v", x)
@@ -150,10 +190,89 @@ func TestTokenURLSetsCookie(t *testing.T) {
 		t.Fatalf("status %d location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	c := resp.Cookies()
-	if len(c) != 1 || c[0].Name != sdbhttp.TokenCookie || c[0].Value != testToken || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookie %+v", c)
+	name, value, _ := strings.Cut(f.cookie(), "=")
+	if len(c) != 1 || c[0].Name != name || c[0].Value != value || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie %+v, want %s", c, f.cookie())
 	}
+	// The cookie does not give the token away: the browser sends it to
+	// every server on the host, whatever their port.
+	if strings.Contains(c[0].Value, testToken) {
+		t.Errorf("the cookie holds the token: %s", c[0].Value)
+	}
+	// It opens the server; the bare token in a cookie, or the cookie under
+	// another server's name, does not.
+	end := func(cookie string) response {
+		return f.do("POST", "/api/v1/sessions/s1/end", "", "Cookie", cookie, "Sec-Fetch-Site", "same-origin")
+	}
+	f.session("s1", "cli", "m")
+	end(name+"="+testToken).apiError(t, 401, "unauthorized")
+	end(sdbhttp.TokenCookie+"="+value).apiError(t, 401, "unauthorized")
+	end(sdbhttp.TokenCookie+"_1="+value).apiError(t, 401, "unauthorized")
+	end(c[0].Name+"="+c[0].Value).ok(t, nil)
 	f.get("/?token=wrong").apiError(t, 401, "unauthorized")
+}
+
+// The login's redirect stays on this server whatever the request line
+// said: a path that starts with // or /\ would send the browser, token
+// just accepted, to another host.
+func TestTokenURLRedirectStaysOnServer(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	for _, c := range []struct{ target, want string }{
+		{"//evil.com/?token=" + testToken, "/evil.com/"},
+		{"//evil.com?token=" + testToken + "&x=1", "/evil.com?x=1"},
+		{"///evil.com/a?token=" + testToken, "/evil.com/a"},
+		{`/\evil.com/?token=` + testToken, "/%5Cevil.com/"},
+		{"/s/a%2Fb?token=" + testToken, "/s/a%2Fb"},
+	} {
+		resp := rawGet(t, f.ts.Listener.Addr().String(), c.target)
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusSeeOther || loc != c.want {
+			t.Errorf("GET %s: %d, Location %q, want 303 to %q", c.target, resp.StatusCode, loc, c.want)
+		}
+		if u, err := url.Parse(loc); err != nil || u.Host != "" || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, `/\`) {
+			t.Errorf("GET %s: Location %q leaves the server", c.target, loc)
+		}
+	}
+}
+
+// rawGet sends target as it is on the request line (a Go client would
+// clean it) and returns the response, its body read.
+func rawGet(t *testing.T, addr, target string) *http.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, addr)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// /healthz needs no token: without it, a failing store is only "down";
+// its error (which names a PostgreSQL user, database, host and port, or a
+// file's path) is for a caller with the token.
+func TestHealthzHidesTheErrorWithoutToken(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.get("/healthz").ok(t, nil)
+	f.st.Close()
+	r := f.get("/healthz")
+	if r.status != http.StatusServiceUnavailable || strings.TrimSpace(string(r.body)) != `{"ok":false}` {
+		t.Errorf("/healthz without the token on a closed store: %d %s, want 503 {\"ok\":false}", r.status, r.body)
+	}
+	r = f.get("/healthz", auth...)
+	var body struct {
+		OK    bool
+		Error string
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusServiceUnavailable || body.OK || body.Error == "" {
+		t.Errorf("/healthz with the token on a closed store: %d %s, want 503 with the error", r.status, r.body)
+	}
 }
 
 func TestSecurityHeaders(t *testing.T) {

@@ -17,7 +17,6 @@ package http
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"net"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/internal/filewatch"
+	"github.com/sessiondb/sessiondb/internal/httpguard"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -79,9 +79,12 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	handler http.Handler
-	// tokenSum is the SHA-256 of cfg.Token, taken once: each request's
-	// token is compared with it (guard.go).
-	tokenSum [sha256.Size]byte
+	// token is cfg.Token, each request's token compared with it in
+	// constant time (guard.go).
+	token httpguard.Token
+	// cookie is the value of the token's cookie (cookieValue), taken
+	// once.
+	cookie string
 	// ui is the web UI's state: its pages, parsed once, and what it
 	// caches (ui.go).
 	ui uiState
@@ -115,7 +118,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.tokenSum = sha256.Sum256([]byte(cfg.Token))
+	s.token = httpguard.NewToken(cfg.Token)
+	s.cookie = cookieValue(cfg.Token)
 	s.metrics = newMetrics(s)
 	var err error
 	if s.ui.templates, err = s.parseTemplates(); err != nil {

@@ -114,7 +114,7 @@ type uiData struct {
 // routesUI registers the UI's pages and its static files.
 func (s *Server) routesUI() {
 	static, _ := fs.Sub(staticFS, "ui/static")
-	files := http.FileServerFS(static)
+	files := http.FileServerFS(filesOnly{static})
 	s.mux.Handle("GET /static/", s.metrics.instrument("/static/", false, http.StripPrefix("/static/", cacheable(files))))
 	s.uiPage("GET /{$}", s.uiSessions)
 	s.uiPage("GET /s/{id}", s.uiSession)
@@ -152,6 +152,23 @@ func (s *Server) uiPage(pattern string, h uiFunc) {
 			s.uiError(w, r, err)
 		}
 	})))
+}
+
+// filesOnly opens the files of an fs.FS and no folder, so a file server
+// over it answers a folder (/static/) 404 instead of listing what it
+// holds.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := file.Stat(); err != nil || fi.IsDir() {
+		file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // cacheable lets a browser keep the static files for an hour: they change
@@ -203,13 +220,13 @@ func (s *Server) templateFuncs() template.FuncMap {
 			}
 			return ago(s.now().Sub(t))
 		},
-		"query":      func(base string, kv ...string) string { return withQuery(base, kv...) },
-		"sessionURL": func(id string) string { return "/s/" + url.PathEscape(id) },
-		"pathEscape": url.PathEscape,
-		"brief":      brief,
-		"roles":      func() []string { return []string{"user", "assistant", "tool", "system"} },
-		"inc":        func(n int) int { return n + 1 },
-		"plural":     plural,
+		"query":       func(base string, kv ...string) string { return withQuery(base, kv...) },
+		"sessionURL":  sessionURL,
+		"sessionPath": SessionPath,
+		"brief":       brief,
+		"roles":       func() []string { return []string{"user", "assistant", "tool", "system"} },
+		"inc":         func(n int) int { return n + 1 },
+		"plural":      plural,
 		"subagentStatuses": func() []string {
 			return []string{string(sessiondb.SubagentIdle), string(sessiondb.SubagentRunning), string(sessiondb.SubagentError)}
 		},
@@ -400,6 +417,9 @@ func flow(s string) string {
 		return r
 	}, s))
 }
+
+// sessionURL is the address of a session's page.
+func sessionURL(id string) string { return "/s/" + SessionPath(id) }
 
 // withQuery returns base with the query parameters kv (name, value, ...)
 // set; an empty value removes the parameter.

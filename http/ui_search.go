@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -118,7 +117,7 @@ func (s *Server) uiSearch(w http.ResponseWriter, r *http.Request) error {
 		v.Hits = append(v.Hits, hitView{ID: h.ID, SessionID: h.SessionID, Title: title, Role: h.Role,
 			Source: h.Source, Model: deref(h.Model), Tool: deref(h.ToolName), Time: h.Timestamp,
 			Snippet: snippetSegments(h.Snippet), Context: h.Context,
-			URL: "/s/" + url.PathEscape(h.SessionID) + "?at=" + id + "#m" + id})
+			URL: sessionURL(h.SessionID) + "?at=" + id + "#m" + id})
 	}
 	base := r.URL.Path + "?" + r.URL.RawQuery
 	if len(hits) == searchPageSize {

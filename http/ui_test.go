@@ -54,6 +54,22 @@ func TestUIPagesRender(t *testing.T) {
 	f.page("/registry", http.StatusNotFound)
 }
 
+// The static files are served; their folder is not listed.
+func TestStaticListsNoFolder(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	for _, p := range []string{"/static/app.js", "/static/app.css", "/static/icon.svg"} {
+		if r := f.get(p); r.status != http.StatusOK || len(r.body) == 0 {
+			t.Errorf("GET %s: %d", p, r.status)
+		}
+	}
+	for _, p := range []string{"/static/", "/static/.", "/static/./", "/static/index.html"} {
+		r := f.get(p)
+		if r.status != http.StatusNotFound || strings.Contains(string(r.body), "app.js") {
+			t.Errorf("GET %s: %d %.200s, want 404 listing nothing", p, r.status, r.body)
+		}
+	}
+}
+
 // TestUIEscapesStoredText checks the HTML source: every stored text
 // crafted to break out of its context comes out escaped.
 func TestUIEscapesStoredText(t *testing.T) {
@@ -78,7 +94,7 @@ func TestUIEscapesStoredText(t *testing.T) {
 		`&lt;/title&gt;&lt;script&gt;alert(3)&lt;/script&gt;`, // the title
 		`&lt;img src=x onerror=alert(4)&gt; needle \x1b[2J\u202e`,
 		`&lt;/pre&gt;&lt;script&gt;alert(5)&lt;/script&gt;`,
-		`data-session="x&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`,
+		`data-page="/s/` + url.PathEscape(id) + `"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("transcript lacks %s", want)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -156,7 +155,7 @@ func argumentsText(raw json.RawMessage) string {
 // textURL is where a message's whole text is read (part: "" the content,
 // "reasoning", or "call" with the call's index).
 func textURL(sessionID string, id int64, kv ...string) string {
-	return withQuery("/s/"+url.PathEscape(sessionID)+"/m/"+strconv.FormatInt(id, 10)+"/text", kv...)
+	return withQuery(sessionURL(sessionID)+"/m/"+strconv.FormatInt(id, 10)+"/text", kv...)
 }
 
 // toMsgViews turns a page of messages into what the transcript shows,

@@ -80,7 +80,7 @@ func (s *Server) reopenSession(w http.ResponseWriter, r *http.Request) error {
 // messages (its children are orphaned, not deleted). The id must be whole:
 // a prefix never picks what to destroy.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
+	id := idOfPath(r.PathValue("id"))
 	ok, err := s.cfg.History.DeleteSession(r.Context(), id)
 	if err != nil {
 		return err

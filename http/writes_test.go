@@ -2,6 +2,10 @@ package http_test
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,6 +33,7 @@ func TestWrites(t *testing.T) {
 	if s.Title != nil {
 		t.Fatalf("cleared title %v", *s.Title)
 	}
+	f.do("POST", "/api/v1/sessions/keep/end", `{"reason":"done\u001b[2J"}`, auth...).apiError(t, 400, "invalid")
 	f.do("POST", "/api/v1/sessions/keep/end", `{"reason":"done"}`, auth...).ok(t, &s)
 	if s.EndedAt == nil || *s.EndReason != "done" {
 		t.Fatalf("end %+v", s)
@@ -82,6 +87,35 @@ func TestHealthAndRequestMetrics(t *testing.T) {
 	f.st.Close()
 	if r := f.get("/healthz"); r.status != 503 {
 		t.Fatalf("/healthz on a closed store: %d %s", r.status, r.body)
+	}
+}
+
+// A client chooses the method of its request, any token it likes: the
+// metrics count made-up methods under one label, "other", instead of a
+// series each (the registry keeps every series for ever).
+func TestMetricsMethodLabelIsBounded(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	for i := range 40 {
+		f.do(fmt.Sprintf("MADEUP%d", i), "/api/v1/nope", "")
+		f.do(fmt.Sprintf("PROBE%d", i), "/", "")
+	}
+	f.get("/api/v1/nope")
+	body := f.get("/metrics").body
+	methods := map[string]bool{}
+	for _, m := range regexp.MustCompile(`sessiondb_http_requests_total\{[^}]*method="([^"]*)"`).FindAllSubmatch(body, -1) {
+		methods[string(m[1])] = true
+	}
+	if len(methods) != 2 || !methods["GET"] || !methods["other"] {
+		t.Errorf("method labels %v, want GET and other", slices.Sorted(maps.Keys(methods)))
+	}
+	for _, want := range []string{
+		`sessiondb_http_requests_total{code="404",method="other",route="other"} 40`,
+		`sessiondb_http_requests_total{code="404",method="other",route="/"} 40`,
+		`sessiondb_http_requests_total{code="404",method="GET",route="other"} 1`,
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(body, "sessiondb_http_requests_total"))
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package mailbox
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"os"
 
 	"github.com/sessiondb/sessiondb"
@@ -26,6 +28,24 @@ func (h *Host) InboundRow(ctx context.Context, ref SessionRef, id string) (Inbou
 		err = sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s: no inbound message %q", ref, errtext.Clip(id, 64))
 	}
 	return r, err
+}
+
+// PeerSource returns the source_session_id of the newest (highest seq)
+// agent-to-agent row in session ref from agent group peer that carries
+// one, "" when none does: the session of peer that last talked to this
+// one, where NanoClaw sends a reply to peer that names no message
+// (getMostRecentPeerSourceSessionId, its peer affinity).
+func (h *Host) PeerSource(ctx context.Context, ref SessionRef, peer string) (string, error) {
+	var id sql.NullString
+	err := h.withInbound(ctx, ref, func(tx *sqlitedb.Tx) error {
+		err := tx.QueryRow(`SELECT source_session_id FROM messages_in WHERE channel_type = ? AND platform_id = ?
+ AND source_session_id IS NOT NULL ORDER BY seq DESC LIMIT 1`, ChannelAgent, peer).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return id.String, err
 }
 
 // Forward writes an agent-to-agent message: row (delivered from session

@@ -64,7 +64,9 @@ func (h *Host) SessionFolders(ctx context.Context) ([]SessionRef, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !g.IsDir() || ValidateName("agent_group_id", g.Name()) != nil {
+		// The host's own files (and a folder of a temporary one) are
+		// never an agent group.
+		if !g.IsDir() || sessiondb.CheckAgentGroupID("agent_group_id", g.Name()) != nil {
 			continue
 		}
 		sess, err := os.ReadDir(filepath.Join(h.layout.Root, g.Name()))

@@ -2,7 +2,11 @@ package open_test
 
 import (
 	"context"
+	"fmt"
+	neturl "net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
@@ -87,4 +91,67 @@ func TestPicksTheBackend(t *testing.T) {
 	if _, err := open.History(ctx, "", open.Options{}); sessiondb.ErrorCode(err) != sessiondb.EINVALID {
 		t.Errorf("History(\"\") = %v, want invalid", err)
 	}
+}
+
+// TestPasswordFromTheEnvironment: a postgres:// URL without a password
+// opens a server that requires one when the password is in $PGPASSWORD or
+// in a password file ($PGPASSFILE), libpq's conventions, so it need never
+// be on a command line; without either the server refuses, and a wrong
+// password in a URL is not repeated in the error.
+func TestPasswordFromTheEnvironment(t *testing.T) {
+	ctx := context.Background()
+	url, password := pgtest.PasswordServer(t)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := func(t *testing.T, location string) error {
+		t.Helper()
+		st, err := open.History(ctx, location, open.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		_, err = st.CreateSession(ctx, sessiondb.NewSession{ID: t.Name(), Source: "cli"})
+		return err
+	}
+	noPassword := func(t *testing.T) {
+		t.Setenv("PGPASSWORD", "")
+		t.Setenv("PGPASSFILE", filepath.Join(t.TempDir(), "none"))
+	}
+
+	t.Run("no password anywhere", func(t *testing.T) {
+		noPassword(t)
+		if err := opens(t, url); err == nil {
+			t.Fatal("opened without a password: the server does not ask for one, and this test proves nothing")
+		}
+	})
+	t.Run("PGPASSWORD", func(t *testing.T) {
+		noPassword(t)
+		t.Setenv("PGPASSWORD", password)
+		if err := opens(t, url); err != nil {
+			t.Fatalf("with PGPASSWORD: %v", err)
+		}
+	})
+	t.Run("PGPASSFILE", func(t *testing.T) {
+		noPassword(t)
+		file := filepath.Join(t.TempDir(), "pgpass")
+		line := fmt.Sprintf("%s:%s:*:postgres:%s\n", u.Hostname(), u.Port(), password)
+		if err := os.WriteFile(file, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("PGPASSFILE", file)
+		if err := opens(t, url); err != nil {
+			t.Fatalf("with PGPASSFILE: %v", err)
+		}
+	})
+	t.Run("a wrong password in the URL", func(t *testing.T) {
+		noPassword(t)
+		wrong := *u
+		wrong.User = neturl.UserPassword("postgres", "wrong-"+password)
+		err := opens(t, wrong.String())
+		if err == nil || strings.Contains(err.Error(), "wrong-") {
+			t.Fatalf("open with a wrong password: %v; want an error that does not show it", err)
+		}
+	})
 }

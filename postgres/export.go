@@ -9,47 +9,131 @@ import (
 	"github.com/sessiondb/sessiondb"
 )
 
-// sessionRecord is the export form of a session row: every v6 column
-// under its snake_case name, integers as int64, NULL as nil.
-func sessionRecord(x *sessiondb.Session) map[string]any {
-	str := func(p *string) any {
-		if p == nil {
-			return nil
+// exportSessionColumns are the session columns an export reads: every
+// column of the table but seq, the insertion order, which is ours.
+const exportSessionColumns = sessionColumns + `,
+    api_call_count, session_key, chat_id, chat_type, thread_id, display_name, origin_json, expiry_finalized,
+    cwd, git_branch, git_repo_root, handoff_state, handoff_platform, handoff_error,
+    compression_failure_cooldown_until, compression_failure_error, compression_fallback_streak, rewind_count, archived`
+
+// exportMessageColumns are the message columns an export reads: every
+// column but fts (derived), with content_bytes, which replaces content
+// where it is set.
+const exportMessageColumns = `id, session_id, role, content, tool_call_id, tool_calls, tool_name, effect_disposition, "timestamp",
+    token_count, finish_reason, reasoning, reasoning_content, reasoning_details, codex_reasoning_items, codex_message_items,
+    platform_message_id, observed, active, compacted, content_bytes`
+
+// usageColumns are the columns of session_model_usage but session_id.
+const usageColumns = `model, billing_provider, billing_base_url, billing_mode, api_call_count, input_tokens, output_tokens,
+    cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd, actual_cost_usd, cost_status, cost_source,
+    first_seen, last_seen`
+
+// recordOf reads the current row of rows as a column-name map.
+func recordOf(rows pgx.Rows) (map[string]any, error) {
+	vals, err := rows.Values()
+	if err != nil {
+		return nil, err
+	}
+	fields := rows.FieldDescriptions()
+	rec := make(map[string]any, len(fields))
+	for i, f := range fields {
+		rec[f.Name] = vals[i]
+	}
+	return rec, nil
+}
+
+// queryRecords reads every row sql selects as column-name maps.
+func queryRecords(ctx context.Context, q querier, sql string, args ...any) ([]map[string]any, error) {
+	var out []map[string]any
+	err := each(ctx, q, sql, args, func(r pgx.Rows) error {
+		rec, err := recordOf(r)
+		if err == nil {
+			out = append(out, rec)
 		}
-		return *p
-	}
-	num := func(p *float64) any {
-		if p == nil {
-			return nil
-		}
-		return *p
-	}
-	return map[string]any{
-		"id": x.ID, "source": x.Source, "user_id": str(x.UserID), "model": str(x.Model), "model_config": str(x.ModelConfig),
-		"system_prompt": str(x.SystemPrompt), "parent_session_id": str(x.ParentSessionID), "started_at": x.StartedAt,
-		"ended_at": num(x.EndedAt), "end_reason": str(x.EndReason), "message_count": x.MessageCount, "tool_call_count": x.ToolCallCount,
-		"input_tokens": x.InputTokens, "output_tokens": x.OutputTokens, "cache_read_tokens": x.CacheReadTokens,
-		"cache_write_tokens": x.CacheWriteTokens, "reasoning_tokens": x.ReasoningTokens, "billing_provider": str(x.BillingProvider),
-		"billing_base_url": str(x.BillingBaseURL), "billing_mode": str(x.BillingMode), "estimated_cost_usd": num(x.EstimatedCostUSD),
-		"actual_cost_usd": num(x.ActualCostUSD), "cost_status": str(x.CostStatus), "cost_source": str(x.CostSource),
-		"pricing_version": str(x.PricingVersion), "title": str(x.Title),
-	}
+		return err
+	})
+	return out, err
 }
 
 // ExportSession returns the session row with every column under its
-// snake_case name, plus "messages" = GetMessages; missing is not_found.
+// snake_case name, plus "messages" (every row, hidden ones with their
+// marks, every column: sessiondb.ExportValue) and sessiondb.UsageKey (its
+// usage rows by model); missing is not_found.
 func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, error) {
-	x, err := s.GetSession(ctx, id)
+	rec, err := s.exportRow(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := s.GetMessages(ctx, id)
+	msgs := []map[string]any{}
+	err = sessiondb.ExportPages(ctx, pageReader{s}, id, func(page []map[string]any) error {
+		msgs = append(msgs, page...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	rec := sessionRecord(x)
 	rec["messages"] = msgs
 	return rec, nil
+}
+
+// exportRow reads the session row of an export and its usage rows;
+// not_found when missing.
+func (s *Store) exportRow(ctx context.Context, id string) (map[string]any, error) {
+	rows, err := queryRecords(ctx, s.pool, "SELECT "+exportSessionColumns+" FROM sessions WHERE id = $1", id)
+	if err != nil {
+		return nil, s.readErr(err, "export session %s", id)
+	}
+	if len(rows) == 0 {
+		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %q not found", id)
+	}
+	rec := rows[0]
+	// In key order, bytewise as SQLite orders text, as every backend lists
+	// them (sessiondb.CompareCopies compares the lists in order).
+	usage, err := queryRecords(ctx, s.pool, "SELECT "+usageColumns+` FROM session_model_usage WHERE session_id = $1
+ORDER BY model COLLATE "C", billing_provider COLLATE "C", billing_base_url COLLATE "C", billing_mode COLLATE "C"`, id)
+	if err != nil {
+		return nil, s.readErr(err, "export usage of session %s", id)
+	}
+	if usage == nil {
+		usage = []map[string]any{}
+	}
+	rec[sessiondb.UsageKey] = usage
+	return rec, nil
+}
+
+// MessageRows reads rows of sessiondb.ExportPages: every message row of the
+// session (hidden ones included) with every column, content exactly as
+// written.
+func (r pageReader) MessageRows(ctx context.Context, sessionID string, after int64, limit int) ([]map[string]any, error) {
+	rows, err := queryRecords(ctx, r.s.pool, "SELECT "+exportMessageColumns+" FROM messages WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+		sessionID, after, limit)
+	if err != nil {
+		return nil, r.s.readErr(err, "export messages of %s", sessionID)
+	}
+	for _, m := range rows {
+		if b, ok := m["content_bytes"].([]byte); ok {
+			m["content"] = string(b)
+		}
+		delete(m, "content_bytes")
+		for k, v := range m {
+			m[k] = sessiondb.ExportValue(k, v)
+		}
+	}
+	return rows, nil
+}
+
+// ExportSessionPages hands row the session row ExportSession returns,
+// without "messages", then page its message rows a page at a time
+// (sessiondb.ExportPages), as the sqlite backend's.
+func (s *Store) ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]map[string]any) error) error {
+	rec, err := s.exportRow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := row(rec); err != nil {
+		return err
+	}
+	return sessiondb.ExportPages(ctx, pageReader{s}, id, page)
 }
 
 // ExportAll streams every session (of source, unless "") newest first, in
@@ -69,30 +153,50 @@ func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[str
 	return sessiondb.ExportEach(ctx, ids, s.ExportSession, yield)
 }
 
-// sessionKinds and messageKinds are the importable columns and what each
-// takes. message_count and tool_call_count are recomputed, never taken.
+// sessionKinds, messageKinds and usageKinds are the importable columns
+// and what each takes. message_count and tool_call_count are recomputed
+// or checked (sessiondb.PrepareImport), never taken blindly.
 var sessionKinds = map[string]sessiondb.ColumnKind{
 	"id": sessiondb.KindText, "source": sessiondb.KindText, "user_id": sessiondb.KindText, "model": sessiondb.KindText,
 	"model_config": sessiondb.KindJSON, "system_prompt": sessiondb.KindText, "parent_session_id": sessiondb.KindText,
 	"started_at": sessiondb.KindReal, "ended_at": sessiondb.KindReal, "end_reason": sessiondb.KindText,
+	"message_count": sessiondb.KindInteger, "tool_call_count": sessiondb.KindInteger,
 	"input_tokens": sessiondb.KindInteger, "output_tokens": sessiondb.KindInteger, "cache_read_tokens": sessiondb.KindInteger,
 	"cache_write_tokens": sessiondb.KindInteger, "reasoning_tokens": sessiondb.KindInteger,
 	"billing_provider": sessiondb.KindText, "billing_base_url": sessiondb.KindText, "billing_mode": sessiondb.KindText,
 	"estimated_cost_usd": sessiondb.KindReal, "actual_cost_usd": sessiondb.KindReal, "cost_status": sessiondb.KindText,
 	"cost_source": sessiondb.KindText, "pricing_version": sessiondb.KindText, "title": sessiondb.KindText,
+	"api_call_count": sessiondb.KindInteger, "session_key": sessiondb.KindText, "chat_id": sessiondb.KindText,
+	"chat_type": sessiondb.KindText, "thread_id": sessiondb.KindText, "display_name": sessiondb.KindText,
+	"origin_json": sessiondb.KindText, "expiry_finalized": sessiondb.KindInteger, "cwd": sessiondb.KindText,
+	"git_branch": sessiondb.KindText, "git_repo_root": sessiondb.KindText, "handoff_state": sessiondb.KindText,
+	"handoff_platform": sessiondb.KindText, "handoff_error": sessiondb.KindText,
+	"compression_failure_cooldown_until": sessiondb.KindReal, "compression_failure_error": sessiondb.KindText,
+	"compression_fallback_streak": sessiondb.KindInteger, "rewind_count": sessiondb.KindInteger, "archived": sessiondb.KindInteger,
 }
 
 var messageKinds = map[string]sessiondb.ColumnKind{
-	"id": sessiondb.KindInteger, "role": sessiondb.KindText, "content": sessiondb.KindText, "tool_call_id": sessiondb.KindText,
+	"id": sessiondb.KindInteger, "role": sessiondb.KindText, "content": sessiondb.KindContent, "tool_call_id": sessiondb.KindText,
 	"tool_calls": sessiondb.KindJSON, "tool_name": sessiondb.KindText, "timestamp": sessiondb.KindReal,
 	"token_count": sessiondb.KindInteger, "finish_reason": sessiondb.KindText, "reasoning": sessiondb.KindText,
 	"reasoning_details": sessiondb.KindJSON, "codex_reasoning_items": sessiondb.KindJSON,
+	"effect_disposition": sessiondb.KindText, "reasoning_content": sessiondb.KindText, "codex_message_items": sessiondb.KindJSON,
+	"platform_message_id": sessiondb.KindText, "observed": sessiondb.KindInteger, "active": sessiondb.KindInteger,
+	"compacted": sessiondb.KindInteger,
+}
+
+var usageKinds = map[string]sessiondb.ColumnKind{
+	"model": sessiondb.KindText, "billing_provider": sessiondb.KindText, "billing_base_url": sessiondb.KindText,
+	"billing_mode": sessiondb.KindText, "api_call_count": sessiondb.KindInteger, "input_tokens": sessiondb.KindInteger,
+	"output_tokens": sessiondb.KindInteger, "cache_read_tokens": sessiondb.KindInteger, "cache_write_tokens": sessiondb.KindInteger,
+	"reasoning_tokens": sessiondb.KindInteger, "estimated_cost_usd": sessiondb.KindReal, "actual_cost_usd": sessiondb.KindReal,
+	"cost_status": sessiondb.KindText, "cost_source": sessiondb.KindText, "first_seen": sessiondb.KindReal, "last_seen": sessiondb.KindReal,
 }
 
 // importColumns converts a record's values by each column's kind
-// (sessionKinds, messageKinds), refusing text PostgreSQL cannot hold in a
-// column other than message content (stored as bytes when needed); a
-// message's empty tool_calls is stored as NULL.
+// (sessionKinds, messageKinds, usageKinds), refusing text PostgreSQL cannot
+// hold in a column other than message content (stored as bytes when
+// needed); a message's empty tool_calls is stored as NULL.
 var importColumns = sessiondb.ImportColumns{
 	Session: func(field, col string, v any) (any, bool, error) {
 		return importValue(sessionKinds, field, col, v)
@@ -103,6 +207,9 @@ var importColumns = sessiondb.ImportColumns{
 			val = nil
 		}
 		return val, ok, err
+	},
+	Usage: func(field, col string, v any) (any, bool, error) {
+		return importValue(usageKinds, field, col, v)
 	},
 }
 
@@ -132,8 +239,8 @@ func placeholders(from, n int) string {
 // importer is the store's side of sessiondb.ImportOne and ImportBatch.
 type importer struct{ s *Store }
 
-func (b importer) Prepare(rec map[string]any) (*sessiondb.PreparedImport, error) {
-	return sessiondb.PrepareImport(rec, importColumns)
+func (b importer) Prepare(rec map[string]any, opts sessiondb.ImportOptions) (*sessiondb.PreparedImport, error) {
+	return sessiondb.PrepareImport(rec, importColumns, opts)
 }
 
 func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*sessiondb.PreparedImport]) error) error {
@@ -196,6 +303,11 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	if ahead > 0 {
 		if err := s.advanceSequence(ctx, tx, ahead); err != nil {
 			return false, "", err
+		}
+	}
+	for i, u := range p.Usage {
+		if err := insertUsage(ctx, tx, p.ID, u); err != nil {
+			return false, "", sessiondb.Wrap("", s.classify(err, "insert"), "import session %s: %s[%d]", p.ID, sessiondb.UsageKey, i)
 		}
 	}
 	return true, missingParent, nil
@@ -262,15 +374,37 @@ func insertImported(ctx context.Context, tx pgx.Tx, sessionID string, m sessiond
 	return 0, err
 }
 
+// insertUsage inserts one usage row of an imported session; two rows of
+// one route add up, as Hermes adds each call's usage to its row.
+func insertUsage(ctx context.Context, tx pgx.Tx, sessionID string, u sessiondb.ImportRow) error {
+	names := []string{"session_id"}
+	var sums []string
+	for _, c := range u.Cols {
+		names = append(names, quoteIdent(c))
+		if k := usageKinds[c]; (k == sessiondb.KindInteger || k == sessiondb.KindReal) && c != "first_seen" && c != "last_seen" {
+			sums = append(sums, c+" = session_model_usage."+c+" + excluded."+c)
+		}
+	}
+	q := "INSERT INTO session_model_usage (" + strings.Join(names, ", ") + ") VALUES (" + placeholders(1, len(names)) +
+		") ON CONFLICT (session_id, model, billing_provider, billing_base_url, billing_mode) DO "
+	if len(sums) == 0 {
+		q += "NOTHING"
+	} else {
+		q += "UPDATE SET " + strings.Join(sums, ", ")
+	}
+	_, err := tx.Exec(ctx, q, append([]any{sessionID}, u.Vals...)...)
+	return err
+}
+
 // ImportSession inserts one session of an export in one transaction (see
 // sessiondb.ImportService); an existing id is skipped.
-func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
-	return sessiondb.ImportOne(ctx, &s.imports, importer{s}, rec)
+func (s *Store) ImportSession(ctx context.Context, rec map[string]any, opts sessiondb.ImportOptions) (sessiondb.ImportResult, error) {
+	return sessiondb.ImportOne(ctx, &s.imports, importer{s}, rec, opts)
 }
 
 // ImportSessions imports several sessions in one transaction, each in a
 // savepoint of its own, stopping at the first that fails: those before it
 // are committed.
-func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error) {
-	return sessiondb.ImportBatch(ctx, &s.imports, importer{s}, recs)
+func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any, opts sessiondb.ImportOptions) ([]sessiondb.ImportResult, error) {
+	return sessiondb.ImportBatch(ctx, &s.imports, importer{s}, recs, opts)
 }

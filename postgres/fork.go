@@ -9,8 +9,9 @@ import (
 )
 
 // ForkSession creates session n as a child of src holding copies of src's
-// messages up to atMessageID (all fields, timestamps kept), in one
-// transaction (IMP-11); the cut never separates a tool call from its
+// live messages up to atMessageID (all fields, timestamps kept), in one
+// transaction (IMP-11), as the sqlite backend's: the active rows only,
+// copied as live rows; the cut never separates a tool call from its
 // results (sessiondb.ForkCut). An unknown src is not_found; an existing
 // n.ID conflict.
 func (s *Store) ForkSession(ctx context.Context, src string, atMessageID int64, n sessiondb.NewSession) (string, error) {
@@ -54,7 +55,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`, n.ID, sour
 			return sessiondb.Errorf(sessiondb.ECONFLICT, "fork: session %q already exists", n.ID)
 		}
 		var all []sessiondb.ForkRow
-		err = each(ctx, tx, "SELECT id, role, tool_call_id, tool_calls FROM messages WHERE session_id = $1 ORDER BY id", []any{src}, func(r pgx.Rows) error {
+		err = each(ctx, tx, "SELECT id, role, tool_call_id, tool_calls FROM messages WHERE session_id = $1 AND active = 1 ORDER BY id", []any{src}, func(r pgx.Rows) error {
 			var row sessiondb.ForkRow
 			var tcid, tcs *string
 			if err := r.Scan(&row.ID, &row.Role, &tcid, &tcs); err != nil {
@@ -76,11 +77,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`, n.ID, sour
 		if cut < 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO messages (session_id, role, content, content_bytes, tool_call_id, tool_calls, tool_name, "timestamp",
-    token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
-SELECT $1, role, content, content_bytes, tool_call_id, tool_calls, tool_name, "timestamp",
-    token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items
-FROM messages WHERE session_id = $2 AND id <= $3 ORDER BY id`, n.ID, src, all[cut].ID); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO messages (session_id, `+forkColumns+`)
+SELECT $1, `+forkColumns+`
+FROM messages WHERE session_id = $2 AND id <= $3 AND active = 1 ORDER BY id`, n.ID, src, all[cut].ID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, "UPDATE sessions SET message_count = $1, tool_call_count = $2 WHERE id = $3", cut+1, sessiondb.ForkToolCalls(all[:cut+1]), n.ID)
@@ -91,3 +90,9 @@ FROM messages WHERE session_id = $2 AND id <= $3 ORDER BY id`, n.ID, src, all[cu
 	}
 	return n.ID, nil
 }
+
+// forkColumns are the message columns a fork copies: every one but the
+// id, the session and the marks (a copy is live: the defaults).
+const forkColumns = `role, content, content_bytes, tool_call_id, tool_calls, tool_name, effect_disposition, "timestamp",
+    token_count, finish_reason, reasoning, reasoning_content, reasoning_details, codex_reasoning_items, codex_message_items,
+    platform_message_id, observed`

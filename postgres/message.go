@@ -95,10 +95,16 @@ func (s *Store) queryMessages(ctx context.Context, what, sql string, args ...any
 	return out, nil
 }
 
-const sessionMessagesSQL = "SELECT " + messageColumns + " FROM messages m WHERE m.session_id = $1 ORDER BY m.id"
+// live keeps the rows of the conversation Hermes resumes: a row a rewind
+// took back (active 0) or an in-place compaction summarised away (active
+// 0, compacted 1) is not read as a message (docs/hermes-versions.md 4.1).
+const live = " AND m.active = 1"
 
-// GetMessages returns every message of the session in insertion order
-// (IMP-1). An unknown session has no messages.
+const sessionMessagesSQL = "SELECT " + messageColumns + " FROM messages m WHERE m.session_id = $1" + live + " ORDER BY m.id"
+
+// GetMessages returns the session's messages in insertion order (IMP-1):
+// the live ones, as Hermes' get_messages. An unknown session has no
+// messages.
 func (s *Store) GetMessages(ctx context.Context, sessionID string) ([]sessiondb.Message, error) {
 	return s.queryMessages(ctx, "get messages of "+sessionID, sessionMessagesSQL, sessionID)
 }
@@ -115,7 +121,7 @@ func (s *Store) GetMessagesPage(ctx context.Context, sessionID string, p session
 type pageReader struct{ s *Store }
 
 func (r pageReader) MessagesIn(ctx context.Context, sessionID string, ids sessiondb.IDRange, newest bool, limit int) ([]sessiondb.Message, error) {
-	q, args := "SELECT "+messageColumns+" FROM messages m WHERE m.session_id = $1", []any{sessionID}
+	q, args := "SELECT "+messageColumns+" FROM messages m WHERE m.session_id = $1"+live, []any{sessionID}
 	if ids.HasAfter {
 		args = append(args, ids.After)
 		q += " AND m.id > $" + itoa(len(args))
@@ -134,7 +140,7 @@ func (r pageReader) MessagesIn(ctx context.Context, sessionID string, ids sessio
 
 func (r pageReader) AnyMessage(ctx context.Context, sessionID, op string, id int64) (bool, error) {
 	var one bool
-	err := r.s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.id "+op+" $2)", sessionID, id).Scan(&one)
+	err := r.s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = $1 AND m.id "+op+" $2"+live+")", sessionID, id).Scan(&one)
 	if err != nil {
 		return false, r.s.readErr(err, "get messages page of %s", sessionID)
 	}

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -15,8 +17,8 @@ import (
 var _ sessiondb.MessageWaiter = (*Store)(nil)
 
 // channel is the NOTIFY channel on which appends to this store's schema
-// are announced, with the session id as payload. Channel names are
-// identifiers (at most 63 bytes), so a long schema name is hashed.
+// are announced, with the session's notifyKey as payload. Channel names
+// are identifiers (at most 63 bytes), so a long schema name is hashed.
 func (s *Store) channel() string {
 	c := "sessiondb." + s.schema
 	if len(c) > 63 {
@@ -27,6 +29,16 @@ func (s *Store) channel() string {
 	return c
 }
 
+// notifyKey is the payload announcing an append to sessionID: 32 hex
+// digits of its SHA-256, whatever the id's length. A NOTIFY payload must
+// be under 8,000 bytes, and the id's own bytes made every append to a
+// session with a longer id fail (with every append batched with it).
+// Two ids sharing a key only wake each other's waiters, who look again.
+func notifyKey(sessionID string) string {
+	sum := sha256.Sum256([]byte(sessionID))
+	return hex.EncodeToString(sum[:16])
+}
+
 // notifier holds one listening connection per Store, opened on the first
 // wait, and wakes the waiters of a session when its notification comes.
 type notifier struct {
@@ -34,7 +46,7 @@ type notifier struct {
 
 	mu      sync.Mutex
 	started bool
-	waiters map[string]map[chan struct{}]struct{}
+	waiters map[string]map[chan struct{}]struct{} // by notifyKey
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -57,7 +69,7 @@ func (n *notifier) close() {
 // messages, starting the listener if needed; unregister with the returned
 // function.
 func (n *notifier) register(sessionID string) (chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+	ch, key := make(chan struct{}, 1), notifyKey(sessionID)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.started {
@@ -71,26 +83,27 @@ func (n *notifier) register(sessionID string) (chan struct{}, func()) {
 		<-ready // LISTEN is in place (or failed and will retry) before the first check
 		n.mu.Lock()
 	}
-	if n.waiters[sessionID] == nil {
-		n.waiters[sessionID] = map[chan struct{}]struct{}{}
+	if n.waiters[key] == nil {
+		n.waiters[key] = map[chan struct{}]struct{}{}
 	}
-	n.waiters[sessionID][ch] = struct{}{}
+	n.waiters[key][ch] = struct{}{}
 	return ch, func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		delete(n.waiters[sessionID], ch)
-		if len(n.waiters[sessionID]) == 0 {
-			delete(n.waiters, sessionID)
+		delete(n.waiters[key], ch)
+		if len(n.waiters[key]) == 0 {
+			delete(n.waiters, key)
 		}
 	}
 }
 
-// wake signals the waiters of sessionID, or of every session when all.
-func (n *notifier) wake(sessionID string, all bool) {
+// wake signals the waiters of the sessions announced by key (a
+// notifyKey), or of every session when all.
+func (n *notifier) wake(key string, all bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for sid, set := range n.waiters {
-		if !all && sid != sessionID {
+	for k, set := range n.waiters {
+		if !all && k != key {
 			continue
 		}
 		for ch := range set {
@@ -121,7 +134,10 @@ func (n *notifier) listen(ctx context.Context, ready chan struct{}) {
 					if err != nil {
 						break
 					}
+					// A process of an older version announces the raw
+					// id: its key wakes the same waiters.
 					n.wake(note.Payload, false)
+					n.wake(notifyKey(note.Payload), false)
 				}
 			}
 			conn.Close(context.Background())
@@ -146,7 +162,7 @@ func (s *Store) WaitForMessages(ctx context.Context, sessionID string, afterID i
 	defer done()
 	for {
 		var newest *int64
-		if err := s.pool.QueryRow(ctx, "SELECT max(id) FROM messages WHERE session_id = $1", sessionID).Scan(&newest); err != nil {
+		if err := s.pool.QueryRow(ctx, "SELECT max(m.id) FROM messages m WHERE m.session_id = $1"+live, sessionID).Scan(&newest); err != nil {
 			return 0, s.readErr(err, "wait for messages of %s", sessionID)
 		}
 		if newest != nil && *newest > afterID {

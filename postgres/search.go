@@ -66,6 +66,9 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 // numbering parameters after the args already taken.
 func searchFilters(f sessiondb.SearchFilter, args []any) (string, []any) {
 	var b strings.Builder
+	// Hermes' search finds what a compaction summarised away, not what a
+	// rewind took back (docs/hermes-versions.md 4.1).
+	b.WriteString(" AND NOT (m.active = 0 AND m.compacted = 0)")
 	next := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))

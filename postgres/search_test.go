@@ -55,7 +55,9 @@ var compareQueries = []string{
 	"my-app.config.ts", "C++", "C#", "what's", "it's", "100%", "$HOME", "a/b", "TODO: fix", "foo.bar!", "naive", "cafe",
 	"café", "user", "uber", "Über", "kube-proxy", "v1.2.3", "e2e", "3e5", "_private", "__init__", "hello AND", "OR token",
 	"a AND OR b", "token -", "not session", "(unbalanced", `say "hi`, "caret^", "{x}", "大别山项目", "大别山", "长江",
-	"deploy 长江大桥", "",
+	"deploy 长江大桥", "docker NOT kubernetes container", "alpha NOT beta gamma NOT token", "content:deploy",
+	"CONTENT : docker OR -content:alpha", `"content":"docker container"`, "content:roll* beta", "deploy -content:docker",
+	"retry NOT -content:alpha", "socket:docker", "",
 }
 
 // TestSearchMatchesSQLite stores the same messages in both backends and

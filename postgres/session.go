@@ -46,10 +46,11 @@ ON CONFLICT (id) DO UPDATE SET
 }
 
 // EnsureSession inserts (id, source, model, now) when the session is
-// absent and does nothing otherwise. An empty source is "unknown".
+// absent and does nothing otherwise. An empty source is "unknown"; an id
+// CheckSessionID refuses is invalid.
 func (s *Store) EnsureSession(ctx context.Context, id, source, model string) error {
-	if id == "" {
-		return sessiondb.Errorf(sessiondb.EINVALID, "ensure session: session id is empty")
+	if err := sessiondb.CheckSessionID(id); err != nil {
+		return sessiondb.Wrap("", err, "ensure session")
 	}
 	if source == "" {
 		source = "unknown"
@@ -71,8 +72,12 @@ func (s *Store) exec(ctx context.Context, what, sql string, args ...any) error {
 }
 
 // EndSession sets ended_at = now and end_reason unless the session already
-// ended: the first reason wins. Unknown ids are a no-op.
+// ended: the first reason wins. Unknown ids are a no-op; a reason
+// sessiondb.CheckEndReason refuses is invalid.
 func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+	if err := sessiondb.CheckEndReason(reason); err != nil {
+		return sessiondb.Wrap("", err, "end session %s", id)
+	}
 	return s.exec(ctx, "end session "+id, "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL", s.epochNow(), reason, id)
 }
 

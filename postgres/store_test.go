@@ -1,6 +1,8 @@
 package postgres_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -62,13 +64,31 @@ func TestContentKeptExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A copy (the record handed over as it is) keeps every byte; the
+	// structured content is stored as Hermes stores it (PythonJSON).
+	hermesForm := "\x00json:{\"type\": \"image\", \"caption\": \"zebra\"}"
 	rec["id"] = "b"
-	if ok, err := s.ImportSession(ctx, rec); err != nil || !ok {
-		t.Fatalf("ImportSession = %v, %v", ok, err)
+	if r, err := s.ImportSession(ctx, rec, sessiondb.ImportOptions{}); err != nil || !r.Imported {
+		t.Fatalf("ImportSession = %+v, %v", r, err)
 	}
+	check(s, "b", []string{hermesForm, contents[1], contents[2]})
 	// An export is JSON, which carries NUL (as \u0000) but not invalid
 	// UTF-8: encoding/json writes U+FFFD for it, on every backend.
-	check(s, "b", []string{contents[0], "bad \uFFFD\uFFFD bytes zebra", contents[2]})
+	var line bytes.Buffer
+	w := bufio.NewWriter(&line)
+	rec["id"] = "c"
+	if err := sessiondb.WriteExport(w, rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	back, err := sessiondb.DecodeRecord(line.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.ImportSession(ctx, back, sessiondb.ImportOptions{}); err != nil || !r.Imported {
+		t.Fatalf("ImportSession = %+v, %v", r, err)
+	}
+	check(s, "c", []string{hermesForm, "bad \uFFFD\uFFFD bytes zebra", contents[2]})
 
 	// Other columns refuse such text, naming the field.
 	bad := "x\x00y"

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/sqlite"
 )
 
@@ -140,7 +141,7 @@ func TestHostileIDs(t *testing.T) {
 		`a_b`,
 		`back\slash`,
 		`ünïcödé 会话`,
-		strings.Repeat("L", 1000),
+		strings.Repeat("L", sessiondb.MaxSessionIDBytes),
 		"../../etc/passwd",
 	}
 	for _, id := range cases {
@@ -473,4 +474,50 @@ func mode(t *testing.T, path string) fs.FileMode {
 		t.Fatal(err)
 	}
 	return fi.Mode().Perm()
+}
+
+// TestLongSessionIDFromHermes: a session whose id is longer than
+// sessiondb.MaxSessionIDBytes, as Hermes (which has no limit) may have
+// written it, still reads, ends, exports and deletes; only new writes
+// naming it (an append, an import of its export) are refused, as invalid
+// naming the limit.
+func TestLongSessionIDFromHermes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openStore(t, path)
+	long := "20260315_092437_" + strings.Repeat("c", 8000)
+	sqlitetest.ExecFile(t, path, "INSERT INTO sessions (id, source, started_at) VALUES (?, 'cli', 1773566677)", long)
+	sqlitetest.ExecFile(t, path, "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'kept whole', 1773566678)", long)
+
+	if got, err := sessiondb.FindSession(ctx, s, long[:24], false); err != nil || got != long {
+		t.Fatalf("FindSession by a prefix = %.40q, %v; want the long id", got, err)
+	}
+	if ms, err := s.GetMessages(ctx, long); err != nil || len(ms) != 1 || derefStr(ms[0].Content) != "kept whole" {
+		t.Fatalf("GetMessages = %v, %v; want the one message", ms, err)
+	}
+	if err := s.EndSession(ctx, long, "cli_close"); err != nil {
+		t.Fatalf("EndSession: %v", err)
+	}
+	rec, err := s.ExportSession(ctx, long)
+	if err != nil || rec["id"] != long || rec["end_reason"] != "cli_close" {
+		t.Fatalf("ExportSession = id %.40v, end_reason %v, %v", rec["id"], rec["end_reason"], err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(err.Error(), "bytes, the limit is 255") {
+			t.Errorf("%s: %v, want invalid naming the limit", what, err)
+		}
+	}
+	more := "more"
+	_, err = s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: long, Role: "user", Content: &more})
+	refused("AppendMessage", err)
+	other := openStore(t, filepath.Join(t.TempDir(), "other.db"))
+	_, err = other.ImportSession(ctx, rec, sessiondb.ImportOptions{})
+	refused("ImportSession of its export", err)
+	if ok, err := s.DeleteSession(ctx, long); err != nil || !ok {
+		t.Fatalf("DeleteSession = %v, %v; want true", ok, err)
+	}
+	if n := sqlitetest.QueryValue(t, path, "SELECT count(*) FROM messages"); n != int64(0) {
+		t.Errorf("%v messages left after the delete, want 0", n)
+	}
 }

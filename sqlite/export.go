@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -10,9 +12,68 @@ import (
 )
 
 // ExportSession returns the session row with every stored column (newer
-// Hermes columns included) under its snake_case name, plus "messages" =
-// GetMessages. A missing session is not_found.
+// Hermes columns included) under its snake_case name, plus "messages":
+// every row of the session with every column (hidden rows with their
+// marks; sessiondb.ExportValue), and, where the file has the table,
+// sessiondb.UsageKey: its session_model_usage rows. A missing session is
+// not_found.
 func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, error) {
+	rec, err := s.exportRow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	msgs := []map[string]any{}
+	err = sessiondb.ExportPages(ctx, pageReader{s}, id, func(page []map[string]any) error {
+		msgs = append(msgs, page...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec["messages"] = msgs
+	return rec, nil
+}
+
+// ExportSessionPages hands row the session row ExportSession returns,
+// without "messages", then page its message rows a page at a time
+// (sessiondb.ExportPages): a session too large to hold streams out.
+func (s *Store) ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]map[string]any) error) error {
+	rec, err := s.exportRow(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := row(rec); err != nil {
+		return err
+	}
+	return sessiondb.ExportPages(ctx, pageReader{s}, id, page)
+}
+
+// MessageRows reads rows of sessiondb.ExportPages: every stored message
+// row of the session (hidden ones included) with every column. Their ids
+// are cut from an index on the session first, so no whole row is sorted.
+func (r pageReader) MessageRows(ctx context.Context, sessionID string, after int64, limit int) ([]map[string]any, error) {
+	var out []map[string]any
+	err := sqlitedb.Each(ctx, readers{r.s}, "SELECT * FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?) ORDER BY id",
+		[]any{sessionID, after, limit}, func(row sqlitedb.Row) error {
+			m, err := rowMap(row)
+			if err != nil {
+				return err
+			}
+			for k, v := range m {
+				m[k] = sessiondb.ExportValue(k, v)
+			}
+			out = append(out, m)
+			return nil
+		})
+	if err != nil {
+		return nil, r.s.readErr(err, "export messages of %s", sessionID)
+	}
+	return out, nil
+}
+
+// exportRow reads the session row of an export: every stored column, and
+// its usage rows where the file keeps them; not_found when missing.
+func (s *Store) exportRow(ctx context.Context, id string) (map[string]any, error) {
 	rec, err := s.queryRecord(ctx, "SELECT * FROM sessions WHERE id = ?", id)
 	if err != nil {
 		return nil, s.readErr(err, "export session %s", id)
@@ -20,11 +81,63 @@ func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, e
 	if rec == nil {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %q not found", id)
 	}
-	msgs, err := s.GetMessages(ctx, id)
+	if rec["system_prompt"] == nil && rec["system_prompt_hash"] != nil && s.si.tables["system_prompts"] {
+		// A Hermes that stores each prompt once leaves the column NULL:
+		// the export carries the prompt itself.
+		p, err := s.queryRecord(ctx, "SELECT prompt FROM system_prompts WHERE hash = ?", rec["system_prompt_hash"])
+		if err != nil {
+			return nil, s.readErr(err, "export session %s", id)
+		}
+		if p != nil {
+			rec["system_prompt"] = p["prompt"]
+		}
+	}
+	if s.si.tables[sessiondb.UsageKey] {
+		usage := []map[string]any{}
+		// In key order, as every backend lists them (sessiondb.CompareCopies
+		// compares the lists in order).
+		err := sqlitedb.Each(ctx, readers{s}, "SELECT * FROM session_model_usage WHERE session_id = ? ORDER BY "+s.usageOrder(), []any{id}, func(row sqlitedb.Row) error {
+			m, err := rowMap(row)
+			if err == nil {
+				delete(m, "session_id")
+				usage = append(usage, m)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, s.readErr(err, "export usage of session %s", id)
+		}
+		rec[sessiondb.UsageKey] = usage
+	}
+	return rec, nil
+}
+
+// usageOrder orders session_model_usage rows by their route, the columns
+// of its key the file has.
+func (s *Store) usageOrder() string {
+	parts := []string{"model"}
+	for _, c := range []string{"billing_provider", "billing_base_url", "billing_mode"} {
+		if s.si.usageCols[c] {
+			parts = append(parts, "COALESCE("+c+", '')")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rowMap reads one row as a column-name map, text as string.
+func rowMap(r sqlitedb.Row) (map[string]any, error) {
+	cols, err := r.Columns()
 	if err != nil {
 		return nil, err
 	}
-	rec["messages"] = msgs
+	vals, err := sqlitedb.Values(r)
+	if err != nil {
+		return nil, err
+	}
+	rec := make(map[string]any, len(cols)+1)
+	for i, c := range cols {
+		rec[c] = vals[i]
+	}
 	return rec, nil
 }
 
@@ -33,19 +146,9 @@ func (s *Store) ExportSession(ctx context.Context, id string) (map[string]any, e
 func (s *Store) queryRecord(ctx context.Context, q string, args ...any) (map[string]any, error) {
 	var rec map[string]any
 	err := sqlitedb.Each(ctx, readers{s}, q, args, func(r sqlitedb.Row) error {
-		cols, err := r.Columns()
-		if err != nil {
-			return err
-		}
-		vals, err := sqlitedb.Values(r)
-		if err != nil {
-			return err
-		}
-		rec = make(map[string]any, len(cols)+1)
-		for i, c := range cols {
-			rec[c] = vals[i]
-		}
-		return nil
+		var err error
+		rec, err = rowMap(r)
+		return err
 	})
 	return rec, err
 }
@@ -71,7 +174,8 @@ func (s *Store) ExportAll(ctx context.Context, source string, yield func(map[str
 }
 
 // jsonColumns hold JSON text; an import may give them as decoded values.
-var jsonColumns = map[string]bool{"model_config": true, "tool_calls": true, "reasoning_details": true, "codex_reasoning_items": true}
+var jsonColumns = map[string]bool{"model_config": true, "tool_calls": true, "reasoning_details": true,
+	"codex_reasoning_items": true, "codex_message_items": true}
 
 // importValue converts one JSON-decoded value for a column of declared
 // type typ with sessiondb.ImportValue, or fails invalid naming field.
@@ -91,39 +195,94 @@ func importValue(field, column, typ string, v any) (any, error) {
 }
 
 // importColumns converts a record's values for the file's own columns,
-// each by its declared type (importValue); a message's tool_calls given as
-// decoded JSON is stored as its text, and "" as NULL.
-func (s *Store) importColumns() sessiondb.ImportColumns {
-	return sessiondb.ImportColumns{
+// each by its declared type (importValue); a message's content as Hermes
+// stores it (sessiondb.KindContent), its tool_calls given as a string
+// kept as it is ("" as NULL). si is the file's schema as the import reads
+// it.
+func importColumns(si *schemaInfo) sessiondb.ImportColumns {
+	c := sessiondb.ImportColumns{
 		Session: func(field, col string, v any) (any, bool, error) {
-			if !s.si.sessCols[col] {
+			if !si.sessCols[col] {
 				return nil, false, nil
 			}
-			val, err := importValue(field, col, s.si.colTypes["sessions."+col], v)
+			val, err := importValue(field, col, si.colTypes["sessions."+col], v)
 			return val, true, err
 		},
 		Message: func(field, col string, v any) (any, bool, error) {
-			if !s.si.msgCols[col] {
+			if !si.msgCols[col] {
 				return nil, false, nil
 			}
-			if col != "tool_calls" {
-				val, err := importValue(field, col, s.si.colTypes["messages."+col], v)
+			switch col {
+			case "content":
+				val, err := sessiondb.ImportValue(field, sessiondb.KindContent, v)
 				return val, true, err
+			case "tool_calls":
+				if str, ok := v.(string); ok {
+					return nullStr(str), true, nil
+				}
 			}
-			if str, ok := v.(string); ok {
-				return nullStr(str), true, nil
-			}
-			val, err := encodeJSONField(field, v)
+			val, err := importValue(field, col, si.colTypes["messages."+col], v)
 			return val, true, err
 		},
 	}
+	if si.tables[sessiondb.UsageKey] {
+		c.Usage = func(field, col string, v any) (any, bool, error) {
+			if !si.usageCols[col] {
+				return nil, false, nil
+			}
+			val, err := importValue(field, col, si.colTypes[sessiondb.UsageKey+"."+col], v)
+			return val, true, err
+		}
+	}
+	return c
 }
 
 // importer is the store's side of sessiondb.ImportOne and ImportBatch.
 type importer struct{ s *Store }
 
-func (b importer) Prepare(rec map[string]any) (*sessiondb.PreparedImport, error) {
-	return sessiondb.PrepareImport(rec, b.s.importColumns())
+func (b importer) Prepare(rec map[string]any, opts sessiondb.ImportOptions) (*sessiondb.PreparedImport, error) {
+	p, err := sessiondb.PrepareImport(rec, importColumns(b.s.si), opts)
+	if err != nil {
+		return nil, err
+	}
+	p.Dropped = sessiondb.MergeDropped(p.Dropped, mergedRoutes(p.Usage, b.s.si.usageKey))
+	return p, nil
+}
+
+// mergedRoutes counts what adding up usage rows loses where the file's
+// table keeps the first v20 key (session, model, provider): the base URL
+// of a row that insertUsage adds to an earlier row of the same key but
+// another base URL (its billing mode the file has no column for, counted
+// already).
+func mergedRoutes(rows []sessiondb.ImportRow, key []string) []sessiondb.DroppedField {
+	if slices.Contains(key, "billing_base_url") {
+		return nil
+	}
+	value := func(r sessiondb.ImportRow, col string) any {
+		if i := slices.Index(r.Cols, col); i >= 0 {
+			return r.Vals[i]
+		}
+		return nil
+	}
+	first := map[string]any{} // key → the first row's base URL
+	lost := 0
+	for _, r := range rows {
+		var k strings.Builder
+		for _, c := range key {
+			fmt.Fprintf(&k, "%v\x00", value(r, c))
+		}
+		url, seen := first[k.String()]
+		switch {
+		case !seen:
+			first[k.String()] = value(r, "billing_base_url")
+		case url != value(r, "billing_base_url"):
+			lost++
+		}
+	}
+	if lost == 0 {
+		return nil
+	}
+	return []sessiondb.DroppedField{{Field: sessiondb.UsageKey + ".billing_base_url", Values: lost}}
 }
 
 func (b importer) Write(ctx context.Context, what string, fn func(sessiondb.ImportTx[*sessiondb.PreparedImport]) error) error {
@@ -172,6 +331,11 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 			return false, "", sessiondb.Wrap("", err, "import session %s: messages[%d]", p.ID, i)
 		}
 	}
+	for i, u := range p.Usage {
+		if err := t.s.insertUsage(tx, p.ID, u); err != nil {
+			return false, "", sessiondb.Wrap("", err, "import session %s: %s[%d]", p.ID, sessiondb.UsageKey, i)
+		}
+	}
 	return true, missingParent, nil
 }
 
@@ -197,15 +361,14 @@ func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*sessiondb.Prepare
 }
 
 // ImportSession inserts one session of an export (ours or Hermes' own
-// JSONL: the session's columns plus "messages") in one transaction. A
-// session id that already exists is skipped (imported=false). Keys naming
-// no column of the file are ignored; wrong JSON types are invalid, naming
-// the field. Message ids are kept when free; message_count and
-// tool_call_count are recomputed from the inserted rows. A parent not yet
-// imported is linked once it is, by this Store (exports list children
-// before their parents).
-func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, error) {
-	return sessiondb.ImportOne(ctx, &s.imports, importer{s}, rec)
+// JSONL: the session's columns plus "messages") in one transaction, as
+// sessiondb.ImportService says: a session id that already exists is
+// skipped; values of columns and tables the file lacks are counted in the
+// result's Dropped; wrong JSON types are invalid, naming the field.
+// Message ids are kept when free. A parent not yet imported is linked
+// once it is, by this Store (exports list children before their parents).
+func (s *Store) ImportSession(ctx context.Context, rec map[string]any, opts sessiondb.ImportOptions) (sessiondb.ImportResult, error) {
+	return sessiondb.ImportOne(ctx, &s.imports, importer{s}, rec, opts)
 }
 
 // ImportSessions imports several sessions as ImportSession does, sharing
@@ -214,8 +377,8 @@ func (s *Store) ImportSession(ctx context.Context, rec map[string]any) (bool, er
 // for bulk imports since SQLite and FTS5 pay per commit. It stops at the
 // first failing session: the sessions before it are committed, imported
 // reports each of them, and the error names the failing one.
-func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any) (imported []bool, err error) {
-	return sessiondb.ImportBatch(ctx, &s.imports, importer{s}, recs)
+func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any, opts sessiondb.ImportOptions) ([]sessiondb.ImportResult, error) {
+	return sessiondb.ImportBatch(ctx, &s.imports, importer{s}, recs, opts)
 }
 
 // insertImported inserts one message, with its original id when that id
@@ -234,5 +397,28 @@ func insertImported(tx *sqlitedb.Tx, sessionID string, m sessiondb.ImportRow) er
 		}
 	}
 	_, err := tx.Exec("INSERT INTO messages ("+cols+") VALUES ("+ph+")", args...)
+	return err
+}
+
+// insertUsage inserts one usage row of an imported session. A file whose
+// table keeps the first v20 key (session, model, provider) can meet two
+// rows of one key that the current key tells apart (another base URL or
+// billing mode): their counters and costs are added, as Hermes adds each
+// call's usage to its row.
+func (s *Store) insertUsage(tx *sqlitedb.Tx, sessionID string, u sessiondb.ImportRow) error {
+	cols := append([]string{"session_id"}, u.Cols...)
+	q := "INSERT INTO session_model_usage (" + strings.Join(cols, ", ") + ") VALUES (" + placeholders(len(cols)) + ")"
+	var sums []string
+	for _, c := range u.Cols {
+		switch c {
+		case "api_call_count", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+			"reasoning_tokens", "estimated_cost_usd", "actual_cost_usd":
+			sums = append(sums, c+" = "+c+" + excluded."+c)
+		}
+	}
+	if len(s.si.usageKey) > 0 && len(sums) > 0 {
+		q += " ON CONFLICT (" + strings.Join(s.si.usageKey, ", ") + ") DO UPDATE SET " + strings.Join(sums, ", ")
+	}
+	_, err := tx.Exec(q, append([]any{sessionID}, u.Vals...)...)
 	return err
 }

@@ -32,7 +32,7 @@ func FuzzImportSession(f *testing.F) {
 		if d.Decode(&rec) != nil || rec == nil {
 			return
 		}
-		_, err := s.ImportSession(ctx, rec)
+		_, err := s.ImportSession(ctx, rec, sessiondb.ImportOptions{})
 		if code := sessiondb.ErrorCode(err); err != nil && code != sessiondb.EINVALID && code != sessiondb.ECONFLICT {
 			t.Fatalf("ImportSession(%s) = %v (code %s); want invalid or conflict", data, err, code)
 		}

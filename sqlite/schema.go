@@ -222,6 +222,11 @@ type schemaInfo struct {
 	msgCols    map[string]bool
 	msgOrder   []string          // messages columns in table order
 	colTypes   map[string]string // "table.column" → declared type, upper case
+	// usageCols are the columns of a newer Hermes' session_model_usage
+	// and usageKey its primary key's, in key order (the table's first
+	// shape has a shorter key).
+	usageCols map[string]bool
+	usageKey  []string
 	// ftsColumn is the first column of messages_fts (the one search
 	// snippets show) and ftsSQL its CREATE statement.
 	ftsColumn, ftsSQL string
@@ -261,7 +266,7 @@ func (si *schemaInfo) fresh() bool {
 // inspect reads the file's schema through q: the reader pool before any
 // lock, and again inside the migration transaction.
 func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
-	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, triggers: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, colTypes: map[string]string{}}
+	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, triggers: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, usageCols: map[string]bool{}, colTypes: map[string]string{}}
 	err := sqlitedb.Each(ctx, q, "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')", nil, func(r sqlitedb.Row) error {
 		var typ, name string
 		var text sql.NullString
@@ -304,6 +309,24 @@ func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 			si.colTypes[t.name+"."+c] = strings.ToUpper(typ)
 			if t.order != nil {
 				*t.order = append(*t.order, c)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if si.tables["session_model_usage"] {
+		err := sqlitedb.Each(ctx, q, "SELECT name, type, pk FROM pragma_table_info('session_model_usage') ORDER BY pk, cid", nil, func(r sqlitedb.Row) error {
+			var c, typ string
+			var pk int
+			if err := r.Scan(&c, &typ, &pk); err != nil {
+				return err
+			}
+			si.usageCols[c] = true
+			si.colTypes["session_model_usage."+c] = strings.ToUpper(typ)
+			if pk > 0 {
+				si.usageKey = append(si.usageKey, c)
 			}
 			return nil
 		})

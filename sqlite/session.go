@@ -59,10 +59,11 @@ ON CONFLICT(id) DO UPDATE SET
 }
 
 // EnsureSession inserts (id, source, model, now) when the session is
-// absent and does nothing otherwise. An empty source is "unknown".
+// absent and does nothing otherwise. An empty source is "unknown"; an id
+// CheckSessionID refuses is invalid.
 func (s *Store) EnsureSession(ctx context.Context, id, source, model string) error {
-	if id == "" {
-		return sessiondb.Errorf(sessiondb.EINVALID, "ensure session: session id is empty")
+	if err := sessiondb.CheckSessionID(id); err != nil {
+		return sessiondb.Wrap("", err, "ensure session")
 	}
 	if source == "" {
 		source = "unknown"
@@ -76,8 +77,12 @@ func (s *Store) EnsureSession(ctx context.Context, id, source, model string) err
 }
 
 // EndSession sets ended_at = now and end_reason unless the session already
-// ended: the first reason wins. Unknown ids are a no-op.
+// ended: the first reason wins. Unknown ids are a no-op; a reason
+// sessiondb.CheckEndReason refuses is invalid.
 func (s *Store) EndSession(ctx context.Context, id, reason string) error {
+	if err := sessiondb.CheckEndReason(reason); err != nil {
+		return inputErr(err, "end session", id)
+	}
 	now := s.epochNow()
 	return s.write(ctx, "end session "+id, func(tx *sqlitedb.Tx) error {
 		_, err := tx.Exec("UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL", now, reason, id)

@@ -87,8 +87,8 @@ func TestTrigramBackfill(t *testing.T) {
 	for i := 0; i < 12000; i++ {
 		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("第%d条消息内容", i), "timestamp": float64(i)})
 	}
-	if ok, err := s.ImportSession(ctx, map[string]any{"id": "big", "source": "cli", "started_at": 1.0, "messages": msgs}); !ok || err != nil {
-		t.Fatal(ok, err)
+	if r, err := s.ImportSession(ctx, map[string]any{"id": "big", "source": "cli", "started_at": 1.0, "messages": msgs}, sessiondb.ImportOptions{}); !r.Imported || err != nil {
+		t.Fatal(r, err)
 	}
 	// Create the index by hand so nothing backfills yet, then change rows
 	// inside the owed id range: the triggers must leave them alone.
@@ -101,9 +101,9 @@ func TestTrigramBackfill(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.ImportSession(ctx, map[string]any{"id": "gap", "source": "cli", "started_at": 2.0,
-		"messages": []any{map[string]any{"id": 20.0, "role": "user", "content": "补上的消息内容", "timestamp": 3.0}}}); !ok || err != nil {
-		t.Fatal(ok, err)
+	if r, err := s.ImportSession(ctx, map[string]any{"id": "gap", "source": "cli", "started_at": 2.0,
+		"messages": []any{map[string]any{"id": 20.0, "role": "user", "content": "补上的消息内容", "timestamp": 3.0}}}, sessiondb.ImportOptions{}); !r.Imported || err != nil {
+		t.Fatal(r, err)
 	}
 	mustAppend(t, s, sessiondb.NewMessage{SessionID: "gap", Role: "user", Content: str("新的消息内容")})
 	s.Close()

@@ -32,12 +32,12 @@ func (e *env) exported(id string) map[string]any {
 // importOne imports rec and fails unless the result is want.
 func (e *env) importOne(rec map[string]any, want bool) {
 	e.t.Helper()
-	got, err := e.s.ImportSession(e.ctx, rec)
+	got, err := e.s.ImportSession(e.ctx, rec, sessiondb.ImportOptions{})
 	if err != nil {
 		e.t.Fatalf("ImportSession(%v): %v", rec["id"], err)
 	}
-	if got != want {
-		e.t.Fatalf("ImportSession(%v) = %v, want %v", rec["id"], got, want)
+	if got.Imported != want {
+		e.t.Fatalf("ImportSession(%v) = %+v, want imported %v", rec["id"], got, want)
 	}
 }
 
@@ -180,9 +180,9 @@ func testImport(t *testing.T, h Harness) {
 		e.setTitle("a", "Shared")
 		rec := importRecord("b")
 		rec["title"] = "Shared"
-		ok, err := e.s.ImportSession(e.ctx, rec)
+		r, err := e.s.ImportSession(e.ctx, rec, sessiondb.ImportOptions{})
 		wantCode(t, "ImportSession with a taken title", err, sessiondb.ECONFLICT)
-		if ok {
+		if r.Imported {
 			t.Error("ImportSession reported true with an error")
 		}
 		_, err = e.s.GetSession(e.ctx, "b")
@@ -197,9 +197,9 @@ func testImport(t *testing.T, h Harness) {
 		r["title"] = "  Deploy\x1b]0;PWNED\x07\x1b[2J  fix\u200b  "
 		r["model_config"] = `{"t": 0.5}`
 		r["messages"].([]any)[0].(map[string]any)["reasoning_details"] = `[{"type": "reasoning.text"}]`
-		ok, err := e.s.ImportSession(e.ctx, r)
-		if !ok || err != nil {
-			t.Fatalf("ImportSession = %v, %v", ok, err)
+		res, err := e.s.ImportSession(e.ctx, r, sessiondb.ImportOptions{})
+		if !res.Imported || err != nil {
+			t.Fatalf("ImportSession = %+v, %v", res, err)
 		}
 		title, _, err := e.s.GetSessionTitle(e.ctx, "s")
 		noErr(t, "GetSessionTitle", err)
@@ -235,7 +235,7 @@ func testImport(t *testing.T, h Harness) {
 			{"message with empty role", func(r map[string]any) { msg0(r)["role"] = "" }, "messages[0].role"},
 			{"message without timestamp", func(r map[string]any) { delete(msg0(r), "timestamp") }, "messages[0].timestamp"},
 			{"timestamp text", func(r map[string]any) { msg0(r)["timestamp"] = "now" }, "messages[0].timestamp"},
-			{"content as list", func(r map[string]any) { msg0(r)["content"] = []any{1.0} }, "messages[0].content"},
+			{"content as true", func(r map[string]any) { msg0(r)["content"] = true }, "messages[0].content"},
 			{"token_count text", func(r map[string]any) { msg0(r)["token_count"] = "5" }, "messages[0].token_count"},
 			{"second message bad", func(r map[string]any) {
 				r["messages"] = append(r["messages"].([]any), map[string]any{"role": "user", "timestamp": "later"})
@@ -257,10 +257,10 @@ func testImport(t *testing.T, h Harness) {
 			t.Run(tc.name, func(t *testing.T) {
 				r := importRecord("s")
 				tc.edit(r)
-				ok, err := e.s.ImportSession(e.ctx, r)
+				res, err := e.s.ImportSession(e.ctx, r, sessiondb.ImportOptions{})
 				wantCode(t, "ImportSession", err, sessiondb.EINVALID)
-				if ok || !strings.Contains(err.Error(), tc.field) {
-					t.Errorf("ImportSession = %v, %v; want false and an error naming %s", ok, err, tc.field)
+				if res.Imported || !strings.Contains(err.Error(), tc.field) {
+					t.Errorf("ImportSession = %+v, %v; want nothing imported and an error naming %s", res, err, tc.field)
 				}
 			})
 		}
@@ -300,7 +300,11 @@ func testImport(t *testing.T, h Harness) {
 				e := newEnv(t, h)
 				e.create("old", "cli")
 				e.setTitle("old", "Shared")
-				got, err := e.s.ImportSessions(e.ctx, tc.recs)
+				results, err := e.s.ImportSessions(e.ctx, tc.recs, sessiondb.ImportOptions{})
+				got := make([]bool, len(results))
+				for i, r := range results {
+					got[i] = r.Imported
+				}
 				if tc.code == "" {
 					noErr(t, "ImportSessions", err)
 				} else {

@@ -61,6 +61,20 @@ func testSearch(t *testing.T, h Harness) {
 			{name: "prefix", q: "dep*", want: []int64{m1, m2}},
 			{name: "phrase", q: `"docker compose"`, want: []int64{m2}},
 			{name: "case-insensitive", q: "DOCKER Compose", want: []int64{m2}},
+			// FTS5 binds words side by side tighter than NOT.
+			{name: "NOT before words side by side", q: "docker NOT deploy container", want: []int64{m2, m3, m4, m5}},
+			// Hermes v6's sanitizer leaves "col:" to FTS5, where it is a
+			// column filter: on the one column, content, it filters nothing;
+			// "-content:" leaves no column; another name is no column, and
+			// the query is retried escaped (one phrase).
+			{name: "column filter on content", q: "content:deploy", want: []int64{m1, m2}},
+			{name: "column filter in capitals with spaces", q: "CONTENT : compose", want: []int64{m2}},
+			{name: "column filter on a phrase", q: `content:"docker compose"`, want: []int64{m2}},
+			{name: "column filter on a prefix", q: "content:dep* compose", want: []int64{m2}},
+			{name: "content excluded", q: "docker -content:deploy", want: []int64{}},
+			{name: "content excluded in an OR", q: "nightly OR -content:deploy", want: []int64{m5}},
+			{name: "content excluded under NOT", q: "great NOT -content:docker", want: []int64{m4}},
+			{name: "unknown column read escaped", q: "docker:compose", want: []int64{m2}},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

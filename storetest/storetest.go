@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"Conversation", testConversation},
 		{"SearchMessages", testSearch},
 		{"Export", testExport},
+		{"ExportPages", testExportPages},
 		{"Cleanup", testCleanup},
 		{"Prune", testPrune},
 		{"Fork", testFork},
@@ -73,9 +74,11 @@ func Run(t *testing.T, h Harness) {
 		{"FindSession", testFindSession},
 		{"EachSession", testEachSession},
 		{"Import", testImport},
+		{"Moves", testMoves},
 		{"Usage", testUsage},
 		{"Retention", testRetention},
 		{"Validation", testValidation},
+		{"SessionIDLimit", testSessionIDLimit},
 	})
 }
 

@@ -26,10 +26,12 @@ var snakeKey = regexp.MustCompile(`^_?[a-z0-9]+(_[a-z0-9]+)*$`)
 
 // storedPayloads are keys whose value is a document stored in its
 // original system's own form and printed as it is kept: a NanoClaw
-// message's content ({"text","sender","senderId"}) and a card's options
-// ({"label","selectedLabel","value"}), which the agent and NanoClaw read.
-// Their inner keys are not ours to name.
-var storedPayloads = []string{"content", "options"}
+// message's content ({"text","sender","senderId"}), a card's options
+// ({"label","selectedLabel","value"}), which the agent and NanoClaw read,
+// and the inbound event an unknown sender's approval holds to replay
+// ({"channelType","platformId","threadId","message":{...}}). Their inner
+// keys are not ours to name.
+var storedPayloads = []string{"content", "options", "original_message"}
 
 // badKeys walks a decoded JSON value and returns the paths of the keys
 // that are not snake_case.

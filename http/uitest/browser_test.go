@@ -14,10 +14,7 @@ package uitest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,14 +23,12 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/sessiondb/sessiondb/internal/browsertest"
 )
 
-// The environment the tests read.
-const (
-	envRequire  = "SESSIONDB_REQUIRE_CHROMIUM"
-	envChromium = "SESSIONDB_CHROMIUM"
-	envShots    = "SESSIONDB_SCREENSHOTS"
-)
+// The environment the tests read besides browsertest's.
+const envShots = "SESSIONDB_SCREENSHOTS"
 
 // browser is the one Chromium of this test binary, started by the first
 // test that needs it and stopped by TestMain.
@@ -55,75 +50,6 @@ func TestMain(m *testing.M) {
 		browser.stop()
 	}
 	os.Exit(code)
-}
-
-// chromiumPath finds the browser: $SESSIONDB_CHROMIUM, else Debian's
-// chromium (or another Chromium build) on PATH.
-func chromiumPath() (string, error) {
-	if p := os.Getenv(envChromium); p != "" {
-		return p, nil
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("no chromium on PATH (Debian: apt-get install chromium)")
-}
-
-// startBrowser starts Chromium and returns its chromedp context and stop,
-// which ends it and removes its files.
-func startBrowser() (context.Context, func(), error) {
-	path, err := chromiumPath()
-	if err != nil {
-		return nil, nil, err
-	}
-	dir, err := os.MkdirTemp("", "sessiondb-chromium-")
-	if err != nil {
-		return nil, nil, err
-	}
-	// A fresh profile each run; no sandbox because CI runs as root (the
-	// page is our own, served on loopback); no network of its own (the
-	// machine's network is closed, and the UI must need none).
-	// Its profile and its temporary files (shared memory goes there, see
-	// disable-dev-shm-usage) live in one folder, removed when it stops.
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
-		chromedp.Env("TMPDIR="+tmp),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	stop := func() {
-		cancel()
-		cancelAlloc()
-		os.RemoveAll(dir)
-	}
-	// The first run starts the browser; it must not carry a timeout (that
-	// would end the browser with it), so the start is bounded apart.
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
-	select {
-	case err = <-started:
-	case <-time.After(60 * time.Second):
-		err = errors.New("chromium did not start within 60 s")
-	}
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("start %s: %w", path, err)
-	}
-	return ctx, stop, nil
 }
 
 // page is one browser tab of a test, with the console messages it
@@ -153,12 +79,9 @@ func (p *page) expectConsole(text string) {
 // own policy).
 func newPage(t testing.TB) *page {
 	t.Helper()
-	browser.once.Do(func() { browser.ctx, browser.stop, browser.err = startBrowser() })
+	browser.once.Do(func() { browser.ctx, browser.stop, browser.err = browsertest.Start() })
 	if browser.err != nil {
-		if os.Getenv(envRequire) == "1" {
-			t.Fatalf("Chromium is required (%s=1): %v", envRequire, browser.err)
-		}
-		t.Skipf("no browser: %v (set %s=1 to fail instead)", browser.err, envRequire)
+		browsertest.Unavailable(t, browser.err)
 	}
 	// Each test's tab has a browser context of its own (its own cookies
 	// and cache, as a private window): the token one test signs in with

@@ -326,3 +326,38 @@ func TestBrowserPhone(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserDotIDs opens sessions whose ids are path segments a browser
+// folds ("." and ".."), and their neighbours in the escaped form ("~.",
+// "~x") and "%2e", from the session list: each link leads to its own
+// session, and its live transcript follows it (the page's script builds
+// no address of its own from the id).
+func TestBrowserDotIDs(t *testing.T) {
+	s := newSite(t, siteOptions{examplesOnly: true})
+	ids := map[string]string{".": "Alpha", "..": "Bravo", "~.": "Charlie", "~x": "Delta", "%2e": "Echo"}
+	for id, title := range ids {
+		s.session(id, "cli", "m", title)
+		s.msg(sessionMsg(id, "user", "I am session "+id))
+	}
+	p := newPage(t)
+	for id, title := range ids {
+		p.open(s.url + "/?q=" + url.QueryEscape(title))
+		p.click(`td.title a[href]`)
+		p.waitLoaded(`document.body.dataset.page === "session"`)
+		if h := p.text("#session-title"); h != title {
+			t.Errorf("the link of session %q leads to %q (%s)", id, h, eval[string](p, `location.href`))
+			continue
+		}
+		if body := p.text("#transcript > article pre.body"); body != "I am session "+id {
+			t.Errorf("session %q shows %q", id, body)
+		}
+		p.waitFor(`!document.getElementById("live-status").hidden`)
+		m := s.msg(sessionMsg(id, "assistant", "Live in "+id))
+		p.waitFor(`!!document.getElementById("m` + strconv.FormatInt(m, 10) + `")`)
+		p.click(`a[href$="/lineage"]`)
+		p.waitLoaded(`document.body.dataset.page === "lineage"`)
+		if got := p.text("li.selected > a"); got != title {
+			t.Errorf("the lineage of %q marks %q", id, got)
+		}
+	}
+}

@@ -161,6 +161,35 @@ func TestBrowserMailboxRequeue(t *testing.T) {
 	p.shot("mailbox-requeued")
 }
 
+// TestBrowserTwoServersKeepTheirLogins runs two servers on two ports of
+// 127.0.0.1, each with a token of its own, as two `sessiondb serve` would.
+// The browser logs into both (a browser keeps cookies by host, not port),
+// then writes through each: each server's cookie is its own, so the
+// second login does not undo the first.
+func TestBrowserTwoServersKeepTheirLogins(t *testing.T) {
+	one := newSite(t, siteOptions{mailboxes: true, token: "token-of-one"})
+	two := newSite(t, siteOptions{mailboxes: true, token: "token-of-two"})
+	p := newPage(t)
+	page := "/mailboxes/ag-main/sess-failing"
+	p.open(one.url + page + "?token=token-of-one")
+	p.open(two.url + page + "?token=token-of-two")
+	requeue := func(s *site) {
+		t.Helper()
+		p.open(s.url + page)
+		p.click(`#outbound tr[data-row="out-report"] button.requeue`)
+		p.waitFor(`(() => { const r = document.querySelector('#outbound tr[data-row="out-report"]'); return r && !r.querySelector("button.requeue") || !!document.querySelector('#outbound tr[data-row="out-report"] [data-result].error') })()`)
+		if msg := eval[string](p, `(document.querySelector('#outbound tr[data-row="out-report"] [data-result].error') || {textContent: ""}).textContent`); msg != "" {
+			t.Errorf("%s: the requeue was %s", s.url, msg)
+		}
+		if st := s.deliveryOf(failingRef, "out-report"); st != mailbox.DeliveryUndelivered {
+			t.Errorf("%s: the requeued row is %s in the store", s.url, st)
+		}
+	}
+	requeue(one)
+	requeue(two)
+	p.shot("second-server-requeued")
+}
+
 // TestBrowserMailboxFollows keeps a mailbox page open while the agent
 // sends: the new row appears without a reload, and the row the reader
 // unfolded stays unfolded.

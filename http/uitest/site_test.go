@@ -64,6 +64,8 @@ type siteOptions struct {
 	// examplesOnly leaves out the hostile and long sessions: the store as
 	// `sessiondb quickstart` leaves it.
 	examplesOnly bool
+	// token is the server's token; "" means testToken.
+	token string
 }
 
 // newSite builds the stores o asks for and serves them.
@@ -78,7 +80,10 @@ func newSite(t testing.TB, o siteOptions) *site {
 		s.addHostile()
 		s.addLong()
 	}
-	cfg := sdbhttp.Config{History: s.st, Token: testToken}
+	if o.token == "" {
+		o.token = testToken
+	}
+	cfg := sdbhttp.Config{History: s.st, Token: o.token}
 	if o.registry {
 		cfg.Registry = newRegistry(t)
 	}
@@ -122,7 +127,7 @@ func (s *site) importExamples() {
 		}
 		recs = append(recs, rec)
 	}
-	if _, err := s.st.ImportSessions(ctxb, recs); err != nil {
+	if _, err := s.st.ImportSessions(ctxb, recs, sessiondb.ImportOptions{}); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -38,13 +38,20 @@ type Term struct {
 //     where FTS5's unicode61 tokenizer splits (every ASCII character other
 //     than a letter or digit); a trailing * makes its last word a prefix;
 //   - juxtaposition and AND are conjunction, OR disjunction, NOT "and not",
-//     with FTS5's precedence (NOT binds tightest, OR loosest).
+//     with FTS5's precedence (juxtaposition binds tightest, then NOT, AND,
+//     OR: "a NOT b c" is a and not (b and c));
+//   - a column filter "content:" (or "content :", "\"CONTENT\":") names
+//     the one column every Hermes full-text table has, so it filters
+//     nothing: "content:hello" finds what "hello" finds, as FTS5 does with
+//     the expression Hermes v6's sanitizer leaves; "-content:" leaves no
+//     column, so its phrase matches nothing.
 //
 // Words are passed to to_tsquery quoted, so PostgreSQL lower-cases them and
 // folds their diacritics exactly as it did the indexed text, and no input
 // can make it raise a syntax error. An expression FTS5 rejects (an operator
 // with a missing operand, an unterminated string, a stray * or any ASCII
-// punctuation outside quotes, which FTS5 reads as syntax) returns
+// punctuation outside quotes, which FTS5 reads as syntax, a column filter
+// naming another column, which FTS5 refuses as "no such column") returns
 // ErrSyntax. Phrases without words drop out, as to_tsquery drops operands
 // without lexemes.
 func TSQuery(expr string) (Query, error) {
@@ -61,16 +68,22 @@ func TSQuery(expr string) (Query, error) {
 		return Query{}, ErrSyntax
 	}
 	var q Query
-	q.Text = n.text()
+	q.Text, _ = n.text() // an expression that matches nothing searches nothing
 	n.terms(&q.Terms, false)
 	return q, nil
 }
 
+// ftsColumn is the one column of every full-text table Hermes and this
+// store make (messages_fts and its trigram and recent companions).
+const ftsColumn = "content"
+
 // lexeme is one lexeme of an FTS5 expression.
 type lexeme struct {
-	op     string // "AND", "OR", "NOT"; "" for a phrase
+	op     string // "AND", "OR", "NOT", ":", "-"; "" for a phrase
+	raw    string // a phrase's text as written (unquoted): a column's name
 	words  []string
 	prefix bool
+	none   bool // under a column filter that leaves no column: matches nothing
 }
 
 func isFTS5Space(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
@@ -100,7 +113,7 @@ func lexFTS5(s string) ([]lexeme, error) {
 				}
 				break
 			}
-			t := lexeme{words: words(b.String())}
+			t := lexeme{raw: b.String(), words: words(b.String())}
 			if j < len(s) && s[j] == '*' {
 				t.prefix = true
 				j++
@@ -117,7 +130,7 @@ func lexFTS5(s string) ([]lexeme, error) {
 				j += size
 			}
 			w := s[i:j]
-			t := lexeme{words: words(w)}
+			t := lexeme{raw: w, words: words(w)}
 			if j < len(s) && s[j] == '*' {
 				t.prefix = true
 				j++
@@ -126,6 +139,9 @@ func lexFTS5(s string) ([]lexeme, error) {
 			}
 			out = append(out, t)
 			i = j
+		case r == ':' || r == '-':
+			out = append(out, lexeme{op: string(r)})
+			i += size
 		default:
 			return nil, ErrSyntax
 		}
@@ -173,6 +189,9 @@ type parser struct {
 
 func (p *parser) peekOp(op string) bool { return p.i < len(p.toks) && p.toks[p.i].op == op }
 
+// atUnit reports whether a phrase or a column filter starts here.
+func (p *parser) atUnit() bool { return p.peekOp("") || p.peekOp("-") }
+
 func (p *parser) or() (*node, error) {
 	n := &node{op: "|"}
 	for {
@@ -194,35 +213,75 @@ func (p *parser) and() (*node, error) {
 		if err := p.not(n); err != nil {
 			return nil, err
 		}
-		switch {
-		case p.peekOp("AND"):
-			p.i++
-		case p.i < len(p.toks) && p.toks[p.i].op == "":
-			// juxtaposition
-		default:
+		if !p.peekOp("AND") {
 			return n, nil
 		}
+		p.i++
 	}
 }
 
-// not appends "t (NOT t)*" to the AND list n: a NOT b NOT c is a AND NOT b
-// AND NOT c.
+// not appends "l (NOT l)*" to the AND list n, where each l is a list of
+// units side by side: a NOT b c NOT d is a AND NOT (b c) AND NOT d.
 func (p *parser) not(n *node) error {
-	t, err := p.phrase()
+	l, err := p.list()
 	if err != nil {
 		return err
 	}
-	n.kids = append(n.kids, t)
+	n.kids = append(n.kids, l)
 	for p.peekOp("NOT") {
 		p.i++
-		t, err := p.phrase()
+		l, err := p.list()
 		if err != nil {
 			return err
 		}
-		t.neg = true
-		n.kids = append(n.kids, t)
+		l.neg = true
+		n.kids = append(n.kids, l)
 	}
 	return nil
+}
+
+// list reads one or more units side by side (FTS5's implicit AND).
+func (p *parser) list() (*node, error) {
+	u, err := p.unit()
+	if err != nil || !p.atUnit() {
+		return u, err
+	}
+	n := &node{op: "&", kids: []*node{u}}
+	for p.atUnit() {
+		u, err := p.unit()
+		if err != nil {
+			return nil, err
+		}
+		n.kids = append(n.kids, u)
+	}
+	return n, nil
+}
+
+// unit reads a phrase, with the column filter before it if any: "col :"
+// or "- col :", where col is a bareword or a string naming ftsColumn in
+// any case.
+func (p *parser) unit() (*node, error) {
+	neg := p.peekOp("-")
+	if neg {
+		p.i++
+	}
+	if p.i+1 < len(p.toks) && p.toks[p.i].op == "" && p.toks[p.i+1].op == ":" {
+		col := p.toks[p.i]
+		if col.prefix || !strings.EqualFold(col.raw, ftsColumn) {
+			return nil, ErrSyntax
+		}
+		p.i += 2
+		t, err := p.phrase()
+		if err != nil {
+			return nil, err
+		}
+		t.phrase.none = neg
+		return t, nil
+	}
+	if neg {
+		return nil, ErrSyntax
+	}
+	return p.phrase()
 }
 
 func (p *parser) phrase() (*node, error) {
@@ -234,12 +293,17 @@ func (p *parser) phrase() (*node, error) {
 	return &node{phrase: &t}, nil
 }
 
-// text writes n in to_tsquery's syntax; "" when n holds no word.
-func (n *node) text() string {
+// text writes n in to_tsquery's syntax; "" when n holds no word. none
+// reports an expression that matches nothing whatever the text (a phrase
+// under "-content:", and what such a phrase makes of an AND or an OR).
+func (n *node) text() (t string, none bool) {
 	if n.phrase != nil {
 		ws := n.phrase.words
+		if n.phrase.none {
+			return "", true
+		}
 		if len(ws) == 0 {
-			return ""
+			return "", false
 		}
 		parts := make([]string, len(ws))
 		for i, w := range ws {
@@ -249,14 +313,21 @@ func (n *node) text() string {
 			parts[len(parts)-1] += ":*"
 		}
 		if len(parts) == 1 {
-			return parts[0]
+			return parts[0], false
 		}
-		return "(" + strings.Join(parts, " <-> ") + ")"
+		return "(" + strings.Join(parts, " <-> ") + ")", false
 	}
 	var pos, neg []string
+	nones := 0
 	for _, k := range n.kids {
-		t := k.text()
+		t, none := k.text()
 		switch {
+		case none && k.neg:
+			// and not nothing: no condition
+		case none && n.op == "&":
+			return "", true
+		case none:
+			nones++
 		case t == "":
 		case k.neg:
 			neg = append(neg, "!"+t)
@@ -267,14 +338,15 @@ func (n *node) text() string {
 	if len(pos) == 0 {
 		// Only negated (or empty) members: FTS5 has no such expression
 		// (NOT needs a left operand), and a left operand without words
-		// matches nothing here, as to_tsquery would make of it.
-		return ""
+		// matches nothing here, as to_tsquery would make of it. An OR
+		// whose every member matches nothing matches nothing.
+		return "", n.op == "|" && nones == len(n.kids)
 	}
 	all := append(pos, neg...)
 	if len(all) == 1 {
-		return all[0]
+		return all[0], false
 	}
-	return "(" + strings.Join(all, " "+n.op+" ") + ")"
+	return "(" + strings.Join(all, " "+n.op+" ") + ")", false
 }
 
 // terms collects the phrases of n not under NOT.
@@ -283,7 +355,7 @@ func (n *node) terms(out *[]Term, neg bool) {
 		return
 	}
 	if n.phrase != nil {
-		if len(n.phrase.words) > 0 {
+		if len(n.phrase.words) > 0 && !n.phrase.none {
 			*out = append(*out, Term{Words: n.phrase.words, Prefix: n.phrase.prefix})
 		}
 		return

@@ -33,6 +33,24 @@ func TestTSQuery(t *testing.T) {
 		{in: `x "!!!"`, want: "'x'"},
 		{in: `"!!!" NOT x`, want: ""},
 		{in: "", want: ""},
+		// FTS5's precedence: side by side binds tighter than NOT.
+		{in: "world NOT hello foo", want: "('world' & !('hello' & 'foo'))", terms: []Term{{Words: []string{"world"}}}},
+		{in: "a NOT b c NOT d", want: "('a' & !('b' & 'c') & !'d')"},
+		{in: "a b NOT c", want: "(('a' & 'b') & !'c')"},
+		// A column filter on the one column filters nothing; "-content:"
+		// leaves no column, so its phrase matches nothing.
+		{in: "content:hello", want: "'hello'", terms: []Term{{Words: []string{"hello"}}}},
+		{in: "CONTENT : hello", want: "'hello'"},
+		{in: `"Content":"hello world"`, want: "('hello' <-> 'world')"},
+		{in: "content:hello*", want: "'hello':*"},
+		{in: "content:hello world", want: "('hello' & 'world')"},
+		{in: "-content:hello", want: ""},
+		{in: `- "content" : hello`, want: ""},
+		{in: "world -content:hello", want: ""},
+		{in: "world OR -content:hello", want: "'world'", terms: []Term{{Words: []string{"world"}}}},
+		{in: "-content:a OR -content:b", want: ""},
+		{in: "world NOT -content:hello", want: "'world'"},
+		{in: `content:"!!" hello`, want: "'hello'"},
 	}
 	for _, tc := range cases {
 		got, err := TSQuery(tc.in)
@@ -52,7 +70,9 @@ func TestTSQuery(t *testing.T) {
 // TestTSQueryRejectsWhatFTS5Rejects: these expressions are FTS5 syntax
 // errors, so the store retries them escaped, as the SQLite backend does.
 func TestTSQueryRejectsWhatFTS5Rejects(t *testing.T) {
-	for _, in := range []string{"OR x", "x AND", "a AND OR b", "NOT", "TODO: fix", `user@"example.com"`, "what's", "hello -", `"unterminated`, "*", "a * b", "C#", "x=1", "(a)", "a+b", "foo.bar"} {
+	for _, in := range []string{"OR x", "x AND", "a AND OR b", "NOT", "TODO: fix", `user@"example.com"`, "what's", "hello -", `"unterminated`, "*", "a * b", "C#", "x=1", "(a)", "a+b", "foo.bar",
+		"foo:hello", `"con tent":hello`, `"content ":hello`, "content*:hello", "content:", "hello content:", "content:content:hello",
+		"content:-hello", "NOT content:hello", "content:NOT", "-hello", "- content hello", "x -y"} {
 		if q, err := TSQuery(in); !errors.Is(err, ErrSyntax) {
 			t.Errorf("TSQuery(%q) = %q, %v; want ErrSyntax", in, q.Text, err)
 		}

@@ -48,12 +48,54 @@ func URL(t testing.TB) string {
 	}
 	local.once.Do(func() { local.dir, local.url, local.err = startLocal() })
 	if local.err != nil {
-		if os.Getenv(EnvRequire) == "1" {
-			t.Fatalf("PostgreSQL is required (%s=1) but %s is unset and no cluster could be started: %v", EnvRequire, EnvURL, local.err)
-		}
-		t.Skipf("no PostgreSQL: set %s or install initdb (%v)", EnvURL, local.err)
+		unavailable(t, EnvURL+" is unset and no cluster could be started", local.err)
 	}
 	return local.url
+}
+
+// unavailable ends a test that finds no server: a failure under
+// SESSIONDB_REQUIRE_POSTGRES=1, else a skip saying why.
+func unavailable(t testing.TB, why string, err error) {
+	t.Helper()
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatalf("PostgreSQL is required (%s=1) but %s: %v", EnvRequire, why, err)
+	}
+	t.Skipf("no PostgreSQL: %s (set %s or install initdb): %v", why, EnvURL, err)
+}
+
+// PasswordServer starts a cluster of the test's own (with .ci/postgres
+// start --password) whose TCP connections must give a password
+// (scram-sha-256), and returns its URL, which holds none, and the
+// password. The shared server trusts every loopback connection, so only
+// such a cluster can tell whether a client sent the right password. It is
+// stopped when the test ends. It needs initdb, as URL's own cluster does.
+func PasswordServer(t testing.TB) (url, password string) {
+	t.Helper()
+	script, err := findScript()
+	if err != nil {
+		unavailable(t, "no cluster with a password could be started", err)
+	}
+	b := make([]byte, 12)
+	rand.Read(b)
+	password = "pw-" + hex.EncodeToString(b)
+	pwfile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pwfile, []byte(password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "sessiondb-pgtest-pw-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("bash", script, "stop", dir).Run() })
+	out, err := exec.Command("bash", script, "start", dir, "--password", pwfile).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		unavailable(t, "no cluster with a password could be started", fmt.Errorf("%s start: %v %s", script, err, strings.TrimSpace(stderr)))
+	}
+	return strings.TrimSpace(string(out)), password
 }
 
 // Main runs the tests of a package and then stops the cluster URL may

@@ -56,13 +56,14 @@
   function followTranscript() {
     var box = document.getElementById("transcript");
     if (!box || box.dataset.live !== "true" || !window.EventSource) return;
-    var id = box.dataset.session;
+    // The server writes the session's addresses (an id such as "." needs
+    // its own form in a path: SessionPath).
+    var base = box.dataset.page;
     var last = box.dataset.last || "0";
     var status = document.getElementById("live-status");
     var busy = false, again = false;
-    var base = "/s/" + encodeURIComponent(id);
 
-    var es = new EventSource("/api/v1/sessions/" + encodeURIComponent(id) + "/events?after=" + encodeURIComponent(last));
+    var es = new EventSource(box.dataset.events + "?after=" + encodeURIComponent(last));
     es.addEventListener("open", function () { if (status) status.hidden = false; });
     es.addEventListener("error", function () { if (status) status.hidden = true; });
     es.addEventListener("message", pull);

@@ -142,6 +142,9 @@ func TestAdminRefusals(t *testing.T) {
 	clitest.Fails(t, []clitest.Failure{
 		{Name: "hostile folder", Args: e.Args("admin", "groups", "create", "X", "--folder", "../../etc"), Code: cli.ExitInvalid, Want: "folder"},
 		{Name: "hostile id", Args: e.Args("admin", "groups", "create", "X", "--id", "a/b"), Code: cli.ExitInvalid, Want: "id"},
+		{Name: "id of the host's socket", Args: e.Args("admin", "groups", "create", "X", "--id", "host.sock"), Code: cli.ExitInvalid, Want: `id "host.sock" is reserved`},
+		{Name: "id of the host's status", Args: e.Args("admin", "groups", "create", "X", "--id", ".sessiondb-host.json"), Code: cli.ExitInvalid, Want: `id ".sessiondb-host.json" is reserved`},
+		{Name: "id of the host's lock", Args: e.Args("admin", "groups", "create", "X", "--id", ".sessiondb-host.lock"), Code: cli.ExitInvalid, Want: "reserved"},
 		{Name: "taken id", Args: e.Args("admin", "groups", "create", "X", "--id", "ag-helper"), Code: cli.ExitConflict, Want: "ag-helper"},
 		{Name: "owner scoped", Args: e.Args("admin", "roles", "grant", "telegram:1", "owner", "--group", "ag-helper"), Code: cli.ExitInvalid, Want: "always global"},
 		{Name: "bad role", Args: e.Args("admin", "roles", "grant", "telegram:1", "king"), Code: cli.ExitInvalid, Want: "role"},

@@ -287,7 +287,7 @@ func TestBenchRejectsBadInput(t *testing.T) {
 		{"newer workload version", []string{"bench", "--workload", write("version.jsonl", `{"type":"meta","workload_version":3}`+"\n"+sess+msg)}, cli.ExitInvalid, "workload_version 3"},
 		{"no messages", []string{"bench", "--workload", write("empty.jsonl", sess)}, cli.ExitInvalid, "holds no message records"},
 		{"negative group commit", []string{"bench", "--workload", write("ok2.jsonl", sess+msg), "--group-commit-messages", "-1"}, cli.ExitInvalid, "must be >= 0"},
-		{"worker by hand", []string{"--db", filepath.Join(dir, "w.db"), "bench-worker"}, cli.ExitInvalid, "needs --db and --session"},
+		{"worker by hand", []string{"--db", filepath.Join(dir, "w.db"), "bench-worker"}, cli.ExitInvalid, "and --session"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 // The concurrent phase runs one OS process per workload worker: the bench
@@ -68,14 +69,18 @@ func benchWorkerCommand(f *cli.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.DB == "" || session == "" {
-				return sessiondb.Errorf(sessiondb.EINVALID, "bench-worker needs --db and --session")
+			if f.DB == "" && os.Getenv("SESSIONDB_DATABASE_URL") == "" || session == "" {
+				return sessiondb.Errorf(sessiondb.EINVALID, "bench-worker needs --db (or $SESSIONDB_DATABASE_URL) and --session")
+			}
+			db, err := f.HistoryPath()
+			if err != nil {
+				return err
 			}
 			// bench passes the release pipe as the first extra descriptor;
 			// run by hand, reading it fails and says so.
 			release := os.NewFile(workerReleaseFD, "bench-release")
 			defer release.Close()
-			return runBenchWorker(cmd.Context(), f.Streams, f.DB, session, s, release, f.Now)
+			return runBenchWorker(cmd.Context(), f.Streams, db, session, s, release, f.Now)
 		},
 	}
 	fl := cmd.Flags()
@@ -103,7 +108,7 @@ func runBenchWorker(ctx context.Context, streams cli.Streams, db, session, synch
 	}
 	st, err := store.Open(ctx, db, store.Options{Synchronous: synchronous})
 	if err != nil {
-		return sessiondb.Wrap("", err, "bench-worker: open %s", db)
+		return sessiondb.Wrap("", err, "bench-worker: open %s", errtext.RedactPassword(db))
 	}
 	defer st.Close()
 	if _, err := fmt.Fprintln(streams.Out, workerReady); err != nil {
@@ -278,7 +283,16 @@ func (b *bencher) runWorkers(ctx context.Context, name string, ws []*wlWorker) (
 		return errs
 	}
 	for i, w := range ws {
-		c := exec.CommandContext(wctx, exe, "--db", path, "bench-worker", "--session", w.SessionID, "--synchronous", lowerSync(b.cfg.synchronous))
+		args := []string{"--db", path}
+		if store.IsURL(path) {
+			// A URL may hold a password: the environment keeps it out of
+			// the process list, where a command line shows it.
+			args = nil
+		}
+		c := exec.CommandContext(wctx, exe, append(args, "bench-worker", "--session", w.SessionID, "--synchronous", lowerSync(b.cfg.synchronous))...)
+		if args == nil {
+			c.Env = append(os.Environ(), "SESSIONDB_DATABASE_URL="+path)
+		}
 		c.ExtraFiles = []*os.File{releaseR}
 		c.Stderr = b.stderr
 		stdin, err := c.StdinPipe()

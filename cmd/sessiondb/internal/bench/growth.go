@@ -601,7 +601,7 @@ func (gr *grower) grow(ctx context.Context, k int, res *growthStep) error {
 	start := gr.cfg.now()
 	done := 0
 	for b := range batches {
-		if _, err := gr.st.ImportSessions(ctx, b.recs); err != nil {
+		if _, err := gr.st.ImportSessions(ctx, b.recs, sessiondb.ImportOptions{}); err != nil {
 			return sessiondb.Wrap("", err, "import generated sessions")
 		}
 		for _, i := range b.ids {
@@ -997,7 +997,7 @@ func (gr *grower) exportPhase(ctx context.Context, res *growthStep) error {
 			return err
 		}
 		sessions++
-		if m, ok := rec["messages"].([]sessiondb.Message); ok {
+		if m, ok := rec["messages"].([]map[string]any); ok {
 			msgs += len(m)
 		}
 		if msgs >= exportMessages {

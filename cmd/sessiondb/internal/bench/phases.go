@@ -257,7 +257,7 @@ func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	b.settle()
 	start := b.cfg.now()
 	for i, rec := range b.importRecs {
-		if _, err := st.ImportSession(ctx, rec); err != nil {
+		if _, err := st.ImportSession(ctx, rec, sessiondb.ImportOptions{}); err != nil {
 			return sessiondb.Wrap("", err, "import session %v", rec["id"])
 		}
 		bar.Set(int64(i + 1))

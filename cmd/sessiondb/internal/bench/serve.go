@@ -69,7 +69,7 @@ func latencyOf(samples []float64) latency {
 // times the API. path is the store's location, for a second handle.
 func (b *bencher) servePhase(ctx context.Context, st sessiondb.Store, path string, res *benchResult) error {
 	b.p.phase("serve: importing a %d-message session", serveLongMessages)
-	if _, err := st.ImportSession(ctx, longSession(b.cfg.now())); err != nil {
+	if _, err := st.ImportSession(ctx, longSession(b.cfg.now()), sessiondb.ImportOptions{}); err != nil {
 		return sessiondb.Wrap("", err, "import the long session")
 	}
 	tok := make([]byte, 16)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 // The control plane's files under $SESSIONDB_HOME, named as NanoClaw
@@ -70,7 +71,7 @@ func (f *Factory) OpenRegistry(ctx context.Context, path string, what Access) (s
 		Logger:    f.WarnLogger(),
 	})
 	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND && what != CreateStore {
-		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no central registry at %s: create it with `sessiondb admin groups create NAME`, or point --central at a NanoClaw data/v2.db", path)
+		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no central registry at %s: create it with `sessiondb admin groups create NAME`, or point --central at a NanoClaw data/v2.db", errtext.RedactPassword(path))
 	}
 	return reg, err
 }

@@ -73,11 +73,14 @@ Agent state.db (schema v6), so it works on an existing ~/.hermes/state.db too:
 
   sessiondb --db ~/.hermes/state.db search docker
 
-The store defaults to $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.`,
+The store defaults to $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db,
+else ~/.sessiondb/state.db. A postgres:// URL needs no password in it: put the
+password in $PGPASSWORD or a password file (~/.pgpass, $PGPASSFILE), where the
+process list does not show it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store: a state.db file or a postgres:// URL (default $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
+	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store: a state.db file or a postgres:// URL, its password in $PGPASSWORD or ~/.pgpass rather than in the URL (default $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "print data as JSON for scripts (and errors as {\"error\":{\"code\",\"message\"}} on stderr)")
 	root.PersistentFlags().BoolVar(&f.ReadOnly, "read-only", false, "open the store read-only (no schema changes, no writes)")
 	// --version prints what `sessiondb version` prints first: the one
@@ -89,6 +92,9 @@ The store defaults to $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db.`,
 	// have prevented them. Cobra asks a command's parents for this hook, so
 	// every command inherits it.
 	root.SetFlagErrorFunc(flagError)
+	// Every command of every group runs this first (none has a hook of
+	// its own, which would replace it).
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) { f.warnURLPasswords(c) }
 	root.AddCommand(f.versionCmd())
 	for _, g := range groups {
 		root.AddCommand(g(f)...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 func (h *group) copyCmd() *cobra.Command {
@@ -15,17 +16,24 @@ func (h *group) copyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "copy --from STORE --to STORE",
 		Short: "Copy every session from one store to another (a file to PostgreSQL, or back)",
-		Long: `Copy every session of one history store into another, with its messages,
-title, parent link, token counters and costs: from a state.db file to a
-PostgreSQL server to move to it, or back. Either side is a file path or a
-postgres:// URL; the target is created when missing.
+		Long: `Copy every session of one history store into another, whole: every column
+of its row (the live gateway state of a newer Hermes too), every message row
+with all its fields (rows hidden by a rewind or a compaction with their
+marks), its usage rows by model and its parent link: from a state.db file to
+a PostgreSQL server to move to it, or back. Either side is a file path or a
+postgres:// URL; the target is created when missing (a new file is schema 6).
+
+What the target has no place for (a newer Hermes' fields in a file of
+schema 6) is named in a warning and counted under "dropped" in --json; a
+hidden row such a file cannot mark is left out rather than made live. To
+keep everything in a file, copy into a state.db the current Hermes made.
 
 Parents are copied before their children, a batch of sessions per commit,
 each session whole or not at all. Sessions already in the target are
 skipped, so an interrupted copy is resumed by running it again, and a second
 run changes nothing. At the end both sides are read back and compared with a
-checksum over every copied session (all its columns but the recomputed
-counters, and its messages in order); a difference fails the command.`,
+checksum over every copied session (what both sides keep: the columns both
+have, the messages in order, the usage rows); a difference fails the command.`,
 		Example: `  sessiondb copy --from ~/.hermes/state.db --to postgres://agent@db.internal/sessions
   sessiondb copy --from postgres://agent@db.internal/sessions --to backup.db`,
 		Args: cli.ExactArgs(0, "no arguments (the stores are --from and --to)"),
@@ -58,7 +66,7 @@ func (h *group) copy(ctx context.Context, from, to string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer cli.CloseInto(&err, dst, "close "+to)
+	defer cli.CloseInto(&err, dst, "close "+errtext.RedactPassword(to))
 	var bar *cli.ProgressLine
 	rep, err := sessiondb.Copy(ctx, src, dst, func(done, total int) {
 		if bar == nil {
@@ -74,7 +82,14 @@ func (h *group) copy(ctx context.Context, from, to string) (err error) {
 		return err
 	}
 	if h.JSON {
+		if rep.Dropped == nil {
+			rep.Dropped = []sessiondb.DroppedField{}
+		}
 		return h.PrintJSON(rep)
+	}
+	if len(rep.Dropped) > 0 {
+		fmt.Fprintf(h.Err, "warning: the target has no place for %s: not copied (a newer Hermes' fields in an older file; copy into a state.db the current Hermes made to keep them)\n",
+			sessiondb.DroppedText(rep.Dropped))
 	}
 	fmt.Fprintf(h.Out, "copied %d sessions (%d were there already), %d messages in all; checksum %s matches on both sides\n",
 		rep.Copied, rep.Skipped, rep.Messages, rep.Checksum)

@@ -107,7 +107,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 		},
 	}
 	c.Flags().Int64Var(&at, "at", 0, "copy messages up to and including this message id (default: all)")
-	c.Flags().StringVar(&newID, "id", "", "id of the new session (default: a new time-based id)")
+	c.Flags().StringVar(&newID, "id", "", "id of the new session, at most 255 bytes (default: a new time-based id)")
 	c.Flags().StringVar(&title, "title", "", "title of the new session")
 	h.addSynchronousFlag(c)
 	return c
@@ -158,8 +158,8 @@ func checkNewID(id string) error {
 	if id == "" {
 		return sessiondb.Errorf(sessiondb.EINVALID, "--id is empty: give the new session's id, or leave --id out for a generated one")
 	}
-	if len(id) > 200 {
-		return sessiondb.Errorf(sessiondb.EINVALID, "--id is %d bytes long: keep it under 200", len(id))
+	if len(id) > sessiondb.MaxSessionIDBytes {
+		return sessiondb.Errorf(sessiondb.EINVALID, "--id is %d bytes long, the limit is %d", len(id), sessiondb.MaxSessionIDBytes)
 	}
 	for _, r := range id {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
@@ -175,7 +175,8 @@ func (h *group) endCmd() *cobra.Command {
 		Use:   "end <id|prefix|title>",
 		Short: "Mark a session ended, with a reason",
 		Long: `Set a session's end time to now and its end reason. The first reason wins:
-ending an ended session changes nothing (reopen it first to end it again).`,
+ending an ended session changes nothing (reopen it first to end it again).
+The reason is one line of text, at most 128 bytes, without control characters.`,
 		Example: `  sessiondb end 20261006_164519_f28a0c
   sessiondb end proj --reason compression`,
 		Args: cli.ExactArgs(1, "one session id, id prefix or title"),

@@ -11,6 +11,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/examples"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 // examplesAge is how old quickstart makes the newest example message: the
@@ -52,6 +53,7 @@ nothing is installed, and how to install the binary.`,
 			if err != nil {
 				return err
 			}
+			path = errtext.RedactPassword(path)
 			recs, size, err := examples.ConversationsEndingAt(h.Now().Add(-examplesAge))
 			if err != nil {
 				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "read the examples")
@@ -103,10 +105,14 @@ nothing is installed, and how to install the binary.`,
 				for _, next := range []string{"show proj", "lineage proj", "stats --since 30d", "serve", "--help"} {
 					h.Printf("  %s %s\n", run, next)
 				}
+				if errtext.HasPassword(h.DB) {
+					h.Printf("\nThese commands leave the password out of --db: put it in $PGPASSWORD or ~/.pgpass.\n")
+				}
 				if install != "" {
-					h.Printf("\n`go run` built sessiondb for this run only: nothing is installed. To install it,\n"+
-						"run `%s`: it puts sessiondb in $(go env GOPATH)/bin (or $GOBIN\n"+
-						"when set); add that folder to your PATH and type sessiondb from anywhere.\n", install)
+					h.Printf("\n`go run` built sessiondb for this run only: nothing is installed.\n"+
+						"To install it, run `%s`: it puts sessiondb in\n"+
+						"$(go env GOPATH)/bin (or $GOBIN when set); add that folder to your PATH\n"+
+						"and type sessiondb from anywhere.\n", install)
 				}
 				return nil
 			})
@@ -119,8 +125,9 @@ nothing is installed, and how to install the binary.`,
 
 // runLine is how the person who ran quickstart runs sessiondb again: the
 // installed binary, or `go run` as they did (from the clone when they
-// stand in one), with --db when they gave it; install is the command that
-// installs it, "" when it is installed.
+// stand in one), with --db when they gave it (a URL's password left out:
+// the warning every command gives says where it goes); install is the
+// command that installs it, "" when it is installed.
 func (h *group) runLine() (run, install string) {
 	run = "sessiondb"
 	if h.GoRun() {
@@ -131,7 +138,7 @@ func (h *group) runLine() (run, install string) {
 		}
 	}
 	if h.DB != "" {
-		run += " --db " + shellQuote(h.DB)
+		run += " --db " + shellQuote(errtext.DropPassword(h.DB))
 	}
 	return cli.PrintableLine(run), install
 }

@@ -25,7 +25,8 @@ on a terminal, [in brackets] otherwise), and the messages just before and
 after it in the same session.
 
 The query takes FTS5 syntax: words (all must match), "exact phrases",
-prefix*, OR, NOT. Punctuation that FTS5 would reject is quoted for you, and
+prefix*, OR, NOT; content:word is a column filter on the one column, the
+same as word. Punctuation that FTS5 would reject is quoted for you, and
 text in Chinese, Japanese or Korean is matched as a substring.
 
 The query is cleaned as Hermes cleans it, byte for byte: an AND, OR or NOT

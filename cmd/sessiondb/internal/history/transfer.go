@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -21,13 +19,22 @@ import (
 
 func (h *group) exportCmd() *cobra.Command {
 	var out, source string
+	var liveOnly bool
 	c := &cobra.Command{
 		Use:   "export [id|prefix|title]",
 		Short: "Write sessions with their messages as JSON Lines",
 		Long: `Write one session, or every session (newest first, optionally of one source),
-as JSON Lines: one object per session holding all its columns and a
-"messages" list. This is the format ` + "`sessiondb import`" + ` reads back, and the
-shape of Hermes' own export.
+as JSON Lines: one object per session holding all its columns, a
+"messages" list and, from a newer Hermes' file, its usage rows by model
+("session_model_usage"). This is the format ` + "`sessiondb import`" + ` reads back,
+and the shape of Hermes' own export: a multimodal message's content is its
+list of parts, tool_calls decoded.
+
+Every message row is written, with every column: rows a newer Hermes hid
+(rewound, or summarised away by an in-place compaction) too, marked
+"active": 0, so that an import elsewhere keeps them hidden. Hermes' own
+export writes the live rows only, and Hermes' own import takes every row it
+is given as live: give Hermes a file with --live-only.
 
 Output goes to stdout, or with -o to a file readable only by you (0600):
 conversations are private. The file is written beside the target and
@@ -50,20 +57,25 @@ as it was; a symbolic link or a folder at the target is refused.`,
 						return err
 					}
 				}
-				return h.export(ctx, st, id, source, out)
+				return h.export(ctx, st, id, source, out, liveOnly)
 			})
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file (created or replaced whole once complete, mode 0600; a symbolic link there is refused) instead of stdout")
 	c.Flags().StringVar(&source, "source", "", "export only sessions of this source")
+	c.Flags().BoolVar(&liveOnly, "live-only", false, "write only the rows Hermes resumes (active), as Hermes' own export does, for Hermes' own import")
 	return c
 }
 
 // export writes session id, or all sessions of source when id is "", as
-// JSONL to stdout or to the file out. The file is written beside out and
-// renamed over it once complete (safefile): a failed or killed export
-// leaves out as it was, and a link planted at out is refused.
-func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out string) (err error) {
+// JSONL to stdout or to the file out; with liveOnly without the hidden
+// rows. The file is written beside out and renamed over it once complete
+// (safefile): a failed or killed export leaves out as it was, and a link
+// planted at out is refused.
+func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out string, liveOnly bool) (err error) {
+	if liveOnly {
+		st = liveRows{st}
+	}
 	w := h.Out
 	var f *safefile.File
 	if out != "" {
@@ -76,20 +88,18 @@ func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out 
 	bw := bufio.NewWriterSize(w, 1<<16)
 	n := 0
 	write := func(rec map[string]any) error {
-		if err := encodeRecord(bw, rec); err != nil {
+		if err := sessiondb.WriteExport(bw, rec); err != nil {
 			return sessiondb.Errorf(sessiondb.EINTERNAL, "write session %v: %w", rec["id"], err)
 		}
 		n++
 		return nil
 	}
 	if id != "" {
-		rec, err := st.ExportSession(ctx, id)
-		if err != nil {
-			return err
+		// One session, however large, a page of messages at a time.
+		if err := sessiondb.WriteSessionExport(ctx, st, id, bw); err != nil {
+			return sessiondb.Wrap("", err, "export session %s", id)
 		}
-		if err := write(rec); err != nil {
-			return err
-		}
+		n++
 	} else {
 		var total int64
 		var bar *cli.ProgressLine
@@ -127,54 +137,6 @@ func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out 
 	return nil
 }
 
-// encodeRecord writes rec as one JSON line, the bytes a json.Encoder
-// without HTML escaping writes, but a value at a time: a session's
-// messages go out one by one instead of as one buffer the size of the
-// whole session (a 20,000-message export held 116 MB).
-func encodeRecord(w *bufio.Writer, rec map[string]any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	// put writes v as the encoder does, less its closing newline.
-	put := func(v any) error {
-		buf.Reset()
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-		return err
-	}
-	w.WriteByte('{')
-	for i, k := range slices.Sorted(maps.Keys(rec)) {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		if err := put(k); err != nil {
-			return err
-		}
-		w.WriteByte(':')
-		msgs, ok := rec[k].([]sessiondb.Message)
-		if !ok || msgs == nil {
-			if err := put(rec[k]); err != nil {
-				return err
-			}
-			continue
-		}
-		w.WriteByte('[')
-		for j := range msgs {
-			if j > 0 {
-				w.WriteByte(',')
-			}
-			if err := put(&msgs[j]); err != nil {
-				return err
-			}
-		}
-		w.WriteByte(']')
-	}
-	w.WriteByte('}')
-	return w.WriteByte('\n')
-}
-
 func (h *group) importCmd() *cobra.Command {
 	var detach bool
 	c := &cobra.Command{
@@ -185,12 +147,29 @@ JSON object per line with the session's columns and its "messages". "-"
 reads stdin. The store is created if it does not exist yet.
 
 Importing is idempotent: a session already in the store is skipped, so the
-same file can be loaded twice. Each session commits on its own; a bad line is
+same file can be loaded twice.
+
+Every field the store has a column for is kept: a newer Hermes' message
+fields (reasoning_content, codex_message_items, platform_message_id,
+observed, effect_disposition), hidden rows with their active and compacted
+marks, and the usage rows by model. A field the store has no place for (a
+file of ours is schema 6: import into a state.db the current Hermes made to
+keep them) is named in a warning and counted under "dropped" in --json; a
+hidden row such a file cannot mark is left out rather than made live. As
+Hermes' own import does, the live gateway state is reset: session_key,
+chat_id, chat_type, thread_id, display_name, origin_json, expiry_finalized,
+handoff_*, compression_failure_*, compression_fallback_streak and
+rewind_count keep their defaults (copy keeps them). Hermes' own export
+(hermes sessions export) is read as it is: content given as a list of parts
+is stored as Hermes stores it. Each session commits on its own; a bad line is
 reported with its line number and what was wrong, the lines around it are
 still imported, and the command exits with status 2. A continuation that
 comes before its parent in the file is held back until the parent is in; one
 whose parent is in neither the store nor the file (a partial export) fails,
-unless --detach-orphans imports it without its parent.`,
+unless --detach-orphans imports it without its parent. A session id is at
+most 255 bytes and an end_reason one line of at most 128 bytes; a record
+breaking either is a bad line (a store Hermes wrote may hold longer ids:
+they still show, export and delete there).`,
 		Example: `  sessiondb import examples/conversations.jsonl
   sessiondb --db /tmp/copy.db import backup.jsonl
   sessiondb export --source cli | sessiondb --db other.db import -
@@ -245,8 +224,11 @@ type importReport struct {
 	Skipped  int `json:"skipped"`
 	Failed   int `json:"failed"`
 	// Detached counts sessions imported without their missing parent.
-	Detached int         `json:"detached"`
-	Errors   []lineError `json:"errors"`
+	Detached int `json:"detached"`
+	// Dropped names what the store has no place for (a newer Hermes'
+	// columns and tables in an older file) and was not stored.
+	Dropped []sessiondb.DroppedField `json:"dropped"`
+	Errors  []lineError              `json:"errors"`
 }
 
 // lineError is one line of the input that was not imported.
@@ -272,7 +254,7 @@ type pendingLine struct {
 // whole (or cancellation) is returned, with the result so far: what it
 // counts as imported is committed.
 func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Reader, size int64, name string, detach bool) (*importReport, error) {
-	res := &importReport{Errors: []lineError{}}
+	res := &importReport{Errors: []lineError{}, Dropped: []sessiondb.DroppedField{}}
 	bar := cli.NewProgressLine(h.Err, h.Now, "importing", size, "bytes")
 	defer bar.Done()
 	fail := func(line int, id string, err error) {
@@ -297,7 +279,9 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		return false, err
 	}
 	importOne := func(p pendingLine) error {
-		imported, err := st.ImportSession(ctx, p.rec)
+		r, err := st.ImportSession(ctx, p.rec, sessiondb.ImportOptions{})
+		imported := r.Imported
+		res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
 		switch {
 		case err != nil && (sessiondb.ErrorCode(err) == sessiondb.EINTERNAL || sessiondb.ErrorCode(err) == sessiondb.EBUSY):
 			// The store itself is failing: stop rather than report every
@@ -398,16 +382,21 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 	return res, nil
 }
 
-// parseRecord decodes one JSONL line and checks what the import needs to
-// know before the store sees it: an object with a string id.
+// parseRecord decodes one JSONL line (sessiondb.DecodeRecord) and checks
+// what the import needs to know before the store sees it: an object with a
+// string id.
 func parseRecord(raw []byte, line int) (pendingLine, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "not a JSON object (%v)", err)
-	}
-	rec, ok := v.(map[string]any)
-	if !ok {
-		return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "not a JSON object but %s", sessiondb.JSONKind(v))
+	rec, err := sessiondb.DecodeRecord(raw)
+	if err != nil {
+		// JSON of another kind than an object: name it in JSON's words,
+		// where the decoder names the Go types it could not fill.
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			if _, isObject := v.(map[string]any); !isObject {
+				return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "not a JSON object but %s", sessiondb.JSONKind(v))
+			}
+		}
+		return pendingLine{}, err
 	}
 	id, ok := rec["id"].(string)
 	if !ok || id == "" {
@@ -450,6 +439,10 @@ func (h *group) reportImport(res *importReport, name string) error {
 			}
 			fmt.Fprintf(h.Err, "%s\n", cli.PrintableLine(fmt.Sprintf("%s line %d%s: %s", name, e.Line, sess, e.Error)))
 		}
+		if len(res.Dropped) > 0 {
+			fmt.Fprintf(h.Err, "warning: the store has no place for %s: not imported (a newer Hermes' fields in an older file; import into a state.db the current Hermes made to keep them)\n",
+				sessiondb.DroppedText(res.Dropped))
+		}
 		h.Printf("imported %d session(s), skipped %d already present", res.Imported, res.Skipped)
 		if res.Detached > 0 {
 			h.Printf(", %d detached from a missing parent", res.Detached)
@@ -463,4 +456,26 @@ func (h *group) reportImport(res *importReport, name string) error {
 		return sessiondb.Errorf(sessiondb.EINVALID, "%d record(s) of %s were not imported (the others were): fix those lines and import the file again", res.Failed, name)
 	}
 	return nil
+}
+
+// liveRows is st with exports holding the live rows only
+// (sessiondb.LiveRows), as Hermes' own export.
+type liveRows struct{ sessiondb.Store }
+
+func (l liveRows) ExportAll(ctx context.Context, source string, yield func(map[string]any) error) error {
+	return l.Store.ExportAll(ctx, source, func(rec map[string]any) error {
+		if msgs, ok := rec["messages"].([]map[string]any); ok {
+			rec["messages"] = sessiondb.LiveRows(msgs)
+		}
+		return yield(rec)
+	})
+}
+
+func (l liveRows) ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]map[string]any) error) error {
+	return l.Store.ExportSessionPages(ctx, id, row, func(p []map[string]any) error {
+		if p = sessiondb.LiveRows(p); len(p) == 0 {
+			return nil
+		}
+		return page(p)
+	})
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli/clitest"
@@ -48,6 +50,8 @@ func TestHostBadInput(t *testing.T) {
 		{Name: "host bad zone", Args: []string{"host", "--data", data, "--tz", "Mars/Olympus"}, Code: cli.ExitInvalid, Want: "IANA"},
 		{Name: "host bad poll", Args: []string{"host", "--data", data, "--poll", "0s"}, Code: cli.ExitInvalid, Want: "positive"},
 		{Name: "host bad lease", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--lease-ttl", "0s"}, Code: cli.ExitInvalid, Want: "--lease-ttl"},
+		{Name: "host bad DM opener", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--dm-opener", "smtp:x"}, Code: cli.ExitInvalid, Want: "--dm-opener"},
+		{Name: "host DM opener without central", Args: []string{"host", "--data", data, "--dm-opener", "exec:true"}, Code: cli.ExitInvalid, Want: "--dm-opener needs --central"},
 		{Name: "host bad host id", Args: []string{"host", "--data", data, "--central", filepath.Join(data, "v2.db"), "--host-id", "a\x01b"}, Code: cli.ExitInvalid, Want: "host"},
 	}, Commands)
 }
@@ -67,6 +71,44 @@ func TestHostFileRegistryServesOneHost(t *testing.T) {
 		t.Fatalf("first host exited %d\n%s", code, logs.String())
 	}
 	_, logs2, stop2 := clitest.Start(clitest.Options{}, second, Commands)
+	testkit.WaitFor(t, "the second host running once the first stopped", func() bool { return strings.Contains(logs2.String(), "mailbox host running") })
+	if code := stop2(); code != 0 {
+		t.Fatalf("second host exited %d\n%s", code, logs2.String())
+	}
+}
+
+// One host per data root: a second host on the root of a running one is
+// refused before it opens anything, naming the root and the holder's pid,
+// with or without a registry; once the first stopped, it runs.
+func TestHostDataRootServesOneHost(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "mb")
+	first := []string{"host", "--data", data, "--poll", "20ms"}
+	_, logs, stop := clitest.Start(clitest.Options{}, first, Commands)
+	testkit.WaitFor(t, "the first host running", func() bool { return strings.Contains(logs.String(), "mailbox host running") })
+	pid := fmt.Sprintf("pid %d", os.Getpid())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{first, "the data root " + data + " is served by another host daemon (" + pid},
+		{[]string{"host", "--data", data, "--central", filepath.Join(dir, "v2.db"), "--listen", "off"}, "one host per data root"},
+	} {
+		// The guard ends a host that was not refused: a failure, not a hang.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r := clitest.Run(ctx, clitest.Options{}, c.args, Commands)
+		cancel()
+		if r.Code != cli.ExitConflict || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", c.args, r.Code, r.Stderr, cli.ExitConflict, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "v2.db")); !os.IsNotExist(err) {
+		t.Errorf("the refused host made its registry: %v", err)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("first host exited %d\n%s", code, logs.String())
+	}
+	_, logs2, stop2 := clitest.Start(clitest.Options{}, first, Commands)
 	testkit.WaitFor(t, "the second host running once the first stopped", func() bool { return strings.Contains(logs2.String(), "mailbox host running") })
 	if code := stop2(); code != 0 {
 		t.Fatalf("second host exited %d\n%s", code, logs2.String())

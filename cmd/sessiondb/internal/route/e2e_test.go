@@ -97,11 +97,11 @@ func TestEndToEnd(t *testing.T) {
 	if len(batch) == 1 {
 		_ = json.Unmarshal(batch[0].Content, &first)
 	}
-	if len(batch) != 1 || batch[0].ID != "m1:ag-helper" || first.Text != "hello agent" || first.SenderID != "telegram:42" {
+	if len(batch) != 1 || batch[0].ID != "m1:mg-team:ag-helper" || first.Text != "hello agent" || first.SenderID != "telegram:42" {
 		t.Fatalf("agent poll: %+v", batch)
 	}
-	run(t, append(agent, "send", "--reply-to", "m1:ag-helper", "--text", "hello Ann")...)
-	run(t, append(agent, "ack", "m1:ag-helper")...)
+	run(t, append(agent, "send", "--reply-to", "m1:mg-team:ag-helper", "--text", "hello Ann")...)
+	run(t, append(agent, "ack", "m1:mg-team:ag-helper")...)
 	testkit.WaitFor(t, "the reply delivered", func() bool {
 		for _, e := range delivered(t, out) {
 			if strings.Contains(string(e.Content), "hello Ann") && e.Routing.PlatformID == "chat-1" {
@@ -134,7 +134,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// 4. A question card: the host records it when it delivers it, and a
 	// click routed through the host answers the agent.
-	run(t, append(agent, "send", "--id", "q-1", "--kind", "chat-sdk", "--reply-to", "m1:ag-helper", "--content",
+	run(t, append(agent, "send", "--id", "q-1", "--kind", "chat-sdk", "--reply-to", "m1:mg-team:ag-helper", "--content",
 		`{"type":"ask_question","questionId":"q-1","title":"Deploy?","question":"Ship it now?","options":["Yes","Later"]}`)...)
 	testkit.WaitFor(t, "the card delivered", func() bool {
 		for _, e := range delivered(t, out) {

@@ -31,8 +31,9 @@ type group struct {
 
 func (g *group) routeCmd() *cobra.Command {
 	var (
-		central, data, host, deliver string
-		direct                       bool
+		central, data, host, deliver, token string
+		dmOpener                            string
+		direct                              bool
 	)
 	c := &cobra.Command{
 		Use:   "route [FILE|-]",
@@ -59,18 +60,33 @@ Where it goes: with --host ADDR, to the host serving that endpoint; else to the
 host serving <data>/host.sock when one answers (it wakes the sessions at once);
 else (or with --direct) the events are routed in this process over --central
 and --data, and a running host's next sweep wakes the sessions. Approval cards
-need a deliverer: the host's, or --deliver when routing directly.
+need a deliverer: the host's, or --deliver when routing directly (so does the
+answer to a refused admin command); and an
+admin's DM on Discord, Slack, Teams, Webex or Google Chat needs a DM opener:
+the host's, or --dm-opener (see ` + "`sessiondb host --help`" + ` for both hooks).
+Without one such an admin cannot be sent a card: the line's result warns why,
+and no DM is cached. A host's endpoint on loopback TCP takes events only with
+its token: --token, else $SESSIONDB_HOST_TOKEN, else the token file the host
+wrote in --data (.sessiondb-host.token).
 
-Each line gets one result, printed as it is routed: its outcome (routed,
-dropped with the audit's reason, ignored), the sessions it reached, the
-approval it waits on; --json prints one JSON object per line. A bad line is
+Each line gets one result, printed as it is routed: its outcome (routed: a
+row was written now; duplicate: a redelivered event, its rows already there,
+nothing written; failed; dropped with the audit's reason; ignored; filtered
+or denied by the command gate, with the command), the
+sessions it reached, the approval it waits on; --json prints one JSON object per line. A bad line is
 reported with the field at fault and does not stop the others; the exit status
 is that of the first line that failed.`,
 		Example: `  # route one message through the running host
   echo '{"channel_type":"telegram","platform_id":"chat-1","message_id":"m1","sender":{"id":"42"},"text":"hi"}' | sessiondb route
 
+  # through a host serving on loopback TCP (its token is read from --data)
+  sessiondb route --host 127.0.0.1:7070 events.jsonl
+
   # replay a file of events without a host, one JSON result per line
   sessiondb route --direct --central v2.db --data v2-sessions --json events.jsonl
+
+  # replay a file without a host, cards to ./send.sh, Slack DMs opened by ./open-dm.sh
+  sessiondb route --direct --deliver exec:./send.sh --dm-opener exec:./open-dm.sh events.jsonl
 
   # an admin clicks Allow on an unknown-sender card
   echo '{"type":"click","channel_type":"telegram","user_id":"1","action":"ncq:nsa-1747000000000-abc123:0"}' | sessiondb route`,
@@ -100,15 +116,22 @@ is that of the first line that failed.`,
 				}
 			}
 			if host != "" {
-				if deliver != "" {
-					return sessiondb.Errorf(sessiondb.EINVALID, "--deliver is for --direct routing: the host at %s sends cards with its own", host)
+				if deliver != "" || dmOpener != "" {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--deliver and --dm-opener are for --direct routing: the host at %s sends cards with its own", host)
 				}
-				if err := hostd.SendLines(ctx, host, in, p.emit); err != nil {
+				if !hostd.IsSocket(host) {
+					if token, err = endpointToken(token, dataRoot); err != nil {
+						return err
+					}
+				} else if token != "" {
+					return sessiondb.Errorf(sessiondb.EINVALID, "--token is for a host's TCP endpoint; its socket %s needs none", host)
+				}
+				if err := hostd.SendLines(ctx, host, token, in, p.emit); err != nil {
 					return err
 				}
 				return p.done()
 			}
-			if err := g.direct(ctx, central, dataRoot, deliver, in, p.emit); err != nil {
+			if err := g.direct(ctx, central, dataRoot, deliver, dmOpener, in, p.emit); err != nil {
 				return err
 			}
 			return p.done()
@@ -116,15 +139,31 @@ is that of the first line that failed.`,
 	}
 	f := c.Flags()
 	f.StringVar(&host, "host", "", "the host's event endpoint: a socket path or loopback host:port (default <data>/host.sock when a host answers there)")
+	f.StringVar(&token, "token", "", "the token of a host's TCP endpoint (default $"+hostd.TokenEnv+", else the token file the host wrote in --data)")
 	f.BoolVar(&direct, "direct", false, "route in this process even when a host is running")
 	f.StringVar(&central, "central", "", "central registry for --direct (default $SESSIONDB_HOME/v2.db)")
 	f.StringVar(&data, "data", "", "data root of the session mailboxes (default $SESSIONDB_HOME/v2-sessions)")
 	f.StringVar(&deliver, "deliver", "", "for --direct: where approval cards go, exec:CMD or webhook:URL")
+	f.StringVar(&dmOpener, "dm-opener", "", "for --direct: opens an admin's DM on platforms where it is not their handle (Discord, Slack, ...), exec:CMD or webhook:URL")
 	return c
 }
 
+// endpointToken is the token to send to a host's TCP endpoint: the one
+// given, else $SESSIONDB_HOST_TOKEN, else the one the host wrote in its
+// data root ("" when none: the host then says what it wants).
+func endpointToken(given, dataRoot string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	if t := os.Getenv(hostd.TokenEnv); t != "" {
+		return t, nil
+	}
+	t, _, err := hostd.ReadTokenFile(dataRoot)
+	return t, err
+}
+
 // direct routes the lines of in in this process.
-func (g *group) direct(ctx context.Context, central, data, deliver string, in io.Reader, emit func(hostd.LineResult) error) error {
+func (g *group) direct(ctx context.Context, central, data, deliver, dmOpener string, in io.Reader, emit func(hostd.LineResult) error) error {
 	path, err := cli.CentralPath(central)
 	if err != nil {
 		return err
@@ -140,6 +179,11 @@ func (g *group) direct(ctx context.Context, central, data, deliver string, in io
 		if deliver != "" {
 			if cfg.Deliverer, err = hostd.NewDeliverer(deliver, layout, 0); err != nil {
 				return err
+			}
+		}
+		if dmOpener != "" {
+			if cfg.DMs, err = hostd.NewDMOpener(dmOpener, 0); err != nil {
+				return sessiondb.Wrap(sessiondb.EINVALID, err, "--dm-opener")
 			}
 		}
 		r, err := hostd.NewRouter(cfg)
@@ -192,7 +236,8 @@ func (p *printer) done() error {
 }
 
 // Describe is one line's result in words: "line N: <message id> routed to
-// ag/sess (engage, new); ag2/... (accumulate)", "line N: m2 dropped:
+// ag/sess (engage, new); ag2/... (accumulate)", "line N: m1 duplicate:
+// already in ag/sess (engage)", "line N: m2 dropped:
 // unknown_sender_strict (waiting on approval nsa-...)", "line N: click
 // nsa-... approved", "line N: error: ...".
 func Describe(r hostd.LineResult) string {
@@ -214,18 +259,23 @@ func Describe(r hostd.LineResult) string {
 				if d.SessionCreated {
 					what += ", new session"
 				}
-				if d.Duplicate {
+				if d.Duplicate && m.Outcome != hostd.RouteDuplicate {
 					what += ", already there"
 				}
 				if d.Woken {
 					what += ", woken"
 				}
+				if d.CommandGate != "" {
+					what += ", " + d.Command + " " + d.CommandGate
+				}
 				parts = append(parts, fmt.Sprintf("%s/%s (%s)", d.AgentGroupID, d.SessionID, what))
 			}
 		}
 		switch {
-		case len(parts) > 0 && m.Outcome == hostd.RouteRouted:
+		case len(parts) > 0 && (m.Outcome == hostd.RouteRouted || m.Outcome == hostd.RouteFailed):
 			b.WriteString(" to " + strings.Join(parts, "; "))
+		case len(parts) > 0 && m.Outcome == hostd.RouteDuplicate:
+			b.WriteString(": already in " + strings.Join(parts, "; "))
 		case m.Reason != "":
 			b.WriteString(": " + m.Reason)
 		}

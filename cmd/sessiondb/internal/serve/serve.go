@@ -11,10 +11,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/sessiondb/sessiondb"
@@ -31,8 +32,14 @@ const DefaultListen = "127.0.0.1:8321"
 
 // Commands returns the `serve` and `mcp` commands.
 func Commands(f *cli.Factory) []*cobra.Command {
-	g := &group{Factory: f}
+	g := &group{Factory: f, lookupHost: lookupHost}
 	return []*cobra.Command{g.serveCmd(), g.mcpCmd()}
+}
+
+// lookupHost resolves a host name to its addresses, as the system does
+// (/etc/hosts, then DNS).
+func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
 // mcpCmd is `sessiondb mcp`: the MCP server on stdin and stdout.
@@ -47,7 +54,13 @@ reads, but for the search index of a large store, which it keeps up to date as
 search does; with --read-only it writes nothing. Configure it in an
 MCP client as the command "sessiondb mcp" (add --db PATH for another store,
 such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
-/mcp by sessiondb serve.`,
+/mcp by sessiondb serve.
+
+It reads one JSON-RPC message a line. A line that is not one (not JSON, not
+UTF-8, a batch, another version than 2.0, an id that is an object, longer
+than 16 MiB) is answered with a JSON-RPC error, and the session goes on.
+When stdin ends, the requests read before its end are answered, then mcp
+exits.`,
 		Example: `  sessiondb mcp
   sessiondb --db ~/.hermes/state.db --read-only mcp`,
 		Args: cli.ExactArgs(0, "no arguments"),
@@ -59,7 +72,7 @@ such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
 			}
 			defer st.Close()
 			srv := sdbhttp.NewMCPServer(st, version.String(), nil)
-			err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(g.In), Writer: nopWriteCloser{g.Out}})
+			err = srv.Run(ctx, &sdbhttp.MCPStdio{In: g.In, Out: g.Out})
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil // the client closed stdin, or Ctrl-C: a normal end
 			}
@@ -68,13 +81,11 @@ such as a Hermes ~/.hermes/state.db). The same tools are served over HTTP at
 	}
 }
 
-// nopWriteCloser lets stdout be the transport's writer without closing it.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
 type group struct {
 	*cli.Factory
+	// lookupHost resolves --listen's host name (tests give a name of their
+	// own).
+	lookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // options are serve's flags.
@@ -95,14 +106,16 @@ serves the session mailboxes under that data root too (with requeue), with
 approvals and questions, dropped senders), with --subagents janebot's
 subagent store; both read only.
 
-It listens on 127.0.0.1 only, unless --listen names another address; then a
-token is required (--token, or $SESSIONDB_TOKEN), and every request must
-carry it. Writes (titles, end and reopen, delete, prune, requeue) always need
-the token and must come from the server's own pages (or a client that sends
-no Origin). Without --token on loopback, serve makes a token and prints the
-URL that carries it; open that URL to be able to write from the browser.
-With --read-only the stores are opened read-only and every write is gone
-from the API and the UI.`,
+It listens on 127.0.0.1 only, unless --listen names another address; a name
+counts by the address it resolves to. Beyond loopback a token is required
+(--token, or $SESSIONDB_TOKEN), and every request must carry it. On loopback,
+a request that names the server other than localhost, 127.0.0.1 or [::1]
+(a name of your own for this machine) must carry it too. Writes (titles, end
+and reopen, delete, prune, requeue) always need the token and must come from
+the server's own pages (or a client that sends no Origin). Without --token
+on loopback, serve makes a token and prints the URL that carries it; open
+that URL to be able to write from the browser. With --read-only the stores
+are opened read-only and every write is gone from the API and the UI.`,
 		Example: `  sessiondb serve
   sessiondb --db ~/.hermes/state.db --read-only serve
   sessiondb serve --data ~/.sessiondb/v2-sessions --central ~/.sessiondb/v2.db
@@ -115,7 +128,7 @@ from the API and the UI.`,
 			return g.run(c.Context(), o)
 		},
 	}
-	c.Flags().StringVar(&o.listen, "listen", DefaultListen, "address to listen on (host:port); beyond loopback a token is required")
+	c.Flags().StringVar(&o.listen, "listen", DefaultListen, "address to listen on (host:port; a name counts as the address it resolves to); beyond loopback a token is required")
 	c.Flags().StringVar(&o.token, "token", "", "the server's token (default $SESSIONDB_TOKEN; on loopback one is made when neither is set)")
 	c.Flags().StringVar(&o.data, "data", "", "data root of the session mailboxes (<group>/<session> folders) to serve too")
 	c.Flags().StringVar(&o.central, "central", "", "the control plane's central registry to serve too (a NanoClaw data/v2.db or a postgres:// URL)")
@@ -123,16 +136,52 @@ from the API and the UI.`,
 	return c
 }
 
+// listenAddr resolves --listen to the one address serve listens on: a
+// name's first IPv4 address, else its first (as net.Listen would pick);
+// no host is every interface.
+func (g *group) listenAddr(ctx context.Context, listen string) (*net.TCPAddr, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "--listen %q is not host:port: %v", listen, err)
+	}
+	n, err := net.DefaultResolver.LookupPort(ctx, "tcp", port)
+	if err != nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "--listen %q: port %q: %v", listen, port, err)
+	}
+	addr := &net.TCPAddr{Port: n}
+	if host == "" {
+		return addr, nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addr.IP, addr.Zone = ip.AsSlice(), ip.Zone()
+		return addr, nil
+	}
+	ips, err := g.lookupHost(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "--listen %q: cannot resolve %s: %v", listen, host, err)
+	}
+	pick := ips[0]
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			pick = ip.Unmap()
+			break
+		}
+	}
+	addr.IP, addr.Zone = pick.AsSlice(), pick.Zone()
+	return addr, nil
+}
+
 // run opens the stores, checks the address against the token before
 // anything listens, and serves until ctx ends.
 func (g *group) run(ctx context.Context, o options) error {
-	host, _, err := net.SplitHostPort(o.listen)
+	addr, err := g.listenAddr(ctx, o.listen)
 	if err != nil {
-		return sessiondb.Errorf(sessiondb.EINVALID, "--listen %q is not host:port: %v", o.listen, err)
+		return err
 	}
-	ip := net.ParseIP(host)
-	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	if !loopback && o.token == "" {
+	// The address itself decides, by the test the server makes of its
+	// listener (sdbhttp.IsLoopback): a name that resolves to 127.0.0.1 is
+	// loopback to both, as "localhost" is.
+	if !sdbhttp.IsLoopback(addr) && o.token == "" {
 		return sessiondb.Errorf(sessiondb.EINVALID, "refusing to listen on %s without a token: beyond loopback anyone who reaches the address could read every conversation; set --token or $SESSIONDB_TOKEN, or listen on 127.0.0.1", o.listen)
 	}
 	madeToken := false
@@ -183,16 +232,22 @@ func (g *group) run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := net.ListenTCP("tcp", addr)
 	if err != nil {
 		return sessiondb.Wrap(sessiondb.EINVALID, err, "listen on %s", o.listen)
 	}
-	addr := ln.Addr().String()
-	url := "http://" + addr + "/"
+	bound := ln.Addr().String()
+	// The URL to open names the server as --listen did: a browser that
+	// logs in there keeps the cookie for that name.
+	open := bound
+	if host, _, _ := net.SplitHostPort(o.listen); host != "" && net.ParseIP(host) == nil {
+		open = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	url := "http://" + open + "/"
 	if madeToken {
 		url += "?token=" + o.token
 	}
-	fmt.Fprintf(g.Out, "sessiondb: serving on http://%s/ (Ctrl-C to stop)\n", addr)
+	fmt.Fprintf(g.Out, "sessiondb: serving on http://%s/ (Ctrl-C to stop)\n", bound)
 	if g.ReadOnly {
 		fmt.Fprintln(g.Out, "read-only: no writes")
 	}

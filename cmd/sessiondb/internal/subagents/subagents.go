@@ -17,6 +17,7 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 // Commands returns the `subagents` command.
@@ -63,7 +64,7 @@ func (s *group) with(c *cobra.Command, write bool, fn func(ctx context.Context, 
 	st, err := store.OpenSubagents(c.Context(), path, store.Options{MustExist: true, Now: s.Now,
 		Logger: s.WarnLogger()})
 	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND {
-		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no subagent store at %s: point --subagents (or SESSION_DB_PATH) at janebot's state.sqlite", path)
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no subagent store at %s: point --subagents (or SESSION_DB_PATH) at janebot's state.sqlite", errtext.RedactPassword(path))
 	}
 	if err != nil {
 		return err
