@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -126,4 +131,103 @@ func stdioMCPVersion(t *testing.T, db string) string {
 	inW.Close()
 	<-done
 	return v
+}
+
+// TestReleaseVersionInEveryFace: a release build sets the version with
+// the linker flag docs/cli.md gives, and the built binary's faces all
+// report it: version (text and --json), --version, doctor, serve's
+// /healthz and `sessiondb mcp`'s serverInfo. Relinking the cached
+// packages with one -X flag takes a few seconds.
+func TestReleaseVersionInEveryFace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	const release = "v9.8.7-test"
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sessiondb")
+	args := []string{"build", "-o", bin, "-ldflags", "-X github.com/sessiondb/sessiondb/internal/version.release=" + release}
+	if store.Driver == "mattn" {
+		args = append(args, "-tags", "sqlite_fts5")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := filepath.Join(dir, "state.db")
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "SESSIONDB_HOME="+dir, "HOME="+dir)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sessiondb %v: %v", args, err)
+		}
+		return string(out)
+	}
+	run("", "--db", db, "quickstart")
+
+	faces := map[string]string{}
+	faces["version"] = strings.SplitN(run("", "version"), "\n", 2)[0]
+	faces["--version"] = strings.TrimSuffix(run("", "--version"), "\n")
+	var js, doc struct{ Version string }
+	if err := json.Unmarshal([]byte(run("", "version", "--json")), &js); err != nil {
+		t.Fatal(err)
+	}
+	faces["version --json"] = "sessiondb " + js.Version
+	if err := json.Unmarshal([]byte(run("", "--db", db, "--json", "doctor")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	faces["doctor --json"] = "sessiondb " + doc.Version
+
+	// MCP over stdio: the handshake, then stdin ends.
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}` + "\n"
+	var hello struct {
+		Result struct {
+			ServerInfo struct{ Version string } `json:"serverInfo"`
+		}
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(run(init, "--db", db, "--read-only", "mcp"), "\n", 2)[0]), &hello); err != nil {
+		t.Fatal(err)
+	}
+	faces["mcp serverInfo"] = "sessiondb " + hello.Result.ServerInfo.Version
+
+	cmd := exec.CommandContext(ctx, bin, "--db", db, "--read-only", "serve", "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "SESSIONDB_HOME="+dir, "HOME="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	base := ""
+	for sc := bufio.NewScanner(stdout); base == "" && sc.Scan(); {
+		if m := regexp.MustCompile(`serving on (http://\S+)/ `).FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatal("serve did not say where it listens")
+	}
+	go io.Copy(io.Discard, stdout)
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct{ Version string }
+	err = json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	faces["/healthz"] = "sessiondb " + health.Version
+
+	for face, got := range faces {
+		if got != "sessiondb "+release {
+			t.Errorf("%s reports %q, want the release set by the linker, %q", face, got, "sessiondb "+release)
+		}
+	}
 }
