@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -105,8 +106,9 @@ func findTitleFolded(ctx context.Context, s SessionService, ref string) (string,
 }
 
 // nearTitle reports whether title is close to what a person typed: one
-// holds the other whatever the case ("lisbon" and "Lisbon weekend"), or
-// they are a typo or two apart.
+// holds the other whatever the case ("lisbon" and "Lisbon weekend"), they
+// are a typo or two apart, or one word typed is a typo away from a word of
+// the title ("lisbn").
 func nearTitle(title, typed string) bool {
 	t, q := strings.ToLower(title), strings.ToLower(typed)
 	if q == "" {
@@ -117,7 +119,19 @@ func nearTitle(title, typed string) bool {
 		return true
 	}
 	n := utf8.RuneCountInString(q)
-	return n >= 4 && editDistance(t, q, 2) <= 2
+	if n >= 4 && editDistance(t, q, 2) <= 2 {
+		return true
+	}
+	// Words shorter than four letters are a typo away from too many.
+	if n < 4 || strings.ContainsFunc(q, unicode.IsSpace) {
+		return false
+	}
+	for _, w := range strings.Fields(t) {
+		if utf8.RuneCountInString(w) >= 4 && editDistance(w, q, 1) <= 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // editDistance is the Levenshtein distance between a and b in code points,

@@ -55,6 +55,8 @@ func testFindSession(t *testing.T, h Harness) {
 			ref: "lisbon", byTitle: true, code: sessiondb.ENOTFOUND, msgHas: []string{"id, id prefix or title", `"lisbon"`, `did you mean: "Lisbon weekend"`}, msgNot: []string{"Docker"}},
 		{name: "a typo's title is offered", ids: []string{"s1"}, titles: []titled{{"s1", "Fix Docker build"}},
 			ref: "fix dcoker build", byTitle: true, code: sessiondb.ENOTFOUND, msgHas: []string{`did you mean: "Fix Docker build"`}},
+		{name: "a typo of a title's word is offered", ids: []string{"s1", "s2"}, titles: []titled{{"s1", "Lisbon weekend"}, {"s2", "Fix Docker build"}},
+			ref: "lisbn", byTitle: true, code: sessiondb.ENOTFOUND, msgHas: []string{`did you mean: "Lisbon weekend"`}, msgNot: []string{"Docker"}},
 		{name: "nothing close, nothing offered", ids: []string{"s1"}, titles: []titled{{"s1", "Fix Docker build"}},
 			ref: "ghost", byTitle: true, code: sessiondb.ENOTFOUND, msgNot: []string{"did you mean"}},
 		{name: "ambiguous prefix is not read as a title", ids: []string{"pa", "pb", "s3"}, titles: []titled{{"s3", "p"}}, ref: "p", byTitle: true,
