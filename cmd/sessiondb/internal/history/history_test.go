@@ -879,8 +879,8 @@ func TestBadInput(t *testing.T) {
 		{"export of one session with --source", []string{"--db", db, "export", dockerID, "--source", "cli"}, cli.ExitInvalid, "--source"},
 		{"fork at a bad message id", []string{"--db", db, "fork", dockerID, "--at", "0"}, cli.ExitInvalid, "--at"},
 		{"fork with a blank title", []string{"--db", db, "fork", dockerID, "--title", " \u200b "}, cli.ExitInvalid, "--title"},
-		{"fork at another session's message", []string{"--db", db, "fork", dockerID, "--at", "20"}, cli.ExitInvalid, "has no message 20"},
-		{"fork at a message past the end", []string{"--db", db, "fork", dockerID, "--at", "99999"}, cli.ExitInvalid, "has no message 99999"},
+		{"fork at another session's message", []string{"--db", db, "fork", dockerID, "--at", "20"}, cli.ExitInvalid, "has no message with id 20 (the ids are the \"id N\" beside each message"},
+		{"fork at a message past the end", []string{"--db", db, "fork", dockerID, "--at", "99999"}, cli.ExitInvalid, "has no message with id 99999"},
 		{"fork onto an id over the limit", []string{"--db", db, "fork", dockerID, "--id", strings.Repeat("f", 256)}, cli.ExitInvalid, "256 bytes long, the limit is 255"},
 	}
 	for _, tc := range tests {
