@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/version"
 )
 
 // MCP: the history store's search and reading as tools for agents, so an
@@ -317,7 +318,7 @@ func isoTime(epoch float64) string {
 // is off: it would refuse a Host guard lets through with the token (a
 // name of the operator's own for 127.0.0.1).
 func (s *Server) routesMCP() {
-	srv := NewMCPServer(s.cfg.History, "", func() { s.metrics.searches.Inc() })
+	srv := NewMCPServer(s.cfg.History, version.String(), func() { s.metrics.searches.Inc() })
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes,
 			DisableLocalhostProtection: true})

@@ -29,17 +29,26 @@ func Commands(f *cli.Factory) []*cobra.Command {
 	gcfg := defaultGrowthConfig()
 	var syncFlag, stepsFlag string
 	var growth bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "bench [--workload FILE | --messages N | --growth]",
-		Short: "Run the history store benchmark (a generated or shared workload, or the growth curve) and print JSON",
-		Long: `bench replays a workload against fresh stores in a temporary folder and prints
-one JSON object whose keys line up with every other implementation's (see
-../shared/bench/README.md). Without --workload the workload is generated here,
-deterministically from --seed, in the shape ../shared/bench/workload.py writes
-(--messages, --sessions, --long-session, --procs and --proc-messages size it
-as that script's flags do; --dump FILE writes it out instead of running it).
-With --workload FILE it replays a file that script wrote, for comparisons
-with other implementations. The phases:
+		Short: "Run the history store benchmark (a generated workload or a file, or the growth curve): a summary, and JSON",
+		Long: `bench replays a workload against fresh stores in a temporary folder and reports
+its figures as one JSON object, whose keys are those of the project's
+cross-implementation benchmark, so figures of other implementations line up.
+The workload is generated here, deterministically from --seed (--messages,
+--sessions, --long-session, --procs and --proc-messages size it; --dump FILE
+writes it out instead of running it). --workload FILE replays a file instead:
+one --dump wrote, or one from workload.py, the generator of that
+cross-implementation benchmark. That script is kept with the project's shared
+benchmark material, outside this repository: a clone does not have it, and
+does not need it, since the built-in generator writes the same format.
+
+On a terminal bench prints a summary of the headline figures and writes the
+whole JSON (some 3,000 lines: every query's figures) to a file, --output or
+else sessiondb-bench-<UTC time>.json in the current folder, and names it.
+With --json, or when stdout is a file or a pipe (bench > result.json), the
+JSON goes to stdout. The phases:
 
   append        every message record appended one call at a time, in order
   import        the same messages through the bulk import path
@@ -62,9 +71,8 @@ messages split over that many processes, each appending to its own session
 (the default with --db). Every SQLite store in the run uses the
 --synchronous level. Before
 each timed phase the OS is asked to write back dirty pages (sync), so one
-phase's write-back does not land in the next one's fsyncs. The output is JSON
-whether or not --json is given. Progress goes to stderr when it is a terminal
-(--quiet silences it).
+phase's write-back does not land in the next one's fsyncs. Progress goes to
+stderr when it is a terminal (--quiet silences it).
 
 With --growth it measures instead how the store behaves as it grows: one
 store is built in steps (--steps, messages; default 100k, 1M and 10M across
@@ -83,7 +91,8 @@ minutes.
 
   sessiondb bench                                  # generated, 100,000 messages
   sessiondb bench --messages 2000 --sessions 20 --long-session 100
-  python3 ../shared/bench/workload.py --dump workload.jsonl
+  sessiondb bench --json > result.json             # the JSON alone, for scripts
+  sessiondb bench --dump workload.jsonl --messages 20000
   sessiondb bench --workload workload.jsonl --include-raw --synchronous full
   sessiondb bench --growth --steps 2000,20000
   sessiondb bench --growth --store /srv/growth/state.db`,
@@ -141,11 +150,11 @@ minutes.
 			if err != nil {
 				return err
 			}
-			return f.PrintJSON(res)
+			return printResult(f, res, output)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.workload, "workload", "", "replay this workload JSONL file (written by workload.py --dump) instead of generating one")
+	fl.StringVar(&cfg.workload, "workload", "", "replay this workload JSONL file (written by --dump, or by the cross-implementation benchmark's workload.py) instead of generating one")
 	fl.IntVar(&cfg.gen.Messages, "messages", cfg.gen.Messages, "generated workload: messages appended")
 	fl.IntVar(&cfg.gen.Sessions, "sessions", cfg.gen.Sessions, "generated workload: sessions they are spread over (--growth: sessions at the last step, default 1 per 100 messages)")
 	fl.IntVar(&cfg.gen.LongSession, "long-session", cfg.gen.LongSession, "generated workload: messages of the one long session get_messages reads (--growth: default 20000)")
@@ -167,6 +176,7 @@ minutes.
 	fl.StringVar(&cfg.dir, "dir", "", "folder in which to make the temporary run folder (default: the system temp folder)")
 	fl.BoolVar(&cfg.keep, "keep", false, "keep the run folder and its stores (its path goes to stderr)")
 	fl.BoolVar(&cfg.quiet, "quiet", false, "no progress on stderr")
+	fl.StringVarP(&output, "output", "o", "", "also write the JSON result to this file (0600); on a terminal without --json, by default sessiondb-bench-<UTC time>.json in the current folder")
 	fl.IntVar(&cfg.groupCommitMessages, "group-commit-messages", defaultGroupCommitMessages, "messages in the group-commit phase (0 skips it)")
 	fl.MarkHidden("group-commit-messages")
 	fl.BoolVar(&cfg.serve, "serve", false, "also time the HTTP server over the main store (serve): session list pages, the first transcript page of a 20,000-message session, search, live events")

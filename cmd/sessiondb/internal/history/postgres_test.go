@@ -169,6 +169,11 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	if !strings.Contains(r.Stdout, "postgres:xxxxx@") {
 		t.Errorf("quickstart does not name the store with its password masked: %s", r.Stdout)
 	}
+	// The next commands it prints are to be run: --db without the
+	// password, which they read from $PGPASSWORD or ~/.pgpass.
+	if !strings.Contains(r.Stdout, "sessiondb --db 'postgres://postgres@") || !strings.Contains(r.Stdout, "leave the password out of --db") {
+		t.Errorf("quickstart's next commands do not give --db without its password: %s", r.Stdout)
+	}
 	check(r, true)
 	check(mustCLI(t, "--db", url, "--json", "quickstart"), true)
 	check(mustCLI(t, "copy", "--from", exampleDB(t), "--to", withPW(pgURL(t))), true)
