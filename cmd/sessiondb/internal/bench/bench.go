@@ -263,6 +263,13 @@ type searchResult struct {
 	P50MSByKind    map[string]float64 `json:"p50_ms_by_kind"`
 	ZeroHitQueries int                `json:"zero_hit_queries"`
 	PerQuery       []queryResult      `json:"per_query"`
+	// The floor (SQLite only, searchfloor.go): the same queries through a
+	// bare FTS5 ranking statement, interleaved with the store's, and the
+	// store's p50 over the floor's.
+	FloorIncludes string  `json:"floor_includes,omitempty"`
+	FloorP50MS    float64 `json:"floor_p50_ms,omitempty"`
+	FloorP95MS    float64 `json:"floor_p95_ms,omitempty"`
+	RatioVsFloor  float64 `json:"ratio_vs_floor,omitempty"`
 }
 
 type queryResult struct {

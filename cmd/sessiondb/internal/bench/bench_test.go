@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,13 +128,14 @@ func TestBenchReplaysWorkload(t *testing.T) {
 		"search.p50_ms", "search.p95_ms", "search.max_ms", "search.zero_hit_queries",
 		"search.p50_ms_by_kind.word", "search.p50_ms_by_kind.two_words", "search.p50_ms_by_kind.phrase",
 		"search.p50_ms_by_kind.prefix", "search.p50_ms_by_kind.or",
+		"search.floor_p50_ms", "search.floor_p95_ms", "search.ratio_vs_floor",
 		"get_messages.rows", "get_messages.p50_ms", "db_bytes",
 		"concurrent.procs", "concurrent.total_wall_s", "concurrent.aggregate_msgs_per_s",
 		"concurrent.errors_total", "concurrent.rows_stored", "concurrent.rows_expected",
 		"concurrent.single_proc_msgs_per_s", "concurrent.ratio_vs_single_proc",
 		"group_commit.msgs_per_s", "group_commit.ratio_vs_serial",
 	}
-	strs := []string{"impl", "driver", "sqlite_version", "go_version", "synchronous"}
+	strs := []string{"impl", "driver", "sqlite_version", "go_version", "synchronous", "search.floor_includes"}
 	tests := []struct {
 		name    string
 		args    []string
@@ -179,6 +181,12 @@ func TestBenchReplaysWorkload(t *testing.T) {
 				if v, _ := jsonPath(res, k); v != w {
 					t.Errorf("%s = %#v, want %#v", k, v, w)
 				}
+			}
+			p50, _ := jsonPath(res, "search.p50_ms")
+			floor, _ := jsonPath(res, "search.floor_p50_ms")
+			ratio, _ := jsonPath(res, "search.ratio_vs_floor")
+			if f, _ := floor.(float64); f <= 0 || math.Abs(ratio.(float64)-p50.(float64)/f) > 0.01*ratio.(float64)+0.001 {
+				t.Errorf("search ratio_vs_floor = %v, want p50 %v over floor p50 %v", ratio, p50, floor)
 			}
 			for _, k := range []string{"append.msgs_per_s", "import.msgs_per_s", "concurrent.aggregate_msgs_per_s", "concurrent.single_proc_msgs_per_s", "group_commit.msgs_per_s", "db_bytes"} {
 				if v, _ := jsonPath(res, k); v.(float64) <= 0 {

@@ -56,7 +56,7 @@ func (b *bencher) mainStore(ctx context.Context, res *benchResult) (err error) {
 	if err := b.getMessagesPhase(ctx, st, res); err != nil {
 		return err
 	}
-	if err := b.searchPhase(ctx, st, res); err != nil {
+	if err := b.searchPhase(ctx, st, path, res); err != nil {
 		return err
 	}
 	if err := b.exportForImport(ctx, st); err != nil {
@@ -158,7 +158,7 @@ func (b *bencher) getMessagesPhase(ctx context.Context, st sessiondb.Store, res 
 // passes. Overall and per-kind percentiles are taken over all samples
 // (queries x passes), so a query that is slow only sometimes still shows;
 // each per_query entry reports the median of its own passes.
-func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benchResult) error {
+func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, path string, res *benchResult) error {
 	qs := b.wl.queries
 	b.p.phase("search: %d queries, 1 warm-up + %d timed passes", len(qs), searchPasses)
 	res.Search.PerQuery = make([]queryResult, len(qs))
@@ -181,10 +181,17 @@ func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benc
 			res.Search.ZeroHitQueries++
 		}
 	}
+	floor, err := b.openSearchFloor(ctx, path)
+	if err != nil {
+		return err
+	}
+	if floor != nil {
+		defer floor.Close()
+	}
 	bar := b.p.counter("search", searchPasses*len(qs), "queries")
 	b.settle()
 	perQuery := make([][]float64, len(qs))
-	var all []float64
+	var all, floors []float64
 	byKind := map[string][]float64{}
 	for pass := range searchPasses {
 		for i, q := range qs {
@@ -196,6 +203,13 @@ func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benc
 			perQuery[i] = append(perQuery[i], s)
 			all = append(all, s)
 			byKind[q.Kind] = append(byKind[q.Kind], s)
+			if floor != nil {
+				t := b.cfg.now()
+				if _, err := floor.run(ctx, q.Q); err != nil {
+					return err
+				}
+				floors = append(floors, ms(b.since(t)))
+			}
 			bar.Set(int64(pass*len(qs) + i + 1))
 		}
 	}
@@ -208,6 +222,14 @@ func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benc
 	res.Search.MaxMS = round(percentile(all, 1), 3)
 	for k, s := range byKind {
 		res.Search.P50MSByKind[k] = round(percentile(s, 0.5), 3)
+	}
+	if len(floors) > 0 {
+		res.Search.FloorIncludes = searchFloorIncludes
+		res.Search.FloorP50MS = round(percentile(floors, 0.50), 3)
+		res.Search.FloorP95MS = round(percentile(floors, 0.95), 3)
+		if res.Search.FloorP50MS > 0 {
+			res.Search.RatioVsFloor = round(res.Search.P50MS/res.Search.FloorP50MS, 3)
+		}
 	}
 	b.p.phase("search: p50 %.2f ms, p95 %.2f ms, %d queries without hits", res.Search.P50MS, res.Search.P95MS, res.Search.ZeroHitQueries)
 	return nil
