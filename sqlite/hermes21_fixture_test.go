@@ -33,8 +33,7 @@ const hermes21Dir = "testdata/hermes21"
 // differs from Hermes' today, and why.
 var hermes21Gaps = map[string]map[string]string{
 	"get_messages": {
-		"h21-compacted":  "we show the rows archive_and_compact kept (active=0, compacted=1); Hermes returns active=1 only",
-		"h21-multimodal": "we return stored content (\\x00json:...); Hermes decodes it to its list of parts",
+		"h21-compacted": "we show the rows archive_and_compact kept (active=0, compacted=1); Hermes returns active=1 only",
 	},
 	"conversation": {
 		"h21-compacted":  "we replay the compacted rows; Hermes replays active=1 only",

@@ -15,13 +15,8 @@ import (
 // order so the walk stops at the first user message instead of sorting
 // the session's rows: through the (session_id, id) index where the file
 // has it, else through the ids the (session_id, timestamp) index lists
-// (all of the session's, which a long session makes costly). Last comes
-// the archived flag of a newer Hermes (0 on a file without it).
+// (all of the session's, which a long session makes costly).
 func (s *Store) richExtra() string {
-	archived := "0"
-	if s.q.archived != "" {
-		archived = s.q.archived
-	}
 	inSession := "m.id IN (SELECT id FROM messages WHERE session_id = s.id)"
 	if s.si.indexes["idx_messages_session_id"] {
 		inSession = "m.session_id = s.id"
@@ -29,18 +24,17 @@ func (s *Store) richExtra() string {
 	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
         WHERE ` + inSession + ` AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
         ORDER BY m.id LIMIT 1), ''),
-    COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at), ` + archived
+    COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at)`
 }
 
 func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 	var raw string
 	var last sql.NullFloat64
-	var archived bool
-	x, err := scanSession(sc, &raw, &last, &archived)
+	x, err := scanSession(sc, &raw, &last)
 	if err != nil {
 		return nil, err
 	}
-	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived}, nil
+	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64}, nil
 }
 
 // ListSessionsRich lists sessions newest first with their preview and last
@@ -255,12 +249,11 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	err := sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
 		var raw string
 		var last, key sql.NullFloat64
-		var archived bool
-		x, err := scanSession(row, &raw, &last, &archived, &key)
+		x, err := scanSession(row, &raw, &last, &key)
 		if err != nil {
 			return err
 		}
-		rows = append(rows, sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived})
+		rows = append(rows, sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64})
 		keys = append(keys, key.Float64)
 		return nil
 	})
