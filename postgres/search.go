@@ -131,7 +131,19 @@ func snippets(match string) func([]byte) string {
 // reads the page's hits with the beginning of their text, from which the
 // snippets are cut here (one query, no second read of the text).
 func (s *Store) wordSearch(ctx context.Context, tq fts.Query, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
-	filters, args := searchFilters(f, []any{tq.Text, limit, offset, max(rankWindow, offset+limit), fts.SnippetWindow + 1})
+	// Ranked, the page comes from the newest matches; by time (Hermes'
+	// sort: the message's time, then relevance) from every match (LIMIT
+	// NULL is none).
+	var window any = max(rankWindow, offset+limit)
+	order := "ts_rank(m.fts, q.q, 1) DESC, m.id"
+	if f.ByTime() {
+		dir := "DESC"
+		if f.Sort == sessiondb.SearchOldest {
+			dir = "ASC"
+		}
+		window, order = nil, `m."timestamp" `+dir+", ts_rank(m.fts, q.q, 1) DESC, m.id"
+	}
+	filters, args := searchFilters(f, []any{tq.Text, limit, offset, window, fts.SnippetWindow + 1})
 	join := ""
 	if strings.Contains(filters, "s.") {
 		join = " JOIN sessions s ON s.id = m.session_id"
@@ -143,13 +155,13 @@ cand AS (
     ORDER BY m.id DESC
     LIMIT $4),
 hits AS (
-    SELECT m.id, ts_rank(m.fts, q.q, 1) AS rank
+    SELECT m.id, row_number() OVER (ORDER BY ` + order + `) AS n
     FROM q, cand c JOIN messages m ON m.id = c.id
-    ORDER BY rank DESC, m.id
+    ORDER BY ` + order + `
     LIMIT $2 OFFSET $3)
 SELECT ` + hitColumns + `, left(m.content, $5)
 FROM hits h JOIN messages m ON m.id = h.id JOIN sessions s ON s.id = m.session_id
-ORDER BY h.rank DESC, h.id`
+ORDER BY h.n`
 	// The query reads the text where the snippet goes; it becomes one.
 	hits, err := s.queryHits(ctx, sql, args)
 	snippet := snippets(match)

@@ -32,6 +32,19 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	}
 	q, cjk, limit, offset := plan.Query, plan.CJK, plan.Limit, plan.Offset
 	var hits []sessiondb.SearchHit
+	if cjk && s.si.hasTrigramOfHermes() {
+		// A newer Hermes' file: CJK text is searched as Hermes searches
+		// it, ranked in its trigram index, else by substring.
+		hits, err = s.hermesCJKSearch(ctx, q, f, limit, offset)
+		if err != nil {
+			return nil, s.readErr(err, "search %q", query)
+		}
+		if hits == nil {
+			return []sessiondb.SearchHit{}, nil
+		}
+		s.addContext(ctx, hits)
+		return hits, nil
+	}
 	if s.si.hasFTS() {
 		hits, err = s.ftsSearch(ctx, q, f, limit, offset)
 		if err != nil && sqlitedb.IsQueryError(err) {
@@ -67,6 +80,25 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	}
 	s.addContext(ctx, hits)
 	return hits, nil
+}
+
+// hermesTrigram is the trigram index a newer Hermes keeps beside
+// messages_fts (v10 on), indexing content, tool name and tool calls.
+const hermesTrigram = "messages_fts_trigram"
+
+// hermesCJKSearch searches a CJK query on a newer Hermes' file as its
+// search_messages does: through its trigram index when every CJK term has
+// three code points or more (sessiondb.HermesTrigramQuery), ranked or in
+// f's order, and what the index finds is the answer, none included; by
+// substring otherwise, or when the index cannot read the query.
+func (s *Store) hermesCJKSearch(ctx context.Context, q string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	if m, ok := sessiondb.HermesTrigramQuery(q); ok {
+		hits, err := s.ftsSearchIn(ctx, readers{s}, hermesTrigram, m, f, limit, offset, 0)
+		if err == nil || !sqlitedb.IsQueryError(err) {
+			return hits, err
+		}
+	}
+	return s.likeSearch(ctx, q, f, limit, offset)
 }
 
 // searchFilters returns the WHERE additions for f over aliases m and s.
@@ -160,7 +192,7 @@ func (s *Store) snippetText(table string) string {
 // from at most fts.SnippetWindow bytes.
 func (s *Store) snippetFor(table, match string) func([]byte) string {
 	o := fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "...", Tokens: 40, Tokenizer: fts.Unicode61}
-	if table == trigramTable || table == "messages_fts" && ftsTokenizer(s.si.ftsSQL) == fts.Trigram {
+	if table == trigramTable || table == hermesTrigram || table == "messages_fts" && ftsTokenizer(s.si.ftsSQL) == fts.Trigram {
 		o.Tokenizer = fts.Trigram
 	}
 	return o.Bounded(match)
@@ -213,6 +245,11 @@ func idList(hits []sessiondb.SearchHit) string {
 // query it cannot read itself. A damaged index (doctor finds the damage and
 // its rebuild drops the index) or any other failure of it is logged.
 func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	if f.ByTime() {
+		// Ordered by time, every match takes part, as in Hermes: the
+		// recent index and the window keep the newest ids only.
+		return s.ftsSearchIn(ctx, readers{s}, "messages_fts", match, f, limit, offset, 0)
+	}
 	hits, ok, err := s.recentSearch(ctx, match, f, limit, offset)
 	if err != nil && ctx.Err() == nil {
 		switch {
@@ -248,6 +285,17 @@ func (s *Store) ftsSearchIn(ctx context.Context, q sqlitedb.Querier, table, matc
 	filters, fargs := s.searchFilters(f)
 	bound, bargs, order := "", []any{}, table+".rank"
 	switch {
+	case f.ByTime():
+		// Hermes' sort: the message's time, then relevance. The join
+		// brings the time; every match is ranked.
+		dir := "DESC"
+		if f.Sort == sessiondb.SearchOldest {
+			dir = "ASC"
+		}
+		order = "m.timestamp " + dir + ", " + table + ".rank"
+		if filters == "" {
+			filters = " AND 1"
+		}
 	case older > 0:
 		bound, bargs, order = " AND "+table+".rowid < ?", []any{older}, table+".rowid DESC"
 	case table != recentTable:
