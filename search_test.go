@@ -64,7 +64,7 @@ func TestHermesTrigramQuery(t *testing.T) {
 		{"大别山 or 项目组", `"大别山" or "项目组"`, true},
 		{"大别山 deploy", `"大别山" "deploy"`, true},
 		{"大别 山项目", "", false},   // a CJK term of two
-		{"大别", "", false},        // fewer than three in all
+		{"大别", "", false},       // fewer than three in all
 		{"广西 OR 桂林", "", false}, // six in all, two a term
 		{`say"大别山`, `"say""大别山"`, true},
 	} {
