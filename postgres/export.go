@@ -11,10 +11,7 @@ import (
 
 // exportSessionColumns are the session columns an export reads: every
 // column of the table but seq, the insertion order, which is ours.
-const exportSessionColumns = sessionColumns + `,
-    api_call_count, session_key, chat_id, chat_type, thread_id, display_name, origin_json, expiry_finalized,
-    cwd, git_branch, git_repo_root, handoff_state, handoff_platform, handoff_error,
-    compression_failure_cooldown_until, compression_failure_error, compression_fallback_streak, rewind_count, archived`
+const exportSessionColumns = sessionColumns
 
 // exportMessageColumns are the message columns an export reads: every
 // column but fts (derived), with content_bytes, which replaces content

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestNewerHermesFiles(t *testing.T) {
 	const lisbon = "20260509_081244_a3f9e0"
 	var rows []struct {
 		ID       string
-		Archived bool
+		Archived int64
 	}
 	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100").Decode(t, &rows)
 	for _, r := range rows {
@@ -49,7 +50,7 @@ func TestNewerHermesFiles(t *testing.T) {
 	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100", "--archived").Decode(t, &rows)
 	found := false
 	for _, r := range rows {
-		found = found || (r.ID == lisbon && r.Archived)
+		found = found || (r.ID == lisbon && r.Archived == 1)
 	}
 	if !found || len(rows) != 7 {
 		t.Errorf("sessions --archived: %+v; want %s among 7, marked archived", rows, lisbon)
@@ -63,12 +64,15 @@ func TestNewerHermesFiles(t *testing.T) {
 	if !strings.Contains(show, "  what is wrong with this build?\n  [image: image/png]\n") || strings.Contains(show, "json:") || strings.Contains(show, "iVBOR") {
 		t.Errorf("show does not render the multimodal message:\n%s", show)
 	}
+	// --json gives the parts, as Hermes' get_messages does, whole.
 	var exact struct {
-		Messages []struct{ Content string }
+		Messages []struct{ Content any }
 	}
 	mustCLI(t, "--db", db, "--json", "show", dockerID).Decode(t, &exact)
-	if c := exact.Messages[0].Content; !strings.HasPrefix(c, "\x00json:[{") || !strings.Contains(c, "iVBORw0KGgo=") {
-		t.Errorf("show --json changed the stored content: %q", c)
+	want := []any{map[string]any{"type": "text", "text": "what is wrong with this build?"},
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,iVBORw0KGgo="}}}
+	if c := exact.Messages[0].Content; !reflect.DeepEqual(c, want) {
+		t.Errorf("show --json gives the multimodal content as %#v, want its parts %#v", c, want)
 	}
 }
 

@@ -74,7 +74,7 @@ func (h *group) printSessions(rows []sessiondb.RichSession) error {
 	for i := range rows {
 		r := &rows[i]
 		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
-		if r.Archived {
+		if r.Archived != 0 {
 			title = "[archived] " + title
 		}
 		t.Row(r.ID, title, r.Source, cli.OrDash(deref(r.Model)),
