@@ -194,20 +194,26 @@ func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
 		ids[i] = h.ID
 	}
 	byHit := map[int64][]sessiondb.ContextRow{}
-	err := each(ctx, s.pool, `SELECT hm.id, c.role, COALESCE(left(c.content, 200), '')
+	err := each(ctx, s.pool, `SELECT hm.id, c.role, COALESCE(left(c.content, 200), ''), c.content_bytes
 FROM unnest($1::bigint[]) AS h(id)
 JOIN messages hm ON hm.id = h.id
 CROSS JOIN LATERAL (
-    (SELECT p.id, p.role, p.content FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id ORDER BY p.id DESC LIMIT 1)
-    UNION ALL SELECT hm.id, hm.role, hm.content
-    UNION ALL (SELECT n.id, n.role, n.content FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id ORDER BY n.id LIMIT 1)
+    (SELECT p.id, p.role, p.content, p.content_bytes FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id ORDER BY p.id DESC LIMIT 1)
+    UNION ALL SELECT hm.id, hm.role, hm.content, hm.content_bytes
+    UNION ALL (SELECT n.id, n.role, n.content, n.content_bytes FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id ORDER BY n.id LIMIT 1)
 ) c
 ORDER BY hm.id, c.id`, []any{ids}, func(r pgx.Rows) error {
 		var hit int64
 		var row sessiondb.ContextRow
-		if err := r.Scan(&hit, &row.Role, &row.Content); err != nil {
+		var raw []byte
+		if err := r.Scan(&hit, &row.Role, &row.Content, &raw); err != nil {
 			return err
 		}
+		if raw != nil {
+			// Content kept as bytes (multimodal content's marker is a NUL).
+			row.Content = string(raw)
+		}
+		row.Content = sessiondb.NeighbourText(row.Content)
 		byHit[hit] = append(byHit[hit], row)
 		return nil
 	})

@@ -14,9 +14,14 @@ import (
 type queries struct {
 	sessSel string // the 26 v6 session columns and newerSessionColumns, alias s
 	msgSel  string // the 13 v6 message columns and newerMessageColumns, alias m
-	// visible is "" or an AND clause hiding rows a newer Hermes rewound
-	// (active=0 AND compacted=0), alias m.
-	visible string
+	// live is "" or an AND clause keeping the rows of the live
+	// conversation (active = 1, docs/hermes-versions.md 4.1), alias m:
+	// what Hermes' get_messages and replay read.
+	live string
+	// searchable is "" or an AND clause hiding the rows a rewind took
+	// back (active = 0, compacted = 0), alias m: what Hermes' search
+	// finds keeps what a compaction summarised away.
+	searchable string
 	// archived is the expression of a session's archived flag (a newer
 	// Hermes' column), alias s; "" when the file has no such column.
 	archived string
@@ -72,10 +77,12 @@ func buildQueries(si *schemaInfo) queries {
 		q.archived = "COALESCE(s.archived, 0) <> 0"
 	}
 	if si.msgCols["active"] {
+		// A NULL active (an older reconciler added the column without its
+		// default) is live: Hermes sets it to 1 on every open.
+		q.live = " AND COALESCE(m.active, 1) = 1"
+		q.searchable = q.live
 		if si.msgCols["compacted"] {
-			q.visible = " AND NOT (COALESCE(m.active, 1) = 0 AND COALESCE(m.compacted, 0) = 0)"
-		} else {
-			q.visible = " AND COALESCE(m.active, 1) <> 0"
+			q.searchable = " AND (COALESCE(m.active, 1) = 1 OR COALESCE(m.compacted, 0) = 1)"
 		}
 	}
 	return q

@@ -11,7 +11,8 @@ import (
 
 // richExtra is the preview source (first 63 code points of the first user
 // message with content, in insertion order, IMP-1) and the last activity
-// appended to the session columns. The session's messages are walked in id
+// appended to the session columns. Both read every row, hidden ones too,
+// as Hermes' listing does. The session's messages are walked in id
 // order so the walk stops at the first user message instead of sorting
 // the session's rows: through the (session_id, id) index where the file
 // has it, else through the ids the (session_id, timestamp) index lists
@@ -22,9 +23,8 @@ func (s *Store) richExtra() string {
 		inSession = "m.session_id = s.id"
 	}
 	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
-        WHERE ` + inSession + ` AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
-        ORDER BY m.id LIMIT 1), ''),
-    COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at)`
+        WHERE ` + inSession + ` AND m.role = 'user' AND m.content IS NOT NULL
+        ORDER BY m.id LIMIT 1), ''), ` + lastActiveOf("s.id", "s.started_at")
 }
 
 func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
@@ -153,7 +153,7 @@ func (s *Store) sortKey(sort sessiondb.SessionSort) string {
 	}
 	switch sort {
 	case sessiondb.SortLastActive:
-		return "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id" + s.q.visible + "), s.started_at)"
+		return lastActiveOf("s.id", "s.started_at")
 	case sessiondb.SortCost:
 		return "COALESCE(" + col("actual_cost_usd") + ", " + col("estimated_cost_usd") + ", 0)"
 	case sessiondb.SortTokens:

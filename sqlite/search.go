@@ -91,7 +91,7 @@ func (s *Store) searchFilters(f sessiondb.SearchFilter) (string, []any) {
 			args = append(args, x)
 		}
 	}
-	b.WriteString(s.q.visible)
+	b.WriteString(s.q.searchable)
 	return b.String(), args
 }
 
@@ -585,28 +585,30 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 }
 
 // addContext fills each hit's context, the previous message, the hit and
-// the next one of the same session in id order (IMP-1), each cut to 200
-// code points, with one query for all hits, whose ORDER BY gives each
-// hit's rows in id order. If that query fails the hits keep an empty
-// context, as in Hermes.
+// the next one of the same session in id order (IMP-1), hidden rows too,
+// as Hermes' neighbours are, each as sessiondb.NeighbourText shows it
+// (multimodal content as its text), with one query for all hits, whose
+// ORDER BY gives each hit's rows in id order. Only multimodal content is
+// read whole; other text is cut to 200 code points in SQL. If that query
+// fails the hits keep an empty context, as in Hermes.
 func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
-	visP := strings.ReplaceAll(s.q.visible, "m.", "p.")
-	visN := strings.ReplaceAll(s.q.visible, "m.", "n.")
 	byHit := map[int64][]sessiondb.ContextRow{}
-	err := sqlitedb.Each(ctx, readers{s}, `SELECT h.value, m.id, m.role, COALESCE(substr(m.content, 1, 200), '')
+	err := sqlitedb.Each(ctx, readers{s}, `SELECT h.value, m.id, m.role,
+    CASE WHEN substr(CAST(m.content AS BLOB), 1, `+strconv.Itoa(len(sessiondb.StructuredPrefix))+`) = CAST(? AS BLOB) THEN m.content
+    ELSE COALESCE(substr(m.content, 1, 200), '') END
 FROM json_each(?) h
 JOIN messages hm ON hm.id = h.value
 JOIN messages m ON m.id IN (
-    (SELECT max(p.id) FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id`+visP+`),
+    (SELECT max(p.id) FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id),
     hm.id,
-    (SELECT min(n.id) FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id`+visN+`))
-ORDER BY h.value, m.id`, []any{idList(hits)}, func(r sqlitedb.Row) error {
+    (SELECT min(n.id) FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id))
+ORDER BY h.value, m.id`, []any{sessiondb.StructuredPrefix, idList(hits)}, func(r sqlitedb.Row) error {
 		var hit, id int64
 		var role, content sql.NullString
 		if err := r.Scan(&hit, &id, &role, &content); err != nil {
 			return err
 		}
-		byHit[hit] = append(byHit[hit], sessiondb.ContextRow{Role: role.String, Content: content.String})
+		byHit[hit] = append(byHit[hit], sessiondb.ContextRow{Role: role.String, Content: sessiondb.NeighbourText(content.String)})
 		return nil
 	})
 	if err != nil {
