@@ -188,8 +188,9 @@ func TestExportLiveOnlyIsHermesExport(t *testing.T) {
 }
 
 // The fixture copied to PostgreSQL reads there as Hermes reads the file
-// (reads/): get_session's row and get_messages' rows (the live ones), every
-// field of each, the newer columns too; message_count() of every row, and
+// (reads/): get_session's row, get_messages' rows (the live ones) and the
+// conversation get_messages_as_conversation resumes, every field of each,
+// the newer columns too; message_count() of every row, and
 // search's hits (what a compaction summarised away found, what a rewind
 // took back not). Ids are the file's: a copy into a fresh schema keeps
 // them.
@@ -224,6 +225,10 @@ func TestHermes21ReadsOnPostgres(t *testing.T) {
 		PerSession map[string]int64 `json:"per_session"`
 	}
 	read("message_count.json", &counts)
+	var replays struct {
+		Default map[string][]map[string]any `json:"default"`
+	}
+	read("get_messages_as_conversation.json", &replays)
 	for id, want := range msgs.Active {
 		got, err := st.GetMessages(ctx, id)
 		if err != nil {
@@ -259,8 +264,14 @@ func TestHermes21ReadsOnPostgres(t *testing.T) {
 		if !reflect.DeepEqual(a, b) || len(page.Messages) != len(a) {
 			t.Errorf("%s: messages %v, a page of %d; Hermes' get_messages %v", id, b, len(page.Messages), a)
 		}
-		if id != "h21-main" && len(conv) != len(a) { // Hermes' replay drops h21-main's harness turn
-			t.Errorf("%s: %d entries replayed, Hermes' rows %d", id, len(conv), len(a))
+		hc := replays.Default[id]
+		if len(conv) != len(hc) {
+			t.Errorf("%s: %d entries replayed, Hermes' get_messages_as_conversation %d", id, len(conv), len(hc))
+		}
+		for i := range min(len(conv), len(hc)) {
+			for _, d := range rowDiffs(hc[i], asMap(t, conv[i])) {
+				t.Errorf("%s: replayed entry %d: %s", id, i, d)
+			}
 		}
 		if n, err := st.MessageCount(ctx, id); err != nil || n != counts.PerSession[id] {
 			t.Errorf("%s: MessageCount %d (%v), Hermes' message_count %d", id, n, err, counts.PerSession[id])
