@@ -592,10 +592,10 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx)
 // writeErr classifies a write failure (the package's writeErr).
 func (s *Store) writeErr(err error, what string) error {
 	if sqlitedb.IsCorrupt(err) && s.si != nil && s.si.newer() && s.si.hasTrigramOfHermes() {
-		// A newer Hermes' trigram index over multimodal content, written
-		// by an SQLite older than 3.49.2, cannot lose rows through this
-		// SQLite (README, Compatibility); say so rather than "malformed".
-		return sqlitedb.Wrap(err, "%s: %s holds a newer Hermes' trigram index, and one written by SQLite older than 3.49.2 over text with NUL bytes (multimodal content) cannot be changed by SQLite 3.49.2 or later; `sessiondb doctor` tells that version skew from damage, and Hermes itself can delete these rows", what, s.path)
+		// Deletes make a newer Hermes' trigram index exact whichever
+		// SQLite wrote it (keepHermesTrigram); what is left malformed is
+		// damage, which a rebuild cures.
+		return sqlitedb.Wrap(err, "%s: %s holds a newer Hermes' full-text indexes, and SQLite calls one malformed; `sessiondb doctor` tells damage from version skew, and `sessiondb doctor --rebuild-fts` (or Hermes' own repair) rebuilds them from the messages", what, s.path)
 	}
 	return writeErr(err, what)
 }

@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"bytes"
+	"database/sql"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/fts"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// A newer Hermes' own trigram index, messages_fts_trigram (schema 10 on),
+// is since schema 11 an FTS5 table holding its own copy of each message's
+// text (content, tool name and tool calls joined by spaces), which its
+// delete trigger removes by rowid: FTS5 reads the stored copy back and
+// tokenizes it again to know which terms to take out.
+//
+// SQLite's trigram tokenizer read a text only up to its first NUL byte
+// until 3.49.1, and reads past NUL bytes (skipping them) from 3.49.2. A
+// newer Hermes stores multimodal content as a NUL, "json:", then the JSON,
+// so a row that an SQLite before 3.49.2 indexed (Python's 3.40 on Debian
+// 12) holds the terms of the text before the NUL, and a delete through
+// SQLite 3.49.2 or later tries to take out terms of the whole text that
+// were never put in: the index is left malformed for both SQLites (their
+// 'integrity-check' fails, and SQLite 3.40 answers "database disk image
+// is malformed"). The reverse holds for a row a newer SQLite indexed and
+// an older one deletes.
+//
+// keepHermesTrigram makes such a delete exact whichever SQLite indexed
+// each row: before the rows go, it rewrites the stored copy of every
+// selected row holding a NUL to the text without NUL bytes that tokenizes
+// into exactly the terms the row holds (the text before the first NUL for
+// a row an older SQLite indexed, the text with its NULs taken out for a
+// newer one), found by asking the index itself which of the two it holds.
+// A text without NUL bytes is tokenized alike by every SQLite, so the
+// delete that follows, by this SQLite or by Hermes', removes exactly what
+// is there. The rows are deleted in the same transaction, so no one sees
+// the rewritten copies.
+
+const (
+	hermesTrigramTable   = "messages_fts_trigram"
+	hermesTrigramContent = hermesTrigramTable + "_content"
+)
+
+// keepHermesTrigram prepares, inside tx, the delete of the messages that
+// where (a condition on the messages table, with args) selects from a
+// newer Hermes' trigram index, as described above. A layout it cannot
+// rewrite (schema 10's external-content index, or one of several
+// columns) holding such rows fails invalid before anything is written,
+// saying why and what to do.
+func keepHermesTrigram(tx *sqlitedb.Tx, where string, args ...any) error {
+	var create string
+	err := tx.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", hermesTrigramTable).Scan(&create)
+	if err == sql.ErrNoRows {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ftsTokenizer(create) != fts.Trigram {
+		return nil
+	}
+	inline, err := hermesTrigramInline(tx)
+	if err != nil {
+		return err
+	}
+	if !inline {
+		var n int64
+		err := tx.QueryRow("SELECT count(*) FROM messages WHERE ("+where+") AND instr(CAST(COALESCE(content, '') || COALESCE(tool_name, '') || COALESCE(tool_calls, '') AS BLOB), X'00') > 0", args...).Scan(&n)
+		if err != nil || n == 0 {
+			return err
+		}
+		return sessiondb.Errorf(sessiondb.EINVALID, "%d of the messages to delete hold a NUL byte (a newer Hermes' multimodal content), and this file's trigram index (%s) keeps no copy of their text that sessiondb could make exact before the delete: SQLite before 3.49.2 and from 3.49.2 on read such text differently, so the delete would leave the index malformed; nothing was deleted. Delete them with Hermes, or open the file with a Hermes of schema 11 or later first (it rebuilds that index)", n, hermesTrigramTable)
+	}
+	type row struct {
+		id   int64
+		text []byte
+	}
+	rows, err := sqlitedb.Append(tx.Context(), tx, "SELECT c.id, CAST(c.c0 AS BLOB) FROM "+hermesTrigramContent+" c WHERE c.id IN (SELECT id FROM messages WHERE "+where+") AND instr(CAST(c.c0 AS BLOB), X'00') > 0", args, nil, func(r sqlitedb.Row) (row, error) {
+		var x row
+		err := r.Scan(&x.id, &x.text)
+		return x, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		text, err := trigramIndexedText(tx, r.id, r.text)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec("UPDATE "+hermesTrigramContent+" SET c0 = ? WHERE id = ?", text, r.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hermesTrigramInline reports whether the index keeps its own copy of the
+// text in one column (schema 11 on), the copy keepHermesTrigram rewrites.
+func hermesTrigramInline(tx *sqlitedb.Tx) (bool, error) {
+	var cols, copyCols int
+	err := tx.QueryRow("SELECT (SELECT count(*) FROM pragma_table_info('"+hermesTrigramTable+"')), "+
+		"(SELECT count(*) FROM pragma_table_info('"+hermesTrigramContent+"') WHERE name = 'c0')").Scan(&cols, &copyCols)
+	return cols == 1 && copyCols == 1, err
+}
+
+// trigramIndexedText returns the text without NUL bytes that the trigram
+// tokenizer of any SQLite reads as the index holds row id's text (stored
+// holding a NUL): before its first NUL when an SQLite before 3.49.2
+// indexed it, with its NULs taken out when a later one did. The index
+// says which: a later SQLite's reading has a term that crosses the first
+// NUL (or, with fewer than three characters before it, the first term of
+// all), so the phrase of the text's first characters up to just past the
+// NUL, at least three, matches at the row's first position only then.
+func trigramIndexedText(tx *sqlitedb.Tx, id int64, stored []byte) (string, error) {
+	nul := bytes.IndexByte(stored, 0)
+	before := stored[:nul]
+	without := bytes.ReplaceAll(stored, []byte{0}, nil)
+	n := max(utf8.RuneCount(before)+1, 3)
+	if utf8.RuneCount(without) < n {
+		// Both readings give the same terms (none past the NUL).
+		return string(before), nil
+	}
+	phrase := without
+	for i := 0; i < n; i++ {
+		_, size := utf8.DecodeRune(phrase)
+		phrase = phrase[size:]
+	}
+	phrase = without[:len(without)-len(phrase)]
+	if !utf8.Valid(phrase) {
+		return "", sessiondb.Errorf(sessiondb.EINVALID, "message %d's text in %s is not valid UTF-8 before and around its NUL byte, so sessiondb cannot tell which SQLite indexed it and delete it exactly; nothing was deleted. Delete it with Hermes", id, hermesTrigramTable)
+	}
+	var later bool
+	err := tx.QueryRow("SELECT EXISTS (SELECT 1 FROM "+hermesTrigramTable+" WHERE "+hermesTrigramTable+" MATCH ? AND rowid = ?)",
+		`^"`+strings.ReplaceAll(string(phrase), `"`, `""`)+`"`, id).Scan(&later)
+	if err != nil {
+		return "", err
+	}
+	if later {
+		return string(without), nil
+	}
+	return string(before), nil
+}
