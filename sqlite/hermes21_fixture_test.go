@@ -522,9 +522,13 @@ func TestHermes21Search(t *testing.T) {
 	}
 }
 
-// Hermes' insights split a session's tokens and cost across its models;
-// ours put them on the session's model. Over all models the sums agree.
-func TestHermes21UsageTotals(t *testing.T) {
+// Hermes' insights split a session's tokens and cost across the models it
+// used (InsightsEngine._compute_model_breakdown); our ByModel, folded by
+// Hermes' display name (the model without its provider prefix, "unknown"
+// for none), gives each model the same figures, field by field. Not
+// compared: has_pricing and cost_status, which Hermes takes from its
+// pricing table.
+func TestHermes21UsageByModel(t *testing.T) {
 	s, ctx := openHermes21(t), context.Background()
 	var ins struct {
 		Breakdown []map[string]any `json:"model_breakdown"`
@@ -534,33 +538,59 @@ func TestHermes21UsageTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ours sessiondb.UsageRow
-	for _, r := range got.ByModel {
-		ours.Add(r)
+	if !got.ModelUsageRows {
+		t.Error("ModelUsageRows is false on a file with session_model_usage")
 	}
-	sum := func(key string) float64 {
-		var x float64
-		for _, m := range ins.Breakdown {
-			f, err := m[key].(json.Number).Float64()
-			if err != nil {
-				t.Fatalf("model_breakdown %s: %v", key, err)
-			}
-			x += f
+	ours := hermesModelBreakdown(got.ByModel)
+	keys := []string{"sessions", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+		"reasoning_tokens", "total_tokens", "api_calls", "tool_calls", "cost", "actual_cost"}
+	for _, want := range ins.Breakdown {
+		model := want["model"].(string)
+		g, ok := ours[model]
+		if !ok {
+			t.Errorf("model %s: Hermes has it, we do not (ours: %v)", model, got.ByModel)
+			continue
 		}
-		return x
-	}
-	for _, c := range []struct {
-		key  string
-		ours float64
-	}{
-		{"input_tokens", float64(ours.InputTokens)}, {"output_tokens", float64(ours.OutputTokens)},
-		{"cache_read_tokens", float64(ours.CacheReadTokens)}, {"cache_write_tokens", float64(ours.CacheWriteTokens)},
-		{"reasoning_tokens", float64(ours.ReasoningTokens)}, {"cost", ours.EstimatedCostUSD},
-	} {
-		if w := sum(c.key); math.Abs(w-c.ours) > 1e-9 {
-			t.Errorf("%s over all models: Hermes %v, ours %v", c.key, w, c.ours)
+		delete(ours, model)
+		for _, d := range fieldDiffs(want, g, keys) {
+			t.Errorf("model %s: %s", model, d)
 		}
 	}
+	for model := range ours {
+		t.Errorf("model %s: ours, not Hermes'", model)
+	}
+}
+
+// hermesModelBreakdown folds our rows by model into the fields of Hermes'
+// model_breakdown, rounded as Hermes' JSON gives costs.
+func hermesModelBreakdown(rows []sessiondb.UsageRow) map[string]map[string]any {
+	sums := map[string]sessiondb.UsageRow{}
+	for _, r := range rows {
+		name := r.Key
+		if i := strings.LastIndex(name, "/"); i >= 0 {
+			name = name[i+1:]
+		}
+		if name == "" {
+			name = "unknown"
+		}
+		x := sums[name]
+		x.Add(r)
+		sums[name] = x
+	}
+	num := func(v float64) json.Number { return json.Number(strconv.FormatFloat(v, 'g', -1, 64)) }
+	cost := func(v float64) json.Number { return num(math.Round(v*1e12) / 1e12) }
+	out := map[string]map[string]any{}
+	for name, r := range sums {
+		out[name] = map[string]any{
+			"sessions": num(float64(r.Sessions)), "input_tokens": num(float64(r.InputTokens)), "output_tokens": num(float64(r.OutputTokens)),
+			"cache_read_tokens": num(float64(r.CacheReadTokens)), "cache_write_tokens": num(float64(r.CacheWriteTokens)),
+			"reasoning_tokens": num(float64(r.ReasoningTokens)),
+			"total_tokens":     num(float64(r.InputTokens + r.OutputTokens + r.CacheReadTokens + r.CacheWriteTokens)),
+			"api_calls":        num(float64(r.APICalls)), "tool_calls": num(float64(r.ToolCalls)),
+			"cost": cost(r.EstimatedCostUSD), "actual_cost": cost(r.ActualCostUSD),
+		}
+	}
+	return out
 }
 
 // What `hermes sessions export -` printed, session by session: our
