@@ -254,6 +254,9 @@ type appendResult struct {
 
 type importResult struct {
 	MsgsPerS float64 `json:"msgs_per_s"`
+	// RatioVsAppend is msgs_per_s over append.msgs_per_s: the same
+	// messages in bulk against one call at a time.
+	RatioVsAppend float64 `json:"ratio_vs_append"`
 }
 
 type searchResult struct {
@@ -298,6 +301,9 @@ type concurrentResult struct {
 	// messages alone, just before; RatioVsSingleProc compares to it.
 	SingleProcMsgsPerS float64 `json:"single_proc_msgs_per_s"`
 	RatioVsSingleProc  float64 `json:"ratio_vs_single_proc"`
+	// RatioVsRaw is aggregate_msgs_per_s over the bare loop's with as
+	// many processes (raw.concurrent; PostgreSQL).
+	RatioVsRaw *float64 `json:"ratio_vs_raw,omitempty"`
 }
 
 type groupCommitResult struct {
@@ -309,8 +315,12 @@ type groupCommitResult struct {
 }
 
 // rawResult's append has the append phase's shape (without ratio_vs_raw).
+// On PostgreSQL the bare loop also runs with one process per concurrent
+// worker (concurrent), and includes says what it does.
 type rawResult struct {
-	Append appendResult `json:"append"`
+	Includes   string            `json:"includes,omitempty"`
+	Append     appendResult      `json:"append"`
+	Concurrent *concurrentResult `json:"concurrent,omitempty"`
 }
 
 // runBench runs every phase against fresh stores in a new run folder and
@@ -333,7 +343,40 @@ func runAll(ctx context.Context, stderr io.Writer, cfg benchConfig) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]*benchResult{"sqlite": lite, "postgres": pg}, nil
+	return &pairResult{SQLite: lite, Postgres: pg, Ratios: pgRatiosOf(lite, pg)}, nil
+}
+
+// pairResult is a run on both backends.
+type pairResult struct {
+	SQLite   *benchResult `json:"sqlite"`
+	Postgres *benchResult `json:"postgres"`
+	Ratios   pgRatios     `json:"ratios"`
+}
+
+// pgRatios are the PostgreSQL run's figures against their baselines of the
+// same run: the bare loop's, its own append's, SQLite's.
+type pgRatios struct {
+	// AppendVsRaw: append, one call at a time, over the bare loop with
+	// one client.
+	AppendVsRaw *float64 `json:"append_vs_raw"`
+	// ImportVsAppend: import over append.
+	ImportVsAppend float64 `json:"import_vs_append"`
+	// ConcurrentVsRaw: the aggregate of the concurrent workers' processes
+	// over the bare loop's with as many processes.
+	ConcurrentVsRaw *float64 `json:"concurrent_vs_raw"`
+	// SearchP50VsSQLite and SearchP95VsSQLite: PostgreSQL's search times
+	// over SQLite's on the same queries and messages.
+	SearchP50VsSQLite float64 `json:"search_p50_vs_sqlite"`
+	SearchP95VsSQLite float64 `json:"search_p95_vs_sqlite"`
+}
+
+func pgRatiosOf(lite, pg *benchResult) pgRatios {
+	r := pgRatios{AppendVsRaw: pg.Append.RatioVsRaw, ImportVsAppend: pg.Import.RatioVsAppend, ConcurrentVsRaw: pg.Concurrent.RatioVsRaw}
+	if lite.Search.P50MS > 0 && lite.Search.P95MS > 0 {
+		r.SearchP50VsSQLite = round(pg.Search.P50MS/lite.Search.P50MS, 3)
+		r.SearchP95VsSQLite = round(pg.Search.P95MS/lite.Search.P95MS, 3)
+	}
+	return r
 }
 
 // runBench runs the benchmark on one backend: SQLite files in a run folder
@@ -381,8 +424,15 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	if err := b.mainStore(ctx, res); err != nil {
 		return nil, err
 	}
+	if res.Raw != nil && res.Raw.Append.MsgsPerS > 0 { // PostgreSQL's bare loop ran beside the appends
+		r := round(res.Append.MsgsPerS/res.Raw.Append.MsgsPerS, 3)
+		res.Append.RatioVsRaw = &r
+	}
 	if err := b.importPhase(ctx, res); err != nil {
 		return nil, err
+	}
+	if res.Append.MsgsPerS > 0 {
+		res.Import.RatioVsAppend = round(res.Import.MsgsPerS/res.Append.MsgsPerS, 3)
 	}
 	if err := b.groupCommitPhase(ctx, res); err != nil {
 		return nil, err

@@ -376,7 +376,7 @@ func TestBenchOnPostgres(t *testing.T) {
 	}
 	var res map[string]map[string]any
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("output is not {sqlite, postgres}: %v\n%s", err, out)
+		t.Fatalf("output is not {sqlite, postgres, ratios}: %v\n%s", err, out)
 	}
 	lite, pg := res["sqlite"], res["postgres"]
 	if lite == nil || pg == nil || pg["backend"] != "postgres" || lite["backend"] != "sqlite" {
@@ -387,6 +387,44 @@ func TestBenchOnPostgres(t *testing.T) {
 			t.Errorf("the postgres result lacks the key %q", k)
 		}
 	}
+	// The bare loop ran beside the appends, with one client and with one
+	// process per concurrent worker, storing every row; each ratio of the
+	// run is there, and is the quotient of the figures it names.
+	for _, k := range []string{"raw.append.msgs_per_s", "raw.concurrent.aggregate_msgs_per_s", "append.ratio_vs_raw",
+		"concurrent.ratio_vs_raw", "import.ratio_vs_append"} {
+		if v, ok := jsonPath(pg, k); !ok || v.(float64) <= 0 {
+			t.Errorf("postgres %s = %v, want a positive figure", k, v)
+		}
+	}
+	if inc, _ := jsonPath(pg, "raw.includes"); !strings.Contains(fmt.Sprint(inc), "INSERT INTO messages") {
+		t.Errorf("raw.includes = %v, want what the bare loop does", inc)
+	}
+	if n, _ := jsonPath(pg, "raw.append.messages"); n != pg["append"].(map[string]any)["messages"] {
+		t.Errorf("the bare loop appended %v messages, the store %v", n, pg["append"].(map[string]any)["messages"])
+	}
+	stored, _ := jsonPath(pg, "raw.concurrent.rows_stored")
+	expected, _ := jsonPath(pg, "concurrent.rows_expected")
+	if stored != expected {
+		t.Errorf("the bare loop's processes stored %v rows, want %v", stored, expected)
+	}
+	all := map[string]any{}
+	for k, v := range res {
+		all[k] = v
+	}
+	near := func(what string, got any, a, b string) {
+		t.Helper()
+		x, _ := jsonPath(all, a)
+		y, _ := jsonPath(all, b)
+		want := x.(float64) / y.(float64)
+		if g, ok := got.(float64); !ok || g < want*0.99-0.001 || g > want*1.01+0.001 {
+			t.Errorf("%s = %v, want %s / %s = %.3f", what, got, a, b, want)
+		}
+	}
+	ratios := res["ratios"]
+	near("ratios.append_vs_raw", ratios["append_vs_raw"], "postgres.append.msgs_per_s", "postgres.raw.append.msgs_per_s")
+	near("ratios.import_vs_append", ratios["import_vs_append"], "postgres.import.msgs_per_s", "postgres.append.msgs_per_s")
+	near("ratios.concurrent_vs_raw", ratios["concurrent_vs_raw"], "postgres.concurrent.aggregate_msgs_per_s", "postgres.raw.concurrent.aggregate_msgs_per_s")
+	near("ratios.search_p95_vs_sqlite", ratios["search_p95_vs_sqlite"], "postgres.search.p95_ms", "sqlite.search.p95_ms")
 	for _, r := range []map[string]any{lite, pg} {
 		for _, k := range []string{"append.msgs_per_s", "search.p50_ms", "concurrent.aggregate_msgs_per_s", "db_bytes"} {
 			if v, ok := jsonPath(r, k); !ok || v.(float64) <= 0 {
