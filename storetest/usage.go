@@ -173,7 +173,7 @@ func testUsage(t *testing.T, h Harness) {
 		s1 := map[string]any{"id": "s1", "source": "cli", "started_at": 1000.0, "model": "gpt-5-codex",
 			"input_tokens": 15000.0, "output_tokens": 790.0, "cache_read_tokens": 4100.0, "reasoning_tokens": 136.0,
 			"api_call_count": 4.0, "estimated_cost_usd": 0.0457,
-			"messages": []any{map[string]any{"role": "user", "content": "hi", "timestamp": 1001.0}},
+			"messages":         []any{map[string]any{"role": "user", "content": "hi", "timestamp": 1001.0}},
 			sessiondb.UsageKey: []any{usage("anthropic/claude-sonnet-4", 6400, 430, 2, 0.0257, 0), usage("gpt-5-codex", 8600, 360, 2, 0, 0)}}
 		s1[sessiondb.UsageKey].([]any)[0].(map[string]any)["cache_read_tokens"] = 4100.0
 		s1[sessiondb.UsageKey].([]any)[1].(map[string]any)["reasoning_tokens"] = 136.0
