@@ -372,7 +372,7 @@ a unique id prefix is accepted, not a title.`,
 					if len(delegates) > 0 {
 						q = fmt.Sprintf("Delete session %s %q with its %d message(s), and its %d delegate subagent session(s) with theirs? This cannot be undone.", id, deref(s.Title), s.MessageCount, len(delegates))
 						show = func(w io.Writer) error {
-							_, err := fmt.Fprintf(w, "delegate subagents deleted with it: %s\n", cli.PrintableLine(strings.Join(delegates, ", ")))
+							_, err := fmt.Fprintf(w, "delegate subagents that go with it: %s\n", cli.PrintableLine(strings.Join(delegates, ", ")))
 							return err
 						}
 					}
