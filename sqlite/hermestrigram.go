@@ -62,7 +62,7 @@ func keepHermesTrigram(tx *sqlitedb.Tx, where string, args ...any) error {
 	if ftsTokenizer(create) != fts.Trigram {
 		return nil
 	}
-	inline, err := hermesTrigramInline(tx)
+	inline, err := ftsInline(tx, hermesTrigramTable)
 	if err != nil {
 		return err
 	}
@@ -96,15 +96,6 @@ func keepHermesTrigram(tx *sqlitedb.Tx, where string, args ...any) error {
 		}
 	}
 	return nil
-}
-
-// hermesTrigramInline reports whether the index keeps its own copy of the
-// text in one column (schema 11 on), the copy keepHermesTrigram rewrites.
-func hermesTrigramInline(tx *sqlitedb.Tx) (bool, error) {
-	var cols, copyCols int
-	err := tx.QueryRow("SELECT (SELECT count(*) FROM pragma_table_info('"+hermesTrigramTable+"')), "+
-		"(SELECT count(*) FROM pragma_table_info('"+hermesTrigramContent+"') WHERE name = 'c0')").Scan(&cols, &copyCols)
-	return cols == 1 && copyCols == 1, err
 }
 
 // trigramIndexedText returns the text without NUL bytes that the trigram
@@ -143,4 +134,118 @@ func trigramIndexedText(tx *sqlitedb.Tx, id int64, stored []byte) (string, error
 		return string(without), nil
 	}
 	return string(before), nil
+}
+
+// hermesFTSText is what a newer Hermes' inline full-text tables (schema 11
+// on) index for a message: its content, tool name and tool calls joined by
+// spaces, as its insert triggers write them (on new.*) and its own rebuild
+// does (on the row).
+const hermesFTSText = "COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, '')"
+
+// hermesFTSTables are a newer Hermes' full-text tables over the messages,
+// in the order a rebuild takes them.
+var hermesFTSTables = []string{"messages_fts", hermesTrigramTable}
+
+// rebuildHermesFTS rebuilds, inside tx, the full-text tables of a file of a
+// newer Hermes (schema 7 on) from the messages, as Hermes' own rebuild
+// does, and keeps each table as it is (its definition, its triggers):
+//
+//   - An external-content table (schema 7 to 10; its text is the messages'
+//     content) gets FTS5's 'rebuild', which reads the messages. Schema 10's
+//     trigram table over messages holding a NUL byte is refused: the text
+//     it would index is read differently by SQLite before and from 3.49.2
+//     (keepHermesTrigram), and it keeps no copy that could be made the same.
+//   - An inline table (schema 11 on) gets its stored copies written again
+//     from the messages (hermesFTSText; in the trigram table without NUL
+//     bytes, which every SQLite tokenizes alike), then FTS5's 'rebuild',
+//     which indexes those copies. A table whose insert trigger indexes
+//     something else (a Hermes newer than this code) is refused.
+//
+// A rebuild never reads the old index, so it also cures a damaged one.
+func rebuildHermesFTS(tx *sqlitedb.Tx) error {
+	for _, t := range hermesFTSTables {
+		var create string
+		err := tx.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", t).Scan(&create)
+		if err == sql.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		inline, err := ftsInline(tx, t)
+		if err != nil {
+			return err
+		}
+		trigram := ftsTokenizer(create) == fts.Trigram
+		switch {
+		case !inline && trigram:
+			var n int64
+			if err := tx.QueryRow("SELECT count(*) FROM messages WHERE instr(CAST(content AS BLOB), X'00') > 0").Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "%s indexes the messages' own text, and %d of them hold a NUL byte (a newer Hermes' multimodal content), which SQLite before 3.49.2 and from 3.49.2 on index differently: a rebuild here would leave an index that an older SQLite's Hermes cannot keep; nothing was rebuilt. Open the file with a Hermes of schema 11 or later, which rebuilds it", t, n)
+			}
+		case inline:
+			var trigger string
+			err := tx.QueryRow("SELECT COALESCE(group_concat(sql, ' '), '') FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' AND sql LIKE '%INSERT INTO ' || ? || '(rowid%'", t).Scan(&trigger)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(trigger, strings.ReplaceAll(hermesFTSText, "COALESCE(", "COALESCE(new.")) {
+				return sessiondb.Errorf(sessiondb.EINVALID, "%s is kept by triggers that index something other than what Hermes' schema 11 to 21 index (content, tool name and tool calls), so sessiondb does not know what to rebuild it from; nothing was rebuilt. Let Hermes repair it (`hermes sessions repair`)", t)
+			}
+			if err := fillFTSCopies(tx, t, trigram); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec("INSERT INTO " + quoteIdent(t) + "(" + quoteIdent(t) + ") VALUES('rebuild')"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ftsInline reports whether the FTS5 table t keeps its own copy of its
+// one column (t_content with c0), as a newer Hermes' tables do from schema
+// 11 on.
+func ftsInline(tx *sqlitedb.Tx, t string) (bool, error) {
+	var cols, copyCols int
+	err := tx.QueryRow("SELECT (SELECT count(*) FROM pragma_table_info(?)), (SELECT count(*) FROM pragma_table_info(?) WHERE name = 'c0')", t, t+"_content").Scan(&cols, &copyCols)
+	return cols == 1 && copyCols == 1, err
+}
+
+// fillFTSCopies writes the stored copies of the inline table t again from
+// the messages, every message one row (hermesFTSText), without NUL bytes
+// when noNUL.
+func fillFTSCopies(tx *sqlitedb.Tx, t string, noNUL bool) error {
+	copies := quoteIdent(t + "_content")
+	if _, err := tx.Exec("DELETE FROM " + copies); err != nil {
+		return err
+	}
+	if _, err := tx.Exec("INSERT INTO " + copies + "(id, c0) SELECT id, " + hermesFTSText + " FROM messages"); err != nil {
+		return err
+	}
+	if !noNUL {
+		return nil
+	}
+	type row struct {
+		id   int64
+		text []byte
+	}
+	rows, err := sqlitedb.Append(tx.Context(), tx, "SELECT id, CAST(c0 AS BLOB) FROM "+copies+" WHERE instr(CAST(c0 AS BLOB), X'00') > 0", nil, nil, func(r sqlitedb.Row) (row, error) {
+		var x row
+		err := r.Scan(&x.id, &x.text)
+		return x, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		// SQLite's replace() cannot take a NUL out.
+		if _, err := tx.Exec("UPDATE "+copies+" SET c0 = ? WHERE id = ?", string(bytes.ReplaceAll(r.text, []byte{0}, nil)), r.id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
