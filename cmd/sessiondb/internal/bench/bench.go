@@ -269,10 +269,13 @@ type searchResult struct {
 	// The floor (SQLite only, searchfloor.go): the same queries through a
 	// bare FTS5 ranking statement, interleaved with the store's, and the
 	// store's p50 over the floor's.
-	FloorIncludes string  `json:"floor_includes,omitempty"`
-	FloorP50MS    float64 `json:"floor_p50_ms,omitempty"`
-	FloorP95MS    float64 `json:"floor_p95_ms,omitempty"`
-	RatioVsFloor  float64 `json:"ratio_vs_floor,omitempty"`
+	// Plans (PostgreSQL only): the server's plan of each statement of the
+	// first search of each kind, one line each (explainpg.go).
+	Plans         map[string][]string `json:"plans,omitempty"`
+	FloorIncludes string              `json:"floor_includes,omitempty"`
+	FloorP50MS    float64             `json:"floor_p50_ms,omitempty"`
+	FloorP95MS    float64             `json:"floor_p95_ms,omitempty"`
+	RatioVsFloor  float64             `json:"ratio_vs_floor,omitempty"`
 }
 
 type queryResult struct {
@@ -414,6 +417,9 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	}
 	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr, db: db}
 	if db != "" {
+		b.pgTrace = &stmtRecorder{}
+	}
+	if db != "" {
 		res.Backend, res.Driver = "postgres", "pgx"
 		// One schema per store of the run, under a prefix of its own.
 		b.prefix = filepath.Base(dir)
@@ -525,6 +531,9 @@ type bencher struct {
 	// db is the PostgreSQL server of the run ("" for SQLite files), prefix
 	// the name its schemas start with.
 	db, prefix string
+	// pgTrace records a PostgreSQL store's statements for the search
+	// plans (explainpg.go); nil for SQLite.
+	pgTrace *stmtRecorder
 }
 
 // location is where the run's store called name lives: a file in the run
@@ -551,7 +560,11 @@ func (b *bencher) open(ctx context.Context, name string) (sessiondb.Store, strin
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := store.Open(ctx, path, store.Options{Synchronous: b.cfg.synchronous})
+	o := store.Options{Synchronous: b.cfg.synchronous}
+	if b.pgTrace != nil {
+		o.Tracer = b.pgTrace
+	}
+	st, err := store.Open(ctx, path, o)
 	if err != nil {
 		return nil, path, sessiondb.Wrap("", err, "open the %s store", name)
 	}

@@ -396,6 +396,28 @@ func TestBenchOnPostgres(t *testing.T) {
 			t.Errorf("postgres %s = %v, want a positive figure", k, v)
 		}
 	}
+	// The server's plan of each statement of one search of each kind
+	// (this tiny store's plans may scan: the test checks their form, the
+	// full workload's run their indexes, docs/benchmarks.md).
+	plans, _ := jsonPath(pg, "search.plans")
+	byKind, _ := plans.(map[string]any)
+	if len(byKind) == 0 {
+		t.Errorf("postgres search.plans = %v, want a plan per query kind", plans)
+	}
+	for kind, ps := range byKind {
+		lines, _ := ps.([]any)
+		if len(lines) == 0 {
+			t.Errorf("no plan for the %s search", kind)
+		}
+		for _, l := range lines {
+			if s, _ := l.(string); !strings.Contains(s, "messages") || strings.Contains(s, "unreadable") {
+				t.Errorf("the %s search's plan %q names no read of messages", kind, s)
+			}
+		}
+	}
+	if p, ok := jsonPath(lite, "search.plans"); ok {
+		t.Errorf("sqlite search.plans = %v: plans are PostgreSQL's", p)
+	}
 	if inc, _ := jsonPath(pg, "raw.includes"); !strings.Contains(fmt.Sprint(inc), "INSERT INTO messages") {
 		t.Errorf("raw.includes = %v, want what the bare loop does", inc)
 	}

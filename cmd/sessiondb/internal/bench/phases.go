@@ -297,6 +297,9 @@ func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, path stri
 	for k, s := range byKind {
 		res.Search.P50MSByKind[k] = round(percentile(s, 0.5), 3)
 	}
+	if res.Search.Plans, err = b.searchPlans(ctx, st, path); err != nil {
+		return err
+	}
 	if len(floors) > 0 {
 		res.Search.FloorIncludes = searchFloorIncludes
 		res.Search.FloorP50MS = round(percentile(floors, 0.50), 3)
