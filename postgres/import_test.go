@@ -81,3 +81,29 @@ func TestImportCopiesMessages(t *testing.T) {
 		t.Errorf("c2's messages = %+v, %v; want a new id for the taken one and 5000 kept", got, err)
 	}
 }
+
+// TestPoolSize: the pool holds DefaultMaxConns connections unless the URL's
+// pool_max_conns or Options.MaxConns says otherwise, Options first.
+func TestPoolSize(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		url  string
+		opt  int32
+		want int32
+	}{
+		{url, 0, DefaultMaxConns},
+		{url + "&pool_max_conns=3", 0, 3},
+		{url + "&pool_max_conns=3", 5, 5},
+	} {
+		s, err := Open(ctx, tc.url, Options{Schema: schema, MaxConns: tc.opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.pool.Config().MaxConns; got != tc.want {
+			t.Errorf("%s, MaxConns %d: pool of %d, want %d", tc.url, tc.opt, got, tc.want)
+		}
+		s.Close()
+	}
+}
