@@ -258,3 +258,27 @@ func TestUIMailboxRequeueControls(t *testing.T) {
 		}
 	}
 }
+
+// TestUIEndedSessionIsNotFollowed: the last page of an ended session says
+// when and why it ended and does not follow the session; a live one does.
+func TestUIEndedSessionIsNotFollowed(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.session("live", "cli", "m1")
+	f.msg("live", "user", "still going")
+	f.session("done", "cli", "m1")
+	f.msg("done", "user", "all done")
+	if err := f.st.EndSession(ctxb, "done", "user_exit"); err != nil {
+		t.Fatal(err)
+	}
+	live := f.page("/s/live", http.StatusOK)
+	if !strings.Contains(live, `data-live="true"`) || !strings.Contains(live, `id="live-status"`) || strings.Contains(live, `id="ended-status"`) {
+		t.Error("the live session's page does not follow it")
+	}
+	done := f.page("/s/done", http.StatusOK)
+	if strings.Contains(done, `data-live`) || strings.Contains(done, "following") {
+		t.Error("the ended session's page still follows it")
+	}
+	if !strings.Contains(done, `id="ended-status"`) || !strings.Contains(done, "(user_exit)") {
+		t.Errorf("the ended session's page does not say it ended and why")
+	}
+}
