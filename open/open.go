@@ -13,6 +13,7 @@ package open
 import (
 	"context"
 	"errors"
+	"github.com/jackc/pgx/v5"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -50,6 +51,9 @@ type Options struct {
 	// NoAdditions is sqlite.Options.NoAdditions: a SQLite store adds
 	// nothing of sessiondb's own to the file. PostgreSQL ignores it.
 	NoAdditions bool
+	// Tracer, for a PostgreSQL store, sees every statement it sends
+	// (postgres.Options.Tracer); SQLite ignores it.
+	Tracer pgx.QueryTracer
 }
 
 // IsURL reports whether location names a PostgreSQL server rather than a
@@ -82,6 +86,7 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 			MustExist: o.MustExist,
 			Now:       o.Now,
 			Logger:    o.Logger,
+			Tracer:    o.Tracer,
 		})
 		if err != nil {
 			return nil, err

@@ -27,9 +27,12 @@ var additions = func() []sessiondb.Addition {
 	}
 	const last = "listing by last activity"
 	for _, o := range lastActiveObjects {
-		add(ddlKind(o.ddl), o.name, last)
+		if o.name != "state_meta" { // listed once, below
+			add(ddlKind(o.ddl), o.name, last)
+		}
 	}
 	add("index", "sqlite_autoindex_"+lastActiveTable+"_1", last+", its primary key")
+	add(metaKey, lastActiveMark, last+", the last message it took in")
 	add("table", "state_meta", "holds sessiondb's keys (a newer Hermes makes its own)")
 	add("index", "sqlite_autoindex_state_meta_1", "state_meta's primary key")
 	const recent = "the recent search index (a large store's search)"
@@ -85,7 +88,7 @@ func (s *Store) Additions(ctx context.Context) ([]sessiondb.Addition, error) {
 	}
 	keys := map[string]bool{}
 	if objects["state_meta"] == "table" {
-		if err := sqlitedb.Each(ctx, s.db, "SELECT key FROM state_meta WHERE key LIKE 'sessiondb.%'", nil, func(r sqlitedb.Row) error {
+		if err := sqlitedb.Each(ctx, s.db, "SELECT key FROM state_meta WHERE key LIKE 'sessiondb%'", nil, func(r sqlitedb.Row) error {
 			var k string
 			err := r.Scan(&k)
 			keys[k] = true

@@ -216,14 +216,15 @@ func (s *Store) SessionCount(ctx context.Context, source string) (int64, error) 
 	return n, nil
 }
 
-// MessageCount counts the messages of a session ("" means all sessions).
+// MessageCount counts the messages of a session ("" means all sessions):
+// every stored row, hidden ones too, as Hermes' message_count counts.
 func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, error) {
 	var n int64
 	var err error
 	if sessionID == "" {
-		err = s.queryRow(ctx, "SELECT count(*) FROM messages m WHERE 1"+s.q.visible).Scan(&n)
+		err = s.queryRow(ctx, "SELECT count(*) FROM messages").Scan(&n)
 	} else {
-		err = s.queryRow(ctx, "SELECT count(*) FROM messages m WHERE m.session_id = ?"+s.q.visible, sessionID).Scan(&n)
+		err = s.queryRow(ctx, "SELECT count(*) FROM messages WHERE session_id = ?", sessionID).Scan(&n)
 	}
 	if err != nil {
 		return 0, s.readErr(err, "count messages")

@@ -66,14 +66,16 @@ type Options struct {
 	// index holds, at most SearchWindowMessages: 0 means
 	// DefaultSearchRecentMessages; negative means no recent index.
 	SearchRecentMessages int
-	// KeepSearchIndex lets a ReadOnly store keep the recent index: when a
-	// search finds it behind, the store brings it up to date through a
+	// KeepSearchIndex lets a ReadOnly store keep the two structures that
+	// reads, not writes, bring up to date: the recent search index and
+	// the last-activity table. When a search or a listing by last
+	// activity finds one behind, the store brings it up to date through a
 	// write connection of its own, opened for that alone, where this
 	// process may write the file (its owner's -wal and -shm, a writable
 	// folder; see sqlitedb.MayWrite). Nothing else is written: no
 	// migration, no other index, no change of mode. A writable store
-	// always keeps it; a ReadOnly one without this uses it only while it
-	// is current.
+	// always keeps them; a ReadOnly one without this uses each only while
+	// it is current.
 	KeepSearchIndex bool
 	// NoAdditions adds nothing of sessiondb's own to the file (README:
 	// "What sessiondb adds to Hermes' file"): no read indexes, no
@@ -277,6 +279,10 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		s.w.Budget = budget
 		s.w.Now = s.now
 		s.w.OnCommit = s.onCommit
+		// Several processes (Hermes' and ours) append to one state.db:
+		// waiting for the write lock in 1 ms steps lets one of them commit
+		// back to back instead of handing the lock over at every commit.
+		s.w.Yield = true
 		if si.needsMigration() {
 			// Open-time migrations wait for the lock in the same budget as
 			// any write (IMP-8).

@@ -12,11 +12,15 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+	"github.com/sessiondb/sessiondb/internal/version"
 )
 
 // doctorReport is what `doctor` finds, in its --json form.
 type doctorReport struct {
 	Path string `json:"path"`
+	// Version is sessiondb's own (internal/version), as `sessiondb
+	// version` prints it.
+	Version string `json:"version"`
 	// Opened is false when the file would not open as a store: only the
 	// integrity check and the file's facts are known.
 	Opened        bool   `json:"opened"`
@@ -52,10 +56,11 @@ func (h *group) doctorCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the store: versions, size, permissions, integrity, search index",
-		Long: `Report the store's schema version, the SQLite library and driver in this
-build, the file's size and permissions, and run SQLite's integrity_check and
-the full-text index's own integrity check. Exits 1 when a check fails: the
-data is damaged, or the search index does not match it.
+		Long: `Report sessiondb's own version (as ` + "`sessiondb version`" + ` prints it), the
+store's schema version, the SQLite library and driver in this build, the
+file's size and permissions, and run SQLite's integrity_check and the
+full-text index's own integrity check. Exits 1 when a check fails: the data
+is damaged, or the search index does not match it.
 
 Permissions are advice, not a failure: a store other users may read (mode
 0644, as Hermes makes its files under the usual umask) is sound, and doctor
@@ -98,7 +103,7 @@ Hermes' file"), as --json's "additions".`,
 				if !ok {
 					return sessiondb.Errorf(sessiondb.EINVALID, "doctor checks a SQLite store file, and this store is not one")
 				}
-				r := &doctorReport{Path: st.Path(), Opened: true, Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}, Advice: []string{}}
+				r := &doctorReport{Path: st.Path(), Opened: true, Version: version.String(), Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}, Advice: []string{}}
 				var err error
 				if rebuild {
 					if err := h.Spin("rebuilding the search index", func() error { return st.RebuildFTS(ctx) }); err != nil {
@@ -269,7 +274,7 @@ func (h *group) doctorDamaged(ctx context.Context, openErr error, strict bool) e
 	if err != nil {
 		return openErr
 	}
-	r := &doctorReport{Path: path, Driver: store.Driver, GoVersion: runtime.Version(), FTS: "not checked (the store does not open)", Problems: []string{}, Advice: []string{}}
+	r := &doctorReport{Path: path, Version: version.String(), Driver: store.Driver, GoVersion: runtime.Version(), FTS: "not checked (the store does not open)", Problems: []string{}, Advice: []string{}}
 	r.statFiles()
 	r.SQLiteVersion = store.SQLiteVersion(ctx)
 	if len(lines) == 1 && lines[0] == "ok" {
@@ -283,6 +288,7 @@ func (h *group) doctorDamaged(ctx context.Context, openErr error, strict bool) e
 }
 
 func (h *group) printDoctor(r *doctorReport) {
+	h.Printf("sessiondb       %s\n", r.Version)
 	h.Printf("store           %s\n", cli.PrintableLine(r.Path))
 	h.Printf("file            %s bytes (+ %s WAL), mode %s\n", fmtCount(r.FileBytes), fmtCount(r.WALBytes), cli.OrDash(r.FileMode))
 	if r.Opened {

@@ -27,7 +27,9 @@ func (h *group) forkCmd() *cobra.Command {
 and including message --at (all of them by default) into it, so you can take
 the conversation another way and keep the original. A tool call is never
 separated from its results: the copy grows to include them, or stops before
-the call if a result is missing. Message ids are shown by ` + "`sessiondb show`" + `.
+the call if a result is missing. --at takes a message's id, the "id N"
+` + "`sessiondb show`" + ` prints beside each message, not the #n before it (its place
+in the session).
 
 The new session gets the source, model and system prompt of the original,
 and its model_config records "_branched_from", as newer Hermes does.`,
@@ -40,7 +42,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 				return err
 			}
 			if c.Flags().Changed("at") && at < 1 {
-				return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: want a message id (1 or more) from `sessiondb show`", at)
+				return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: want a message id (1 or more): the \"id N\" `sessiondb show` prints beside each message", at)
 			}
 			if c.Flags().Changed("id") {
 				if err := checkNewID(newID); err != nil {
@@ -106,7 +108,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 			})
 		},
 	}
-	c.Flags().Int64Var(&at, "at", 0, "copy messages up to and including this message id (default: all)")
+	c.Flags().Int64Var(&at, "at", 0, "copy messages up to and including the message with this id, as show prints it (default: all)")
 	c.Flags().StringVar(&newID, "id", "", "id of the new session, at most 255 bytes (default: a new time-based id)")
 	c.Flags().StringVar(&title, "title", "", "title of the new session")
 	h.addSynchronousFlag(c)
@@ -139,7 +141,7 @@ func checkMessageOf(ctx context.Context, st sessiondb.MessageService, src string
 			return nil
 		}
 	}
-	return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: session %s has no message %d (see the #ids in `sessiondb show %s`)", id, src, id, src)
+	return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: session %s has no message with id %d (the ids are the \"id N\" beside each message in `sessiondb show %s`, not its #n)", id, src, id, src)
 }
 
 // newSessionID makes an id in Hermes' shape, 20260315_092437_c9a6ff: the
@@ -370,7 +372,7 @@ a unique id prefix is accepted, not a title.`,
 					if len(delegates) > 0 {
 						q = fmt.Sprintf("Delete session %s %q with its %d message(s), and its %d delegate subagent session(s) with theirs? This cannot be undone.", id, deref(s.Title), s.MessageCount, len(delegates))
 						show = func(w io.Writer) error {
-							_, err := fmt.Fprintf(w, "delegate subagents deleted with it: %s\n", cli.PrintableLine(strings.Join(delegates, ", ")))
+							_, err := fmt.Fprintf(w, "delegate subagents that go with it: %s\n", cli.PrintableLine(strings.Join(delegates, ", ")))
 							return err
 						}
 					}

@@ -72,7 +72,7 @@ func TestArchiveCommands(t *testing.T) {
 func TestDeleteTakesDelegates(t *testing.T) {
 	db := hermes21File(t, "state.db")
 	r := onTerminal(t, "no\n", "--db", db, "delete", "h21-main")
-	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "its 2 delegate subagent session(s)") || !strings.Contains(r.Stderr, "h21-delegate, h21-delegate-nested") {
+	if r.Code != cli.ExitCancelled || !strings.Contains(r.Stderr, "its 2 delegate subagent session(s)") || !strings.Contains(r.Stderr, "h21-delegate, h21-delegate-nested") {
 		t.Fatalf("answer no: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if n := len(archivedFlags(t, db)); n != 19 {
