@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -118,4 +119,65 @@ func (s *Store) Additions(ctx context.Context) ([]sessiondb.Addition, error) {
 func (s *Store) objectsOurs(ctx context.Context) (bool, error) {
 	v, err := s.SchemaVersion(ctx)
 	return v <= SchemaVersion6, err
+}
+
+// RemoveAdditions takes out of the file every addition it holds
+// (Additions), in one transaction: triggers first (a trigger left without
+// its table would fail every write to messages), then views, tables
+// (FTS5 drops its own storage with its table) and indexes; of state_meta,
+// only sessiondb's keys, and the table itself only where sessiondb made it
+// (a file of schema 6 or older) and nothing else is left in it. It returns
+// what it removed. A store that keeps writing the file adds them again:
+// open it with NoAdditions after.
+func (s *Store) RemoveAdditions(ctx context.Context) ([]sessiondb.Addition, error) {
+	if s.w == nil {
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "remove sessiondb's additions from %s: the store is open read-only", s.path)
+	}
+	held, err := s.Additions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	order := map[string]int{"trigger": 0, "view": 1, "table": 2, "index": 3, metaKey: 4}
+	drop := slices.Clone(held)
+	slices.SortStableFunc(drop, func(a, b sessiondb.Addition) int { return order[a.Kind] - order[b.Kind] })
+	err = s.changeSchema(ctx, func(tx *sqlitedb.Tx) error {
+		for _, a := range drop {
+			switch {
+			case a.Kind == metaKey:
+				if _, err := tx.Exec("DELETE FROM state_meta WHERE key = ?", a.Name); err != nil {
+					return err
+				}
+			case a.Name == "state_meta", strings.HasPrefix(a.Name, "sqlite_autoindex_"):
+				// state_meta last, below; an automatic index goes with
+				// its table.
+			default:
+				var exists bool
+				if err := tx.QueryRow("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = ? AND name = ?)", a.Kind, a.Name).Scan(&exists); err != nil {
+					return err
+				}
+				// A shadow table went with its FTS5 table.
+				if exists {
+					if _, err := tx.Exec("DROP " + strings.ToUpper(a.Kind) + " " + quoteIdent(a.Name)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if slices.ContainsFunc(drop, func(a sessiondb.Addition) bool { return a.Name == "state_meta" }) {
+			var left int
+			if err := tx.QueryRow("SELECT count(*) FROM state_meta").Scan(&left); err != nil {
+				return err
+			}
+			if left == 0 {
+				if _, err := tx.Exec("DROP TABLE state_meta"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, "remove sessiondb's additions from %s")
+	if err != nil {
+		return nil, err
+	}
+	return held, nil
 }

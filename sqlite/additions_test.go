@@ -190,3 +190,60 @@ func TestNoAdditions(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveAdditions: after sessiondb's writes with every addition (the
+// trigram and recent indexes, a retention run), RemoveAdditions leaves
+// sqlite_master, every row and its text, and state_meta as Hermes made
+// them, on a Hermes-made schema-6 file and on the schema-21 fixture; the
+// file then passes SQLite 3.40's integrity_check and full-text checks, and
+// Hermes' triggers still take writes.
+func TestRemoveAdditions(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		file func() string
+		o    Options
+	}{
+		{"v6", func() string { return buildFixture(t, 6, true) }, Options{Trigram: true, SearchWindowMessages: 5}},
+		{"v21", func() string { return hermes21Copy(t) }, Options{SearchWindowMessages: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.file()
+			requireOldSQLite(t, path)
+			before := schemaText(t, path)
+			s := openTestStore(t, path, tc.o)
+			if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "probe", Source: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 8 {
+				mustAppend(t, s, sessiondb.NewMessage{SessionID: "probe", Role: "user", Content: str("zeppelin " + strconv.Itoa(i))})
+			}
+			if _, err := s.SearchMessages(ctx, "zeppelin", sessiondb.SearchFilter{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ApplyRetention(ctx, sessiondb.RetentionPolicy{MaxAgeDays: 1e6}); err != nil {
+				t.Fatal(err)
+			}
+			if schemaText(t, path) == before {
+				t.Fatal("the writes added nothing to remove")
+			}
+			removed, err := s.RemoveAdditions(ctx)
+			if err != nil || len(removed) == 0 {
+				t.Fatalf("RemoveAdditions = %d, %v", len(removed), err)
+			}
+			s.Close()
+			if after := schemaText(t, path); after != before {
+				t.Errorf("after the removal:\n%s\nHermes made:\n%s", after, before)
+			}
+			// SQLite 3.40's, as the fixture's trigram rows with a NUL are
+			// version skew to this one's (TestRebuildFTSOnEveryVersion).
+			if got := strings.TrimSpace(oldSQLite(t, path, "print(c.execute('PRAGMA integrity_check').fetchall())")); got != "[('ok',)]" {
+				t.Errorf("SQLite 3.40's integrity_check: %v", got)
+			}
+			oldSQLite(t, path, "c.execute(\"DELETE FROM messages WHERE session_id = 'probe'\")")
+			if bad := ftsChecks(t, path, true); len(bad) > 0 {
+				t.Errorf("SQLite 3.40's checks after its own delete: %v", bad)
+			}
+		})
+	}
+}
