@@ -47,6 +47,9 @@ type SQLiteMaintainer interface {
 	// did not make (tables, views, indexes, triggers, state_meta keys), as
 	// the file holds them now; nil on a file without any.
 	Additions(ctx context.Context) ([]Addition, error)
+	// RemoveAdditions takes them out, leaving the schema as Hermes made
+	// it, and returns what it removed.
+	RemoveAdditions(ctx context.Context) ([]Addition, error)
 	// BackfillTrigram indexes the rows that predate the trigram index until
 	// done or ctx ends, and reports whether the index is complete (false,
 	// nil without a trigram index).

@@ -178,19 +178,7 @@ func TestDoctorListsAdditions(t *testing.T) {
 // doctor lists no additions.
 func TestNoAdditionsFlag(t *testing.T) {
 	db := exampleDB(t)
-	// Take the example store's additions out first: what stays is what
-	// Hermes' schema holds.
-	var names []string
-	for _, r := range sqlitetest.QueryFile(t, db, "SELECT type, name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type IN ('trigger', 'view', 'index') ORDER BY type = 'trigger' DESC") {
-		names = append(names, fmt.Sprintf("DROP %s %s", r[0], r[1]))
-	}
-	for _, r := range sqlitetest.QueryFile(t, db, "SELECT name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type = 'table' AND sql LIKE 'CREATE TABLE%'") {
-		names = append(names, fmt.Sprintf("DROP TABLE %s", r[0]))
-	}
-	names = append(names, "DROP INDEX idx_messages_session_id", "DROP TABLE IF EXISTS state_meta")
-	for _, q := range names {
-		sqlitetest.ExecFile(t, db, q)
-	}
+	stripAdditions(t, db)
 	schema := func() string {
 		return fmt.Sprint(sqlitetest.QueryFile(t, db, "SELECT type, name, sql FROM sqlite_master ORDER BY name"))
 	}
@@ -211,5 +199,45 @@ func TestNoAdditionsFlag(t *testing.T) {
 	}
 	if after := schema(); after != before {
 		t.Errorf("--no-additions changed the schema:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// stripAdditions takes sessiondb's additions out of a v6 store by hand,
+// leaving what Hermes' v6 schema holds.
+func stripAdditions(t *testing.T, db string) {
+	t.Helper()
+	var names []string
+	for _, r := range sqlitetest.QueryFile(t, db, "SELECT type, name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type IN ('trigger', 'view', 'index') ORDER BY type = 'trigger' DESC") {
+		names = append(names, fmt.Sprintf("DROP %s %s", r[0], r[1]))
+	}
+	for _, r := range sqlitetest.QueryFile(t, db, "SELECT name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type = 'table' AND sql LIKE 'CREATE TABLE%'") {
+		names = append(names, fmt.Sprintf("DROP TABLE %s", r[0]))
+	}
+	names = append(names, "DROP INDEX idx_messages_session_id", "DROP TABLE IF EXISTS state_meta")
+	for _, q := range names {
+		sqlitetest.ExecFile(t, db, q)
+	}
+}
+
+// TestRemoveAdditionsCommand: doctor --remove-additions --yes (with
+// --no-additions) leaves a v6 file's schema as Hermes' v6 schema is, after
+// a write added sessiondb's objects again, and says what it removed.
+func TestRemoveAdditionsCommand(t *testing.T) {
+	db := exampleDB(t)
+	stripAdditions(t, db)
+	schema := func() string {
+		return fmt.Sprint(sqlitetest.QueryFile(t, db, "SELECT type, name, sql FROM sqlite_master ORDER BY name"))
+	}
+	before := schema()
+	mustCLI(t, "--db", db, "title", "20260509_081244_a3f9e0", "Renamed")
+	if schema() == before {
+		t.Fatal("the write added nothing")
+	}
+	r := runCLI(t, "", "--db", db, "--no-additions", "doctor", "--remove-additions", "--yes", "--json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"removed_additions"`) || !strings.Contains(r.Stdout, `"additions": []`) {
+		t.Fatalf("doctor --remove-additions: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if after := schema(); after != before {
+		t.Errorf("after --remove-additions:\n%s\nHermes' v6:\n%s", after, before)
 	}
 }
