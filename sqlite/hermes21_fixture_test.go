@@ -22,16 +22,10 @@ import (
 // The schema-21 fixture: testdata/hermes21/state.db, written by the current
 // Hermes through its own SessionDB, and reads/, what Hermes' own reads
 // returned for it (make_fixture.py made both; README.md there says how).
-// The tests below compare our reads with Hermes' recorded ones where they
-// already agree. Where they do not yet (issue 19), hermes21Gaps names the
-// session and the reason; a test skips it, and fails once it matches, so
-// the list only shrinks.
+// The tests below compare our reads with Hermes' recorded ones, every
+// session and every field.
 
 const hermes21Dir = "testdata/hermes21"
-
-// hermes21Gaps lists, per comparison, the sessions whose read of ours
-// differs from Hermes' today, and why.
-var hermes21Gaps = map[string]map[string]string{}
 
 // hermes21Copy copies the fixture into a temporary folder and returns its
 // path: a test never opens the committed file (a writable open changes it).
@@ -219,16 +213,10 @@ func short(v any, present bool) string {
 	return string(b)
 }
 
-// checkGap runs a comparison of one key: skipped (and expected to differ)
-// when hermes21Gaps lists it under kind.
-func checkGap(t *testing.T, kind, key string, diffs []string) {
+// checkSame reports each difference of one comparison (kind, key) with
+// Hermes' recorded read.
+func checkSame(t *testing.T, kind, key string, diffs []string) {
 	t.Helper()
-	if why, gap := hermes21Gaps[kind][key]; gap {
-		if len(diffs) == 0 {
-			t.Errorf("%s %s now matches Hermes: take it off hermes21Gaps (%s)", kind, key, why)
-		}
-		return
-	}
 	for _, d := range diffs {
 		t.Errorf("%s %s: %s", kind, key, d)
 	}
@@ -272,7 +260,7 @@ func TestHermes21GetSession(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GetSession(%s): %v", id, err)
 		}
-		checkGap(t, "get_session", id, fieldDiffs(want[id], asJSON(t, got).(map[string]any), nil))
+		checkSame(t, "get_session", id, fieldDiffs(want[id], asJSON(t, got).(map[string]any), nil))
 	}
 }
 
@@ -290,7 +278,7 @@ func TestHermes21ExportSessionRow(t *testing.T) {
 		w, g := want.ExportSession[id], asJSON(t, got).(map[string]any)
 		delete(w, "messages")
 		delete(g, "messages")
-		checkGap(t, "export_session_row", id, fieldDiffs(w, g, nil))
+		checkSame(t, "export_session_row", id, fieldDiffs(w, g, nil))
 	}
 }
 
@@ -318,7 +306,7 @@ func TestHermes21GetMessages(t *testing.T) {
 				}
 			}
 		}
-		checkGap(t, "get_messages", id, diffs)
+		checkSame(t, "get_messages", id, diffs)
 	}
 }
 
@@ -350,7 +338,7 @@ func TestHermes21Conversation(t *testing.T) {
 				}
 			}
 		}
-		checkGap(t, "conversation", id, diffs)
+		checkSame(t, "conversation", id, diffs)
 	}
 }
 
@@ -386,7 +374,7 @@ func TestHermes21CompressionTip(t *testing.T) {
 		if got != want.Tip[id] {
 			diffs = append(diffs, fmt.Sprintf("tip Hermes %s, ours %s", want.Tip[id], got))
 		}
-		checkGap(t, "compression_tip", id, diffs)
+		checkSame(t, "compression_tip", id, diffs)
 	}
 }
 
@@ -428,7 +416,7 @@ func TestHermes21Counts(t *testing.T) {
 		if strconv.FormatInt(got, 10) != counts.PerSession[id].String() {
 			diffs = append(diffs, fmt.Sprintf("Hermes %s, ours %d", counts.PerSession[id], got))
 		}
-		checkGap(t, "message_count", id, diffs)
+		checkSame(t, "message_count", id, diffs)
 	}
 	// Our count of every session is Hermes' count with archived sessions.
 	want := hermesCalls(t, "session_count.json")["include_archived"].Result.(json.Number)
@@ -615,7 +603,7 @@ func TestHermes21ExportAllRows(t *testing.T) {
 			t.Errorf("we export %s; Hermes does not", id)
 			return nil
 		}
-		checkGap(t, "export_all_row", id, fieldDiffs(w, g, nil))
+		checkSame(t, "export_all_row", id, fieldDiffs(w, g, nil))
 		return nil
 	})
 	if err != nil {
