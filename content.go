@@ -155,3 +155,58 @@ func firstOf(ss ...string) string {
 	}
 	return ""
 }
+
+// DecodeContent is stored content as Hermes' _decode_content reads it:
+// text a newer Hermes stored as JSON (StructuredPrefix) as that JSON,
+// exactly (a multimodal message's list of parts); anything else, marked
+// text that is not JSON included, as it is.
+func DecodeContent(content string) any {
+	if body, ok := strings.CutPrefix(content, StructuredPrefix); ok && json.Valid([]byte(body)) {
+		return json.RawMessage(body)
+	}
+	return content
+}
+
+// NeighbourText is how Hermes' search shows a hit's neighbour (its
+// context rows): multimodal content as its text parts joined by spaces,
+// or "[multimodal content]" when it has none, other JSON content as "",
+// text as it is; then at most 200 code points.
+func NeighbourText(content string) string {
+	var text string
+	switch c := DecodeContent(content).(type) {
+	case string:
+		text = c
+	case json.RawMessage:
+		var v any
+		_ = json.Unmarshal(c, &v)
+		switch x := v.(type) {
+		case string:
+			text = x
+		case []any:
+			var parts []string
+			for _, p := range x {
+				if m, ok := p.(map[string]any); ok && m["type"] == "text" {
+					if t, _ := m["text"].(string); t != "" {
+						parts = append(parts, t)
+					}
+				}
+			}
+			if text = PyStrip(strings.Join(parts, " ")); text == "" {
+				text = "[multimodal content]"
+			}
+		}
+	}
+	return FirstRunes(text, 200)
+}
+
+// FirstRunes is s cut to its first n code points (Python's s[:n]).
+func FirstRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}

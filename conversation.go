@@ -8,25 +8,36 @@ import (
 	"unicode/utf8"
 )
 
-// NewConversationItem builds the replay form of one stored message (spec
-// 6): role and content (null when NULL), tool_call_id and tool_name when
-// non-empty, tool_calls decoded from its stored text when there is one
-// (rawToolCalls, valid=false for NULL), and for assistant rows reasoning
-// when non-empty and reasoning_details and codex_reasoning_items decoded.
-// Stored tool_calls that are not JSON replay as [] and badToolCalls tells
-// the caller to warn; undecodable reasoning fields replay as null.
+// NewConversationItem builds the replay form of one stored message as
+// Hermes' get_messages_as_conversation gives it (docs/hermes-versions.md
+// 4.2): role and content (null when NULL; a multimodal message's list of
+// parts decoded; a user or assistant text without its recalled-memory
+// blocks, SanitizeContext, and trimmed), timestamp when not 0,
+// tool_call_id, tool_name and effect_disposition when non-empty,
+// tool_calls decoded from its stored text when there is one
+// (rawToolCalls, valid=false for NULL), message_id (the platform's id)
+// when set, observed when set; and for assistant rows finish_reason and
+// reasoning when non-empty, reasoning_content when not NULL, and
+// reasoning_details, codex_reasoning_items and codex_message_items
+// decoded. Stored tool_calls that are not JSON replay as [] and
+// badToolCalls tells the caller to warn; undecodable reasoning fields
+// replay as null.
 func NewConversationItem(m *Message, rawToolCalls string, valid bool) (it ConversationItem, badToolCalls bool) {
-	it = ConversationItem{"role": m.Role}
+	it = ConversationItem{"role": m.Role, "content": nil}
 	if m.Content != nil {
-		it["content"] = *m.Content
-	} else {
-		it["content"] = nil
+		c := DecodeContent(*m.Content)
+		if t, ok := c.(string); ok && (m.Role == "user" || m.Role == "assistant") {
+			c = PyStrip(SanitizeContext(t))
+		}
+		it["content"] = c
 	}
-	if m.ToolCallID != nil && *m.ToolCallID != "" {
-		it["tool_call_id"] = *m.ToolCallID
+	if m.Timestamp != 0 {
+		it["timestamp"] = m.Timestamp
 	}
-	if m.ToolName != nil && *m.ToolName != "" {
-		it["tool_name"] = *m.ToolName
+	for key, p := range map[string]*string{"tool_call_id": m.ToolCallID, "tool_name": m.ToolName, "effect_disposition": m.EffectDisposition, "message_id": m.PlatformMessageID} {
+		if p != nil && *p != "" {
+			it[key] = *p
+		}
 	}
 	if valid && rawToolCalls != "" {
 		var v any
@@ -36,11 +47,20 @@ func NewConversationItem(m *Message, rawToolCalls string, valid bool) (it Conver
 		}
 		it["tool_calls"] = v
 	}
+	if m.Observed != 0 {
+		it["observed"] = true
+	}
 	if m.Role == "assistant" {
+		if m.FinishReason != nil && *m.FinishReason != "" {
+			it["finish_reason"] = *m.FinishReason
+		}
 		if m.Reasoning != nil && *m.Reasoning != "" {
 			it["reasoning"] = *m.Reasoning
 		}
-		for key, p := range map[string]*string{"reasoning_details": m.ReasoningDetails, "codex_reasoning_items": m.CodexReasoningItems} {
+		if m.ReasoningContent != nil {
+			it["reasoning_content"] = *m.ReasoningContent
+		}
+		for key, p := range map[string]*string{"reasoning_details": m.ReasoningDetails, "codex_reasoning_items": m.CodexReasoningItems, "codex_message_items": m.CodexMessageItems} {
 			if p == nil || *p == "" {
 				continue
 			}
@@ -52,6 +72,33 @@ func NewConversationItem(m *Message, rawToolCalls string, valid bool) (it Conver
 		}
 	}
 	return it, badToolCalls
+}
+
+// reviewHarnessPrefixes open the turns a background skill or memory
+// review of an older Hermes wrote into the session it reviewed; Hermes'
+// replay drops them and the answer after each.
+var reviewHarnessPrefixes = []string{
+	"Review the conversation above and update the skill library",
+	"Review the conversation above and consider saving to memory",
+}
+
+// isReviewHarness reports a replayed user or system turn that is such a
+// review's prompt.
+func isReviewHarness(it ConversationItem) bool {
+	if r := it["role"]; r != "user" && r != "system" {
+		return false
+	}
+	c, ok := it["content"].(string)
+	if !ok {
+		return false
+	}
+	c = strings.TrimLeftFunc(c, pyIsSpace)
+	for _, p := range reviewHarnessPrefixes {
+		if strings.HasPrefix(c, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // ConversationStart returns the index of the first of a session's messages
@@ -70,28 +117,39 @@ func ConversationStart(roles []string, lastN int) int {
 }
 
 // ReplayConversation is the tail of GetMessagesAsConversation for every
-// backend, over a session's n stored messages in insertion order: row(i)
-// gives the i-th with its tool_calls text (has false for NULL). It keeps
-// the rows ConversationStart keeps for lastN, each in NewConversationItem's
-// form, and warns on log about stored tool_calls that are not JSON (they
-// replay as []).
+// backend, over a session's n live messages in insertion order: row(i)
+// gives the i-th with its tool_calls text (has false for NULL). Each is
+// given NewConversationItem's form; the turns a background review wrote
+// into the session are dropped with the assistant answer right after
+// each, as Hermes drops them; then the entries ConversationStart keeps
+// for lastN are returned. It warns on log about stored tool_calls that
+// are not JSON (they replay as []).
 func ReplayConversation(n, lastN int, row func(i int) (m *Message, toolCalls string, has bool), log *slog.Logger) []ConversationItem {
-	roles := make([]string, n)
-	for i := range roles {
-		m, _, _ := row(i)
-		roles[i] = m.Role
-	}
-	start := ConversationStart(roles, lastN)
-	out := make([]ConversationItem, 0, n-start)
-	for i := start; i < n; i++ {
+	out := make([]ConversationItem, 0, n)
+	harness := false
+	for i := range n {
 		m, tc, has := row(i)
 		it, bad := NewConversationItem(m, tc, has)
 		if bad {
 			log.Warn("message has invalid tool_calls JSON; replaying it as []", "message_id", m.ID, "session_id", m.SessionID)
 		}
+		switch {
+		case isReviewHarness(it):
+			harness = true
+			continue
+		case harness:
+			harness = false
+			if m.Role == "assistant" {
+				continue
+			}
+		}
 		out = append(out, it)
 	}
-	return out
+	roles := make([]string, len(out))
+	for i, it := range out {
+		roles[i], _ = it["role"].(string)
+	}
+	return out[ConversationStart(roles, lastN):]
 }
 
 // CheckLastN refuses a negative lastN of GetMessagesAsConversation.

@@ -2,6 +2,7 @@ package sessiondb
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -59,5 +60,38 @@ func TestReplayConversation(t *testing.T) {
 	}
 	if got := ReplayConversation(0, 3, row, log); got == nil || len(got) != 0 {
 		t.Fatalf("no messages: %#v, want an empty list", got)
+	}
+}
+
+// TestReplayNewerHermes: the keys a newer Hermes' replay gives, what it
+// strips, and the turns of a background review it drops.
+func TestReplayNewerHermes(t *testing.T) {
+	text := func(s string) *string { return &s }
+	msgs := []Message{
+		{ID: 1, Role: "user", Content: text("<memory-context>likes tea</memory-context>\n  Hello  "), Timestamp: 10, PlatformMessageID: text("tg-1"), Observed: 1},
+		{ID: 2, Role: "assistant", Content: text(" Hi "), Timestamp: 11, ReasoningContent: text(""), FinishReason: text("stop"), CodexMessageItems: text(`[{"type":"message"}]`)},
+		{ID: 3, Role: "user", Content: text("Review the conversation above and consider saving to memory.")},
+		{ID: 4, Role: "assistant", Content: text("Saved.")},
+		{ID: 5, Role: "system", Content: text("  Review the conversation above and update the skill library")},
+		{ID: 6, Role: "user", Content: text("next")},
+		{ID: 7, Role: "tool", Content: text("<memory-context>kept</memory-context>"), ToolCallID: text("c1"), EffectDisposition: text("none"), ReasoningContent: text("not replayed")},
+		{ID: 8, Role: "user", Content: text(StructuredPrefix + `[{"type": "text", "text": "look"}]`)},
+	}
+	row := func(i int) (*Message, string, bool) { return &msgs[i], "", false }
+	got := ReplayConversation(len(msgs), 0, row, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	want := []ConversationItem{
+		{"role": "user", "content": "Hello", "timestamp": 10.0, "message_id": "tg-1", "observed": true},
+		{"role": "assistant", "content": "Hi", "timestamp": 11.0, "reasoning_content": "", "finish_reason": "stop", "codex_message_items": []any{map[string]any{"type": "message"}}},
+		{"role": "user", "content": "next"},
+		{"role": "tool", "content": "<memory-context>kept</memory-context>", "tool_call_id": "c1", "effect_disposition": "none"},
+		{"role": "user", "content": json.RawMessage(`[{"type": "text", "text": "look"}]`)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("replay\n got %#v\nwant %#v", got, want)
+	}
+	// The last 2 are cut from what is left once the review's turns are
+	// dropped, widened back over the tool row.
+	if got := ReplayConversation(len(msgs), 2, row, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))); len(got) != 3 || got[0]["content"] != "next" {
+		t.Errorf("last 2: %v, want the 3 from \"next\"", got)
 	}
 }

@@ -30,10 +30,13 @@ type SQLiteMaintainer interface {
 	// invalid error saying why not (FTS5 runs its check as a write, which
 	// a read-only folder or another user's store does not allow).
 	CanCheckFTS() error
-	// RebuildFTS rebuilds the full-text index from the messages; it refuses
-	// (invalid) a file whose full-text tables a newer Hermes owns.
+	// RebuildFTS rebuilds the full-text index from the messages, on a file
+	// of any schema version: a newer Hermes' full-text tables as Hermes
+	// rebuilds them, each kept as it is defined. It refuses (invalid) a
+	// file without the index, or one whose index it cannot rebuild alike
+	// for every SQLite that may write it, saying why.
 	RebuildFTS(ctx context.Context) error
-	// OptimizeFTS merges the full-text index's segments; it refuses as
+	// OptimizeFTS merges the full-text tables' segments; it refuses as
 	// RebuildFTS does.
 	OptimizeFTS(ctx context.Context) error
 	// CanRebuildFTS reports whether RebuildFTS and OptimizeFTS would run:

@@ -1,6 +1,7 @@
 package sessiondb
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -8,8 +9,17 @@ import (
 )
 
 // Message is one row of the messages table. ToolCalls is decoded (invalid
-// stored JSON reads as an empty list); ReasoningDetails and
-// CodexReasoningItems stay JSON text as Hermes v6 returns them.
+// stored JSON reads as an empty list); ReasoningDetails,
+// CodexReasoningItems and CodexMessageItems stay JSON text as Hermes
+// returns them. Content is the stored text: a newer Hermes stores a
+// multimodal message's list of parts as StructuredPrefix and its JSON,
+// and in JSON a Message gives such content as that list (MarshalJSON),
+// as Hermes' get_messages does.
+//
+// The fields after CodexReasoningItems are the columns a newer Hermes
+// added (schema 7 to 21, docs/hermes-versions.md), named as its columns
+// are; a store without a column reads its default (NULL, observed 0,
+// active 1, compacted 0).
 type Message struct {
 	ID                  int64           `json:"id"`
 	SessionID           string          `json:"session_id"`
@@ -24,7 +34,76 @@ type Message struct {
 	Reasoning           *string         `json:"reasoning"`
 	ReasoningDetails    *string         `json:"reasoning_details"`
 	CodexReasoningItems *string         `json:"codex_reasoning_items"`
+	// ReasoningContent is the provider's reasoning text as it returned
+	// it (schema 7); Hermes replays it on assistant rows, "" included.
+	ReasoningContent *string `json:"reasoning_content"`
+	// CodexMessageItems is the Codex Responses API's message items, as
+	// JSON text (schema 9).
+	CodexMessageItems *string `json:"codex_message_items"`
+	// PlatformMessageID is the chat platform's id of the message
+	// (schema 12); the replay form calls it message_id.
+	PlatformMessageID *string `json:"platform_message_id"`
+	// Observed is 1 for a group message the agent saw but was not
+	// addressed by (schema 13): context, not a turn of the user.
+	Observed int64 `json:"observed"`
+	// EffectDisposition is a tool row's effect: "none" or "unknown".
+	EffectDisposition *string `json:"effect_disposition"`
+	// Active is 0 for a row a rewind took back or a compaction
+	// summarised away; Compacted is 1 for the latter. Reads of the
+	// conversation return active rows only (docs/hermes-versions.md 4.1).
+	Active    int64 `json:"active"`
+	Compacted int64 `json:"compacted"`
 }
+
+// MarshalJSON writes m as Hermes' get_messages gives a row: content a
+// newer Hermes stored as its list of parts (StructuredPrefix and a JSON
+// list or object) as that list, every other content as its text.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type row Message
+	if m.Content == nil || !strings.HasPrefix(*m.Content, StructuredPrefix) {
+		return json.Marshal(row(m))
+	}
+	return json.Marshal(struct {
+		row
+		Content any `json:"content"`
+	}{row(m), ExportValue("content", *m.Content)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: content given as a list of
+// parts (or an object) is kept as Hermes stores it (StructuredPrefix and
+// json.dumps' text, KindContent).
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type row Message
+	in := struct {
+		*row
+		Content json.RawMessage `json:"content"`
+	}{row: (*row)(m)}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	m.Content = nil
+	switch c := bytes.TrimSpace(in.Content); {
+	case len(c) == 0 || string(c) == "null":
+	case c[0] == '"':
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return err
+		}
+		m.Content = &s
+	default:
+		v, err := ImportValue("content", KindContent, json.RawMessage(c))
+		if err != nil {
+			return err
+		}
+		s, _ := v.(string)
+		m.Content = &s
+	}
+	return nil
+}
+
+// Live reports whether m is part of the conversation Hermes resumes:
+// neither rewound nor compacted away.
+func (m *Message) Live() bool { return m.Active != 0 }
 
 // StructuredPrefix marks content that a newer Hermes stores as JSON.
 const StructuredPrefix = "\x00json:"

@@ -1,6 +1,8 @@
 package sessiondb
 
-import "strings"
+import (
+	"strings"
+)
 
 // SearchFilter narrows SearchMessages. A nil Sources means every source; a
 // non-nil empty Sources matches nothing. Limit 0 means 20.
@@ -10,10 +12,35 @@ type SearchFilter struct {
 	Roles          []string
 	Limit          int
 	Offset         int
+	// Sort orders the hits: by relevance when empty (SearchByRank), or
+	// by the message's time, newest or oldest first, then by relevance,
+	// as Hermes' search_messages(sort=...) does. A substring search (a
+	// short CJK query) lists newest first whatever the sort.
+	Sort SearchSort
 }
 
-// Validate checks f's Limit and Offset with CheckWindow.
-func (f SearchFilter) Validate() error { return CheckWindow(f.Limit, f.Offset) }
+// SearchSort is the order of SearchMessages' hits.
+type SearchSort string
+
+// The orders SearchMessages knows.
+const (
+	SearchByRank SearchSort = "rank"
+	SearchNewest SearchSort = "newest"
+	SearchOldest SearchSort = "oldest"
+)
+
+// Validate checks f's Limit and Offset with CheckWindow, and its Sort.
+func (f SearchFilter) Validate() error {
+	switch f.Sort {
+	case "", SearchByRank, SearchNewest, SearchOldest:
+	default:
+		return Errorf(EINVALID, "sort %q is not one of rank, newest, oldest", string(f.Sort))
+	}
+	return CheckWindow(f.Limit, f.Offset)
+}
+
+// ByTime reports whether f orders hits by time (newest or oldest first).
+func (f SearchFilter) ByTime() bool { return f.Sort == SearchNewest || f.Sort == SearchOldest }
 
 // SearchHit is one search result. Snippet marks matches with >>> and <<<.
 // Context holds up to three {role, content} rows of the same session: the
@@ -86,4 +113,41 @@ func PlanSearch(query string, f SearchFilter, sanitize func(string) string) (pla
 		return SearchPlan{}, false, nil
 	}
 	return SearchPlan{Query: q, CJK: ContainsCJK(q), Limit: PageSize(f.Limit), Offset: f.Offset}, true, nil
+}
+
+// CountCJK counts the code points of s that ContainsCJK looks for.
+func CountCJK(s string) int {
+	n := 0
+	for _, r := range s {
+		if ContainsCJK(string(r)) {
+			n++
+		}
+	}
+	return n
+}
+
+// HermesTrigramQuery is the MATCH expression a newer Hermes' search gives
+// its trigram index (messages_fts_trigram) for a sanitized CJK query q,
+// and ok=false when Hermes takes its substring search instead: fewer than
+// three CJK code points in all, or a CJK term of fewer than three. Each
+// term is quoted as a phrase (inner quotes doubled); AND, OR and NOT (in
+// any case) are kept as they are.
+func HermesTrigramQuery(q string) (match string, ok bool) {
+	raw := PyStrip(strings.Trim(q, `"`))
+	if CountCJK(raw) < 3 {
+		return "", false
+	}
+	var parts []string
+	for _, t := range strings.FieldsFunc(raw, pyIsSpace) {
+		switch strings.ToUpper(t) {
+		case "AND", "OR", "NOT":
+			parts = append(parts, t)
+			continue
+		}
+		if ContainsCJK(t) && CountCJK(t) < 3 {
+			return "", false
+		}
+		parts = append(parts, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+	}
+	return strings.Join(parts, " "), true
 }

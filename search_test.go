@@ -51,3 +51,26 @@ func TestPlanSearch(t *testing.T) {
 		t.Errorf("CJK read from the raw query instead of the sanitized one: %+v", plan)
 	}
 }
+
+// TestHermesTrigramQuery: when a newer Hermes' search takes its trigram
+// index for a CJK query, and the expression it gives it.
+func TestHermesTrigramQuery(t *testing.T) {
+	for _, c := range []struct {
+		q, want string
+		ok      bool
+	}{
+		{"大别山", `"大别山"`, true},
+		{`"部署大别山"`, `"部署大别山"`, true},
+		{"大别山 or 项目组", `"大别山" or "项目组"`, true},
+		{"大别山 deploy", `"大别山" "deploy"`, true},
+		{"大别 山项目", "", false},   // a CJK term of two
+		{"大别", "", false},       // fewer than three in all
+		{"广西 OR 桂林", "", false}, // six in all, two a term
+		{`say"大别山`, `"say""大别山"`, true},
+	} {
+		got, ok := HermesTrigramQuery(c.q)
+		if got != c.want || ok != c.ok {
+			t.Errorf("HermesTrigramQuery(%q) = %q, %v; want %q, %v", c.q, got, ok, c.want, c.ok)
+		}
+	}
+}

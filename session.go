@@ -36,6 +36,36 @@ type Session struct {
 	CostSource       *string  `json:"cost_source"`
 	PricingVersion   *string  `json:"pricing_version"`
 	Title            *string  `json:"title"`
+
+	// The columns a newer Hermes added (schema 7 to 21,
+	// docs/hermes-versions.md), named as its columns are; a store without
+	// a column reads its default (NULL, 0).
+
+	// APICallCount counts the model calls of the session (schema 8).
+	APICallCount int64 `json:"api_call_count"`
+	// Cwd, GitBranch and GitRepoRoot are where the session ran.
+	Cwd         *string `json:"cwd"`
+	GitBranch   *string `json:"git_branch"`
+	GitRepoRoot *string `json:"git_repo_root"`
+	// Archived is 1 for a session hidden from listings, kept whole.
+	Archived int64 `json:"archived"`
+	// RewindCount counts the session's /rewind commands.
+	RewindCount int64 `json:"rewind_count"`
+	// The gateway's live state: the chat the session serves (schema 17
+	// and 18), a cross-platform handoff, compression's back-off.
+	SessionKey                      *string  `json:"session_key"`
+	ChatID                          *string  `json:"chat_id"`
+	ChatType                        *string  `json:"chat_type"`
+	ThreadID                        *string  `json:"thread_id"`
+	DisplayName                     *string  `json:"display_name"`
+	OriginJSON                      *string  `json:"origin_json"`
+	ExpiryFinalized                 int64    `json:"expiry_finalized"`
+	HandoffState                    *string  `json:"handoff_state"`
+	HandoffPlatform                 *string  `json:"handoff_platform"`
+	HandoffError                    *string  `json:"handoff_error"`
+	CompressionFailureCooldownUntil *float64 `json:"compression_failure_cooldown_until"`
+	CompressionFailureError         *string  `json:"compression_failure_error"`
+	CompressionFallbackStreak       int64    `json:"compression_fallback_streak"`
 }
 
 // NewSession is the input of CreateSession. Source is required. ModelConfig
@@ -221,20 +251,19 @@ type RichSession struct {
 	Preview       string  `json:"preview"`
 	LastActive    float64 `json:"last_active"`
 	LineageRootID string  `json:"_lineage_root_id,omitempty"`
-	// Archived is set on a session a newer Hermes archived; only listed
-	// with RichFilter.IncludeArchived.
-	Archived bool `json:"archived,omitempty"`
 }
 
 // ShowTip shows on r, the root of a compression chain, the chain's tip t
 // (the projection of ListSessionsRich and ListSessions): the tip's id, end,
-// counts, title, activity, preview, model and prompt, with LineageRootID
-// naming the root whose started_at r keeps.
+// counts, title, activity, preview, model, prompt and working directory
+// (as Hermes' list_sessions_rich projects them), with LineageRootID naming
+// the root whose started_at r keeps.
 func (r *RichSession) ShowTip(t *RichSession) {
 	root := r.ID
 	r.ID, r.EndedAt, r.EndReason = t.ID, t.EndedAt, t.EndReason
 	r.MessageCount, r.ToolCallCount, r.Title = t.MessageCount, t.ToolCallCount, t.Title
 	r.LastActive, r.Preview, r.Model, r.SystemPrompt = t.LastActive, t.Preview, t.Model, t.SystemPrompt
+	r.Cwd, r.GitBranch, r.GitRepoRoot = t.Cwd, t.GitBranch, t.GitRepoRoot
 	r.LineageRootID = root
 }
 
@@ -289,10 +318,24 @@ type SessionService interface {
 	ForkSession(ctx context.Context, src string, atMessageID int64, s NewSession) (string, error)
 
 	ClearMessages(ctx context.Context, id string) error
-	// DeleteSession orphans children, deletes messages and the row; false
-	// when the session did not exist.
-	DeleteSession(ctx context.Context, id string) (bool, error)
+	// DeleteSession deletes the session, its messages and, as Hermes'
+	// delete_session does, its delegate subagents with theirs (DelegatesOf);
+	// its other children (branches, compression continuations, untagged
+	// ones) are orphaned. It returns the ids it deleted, id first, then the
+	// delegates sorted; none when the session did not exist.
+	DeleteSession(ctx context.Context, id string) ([]string, error)
+	// DelegatesOf returns the ids of the delegate subagent sessions that
+	// DeleteSession(id) deletes with id (sessiondb.Delegates), sorted.
+	DelegatesOf(ctx context.Context, id string) ([]string, error)
 	// PruneSessions deletes ended sessions started more than olderThanDays
-	// ago (optionally of one source), orphaning their children.
+	// ago (optionally of one source), orphaning their children, delegates
+	// too: Hermes' prune_sessions cascades nothing.
 	PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error)
+	// SetSessionArchived sets (archived) or clears the archived flag of
+	// the session's whole compression lineage, as Hermes'
+	// set_session_archived does (ArchiveLineageSQL), and returns how many
+	// sessions it set: 0 when there is no such session. Archived sessions
+	// keep every row; listings leave them out unless asked. A store
+	// without the column (a schema-6 file) is invalid.
+	SetSessionArchived(ctx context.Context, id string, archived bool) (int64, error)
 }

@@ -95,7 +95,7 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 func toSessionRow(x *sessiondb.RichSession) sessionRow {
 	return sessionRow{ID: x.ID, Title: deref(x.Title), Preview: x.Preview, Source: x.Source, Model: deref(x.Model),
 		EndReason: deref(x.EndReason), Started: x.StartedAt, LastActive: x.LastActive,
-		Ended: x.EndedAt != nil, Archived: x.Archived, Child: x.ParentSessionID != nil && *x.ParentSessionID != "",
+		Ended: x.EndedAt != nil, Archived: x.Archived != 0, Child: x.ParentSessionID != nil && *x.ParentSessionID != "",
 		Messages: x.MessageCount, ToolCalls: x.ToolCallCount, Tokens: sessionTokens(&x.Session), Cost: sessionCost(&x.Session)}
 }
 

@@ -74,11 +74,15 @@ func queryStrings(ctx context.Context, q querier, sql string, args ...any) ([]st
 // noRows reports a QueryRow that found nothing.
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
-// sessionColumns are the v6 session columns, in the order scanSession
-// reads them.
+// sessionColumns are the v6 session columns and those a newer Hermes
+// added (migration 002), in the order scanSession reads them.
 const sessionColumns = `id, source, user_id, model, model_config, system_prompt, parent_session_id, started_at, ended_at, end_reason,
     message_count, tool_call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-    billing_provider, billing_base_url, billing_mode, estimated_cost_usd, actual_cost_usd, cost_status, cost_source, pricing_version, title`
+    billing_provider, billing_base_url, billing_mode, estimated_cost_usd, actual_cost_usd, cost_status, cost_source, pricing_version, title,
+    api_call_count, cwd, git_branch, git_repo_root, archived, rewind_count,
+    session_key, chat_id, chat_type, thread_id, display_name, origin_json, expiry_finalized,
+    handoff_state, handoff_platform, handoff_error,
+    compression_failure_cooldown_until, compression_failure_error, compression_fallback_streak`
 
 // sessionColumnsOf is sessionColumns with every column qualified by alias.
 func sessionColumnsOf(alias string) string {
@@ -92,17 +96,22 @@ func sessionColumnsOf(alias string) string {
 // scanSession reads sessionColumns followed by extra.
 func scanSession(r pgx.Row, extra ...any) (*sessiondb.Session, error) {
 	var x sessiondb.Session
-	var mc, tc, in, out, cr, cw, rt *int64
+	var mc, tc, in, out, cr, cw, rt, calls, expiry *int64
 	dest := []any{&x.ID, &x.Source, &x.UserID, &x.Model, &x.ModelConfig, &x.SystemPrompt, &x.ParentSessionID, &x.StartedAt, &x.EndedAt, &x.EndReason,
 		&mc, &tc, &in, &out, &cr, &cw, &rt,
-		&x.BillingProvider, &x.BillingBaseURL, &x.BillingMode, &x.EstimatedCostUSD, &x.ActualCostUSD, &x.CostStatus, &x.CostSource, &x.PricingVersion, &x.Title}
+		&x.BillingProvider, &x.BillingBaseURL, &x.BillingMode, &x.EstimatedCostUSD, &x.ActualCostUSD, &x.CostStatus, &x.CostSource, &x.PricingVersion, &x.Title,
+		&calls, &x.Cwd, &x.GitBranch, &x.GitRepoRoot, &x.Archived, &x.RewindCount,
+		&x.SessionKey, &x.ChatID, &x.ChatType, &x.ThreadID, &x.DisplayName, &x.OriginJSON, &expiry,
+		&x.HandoffState, &x.HandoffPlatform, &x.HandoffError,
+		&x.CompressionFailureCooldownUntil, &x.CompressionFailureError, &x.CompressionFallbackStreak}
 	if err := r.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct {
 		dst *int64
 		src *int64
-	}{{&x.MessageCount, mc}, {&x.ToolCallCount, tc}, {&x.InputTokens, in}, {&x.OutputTokens, out}, {&x.CacheReadTokens, cr}, {&x.CacheWriteTokens, cw}, {&x.ReasoningTokens, rt}} {
+	}{{&x.MessageCount, mc}, {&x.ToolCallCount, tc}, {&x.InputTokens, in}, {&x.OutputTokens, out}, {&x.CacheReadTokens, cr}, {&x.CacheWriteTokens, cw}, {&x.ReasoningTokens, rt},
+		{&x.APICallCount, calls}, {&x.ExpiryFinalized, expiry}} {
 		if c.src != nil {
 			*c.dst = *c.src
 		}
@@ -110,10 +119,12 @@ func scanSession(r pgx.Row, extra ...any) (*sessiondb.Session, error) {
 	return &x, nil
 }
 
-// messageColumns are the v6 message columns plus content_bytes, in the
-// order scanMessage reads them, qualified by alias m.
+// messageColumns are the v6 message columns plus content_bytes, then
+// those a newer Hermes added (migration 002), in the order scanMessage
+// reads them, qualified by alias m.
 const messageColumns = `m.id, m.session_id, m.role, m.content, m.tool_call_id, m.tool_calls, m.tool_name, m."timestamp", m.token_count,
-    m.finish_reason, m.reasoning, m.reasoning_details, m.codex_reasoning_items, m.content_bytes`
+    m.finish_reason, m.reasoning, m.reasoning_details, m.codex_reasoning_items, m.content_bytes,
+    m.reasoning_content, m.codex_message_items, m.platform_message_id, COALESCE(m.observed, 0), m.effect_disposition, m.active, m.compacted`
 
 // rawMessage is a message row as stored, before tool_calls is decoded.
 type rawMessage struct {
@@ -128,7 +139,8 @@ func scanMessage(r pgx.Row) (*rawMessage, error) {
 	var raw []byte
 	m := &x.Message
 	if err := r.Scan(&m.ID, &m.SessionID, &m.Role, &m.Content, &m.ToolCallID, &x.toolCalls, &m.ToolName, &m.Timestamp, &m.TokenCount,
-		&m.FinishReason, &m.Reasoning, &m.ReasoningDetails, &m.CodexReasoningItems, &raw); err != nil {
+		&m.FinishReason, &m.Reasoning, &m.ReasoningDetails, &m.CodexReasoningItems, &raw,
+		&m.ReasoningContent, &m.CodexMessageItems, &m.PlatformMessageID, &m.Observed, &m.EffectDisposition, &m.Active, &m.Compacted); err != nil {
 		return nil, err
 	}
 	if raw != nil {

@@ -131,7 +131,19 @@ func snippets(match string) func([]byte) string {
 // reads the page's hits with the beginning of their text, from which the
 // snippets are cut here (one query, no second read of the text).
 func (s *Store) wordSearch(ctx context.Context, tq fts.Query, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
-	filters, args := searchFilters(f, []any{tq.Text, limit, offset, max(rankWindow, offset+limit), fts.SnippetWindow + 1})
+	// Ranked, the page comes from the newest matches; by time (Hermes'
+	// sort: the message's time, then relevance) from every match (LIMIT
+	// NULL is none).
+	var window any = max(rankWindow, offset+limit)
+	order := "ts_rank(m.fts, q.q, 1) DESC, m.id"
+	if f.ByTime() {
+		dir := "DESC"
+		if f.Sort == sessiondb.SearchOldest {
+			dir = "ASC"
+		}
+		window, order = nil, `m."timestamp" `+dir+", ts_rank(m.fts, q.q, 1) DESC, m.id"
+	}
+	filters, args := searchFilters(f, []any{tq.Text, limit, offset, window, fts.SnippetWindow + 1})
 	join := ""
 	if strings.Contains(filters, "s.") {
 		join = " JOIN sessions s ON s.id = m.session_id"
@@ -143,13 +155,13 @@ cand AS (
     ORDER BY m.id DESC
     LIMIT $4),
 hits AS (
-    SELECT m.id, ts_rank(m.fts, q.q, 1) AS rank
+    SELECT m.id, row_number() OVER (ORDER BY ` + order + `) AS n
     FROM q, cand c JOIN messages m ON m.id = c.id
-    ORDER BY rank DESC, m.id
+    ORDER BY ` + order + `
     LIMIT $2 OFFSET $3)
 SELECT ` + hitColumns + `, left(m.content, $5)
 FROM hits h JOIN messages m ON m.id = h.id JOIN sessions s ON s.id = m.session_id
-ORDER BY h.rank DESC, h.id`
+ORDER BY h.n`
 	// The query reads the text where the snippet goes; it becomes one.
 	hits, err := s.queryHits(ctx, sql, args)
 	snippet := snippets(match)
@@ -194,20 +206,26 @@ func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
 		ids[i] = h.ID
 	}
 	byHit := map[int64][]sessiondb.ContextRow{}
-	err := each(ctx, s.pool, `SELECT hm.id, c.role, COALESCE(left(c.content, 200), '')
+	err := each(ctx, s.pool, `SELECT hm.id, c.role, COALESCE(left(c.content, 200), ''), c.content_bytes
 FROM unnest($1::bigint[]) AS h(id)
 JOIN messages hm ON hm.id = h.id
 CROSS JOIN LATERAL (
-    (SELECT p.id, p.role, p.content FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id ORDER BY p.id DESC LIMIT 1)
-    UNION ALL SELECT hm.id, hm.role, hm.content
-    UNION ALL (SELECT n.id, n.role, n.content FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id ORDER BY n.id LIMIT 1)
+    (SELECT p.id, p.role, p.content, p.content_bytes FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id ORDER BY p.id DESC LIMIT 1)
+    UNION ALL SELECT hm.id, hm.role, hm.content, hm.content_bytes
+    UNION ALL (SELECT n.id, n.role, n.content, n.content_bytes FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id ORDER BY n.id LIMIT 1)
 ) c
 ORDER BY hm.id, c.id`, []any{ids}, func(r pgx.Rows) error {
 		var hit int64
 		var row sessiondb.ContextRow
-		if err := r.Scan(&hit, &row.Role, &row.Content); err != nil {
+		var raw []byte
+		if err := r.Scan(&hit, &row.Role, &row.Content, &raw); err != nil {
 			return err
 		}
+		if raw != nil {
+			// Content kept as bytes (multimodal content's marker is a NUL).
+			row.Content = string(raw)
+		}
+		row.Content = sessiondb.NeighbourText(row.Content)
 		byHit[hit] = append(byHit[hit], row)
 		return nil
 	})

@@ -25,7 +25,7 @@ func TestArchivedSessionsHidden(t *testing.T) {
 		}
 		out := map[string]bool{}
 		for _, r := range rows {
-			out[r.ID] = r.Archived
+			out[r.ID] = r.Archived != 0
 		}
 		return out
 	}
@@ -44,7 +44,7 @@ func TestArchivedSessionsHidden(t *testing.T) {
 	// A v6 file has no such column: nothing is hidden, nothing is marked.
 	v6 := openTestStore(t, buildFixture(t, 6, true), Options{})
 	rows, err := v6.ListSessionsRich(ctx, sessiondb.RichFilter{})
-	if err != nil || len(rows) != 2 || rows[0].Archived || rows[1].Archived {
+	if err != nil || len(rows) != 2 || rows[0].Archived != 0 || rows[1].Archived != 0 {
 		t.Errorf("v6 listing = %+v, %v", rows, err)
 	}
 }

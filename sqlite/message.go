@@ -132,10 +132,10 @@ func (s *Store) pageSQL(cond string, desc bool) string {
 		dir = " DESC"
 	}
 	if s.si.indexes["idx_messages_session_id"] {
-		return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.visible + cond + " ORDER BY m.id" + dir + " LIMIT ?"
+		return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.live + cond + " ORDER BY m.id" + dir + " LIMIT ?"
 	}
 	return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.id IN (SELECT m.id FROM messages m WHERE m.session_id = ?" +
-		s.q.visible + cond + " ORDER BY m.id" + dir + " LIMIT ?) ORDER BY m.id" + dir
+		s.q.live + cond + " ORDER BY m.id" + dir + " LIMIT ?) ORDER BY m.id" + dir
 }
 
 // sessionMessagesSQL selects a session's messages in id order. Where the
@@ -146,9 +146,9 @@ func (s *Store) pageSQL(cond string, desc bool) string {
 // would make it do.
 func (s *Store) sessionMessagesSQL() string {
 	if s.si.indexes["idx_messages_session_id"] {
-		return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.visible + " ORDER BY m.id"
+		return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.session_id = ?" + s.q.live + " ORDER BY m.id"
 	}
-	return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.id IN (SELECT id FROM messages WHERE session_id = ?)" + s.q.visible + " ORDER BY m.id"
+	return "SELECT " + s.q.msgSel + " FROM messages m WHERE m.id IN (SELECT id FROM messages WHERE session_id = ?)" + s.q.live + " ORDER BY m.id"
 }
 
 // GetMessages returns every message of the session in insertion order
@@ -182,7 +182,7 @@ func (r pageReader) MessagesIn(ctx context.Context, sessionID string, ids sessio
 
 func (r pageReader) AnyMessage(ctx context.Context, sessionID, op string, id int64) (bool, error) {
 	var one int
-	err := r.s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND m.id "+op+" ?"+r.s.q.visible+" LIMIT 1", sessionID, id).Scan(&one)
+	err := r.s.queryRow(ctx, "SELECT 1 FROM messages m WHERE m.session_id = ? AND m.id "+op+" ?"+r.s.q.live+" LIMIT 1", sessionID, id).Scan(&one)
 	if err == sql.ErrNoRows {
 		return false, nil
 	}

@@ -149,10 +149,10 @@ var wakeRechecks = [...]time.Duration{time.Millisecond, 5 * time.Millisecond, 25
 // rowids above it (the rows added since, few) instead of the session's
 // index entries, which a long session has thousands of.
 func (s *Store) newestAfter(ctx context.Context, sessionID string, afterID int64) (int64, error) {
-	q := "SELECT MAX(m.id) FROM messages m WHERE m.session_id = ?" + s.q.visible
+	q := "SELECT MAX(m.id) FROM messages m WHERE m.session_id = ?" + s.q.live
 	args := []any{sessionID}
 	if afterID > 0 {
-		q = "SELECT MAX(m.id) FROM messages m WHERE m.id > ? AND +m.session_id = ?" + s.q.visible
+		q = "SELECT MAX(m.id) FROM messages m WHERE m.id > ? AND +m.session_id = ?" + s.q.live
 		args = []any{afterID, sessionID}
 	}
 	var n sql.NullInt64

@@ -12,11 +12,16 @@ import (
 // reads as NULL; extra columns of a newer Hermes are used where the spec
 // says so and otherwise ignored.
 type queries struct {
-	sessSel string // the 26 v6 session columns, alias s
-	msgSel  string // the 13 v6 message columns, alias m
-	// visible is "" or an AND clause hiding rows a newer Hermes rewound
-	// (active=0 AND compacted=0), alias m.
-	visible string
+	sessSel string // the 26 v6 session columns and newerSessionColumns, alias s
+	msgSel  string // the 13 v6 message columns and newerMessageColumns, alias m
+	// live is "" or an AND clause keeping the rows of the live
+	// conversation (active = 1, docs/hermes-versions.md 4.1), alias m:
+	// what Hermes' get_messages and replay read.
+	live string
+	// searchable is "" or an AND clause hiding the rows a rewind took
+	// back (active = 0, compacted = 0), alias m: what Hermes' search
+	// finds keeps what a compaction summarised away.
+	searchable string
 	// archived is the expression of a session's archived flag (a newer
 	// Hermes' column), alias s; "" when the file has no such column.
 	archived string
@@ -39,6 +44,24 @@ func selectList(alias string, cols []column, have map[string]bool, override map[
 	return strings.Join(parts, ", ")
 }
 
+// newerList is the select list of cols, alias alias: a column the file
+// has as it is (an integer one NULL read as its default, as Hermes sets
+// it), else its default.
+func newerList(alias string, cols []newerColumn, have map[string]bool) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		switch {
+		case !have[c.name]:
+			parts[i] = c.def
+		case c.def != "NULL":
+			parts[i] = "COALESCE(" + alias + "." + c.name + ", " + c.def + ")"
+		default:
+			parts[i] = alias + "." + c.name
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func buildQueries(si *schemaInfo) queries {
 	var q queries
 	override := map[string]string{}
@@ -47,17 +70,19 @@ func buildQueries(si *schemaInfo) queries {
 		// sessions.system_prompt NULL.
 		override["system_prompt"] = "COALESCE(s.system_prompt, (SELECT sp.prompt FROM system_prompts sp WHERE sp.hash = s.system_prompt_hash))"
 	}
-	q.sessSel = selectList("s", sessionColumns, si.sessCols, override)
-	q.msgSel = selectList("m", messageColumns, si.msgCols, nil)
+	q.sessSel = selectList("s", sessionColumns, si.sessCols, override) + ", " + newerList("s", newerSessionColumns, si.sessCols)
+	q.msgSel = selectList("m", messageColumns, si.msgCols, nil) + ", " + newerList("m", newerMessageColumns, si.msgCols)
 	q.lastActive = si.usesLastActive()
 	if si.sessCols["archived"] {
 		q.archived = "COALESCE(s.archived, 0) <> 0"
 	}
 	if si.msgCols["active"] {
+		// A NULL active (an older reconciler added the column without its
+		// default) is live: Hermes sets it to 1 on every open.
+		q.live = " AND COALESCE(m.active, 1) = 1"
+		q.searchable = q.live
 		if si.msgCols["compacted"] {
-			q.visible = " AND NOT (COALESCE(m.active, 1) = 0 AND COALESCE(m.compacted, 0) = 0)"
-		} else {
-			q.visible = " AND COALESCE(m.active, 1) <> 0"
+			q.searchable = " AND (COALESCE(m.active, 1) = 1 OR COALESCE(m.compacted, 0) = 1)"
 		}
 	}
 	return q
@@ -90,7 +115,7 @@ func intPtr(n sql.NullInt64) *int64 {
 	return &v
 }
 
-// scanSession reads the 26 columns of q.sessSel followed by extra.
+// scanSession reads the columns of q.sessSel followed by extra.
 func scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
 	var (
 		x                                                           sessiondb.Session
@@ -100,9 +125,15 @@ func scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
 		ended, est, act                                             sql.NullFloat64
 		mc, tc, in, out, cr, cw, rt                                 sql.NullInt64
 		bp, bu, bm, cs, csrc, pv, title                             sql.NullString
+		cwd, branch, root, key, chat, chatType, thread, display     sql.NullString
+		origin, hState, hPlatform, hErr, cErr                       sql.NullString
+		cooldown                                                    sql.NullFloat64
 	)
 	dest := []any{&id, &source, &userID, &model, &modelConfig, &systemPrompt, &parent, &started, &ended, &endReason,
-		&mc, &tc, &in, &out, &cr, &cw, &rt, &bp, &bu, &bm, &est, &act, &cs, &csrc, &pv, &title}
+		&mc, &tc, &in, &out, &cr, &cw, &rt, &bp, &bu, &bm, &est, &act, &cs, &csrc, &pv, &title,
+		&x.APICallCount, &cwd, &branch, &root, &x.Archived, &x.RewindCount,
+		&key, &chat, &chatType, &thread, &display, &origin, &x.ExpiryFinalized,
+		&hState, &hPlatform, &hErr, &cooldown, &cErr, &x.CompressionFallbackStreak}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -115,6 +146,11 @@ func scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
 	x.BillingProvider, x.BillingBaseURL, x.BillingMode = strPtr(bp), strPtr(bu), strPtr(bm)
 	x.EstimatedCostUSD, x.ActualCostUSD = floatPtr(est), floatPtr(act)
 	x.CostStatus, x.CostSource, x.PricingVersion, x.Title = strPtr(cs), strPtr(csrc), strPtr(pv), strPtr(title)
+	x.Cwd, x.GitBranch, x.GitRepoRoot = strPtr(cwd), strPtr(branch), strPtr(root)
+	x.SessionKey, x.ChatID, x.ChatType, x.ThreadID = strPtr(key), strPtr(chat), strPtr(chatType), strPtr(thread)
+	x.DisplayName, x.OriginJSON = strPtr(display), strPtr(origin)
+	x.HandoffState, x.HandoffPlatform, x.HandoffError = strPtr(hState), strPtr(hPlatform), strPtr(hErr)
+	x.CompressionFailureCooldownUntil, x.CompressionFailureError = floatPtr(cooldown), strPtr(cErr)
 	return &x, nil
 }
 
@@ -124,16 +160,18 @@ type rawMessage struct {
 	toolCalls sql.NullString
 }
 
-// scanMessage reads the 13 columns of q.msgSel from one row.
+// scanMessage reads the columns of q.msgSel from one row.
 func scanMessage(sc scanner) (*rawMessage, error) { return newMessageScanner().scan(sc) }
 
 // messageScanner reads rows of q.msgSel. Its scan destinations are made
 // once and reused for every row: Scan takes ...any, so fresh locals would
-// each escape to the heap, thirteen allocations a row on the hottest read.
+// each escape to the heap, an allocation a column on the hottest read.
 type messageScanner struct {
 	id, tokens                                 sql.NullInt64
 	sid, role, content, tcid, toolCalls, tname sql.NullString
 	finish, reasoning, rd, codex               sql.NullString
+	rc, codexMsg, platformID, effect           sql.NullString
+	observed, active, compacted                int64
 	ts                                         sql.NullFloat64
 	dest                                       []any
 }
@@ -141,7 +179,8 @@ type messageScanner struct {
 func newMessageScanner() *messageScanner {
 	m := &messageScanner{}
 	m.dest = []any{&m.id, &m.sid, &m.role, &m.content, &m.tcid, &m.toolCalls, &m.tname, &m.ts, &m.tokens,
-		&m.finish, &m.reasoning, &m.rd, &m.codex}
+		&m.finish, &m.reasoning, &m.rd, &m.codex,
+		&m.rc, &m.codexMsg, &m.platformID, &m.observed, &m.effect, &m.active, &m.compacted}
 	return m
 }
 
@@ -155,6 +194,8 @@ func (ms *messageScanner) scan(sc scanner) (*rawMessage, error) {
 	m.Content, m.ToolCallID, m.ToolName = strPtr(ms.content), strPtr(ms.tcid), strPtr(ms.tname)
 	m.Timestamp, m.TokenCount = ms.ts.Float64, intPtr(ms.tokens)
 	m.FinishReason, m.Reasoning, m.ReasoningDetails, m.CodexReasoningItems = strPtr(ms.finish), strPtr(ms.reasoning), strPtr(ms.rd), strPtr(ms.codex)
+	m.ReasoningContent, m.CodexMessageItems, m.PlatformMessageID = strPtr(ms.rc), strPtr(ms.codexMsg), strPtr(ms.platformID)
+	m.Observed, m.EffectDisposition, m.Active, m.Compacted = ms.observed, strPtr(ms.effect), ms.active, ms.compacted
 	return r, nil
 }
 

@@ -11,36 +11,30 @@ import (
 
 // richExtra is the preview source (first 63 code points of the first user
 // message with content, in insertion order, IMP-1) and the last activity
-// appended to the session columns. The session's messages are walked in id
+// appended to the session columns. Both read every row, hidden ones too,
+// as Hermes' listing does. The session's messages are walked in id
 // order so the walk stops at the first user message instead of sorting
 // the session's rows: through the (session_id, id) index where the file
 // has it, else through the ids the (session_id, timestamp) index lists
-// (all of the session's, which a long session makes costly). Last comes
-// the archived flag of a newer Hermes (0 on a file without it).
+// (all of the session's, which a long session makes costly).
 func (s *Store) richExtra() string {
-	archived := "0"
-	if s.q.archived != "" {
-		archived = s.q.archived
-	}
 	inSession := "m.id IN (SELECT id FROM messages WHERE session_id = s.id)"
 	if s.si.indexes["idx_messages_session_id"] {
 		inSession = "m.session_id = s.id"
 	}
 	return `, COALESCE((SELECT substr(m.content, 1, 63) FROM messages m
-        WHERE ` + inSession + ` AND m.role = 'user' AND m.content IS NOT NULL` + s.q.visible + `
-        ORDER BY m.id LIMIT 1), ''),
-    COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id` + s.q.visible + `), s.started_at), ` + archived
+        WHERE ` + inSession + ` AND m.role = 'user' AND m.content IS NOT NULL
+        ORDER BY m.id LIMIT 1), ''), ` + lastActiveOf("s.id", "s.started_at")
 }
 
 func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 	var raw string
 	var last sql.NullFloat64
-	var archived bool
-	x, err := scanSession(sc, &raw, &last, &archived)
+	x, err := scanSession(sc, &raw, &last)
 	if err != nil {
 		return nil, err
 	}
-	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived}, nil
+	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64}, nil
 }
 
 // ListSessionsRich lists sessions newest first with their preview and last
@@ -159,7 +153,7 @@ func (s *Store) sortKey(sort sessiondb.SessionSort) string {
 	}
 	switch sort {
 	case sessiondb.SortLastActive:
-		return "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id" + s.q.visible + "), s.started_at)"
+		return lastActiveOf("s.id", "s.started_at")
 	case sessiondb.SortCost:
 		return "COALESCE(" + col("actual_cost_usd") + ", " + col("estimated_cost_usd") + ", 0)"
 	case sessiondb.SortTokens:
@@ -263,12 +257,11 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	err := sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
 		var raw string
 		var last, key sql.NullFloat64
-		var archived bool
-		x, err := scanSession(row, &raw, &last, &archived, &key)
+		x, err := scanSession(row, &raw, &last, &key)
 		if err != nil {
 			return err
 		}
-		rows = append(rows, sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64, Archived: archived})
+		rows = append(rows, sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64})
 		keys = append(keys, key.Float64)
 		return nil
 	})

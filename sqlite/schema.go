@@ -152,6 +152,30 @@ var messageColumns = []column{
 	{"codex_reasoning_items", "TEXT", true},
 }
 
+// newerColumn is a column a newer Hermes added (docs/hermes-versions.md
+// sections 2 and 3) that our reads return: its name and what a file
+// without it reads (the column's default, as Hermes' reconciliation adds
+// it). sessiondb never adds them to a file.
+type newerColumn struct{ name, def string }
+
+// newerSessionColumns follow sessionColumns in a session read, in the
+// order of the Session fields after Title.
+var newerSessionColumns = []newerColumn{
+	{"api_call_count", "0"}, {"cwd", "NULL"}, {"git_branch", "NULL"}, {"git_repo_root", "NULL"},
+	{"archived", "0"}, {"rewind_count", "0"},
+	{"session_key", "NULL"}, {"chat_id", "NULL"}, {"chat_type", "NULL"}, {"thread_id", "NULL"},
+	{"display_name", "NULL"}, {"origin_json", "NULL"}, {"expiry_finalized", "0"},
+	{"handoff_state", "NULL"}, {"handoff_platform", "NULL"}, {"handoff_error", "NULL"},
+	{"compression_failure_cooldown_until", "NULL"}, {"compression_failure_error", "NULL"}, {"compression_fallback_streak", "0"},
+}
+
+// newerMessageColumns follow messageColumns in a message read, in the
+// order of the Message fields after CodexReasoningItems.
+var newerMessageColumns = []newerColumn{
+	{"reasoning_content", "NULL"}, {"codex_message_items", "NULL"}, {"platform_message_id", "NULL"},
+	{"observed", "0"}, {"effect_disposition", "NULL"}, {"active", "1"}, {"compacted", "0"},
+}
+
 // v6Indexes are the index names section 2 creates, the title index included.
 var v6Indexes = []string{"idx_sessions_source", "idx_sessions_parent", "idx_sessions_started", "idx_messages_session", "idx_sessions_title_unique"}
 

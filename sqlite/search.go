@@ -32,6 +32,19 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	}
 	q, cjk, limit, offset := plan.Query, plan.CJK, plan.Limit, plan.Offset
 	var hits []sessiondb.SearchHit
+	if cjk && s.si.hasTrigramOfHermes() {
+		// A newer Hermes' file: CJK text is searched as Hermes searches
+		// it, ranked in its trigram index, else by substring.
+		hits, err = s.hermesCJKSearch(ctx, q, f, limit, offset)
+		if err != nil {
+			return nil, s.readErr(err, "search %q", query)
+		}
+		if hits == nil {
+			return []sessiondb.SearchHit{}, nil
+		}
+		s.addContext(ctx, hits)
+		return hits, nil
+	}
 	if s.si.hasFTS() {
 		hits, err = s.ftsSearch(ctx, q, f, limit, offset)
 		if err != nil && sqlitedb.IsQueryError(err) {
@@ -69,6 +82,25 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	return hits, nil
 }
 
+// hermesTrigram is the trigram index a newer Hermes keeps beside
+// messages_fts (v10 on), indexing content, tool name and tool calls.
+const hermesTrigram = "messages_fts_trigram"
+
+// hermesCJKSearch searches a CJK query on a newer Hermes' file as its
+// search_messages does: through its trigram index when every CJK term has
+// three code points or more (sessiondb.HermesTrigramQuery), ranked or in
+// f's order, and what the index finds is the answer, none included; by
+// substring otherwise, or when the index cannot read the query.
+func (s *Store) hermesCJKSearch(ctx context.Context, q string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	if m, ok := sessiondb.HermesTrigramQuery(q); ok {
+		hits, err := s.ftsSearchIn(ctx, readers{s}, hermesTrigram, m, f, limit, offset, 0)
+		if err == nil || !sqlitedb.IsQueryError(err) {
+			return hits, err
+		}
+	}
+	return s.likeSearch(ctx, q, f, limit, offset)
+}
+
 // searchFilters returns the WHERE additions for f over aliases m and s.
 func (s *Store) searchFilters(f sessiondb.SearchFilter) (string, []any) {
 	var b strings.Builder
@@ -91,7 +123,7 @@ func (s *Store) searchFilters(f sessiondb.SearchFilter) (string, []any) {
 			args = append(args, x)
 		}
 	}
-	b.WriteString(s.q.visible)
+	b.WriteString(s.q.searchable)
 	return b.String(), args
 }
 
@@ -160,7 +192,7 @@ func (s *Store) snippetText(table string) string {
 // from at most fts.SnippetWindow bytes.
 func (s *Store) snippetFor(table, match string) func([]byte) string {
 	o := fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "...", Tokens: 40, Tokenizer: fts.Unicode61}
-	if table == trigramTable || table == "messages_fts" && ftsTokenizer(s.si.ftsSQL) == fts.Trigram {
+	if table == trigramTable || table == hermesTrigram || table == "messages_fts" && ftsTokenizer(s.si.ftsSQL) == fts.Trigram {
 		o.Tokenizer = fts.Trigram
 	}
 	return o.Bounded(match)
@@ -213,6 +245,11 @@ func idList(hits []sessiondb.SearchHit) string {
 // query it cannot read itself. A damaged index (doctor finds the damage and
 // its rebuild drops the index) or any other failure of it is logged.
 func (s *Store) ftsSearch(ctx context.Context, match string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
+	if f.ByTime() {
+		// Ordered by time, every match takes part, as in Hermes: the
+		// recent index and the window keep the newest ids only.
+		return s.ftsSearchIn(ctx, readers{s}, "messages_fts", match, f, limit, offset, 0)
+	}
 	hits, ok, err := s.recentSearch(ctx, match, f, limit, offset)
 	if err != nil && ctx.Err() == nil {
 		switch {
@@ -248,6 +285,17 @@ func (s *Store) ftsSearchIn(ctx context.Context, q sqlitedb.Querier, table, matc
 	filters, fargs := s.searchFilters(f)
 	bound, bargs, order := "", []any{}, table+".rank"
 	switch {
+	case f.ByTime():
+		// Hermes' sort: the message's time, then relevance. The join
+		// brings the time; every match is ranked.
+		dir := "DESC"
+		if f.Sort == sessiondb.SearchOldest {
+			dir = "ASC"
+		}
+		order = "m.timestamp " + dir + ", " + table + ".rank"
+		if filters == "" {
+			filters = " AND 1"
+		}
 	case older > 0:
 		bound, bargs, order = " AND "+table+".rowid < ?", []any{older}, table+".rowid DESC"
 	case table != recentTable:
@@ -585,28 +633,30 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 }
 
 // addContext fills each hit's context, the previous message, the hit and
-// the next one of the same session in id order (IMP-1), each cut to 200
-// code points, with one query for all hits, whose ORDER BY gives each
-// hit's rows in id order. If that query fails the hits keep an empty
-// context, as in Hermes.
+// the next one of the same session in id order (IMP-1), hidden rows too,
+// as Hermes' neighbours are, each as sessiondb.NeighbourText shows it
+// (multimodal content as its text), with one query for all hits, whose
+// ORDER BY gives each hit's rows in id order. Only multimodal content is
+// read whole; other text is cut to 200 code points in SQL. If that query
+// fails the hits keep an empty context, as in Hermes.
 func (s *Store) addContext(ctx context.Context, hits []sessiondb.SearchHit) {
-	visP := strings.ReplaceAll(s.q.visible, "m.", "p.")
-	visN := strings.ReplaceAll(s.q.visible, "m.", "n.")
 	byHit := map[int64][]sessiondb.ContextRow{}
-	err := sqlitedb.Each(ctx, readers{s}, `SELECT h.value, m.id, m.role, COALESCE(substr(m.content, 1, 200), '')
+	err := sqlitedb.Each(ctx, readers{s}, `SELECT h.value, m.id, m.role,
+    CASE WHEN substr(CAST(m.content AS BLOB), 1, `+strconv.Itoa(len(sessiondb.StructuredPrefix))+`) = CAST(? AS BLOB) THEN m.content
+    ELSE COALESCE(substr(m.content, 1, 200), '') END
 FROM json_each(?) h
 JOIN messages hm ON hm.id = h.value
 JOIN messages m ON m.id IN (
-    (SELECT max(p.id) FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id`+visP+`),
+    (SELECT max(p.id) FROM messages p WHERE p.session_id = hm.session_id AND p.id < hm.id),
     hm.id,
-    (SELECT min(n.id) FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id`+visN+`))
-ORDER BY h.value, m.id`, []any{idList(hits)}, func(r sqlitedb.Row) error {
+    (SELECT min(n.id) FROM messages n WHERE n.session_id = hm.session_id AND n.id > hm.id))
+ORDER BY h.value, m.id`, []any{sessiondb.StructuredPrefix, idList(hits)}, func(r sqlitedb.Row) error {
 		var hit, id int64
 		var role, content sql.NullString
 		if err := r.Scan(&hit, &id, &role, &content); err != nil {
 			return err
 		}
-		byHit[hit] = append(byHit[hit], sessiondb.ContextRow{Role: role.String, Content: content.String})
+		byHit[hit] = append(byHit[hit], sessiondb.ContextRow{Role: role.String, Content: sessiondb.NeighbourText(content.String)})
 		return nil
 	})
 	if err != nil {

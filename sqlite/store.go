@@ -519,12 +519,14 @@ func (s *Store) CanCheckFTS() error {
 	return nil
 }
 
-// RebuildFTS rebuilds messages_fts from the messages table. It refuses a
-// file of a newer Hermes, whose full-text tables that Hermes owns.
+// RebuildFTS rebuilds the full-text index from the messages: messages_fts
+// of a file of schema 6 or older (migrated to 6 by the writable open), and
+// a newer Hermes' full-text tables as Hermes itself rebuilds them
+// (rebuildHermesFTS), each kept as it is defined.
 func (s *Store) RebuildFTS(ctx context.Context) error { return s.ftsCommand(ctx, "rebuild") }
 
-// OptimizeFTS merges messages_fts's segments into one, making searches
-// faster after many appends. It refuses a file of a newer Hermes.
+// OptimizeFTS merges the full-text tables' segments into one each, making
+// searches faster after many appends, as Hermes' optimize_fts does.
 func (s *Store) OptimizeFTS(ctx context.Context) error { return s.ftsCommand(ctx, "optimize") }
 
 // CanRebuildFTS reports whether RebuildFTS and OptimizeFTS would run: nil,
@@ -534,9 +536,7 @@ func (s *Store) CanRebuildFTS() error {
 	case s.si.newer() && !s.si.hasFTS():
 		// Hermes creates a missing messages_fts (and fills it) when it
 		// opens the file; we must not create one in a layout it owns.
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts), and its schema version %d belongs to a newer Hermes, which owns its full-text tables and builds a missing index the next time it opens the file: run Hermes once; until then search here scans the messages (slower)", s.path, s.si.version)
-	case s.si.newer():
-		return sessiondb.Errorf(sessiondb.EINVALID, "the full-text index of %s belongs to a newer Hermes (schema version %d), which sessiondb does not rewrite: let Hermes repair its index, or restore the file from a backup", s.path, s.si.version)
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts), and its schema version %d belongs to a newer Hermes, which owns its full-text tables and builds a missing index the next time it opens the file with FTS5 at hand: run Hermes once; until then search here scans the messages (slower)", s.path, s.si.version)
 	case !s.si.hasFTS():
 		// Only a read-only open leaves a v6 or older file without the
 		// index: a writable one migrates the file and builds it.
@@ -563,6 +563,23 @@ func (s *Store) ftsCommand(ctx context.Context, cmd string) error {
 		return sessiondb.Wrap("", err, "%s full-text index", cmd)
 	}
 	return s.write(ctx, cmd+" full-text index", func(tx *sqlitedb.Tx) error {
+		si, err := inspect(tx.Context(), tx)
+		if err != nil {
+			return err
+		}
+		if si.newer() {
+			if cmd == "rebuild" {
+				return rebuildHermesFTS(tx)
+			}
+			for _, t := range hermesFTSTables {
+				if si.tables[t] {
+					if _, err := tx.Exec("INSERT INTO " + quoteIdent(t) + "(" + quoteIdent(t) + ") VALUES('optimize')"); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
 		if _, err := tx.Exec(fmt.Sprintf("INSERT INTO messages_fts(messages_fts) VALUES('%s')", cmd)); err != nil {
 			return err
 		}
@@ -592,10 +609,10 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx)
 // writeErr classifies a write failure (the package's writeErr).
 func (s *Store) writeErr(err error, what string) error {
 	if sqlitedb.IsCorrupt(err) && s.si != nil && s.si.newer() && s.si.hasTrigramOfHermes() {
-		// A newer Hermes' trigram index over multimodal content, written
-		// by an SQLite older than 3.49.2, cannot lose rows through this
-		// SQLite (README, Compatibility); say so rather than "malformed".
-		return sqlitedb.Wrap(err, "%s: %s holds a newer Hermes' trigram index, and one written by SQLite older than 3.49.2 over text with NUL bytes (multimodal content) cannot be changed by SQLite 3.49.2 or later; `sessiondb doctor` tells that version skew from damage, and Hermes itself can delete these rows", what, s.path)
+		// Deletes make a newer Hermes' trigram index exact whichever
+		// SQLite wrote it (keepHermesTrigram); what is left malformed is
+		// damage, which a rebuild cures.
+		return sqlitedb.Wrap(err, "%s: %s holds a newer Hermes' full-text indexes, and SQLite calls one malformed; `sessiondb doctor` tells damage from version skew, and `sessiondb doctor --rebuild-fts` (or Hermes' own repair) rebuilds them from the messages", what, s.path)
 	}
 	return writeErr(err, what)
 }

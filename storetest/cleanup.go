@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -29,6 +30,13 @@ var v6SessionColumns = []string{
 var v6MessageColumns = []string{
 	"id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
 	"token_count", "finish_reason", "reasoning", "reasoning_details", "codex_reasoning_items",
+}
+
+// newerMessageDefaults are the message fields of a newer Hermes' columns
+// with the value a store without the column reads (normJSON's form).
+var newerMessageDefaults = map[string]any{
+	"reasoning_content": nil, "codex_message_items": nil, "platform_message_id": nil,
+	"observed": float64(0), "effect_disposition": nil, "active": float64(1), "compacted": float64(0),
 }
 
 // testExport covers ExportSession and ExportAll.
@@ -74,8 +82,13 @@ func testExport(t *testing.T, h Harness) {
 				}
 			}
 			// Every field GetMessages gives, with its value; the export
-			// may carry more (a newer Hermes' columns, the marks).
+			// may carry more (a newer Hermes' columns, the marks). A
+			// store without a newer column exports none, and reads its
+			// default.
 			for k, v := range wantMsgs[i].(map[string]any) {
+				if _, has := mm[k]; !has && reflect.DeepEqual(v, newerMessageDefaults[k]) {
+					continue
+				}
 				if !reflect.DeepEqual(mm[k], v) {
 					t.Errorf("exported message %d: %s = %v, want GetMessages' %v", i, k, mm[k], v)
 				}
@@ -288,8 +301,8 @@ func testDelete(t *testing.T, h Harness) {
 			e.msg("g", "user", "parrot four")
 			got, err := e.s.DeleteSession(e.ctx, tc.id)
 			noErr(t, "DeleteSession", err)
-			if got != tc.want {
-				t.Errorf("DeleteSession(%q) = %v, want %v", tc.id, got, tc.want)
+			if want := []string{tc.id}; tc.want && !slices.Equal(got, want) || !tc.want && len(got) != 0 {
+				t.Errorf("DeleteSession(%q) = %v, want deleted %v", tc.id, got, tc.want)
 			}
 			if tc.gone != "" {
 				if _, err := e.s.GetSession(e.ctx, tc.gone); sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {

@@ -186,7 +186,7 @@ func testMessages(t *testing.T, h Harness) {
 		}
 		conv, err := e.s.GetMessagesAsConversation(e.ctx, "s1", 0)
 		noErr(t, "GetMessagesAsConversation", err)
-		got := normJSON(t, conv)
+		got := withoutTimestamps(t, normJSON(t, conv), ms)
 		want := jsonText(t, `[{"role":"assistant","content":"x","tool_calls":[],"reasoning_details":null,"codex_reasoning_items":null}]`)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("conversation = %v\nwant %v", got, want)
@@ -221,9 +221,16 @@ func testConversation(t *testing.T, h Harness) {
 			want: `[{"role":"assistant","content":null}]`,
 		},
 		{
-			name: "no other keys",
-			msgs: []sessiondb.NewMessage{{Role: "assistant", Content: str("a"), FinishReason: str("stop"), TokenCount: i64(3)}},
-			want: `[{"role":"assistant","content":"a"}]`,
+			name: "finish reason on assistant rows, no other keys",
+			msgs: []sessiondb.NewMessage{{Role: "assistant", Content: str("a"), FinishReason: str("stop"), TokenCount: i64(3)},
+				{Role: "user", Content: str("u"), FinishReason: str("stop")}},
+			want: `[{"role":"assistant","content":"a","finish_reason":"stop"},{"role":"user","content":"u"}]`,
+		},
+		{
+			name: "memory context stripped from user and assistant text",
+			msgs: []sessiondb.NewMessage{{Role: "user", Content: str("<memory-context>likes tea</memory-context>\n hi ")},
+				{Role: "tool", Content: str(" <memory-context>x</memory-context> ")}},
+			want: `[{"role":"user","content":"hi"},{"role":"tool","content":" <memory-context>x</memory-context> "}]`,
 		},
 		{
 			name: "empty strings are left out",
@@ -259,7 +266,7 @@ func testConversation(t *testing.T, h Harness) {
 			}
 			conv, err := e.s.GetMessagesAsConversation(e.ctx, "s1", 0)
 			noErr(t, "GetMessagesAsConversation", err)
-			got := normJSON(t, conv)
+			got := withoutTimestamps(t, normJSON(t, conv), e.messages("s1"))
 			if conv == nil {
 				got = []any{} // a nil slice is an empty conversation
 			}
@@ -269,4 +276,23 @@ func testConversation(t *testing.T, h Harness) {
 			}
 		})
 	}
+}
+
+// withoutTimestamps checks that each entry of a replay (normJSON's form)
+// carries its message's timestamp, as Hermes' replay does, and returns
+// the entries without it.
+func withoutTimestamps(t *testing.T, conv any, ms []sessiondb.Message) any {
+	t.Helper()
+	items, _ := conv.([]any)
+	if len(items) != len(ms) {
+		t.Fatalf("%d replayed entries of %d messages", len(items), len(ms))
+	}
+	for i, it := range items {
+		m := it.(map[string]any)
+		if ts, _ := m["timestamp"].(float64); ts != ms[i].Timestamp || ts == 0 {
+			t.Errorf("entry %d: timestamp %v, want the message's %v", i, m["timestamp"], ms[i].Timestamp)
+		}
+		delete(m, "timestamp")
+	}
+	return conv
 }

@@ -156,6 +156,37 @@ func testSearch(t *testing.T, h Harness) {
 		}
 	})
 
+	t.Run("Sort", func(t *testing.T) {
+		// Hermes' sort=newest/oldest: by the message's time (not its
+		// id), then by relevance.
+		e := newEnv(t, h)
+		e.create("a", "cli")
+		filler := strings.Repeat("lorem ipsum dolor sit amet ", 10)
+		late := e.msg("a", "user", filler+"heron "+filler)
+		e.clock.Advance(-time.Hour)
+		early := e.msg("a", "user", "heron heron heron")
+		e.clock.Advance(2 * time.Hour)
+		lastWeak := e.msg("a", "user", filler+"heron "+filler)
+		e.clock.Advance(-time.Second) // the same time as lastWeak
+		lastStrong := e.msg("a", "user", "heron heron")
+		for _, c := range []struct {
+			sort sessiondb.SearchSort
+			want []int64
+		}{
+			{sessiondb.SearchNewest, []int64{lastStrong, lastWeak, late, early}},
+			{sessiondb.SearchOldest, []int64{early, late, lastStrong, lastWeak}},
+		} {
+			if got := hitIDs(e.search("heron", sessiondb.SearchFilter{Sort: c.sort})); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("sort %q: hits %v, want %v", c.sort, got, c.want)
+			}
+		}
+		if got := hitIDs(e.search("heron", sessiondb.SearchFilter{Sort: sessiondb.SearchOldest, Limit: 2, Offset: 1})); !reflect.DeepEqual(got, []int64{late, lastStrong}) {
+			t.Errorf("oldest, second page of 2: %v, want %v", got, []int64{late, lastStrong})
+		}
+		_, err := e.s.SearchMessages(e.ctx, "heron", sessiondb.SearchFilter{Sort: "latest"})
+		wantCode(t, "SearchMessages(sort latest)", err, sessiondb.EINVALID)
+	})
+
 	t.Run("Blank", func(t *testing.T) {
 		e := newEnv(t, h)
 		e.create("a", "cli")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	"path/filepath"
 	"regexp"
@@ -103,6 +104,12 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 		lines bool // JSON Lines, not one document
 	}
 	session := ""
+	h21 := filepath.Join(t.TempDir(), "hermes21.db")
+	if b, err := os.ReadFile(filepath.Join("..", "..", "sqlite", "testdata", "hermes21", "state.db")); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(h21, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	steps := []step{
 		{args: []string{"quickstart"}},
 		{args: []string{"version"}},
@@ -118,6 +125,10 @@ func TestJSONKeysAreSnakeCase(t *testing.T) {
 		{args: []string{"fork", "proj", "--id", "forked1"}},
 		{args: []string{"end", "forked1"}},
 		{args: []string{"reopen", "forked1"}},
+		// A sessiondb store is at Hermes' schema 6, which has no archived
+		// column: archiving needs a newer Hermes' file.
+		{args: []string{"archive", "--db", h21, "h21-main"}},
+		{args: []string{"unarchive", "--db", h21, "h21-main"}},
 		{args: []string{"title", "forked1", "A fork"}},
 		{args: []string{"clear", "forked1", "--yes"}},
 		{args: []string{"delete", "forked1", "--yes"}},

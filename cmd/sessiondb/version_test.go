@@ -139,9 +139,6 @@ func stdioMCPVersion(t *testing.T, db string) string {
 // /healthz and `sessiondb mcp`'s serverInfo. Relinking the cached
 // packages with one -X flag takes a few seconds.
 func TestReleaseVersionInEveryFace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	const release = "v9.8.7-test"
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sessiondb")

@@ -254,6 +254,9 @@ type appendResult struct {
 
 type importResult struct {
 	MsgsPerS float64 `json:"msgs_per_s"`
+	// RatioVsAppend is msgs_per_s over append.msgs_per_s: the same
+	// messages in bulk against one call at a time.
+	RatioVsAppend float64 `json:"ratio_vs_append"`
 }
 
 type searchResult struct {
@@ -263,6 +266,16 @@ type searchResult struct {
 	P50MSByKind    map[string]float64 `json:"p50_ms_by_kind"`
 	ZeroHitQueries int                `json:"zero_hit_queries"`
 	PerQuery       []queryResult      `json:"per_query"`
+	// The floor (SQLite only, searchfloor.go): the same queries through a
+	// bare FTS5 ranking statement, interleaved with the store's, and the
+	// store's p50 over the floor's.
+	// Plans (PostgreSQL only): the server's plan of each statement of the
+	// first search of each kind, one line each (explainpg.go).
+	Plans         map[string][]string `json:"plans,omitempty"`
+	FloorIncludes string              `json:"floor_includes,omitempty"`
+	FloorP50MS    float64             `json:"floor_p50_ms,omitempty"`
+	FloorP95MS    float64             `json:"floor_p95_ms,omitempty"`
+	RatioVsFloor  float64             `json:"ratio_vs_floor,omitempty"`
 }
 
 type queryResult struct {
@@ -291,6 +304,9 @@ type concurrentResult struct {
 	// messages alone, just before; RatioVsSingleProc compares to it.
 	SingleProcMsgsPerS float64 `json:"single_proc_msgs_per_s"`
 	RatioVsSingleProc  float64 `json:"ratio_vs_single_proc"`
+	// RatioVsRaw is aggregate_msgs_per_s over the bare loop's with as
+	// many processes (raw.concurrent; PostgreSQL).
+	RatioVsRaw *float64 `json:"ratio_vs_raw,omitempty"`
 }
 
 type groupCommitResult struct {
@@ -302,8 +318,12 @@ type groupCommitResult struct {
 }
 
 // rawResult's append has the append phase's shape (without ratio_vs_raw).
+// On PostgreSQL the bare loop also runs with one process per concurrent
+// worker (concurrent), and includes says what it does.
 type rawResult struct {
-	Append appendResult `json:"append"`
+	Includes   string            `json:"includes,omitempty"`
+	Append     appendResult      `json:"append"`
+	Concurrent *concurrentResult `json:"concurrent,omitempty"`
 }
 
 // runBench runs every phase against fresh stores in a new run folder and
@@ -326,7 +346,40 @@ func runAll(ctx context.Context, stderr io.Writer, cfg benchConfig) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]*benchResult{"sqlite": lite, "postgres": pg}, nil
+	return &pairResult{SQLite: lite, Postgres: pg, Ratios: pgRatiosOf(lite, pg)}, nil
+}
+
+// pairResult is a run on both backends.
+type pairResult struct {
+	SQLite   *benchResult `json:"sqlite"`
+	Postgres *benchResult `json:"postgres"`
+	Ratios   pgRatios     `json:"ratios"`
+}
+
+// pgRatios are the PostgreSQL run's figures against their baselines of the
+// same run: the bare loop's, its own append's, SQLite's.
+type pgRatios struct {
+	// AppendVsRaw: append, one call at a time, over the bare loop with
+	// one client.
+	AppendVsRaw *float64 `json:"append_vs_raw"`
+	// ImportVsAppend: import over append.
+	ImportVsAppend float64 `json:"import_vs_append"`
+	// ConcurrentVsRaw: the aggregate of the concurrent workers' processes
+	// over the bare loop's with as many processes.
+	ConcurrentVsRaw *float64 `json:"concurrent_vs_raw"`
+	// SearchP50VsSQLite and SearchP95VsSQLite: PostgreSQL's search times
+	// over SQLite's on the same queries and messages.
+	SearchP50VsSQLite float64 `json:"search_p50_vs_sqlite"`
+	SearchP95VsSQLite float64 `json:"search_p95_vs_sqlite"`
+}
+
+func pgRatiosOf(lite, pg *benchResult) pgRatios {
+	r := pgRatios{AppendVsRaw: pg.Append.RatioVsRaw, ImportVsAppend: pg.Import.RatioVsAppend, ConcurrentVsRaw: pg.Concurrent.RatioVsRaw}
+	if lite.Search.P50MS > 0 && lite.Search.P95MS > 0 {
+		r.SearchP50VsSQLite = round(pg.Search.P50MS/lite.Search.P50MS, 3)
+		r.SearchP95VsSQLite = round(pg.Search.P95MS/lite.Search.P95MS, 3)
+	}
+	return r
 }
 
 // runBench runs the benchmark on one backend: SQLite files in a run folder
@@ -364,6 +417,9 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	}
 	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr, db: db}
 	if db != "" {
+		b.pgTrace = &stmtRecorder{}
+	}
+	if db != "" {
 		res.Backend, res.Driver = "postgres", "pgx"
 		// One schema per store of the run, under a prefix of its own.
 		b.prefix = filepath.Base(dir)
@@ -374,8 +430,15 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	if err := b.mainStore(ctx, res); err != nil {
 		return nil, err
 	}
+	if res.Raw != nil && res.Raw.Append.MsgsPerS > 0 { // PostgreSQL's bare loop ran beside the appends
+		r := round(res.Append.MsgsPerS/res.Raw.Append.MsgsPerS, 3)
+		res.Append.RatioVsRaw = &r
+	}
 	if err := b.importPhase(ctx, res); err != nil {
 		return nil, err
+	}
+	if res.Append.MsgsPerS > 0 {
+		res.Import.RatioVsAppend = round(res.Import.MsgsPerS/res.Append.MsgsPerS, 3)
 	}
 	if err := b.groupCommitPhase(ctx, res); err != nil {
 		return nil, err
@@ -468,6 +531,9 @@ type bencher struct {
 	// db is the PostgreSQL server of the run ("" for SQLite files), prefix
 	// the name its schemas start with.
 	db, prefix string
+	// pgTrace records a PostgreSQL store's statements for the search
+	// plans (explainpg.go); nil for SQLite.
+	pgTrace *stmtRecorder
 }
 
 // location is where the run's store called name lives: a file in the run
@@ -494,7 +560,11 @@ func (b *bencher) open(ctx context.Context, name string) (sessiondb.Store, strin
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := store.Open(ctx, path, store.Options{Synchronous: b.cfg.synchronous})
+	o := store.Options{Synchronous: b.cfg.synchronous}
+	if b.pgTrace != nil {
+		o.Tracer = b.pgTrace
+	}
+	st, err := store.Open(ctx, path, o)
 	if err != nil {
 		return nil, path, sessiondb.Wrap("", err, "open the %s store", name)
 	}

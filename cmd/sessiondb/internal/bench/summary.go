@@ -89,6 +89,9 @@ func summarizeOne(w io.Writer, r *benchResult) {
 	row("import", "%.0f msgs/s", r.Import.MsgsPerS)
 	row("search", "p50 %.2f ms, p95 %.2f ms, max %.2f ms over %d queries (%d found nothing)",
 		r.Search.P50MS, r.Search.P95MS, r.Search.MaxMS, len(r.Search.PerQuery), r.Search.ZeroHitQueries)
+	if r.Search.FloorP50MS > 0 {
+		row("search floor", "bare FTS5 ranking p50 %.2f ms: the search's p50 is x%.2f of it", r.Search.FloorP50MS, r.Search.RatioVsFloor)
+	}
 	row("get_messages", "%d rows: p50 %.2f ms", r.GetMessages.Rows, r.GetMessages.P50MS)
 	c := r.Concurrent
 	row("concurrent", "%d processes: %.0f msgs/s (x%.2f of one alone), %d errors, %d of %d rows stored",

@@ -70,8 +70,13 @@ over text with NUL bytes (a newer Hermes' multimodal content) is reported
 as version skew, naming both versions, not as damage.
 
 --rebuild-fts rebuilds the search index from the messages (the cure when the
-index check fails); --optimize-fts merges the index's segments, which makes
-search a little faster on a store that has taken many writes.`,
+index check fails), on a file of any schema version: a newer Hermes'
+full-text tables as Hermes itself rebuilds them, their definitions and
+triggers kept, the trigram table's text without NUL bytes, which every
+SQLite reads alike. --optimize-fts merges the index's segments, which makes
+search a little faster on a store that has taken many writes. A file without
+a search index (Hermes without FTS5 makes none) is advice, not a failure:
+search scans the messages.`,
 		Example: `  sessiondb doctor
   sessiondb --db ~/.hermes/state.db --read-only doctor
   sessiondb doctor --rebuild-fts
@@ -143,14 +148,17 @@ search a little faster on a store that has taken many writes.`,
 						return err
 					}
 					r.FTS = err.Error()
-					if sessiondb.ErrorCode(err) == sessiondb.EINVALID {
+					switch {
+					case sessiondb.ErrorCode(err) == sessiondb.EINVALID:
+						// No index is no damage: Hermes without FTS5 makes
+						// none, and search then scans the messages.
 						r.FTS = "missing (no messages_fts table)"
-					}
-					// Advise --rebuild-fts only where it would run; else the
-					// store says what works (a newer Hermes owns its index).
-					if cerr := st.CanRebuildFTS(); cerr != nil {
-						r.Problems = append(r.Problems, cerr.Error())
-					} else {
+						r.Advice = append(r.Advice, err.Error())
+					case st.CanRebuildFTS() != nil:
+						// Advise --rebuild-fts only where it would run;
+						// else the store says what works.
+						r.Problems = append(r.Problems, st.CanRebuildFTS().Error())
+					default:
 						r.Problems = append(r.Problems, "the search index does not match the messages: run `sessiondb doctor --rebuild-fts`")
 					}
 				}

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestNewerHermesFiles(t *testing.T) {
 	const lisbon = "20260509_081244_a3f9e0"
 	var rows []struct {
 		ID       string
-		Archived bool
+		Archived int64
 	}
 	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100").Decode(t, &rows)
 	for _, r := range rows {
@@ -49,7 +50,7 @@ func TestNewerHermesFiles(t *testing.T) {
 	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100", "--archived").Decode(t, &rows)
 	found := false
 	for _, r := range rows {
-		found = found || (r.ID == lisbon && r.Archived)
+		found = found || (r.ID == lisbon && r.Archived == 1)
 	}
 	if !found || len(rows) != 7 {
 		t.Errorf("sessions --archived: %+v; want %s among 7, marked archived", rows, lisbon)
@@ -63,18 +64,22 @@ func TestNewerHermesFiles(t *testing.T) {
 	if !strings.Contains(show, "  what is wrong with this build?\n  [image: image/png]\n") || strings.Contains(show, "json:") || strings.Contains(show, "iVBOR") {
 		t.Errorf("show does not render the multimodal message:\n%s", show)
 	}
+	// --json gives the parts, as Hermes' get_messages does, whole.
 	var exact struct {
-		Messages []struct{ Content string }
+		Messages []struct{ Content any }
 	}
 	mustCLI(t, "--db", db, "--json", "show", dockerID).Decode(t, &exact)
-	if c := exact.Messages[0].Content; !strings.HasPrefix(c, "\x00json:[{") || !strings.Contains(c, "iVBORw0KGgo=") {
-		t.Errorf("show --json changed the stored content: %q", c)
+	want := []any{map[string]any{"type": "text", "text": "what is wrong with this build?"},
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,iVBORw0KGgo="}}}
+	if c := exact.Messages[0].Content; !reflect.DeepEqual(c, want) {
+		t.Errorf("show --json gives the multimodal content as %#v, want its parts %#v", c, want)
 	}
 }
 
-// TestDoctorAdvisesOnlyWhatWorks: on a newer Hermes file doctor never
-// advises --rebuild-fts, which refuses there; it says what works instead.
-// On our own file it does advise it, and the rebuild then works.
+// TestDoctorAdvisesOnlyWhatWorks: doctor advises --rebuild-fts where it
+// runs, and the rebuild then leaves a file doctor finds sound; a newer
+// Hermes' file without a search index is advice (Hermes builds it), and
+// the rebuild refuses there, saying what works.
 func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
 	drop := func(db string) {
 		for _, q := range []string{"DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_fts_delete", "DROP TRIGGER messages_fts_update", "DROP TABLE messages_fts"} {
@@ -88,18 +93,19 @@ func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		db      func() string
-		advice  string // in the problem doctor reports
+		doctor  int    // exit status of doctor
+		advice  string // in what doctor prints
 		rebuild int    // exit status of doctor --rebuild-fts
 	}{
-		{"newer file without messages_fts", func() string { db := newerHermesDB(t); drop(db); return db }, "run Hermes once", cli.ExitInvalid},
-		{"newer file with a damaged index", func() string { db := newerHermesDB(t); damage(db); return db }, "let Hermes repair its index", cli.ExitInvalid},
-		{"our file with a damaged index", func() string { db := exampleDB(t); damage(db); return db }, "sessiondb doctor --rebuild-fts", 0},
+		{"newer file without messages_fts", func() string { db := newerHermesDB(t); drop(db); return db }, 0, "run Hermes once", cli.ExitInvalid},
+		{"newer file with a damaged index", func() string { db := newerHermesDB(t); damage(db); return db }, cli.ExitInternal, "sessiondb doctor --rebuild-fts", 0},
+		{"our file with a damaged index", func() string { db := exampleDB(t); damage(db); return db }, cli.ExitInternal, "sessiondb doctor --rebuild-fts", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := tc.db()
 			r := runCLI(t, "", "--db", db, "doctor")
-			if r.Code != cli.ExitInternal || !strings.Contains(r.Stdout, "problem: ") || !strings.Contains(r.Stdout, tc.advice) {
-				t.Fatalf("doctor: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			if r.Code != tc.doctor || !strings.Contains(r.Stdout, tc.advice) {
+				t.Fatalf("doctor: exit %d, want %d with %q\n%s%s", r.Code, tc.doctor, tc.advice, r.Stdout, r.Stderr)
 			}
 			if tc.rebuild != 0 && strings.Contains(r.Stdout, "--rebuild-fts") {
 				t.Errorf("doctor advises --rebuild-fts, which refuses here:\n%s", r.Stdout)
@@ -108,8 +114,14 @@ func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
 			if rb.Code != tc.rebuild {
 				t.Fatalf("doctor --rebuild-fts: exit %d, want %d\n%s%s", rb.Code, tc.rebuild, rb.Stdout, rb.Stderr)
 			}
-			if tc.rebuild != 0 && !strings.Contains(rb.Stderr, tc.advice) {
-				t.Errorf("the refusal does not say what works: %s", rb.Stderr)
+			if tc.rebuild != 0 {
+				if !strings.Contains(rb.Stderr, tc.advice) {
+					t.Errorf("the refusal does not say what works: %s", rb.Stderr)
+				}
+				return
+			}
+			if after := runCLI(t, "", "--db", db, "doctor"); after.Code != 0 || strings.Contains(after.Stdout, "problem:") {
+				t.Errorf("doctor after the rebuild: exit %d\n%s%s", after.Code, after.Stdout, after.Stderr)
 			}
 		})
 	}

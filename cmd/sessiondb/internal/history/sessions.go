@@ -74,7 +74,7 @@ func (h *group) printSessions(rows []sessiondb.RichSession) error {
 	for i := range rows {
 		r := &rows[i]
 		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
-		if r.Archived {
+		if r.Archived != 0 {
 			title = "[archived] " + title
 		}
 		t.Row(r.ID, title, r.Source, cli.OrDash(deref(r.Model)),
@@ -194,8 +194,27 @@ func showPages(ctx context.Context, st sessiondb.Store, id string) func() ([]ses
 // shownMessage is a message of show's --json: the message and its place in
 // the session, 1 for the first, since ids count every session's messages.
 type shownMessage struct {
-	Position int64 `json:"position"`
+	Position int64
 	*sessiondb.Message
+}
+
+// MarshalJSON writes the message's own JSON with "position" first. It must
+// be written out: the embedded Message's MarshalJSON would otherwise be
+// promoted and leave the position out.
+func (m shownMessage) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(m.Message)
+	if err != nil {
+		return nil, err
+	}
+	body, ok := bytes.CutPrefix(b, []byte("{"))
+	if !ok {
+		return nil, fmt.Errorf("message JSON is not an object: %.20q", b)
+	}
+	out := fmt.Appendf(nil, `{"position":%d`, m.Position)
+	if len(bytes.TrimSpace(body)) > 1 { // more than the closing brace
+		out = append(out, ',')
+	}
+	return append(out, body...), nil
 }
 
 // printShowJSON writes show's JSON object, {"has_earlier", "messages",
