@@ -114,17 +114,25 @@ func (s *Server) uiReopen(w http.ResponseWriter, r *http.Request) error {
 type deleteView struct {
 	S     *sessiondb.Session
 	Title string
+	// Delegates are the delegate subagent sessions the delete takes
+	// with it (DelegatesOf).
+	Delegates []string
 }
 
 // uiDeleteConfirm: GET /s/{id}/delete names what a delete takes (the
-// session, its messages by count; its continuations stay) and asks. The
+// session, its messages by count, its delegate subagents; its other
+// continuations stay) and asks. The
 // id must be whole, as the delete's: a prefix never picks what to destroy.
 func (s *Server) uiDeleteConfirm(w http.ResponseWriter, r *http.Request) error {
 	x, err := s.cfg.History.GetSession(r.Context(), idOfPath(r.PathValue("id")))
 	if err != nil {
 		return err
 	}
-	s.page(w, r, "delete", deleteView{S: x, Title: deref(x.Title)})
+	delegates, err := s.cfg.History.DelegatesOf(r.Context(), x.ID)
+	if err != nil {
+		return err
+	}
+	s.page(w, r, "delete", deleteView{S: x, Title: deref(x.Title), Delegates: delegates})
 	return nil
 }
 
@@ -132,11 +140,11 @@ func (s *Server) uiDeleteConfirm(w http.ResponseWriter, r *http.Request) error {
 // to the session list.
 func (s *Server) uiDelete(w http.ResponseWriter, r *http.Request) error {
 	id := idOfPath(r.PathValue("id"))
-	ok, err := s.cfg.History.DeleteSession(r.Context(), id)
+	ids, err := s.cfg.History.DeleteSession(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if len(ids) == 0 {
 		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no session %q (delete takes a whole id)", id)
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
