@@ -21,7 +21,15 @@ func (s *site) addWritable() {
 	for _, m := range []string{"one", "two", "three"} {
 		s.msg(sessionMsg(writesID, "user", m))
 	}
+	// A delegate subagent of it, which its delete takes along.
+	if _, err := s.st.CreateSession(ctxb, sessiondb.NewSession{ID: writesDelegate, Source: "cli", ParentSessionID: writesID,
+		ModelConfig: map[string]any{"_delegate_from": writesID}}); err != nil {
+		s.t.Fatal(err)
+	}
 }
+
+// writesDelegate is the delegate subagent session of writesID.
+const writesDelegate = "write_me_delegate"
 
 // title is the session's title in the store.
 func (s *site) title(id string) string {
@@ -131,6 +139,9 @@ func TestBrowserSessionWrites(t *testing.T) {
 	if got := p.text("#delete-messages"); got != "3 messages" {
 		t.Errorf("the confirmation counts %q", got)
 	}
+	if got := p.text("#delete-delegates"); got != writesDelegate {
+		t.Errorf("the confirmation names the delegates %q", got)
+	}
 	p.shot("session-delete-confirm")
 	if _, err := s.st.GetSession(ctxb, writesID); err != nil {
 		t.Fatalf("the confirmation page deleted already: %v", err)
@@ -139,6 +150,9 @@ func TestBrowserSessionWrites(t *testing.T) {
 	p.waitLoaded(`location.pathname === "/"`)
 	if _, err := s.st.GetSession(ctxb, writesID); sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
 		t.Errorf("after delete the session reads %v", err)
+	}
+	if _, err := s.st.GetSession(ctxb, writesDelegate); sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+		t.Errorf("after delete its delegate reads %v", err)
 	}
 }
 
