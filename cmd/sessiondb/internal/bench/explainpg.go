@@ -56,11 +56,12 @@ func (b *bencher) searchPlans(ctx context.Context, st sessiondb.Store, url strin
 	if b.pgTrace == nil {
 		return nil, nil
 	}
-	conn, err := pgx.Connect(ctx, url)
+	raw, err := openRawPG(ctx, url)
 	if err != nil {
-		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "connect to explain the search plans")
+		return nil, err
 	}
-	defer conn.Close(ctx)
+	defer raw.close()
+	conn := raw.conn
 	out := map[string][]string{}
 	for _, q := range b.wl.queries {
 		if _, done := out[q.Kind]; done {
