@@ -208,19 +208,29 @@ ORDER BY c.started_at DESC, c.seq LIMIT 1`
 // CompressionTip follows compression continuations from id at most 100
 // hops and returns the last; id itself when there is none.
 func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
-	cur := id
+	chain, err := s.compressionChain(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return chain[len(chain)-1], nil
+}
+
+// compressionChain is id and the continuations CompressionTip follows, in
+// order: id alone when there is none.
+func (s *Store) compressionChain(ctx context.Context, id string) ([]string, error) {
+	chain := []string{id}
 	for i := 0; i < sessiondb.MaxCompressionHops; i++ {
 		var next string
-		err := s.pool.QueryRow(ctx, nextContinuationSQL, cur).Scan(&next)
+		err := s.pool.QueryRow(ctx, nextContinuationSQL, chain[len(chain)-1]).Scan(&next)
 		if noRows(err) {
 			break
 		}
 		if err != nil {
-			return "", s.readErr(err, "compression tip of %s", id)
+			return nil, s.readErr(err, "compression tip of %s", id)
 		}
-		cur = next
+		chain = append(chain, next)
 	}
-	return cur, nil
+	return chain, nil
 }
 
 // ClearMessages deletes the session's messages and zeroes its message and

@@ -237,16 +237,28 @@ func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, erro
 // child started at or after the session ended with reason compression. It
 // returns each start with the last session reached (SQLite gives the bare
 // column of the row holding max()), at most sessiondb.MaxCompressionHops hops on.
-const compressionTipsSQL = `WITH RECURSIVE chain(root, cur, hops) AS (
-    SELECT value, value, 0 FROM json_each(?1)
+var compressionTipsSQL = compressionChainsSQL + `
+SELECT root, cur, max(hops) FROM chain WHERE cur IS NOT NULL GROUP BY root`
+
+// compressionChainsSQL is the walk of compressionTipsSQL: chain holds
+// every session (cur) of each start's (root) chain, and a NULL past its
+// end.
+var compressionChainsSQL = compressionWalk("SELECT value, value, 0 FROM json_each(?1)", "?2")
+
+// compressionWalk is the recursive table chain(root, cur, hops) of the
+// compression chains from the rows start selects (root, root, 0), at most
+// maxHops hops on.
+func compressionWalk(start, maxHops string) string {
+	return `WITH RECURSIVE chain(root, cur, hops) AS (
+    ` + start + `
     UNION ALL
     SELECT chain.root, (SELECT c.id FROM sessions c
         WHERE c.parent_session_id = chain.cur
           AND c.started_at >= (SELECT p.ended_at FROM sessions p WHERE p.id = chain.cur AND p.end_reason = 'compression')
         ORDER BY c.started_at DESC LIMIT 1), chain.hops + 1
-    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ?2
-)
-SELECT root, cur, max(hops) FROM chain WHERE cur IS NOT NULL GROUP BY root`
+    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ` + maxHops + `
+)`
+}
 
 // compressionTips returns the tip of each id's compression chain (the id
 // itself when it has none), in one query.
