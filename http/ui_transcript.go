@@ -239,7 +239,7 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := sessionView{S: x, Title: deref(x.Title), Tokens: sessionTokens(x), Cost: sessionCost(x), At: at}
+	v := sessionView{S: x, Title: deref(x.Title), Tokens: x.Tokens(), Cost: sessionCost(x), At: at}
 	var msgs []sessiondb.Message
 	switch {
 	case at > 0:
