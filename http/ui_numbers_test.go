@@ -101,8 +101,8 @@ func TestUIAnalyticsDailyTable(t *testing.T) {
 	f.msg("d3b", "assistant", "two")
 	rows := cellsOf(t, f.page("/analytics?days=0", http.StatusOK), "daily")
 	want := [][]string{
-		{"2026-03-03", "2 sessions", "2 messages", "15 tokens", "0% cache hits", "$1.50"},
-		{"2026-03-01", "1 session", "1 message", "120 tokens", "75% cache hits", "$0.2500 est."},
+		{"2026-03-03", "2", "2", "15", "0%", "$1.50"},
+		{"2026-03-01", "1", "1", "120", "75%", "$0.2500 est."},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("daily rows %q, want %q", rows, want)
