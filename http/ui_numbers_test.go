@@ -151,4 +151,11 @@ func TestUISessionListChainRow(t *testing.T) {
 	if rows[0]["id"] != "tip" || chain == nil || chain["sessions"] != 2.0 || chain["messages"] != 3.0 || chain["cost_usd"] != 0.75 || chain["key"] != "root" {
 		t.Errorf("API row %v", rows[0])
 	}
+	// MCP's list_sessions: the same totals, and how many sessions.
+	var list sdbhttp.ListOutput
+	mcpCall(t, f.mcpSession(), "list_sessions", map[string]any{}, &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].ChainSessions != 2 || list.Sessions[0].MessageCount != 3 ||
+		list.Sessions[0].CostUSD == nil || *list.Sessions[0].CostUSD != 0.75 {
+		t.Errorf("MCP rows %+v", list.Sessions)
+	}
 }
