@@ -269,6 +269,15 @@ func testProjection(h Harness) func(t *testing.T) {
 					t.Errorf("row %s has Chain with IncludeChildren", r.ID)
 				}
 			}
+			// plain costs and holds more than any one session of the chain
+			// but less than the chain: sorted by cost or by tokens, the
+			// chain's row ranks by the totals it shows.
+			noErr(t, "UpdateTokenCounts", e.s.UpdateTokenCounts(e.ctx, "plain", sessiondb.TokenUpdate{Input: 500, EstimatedCostUSD: f64(0.3)}))
+			for _, sort := range []sessiondb.SessionSort{sessiondb.SortCost, sessiondb.SortTokens} {
+				if got := walkSessions(t, e, sessiondb.SessionQuery{Sort: sort}, 1); !reflect.DeepEqual(got, []string{"tip", "plain"}) {
+					t.Errorf("by %s: %v, want the chain (its totals) before plain", sort, got)
+				}
+			}
 		})
 		t.Run("projection follows the whole chain", func(t *testing.T) {
 			e := newEnv(t, h)
