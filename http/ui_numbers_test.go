@@ -63,7 +63,7 @@ func TestUIAnalyticsOneCostRule(t *testing.T) {
 	}
 	// $0.001069 billed + $0.000558 estimated; the estimate of the billed
 	// session ($0.001018) counts nowhere.
-	if len(byModel) != 3 || byModel[1] != "3,150" || byModel[2] != "$0.0016 $0.0006 est." {
+	if len(byModel) != 3 || byModel[1] != "3,150" || byModel[2] != "$0.0016 (incl. $0.0006 est.)" {
 		t.Errorf("by model: %q, want tokens 3,150 (in+out) and cost $0.0016 with $0.0006 estimated", byModel)
 	}
 	top := cellsOf(t, body, "top-sessions")
