@@ -136,8 +136,12 @@ the error names the titles close to what was typed. Message ids are what
 							return msgs, nil
 						})
 					}
-					t := h.newTranscript(s, p.HasBefore, full, first)
+					t, err := h.newTranscript(ctx, st, s, p.HasBefore, full, first)
+					if err != nil {
+						return err
+					}
 					t.messages(p.Messages)
+					t.end()
 					return nil
 				}
 				// The whole session, a page at a time: a long session is
@@ -147,11 +151,18 @@ the error names the titles close to what was typed. Message ids are what
 				if h.JSON {
 					return h.printShowJSON(s, false, 1, next)
 				}
-				t := h.newTranscript(s, false, full, 1)
+				t, err := h.newTranscript(ctx, st, s, false, full, 1)
+				if err != nil {
+					return err
+				}
 				for {
 					msgs, err := next()
-					if err != nil || msgs == nil {
+					if err != nil {
 						return err
+					}
+					if msgs == nil {
+						t.end()
+						return nil
 					}
 					t.messages(msgs)
 				}
@@ -280,11 +291,17 @@ type transcript struct {
 	full bool
 	day  string // the local day of the last message printed
 	pos  int64  // the place in the session of the next message, from 1
+	// models are the models the session used and where it switched.
+	models *sessiondb.SessionModels
 }
 
 // newTranscript prints the session's header and returns the printer of
 // its messages, the first of which is at position first.
-func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool, first int64) *transcript {
+func (h *group) newTranscript(ctx context.Context, st sessiondb.Store, s *sessiondb.Session, earlier, full bool, first int64) (*transcript, error) {
+	models, err := sessiondb.ReadSessionModels(ctx, st, s.ID)
+	if err != nil {
+		return nil, err
+	}
 	tty := h.Styled()
 	// Every stored value is escaped before it is styled (cli.Printable):
 	// a title or message must not reach the terminal as a control sequence.
@@ -303,10 +320,46 @@ func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool, first in
 	if p := deref(s.ParentSessionID); p != "" {
 		h.Printf("  continues %s\n", line(p))
 	}
+	if models.Switched() {
+		// Usage by model (Hermes' session_model_usage), in the order
+		// the session first called each.
+		h.Printf("  models, in order of first use:\n")
+		for _, r := range models.Routes {
+			h.Printf("    %s · %d calls · %s in / %s out tokens · %s\n", line(r.Model), r.APICalls,
+				fmtCount(r.InputTokens), fmtCount(r.OutputTokens), fmtCost(routeCost(r)))
+		}
+	}
 	if earlier {
 		h.Printf("\n  … earlier messages not shown (drop --last to see them all)\n")
 	}
-	return &transcript{h: h, tty: tty, full: full, pos: first}
+	return &transcript{h: h, tty: tty, full: full, pos: first, models: models}, nil
+}
+
+// routeCost is what a model's calls cost: the billed figure when there
+// is one, else the estimate (as sessionCost).
+func routeCost(r sessiondb.ModelRoute) float64 {
+	if r.ActualCostUSD != 0 {
+		return r.ActualCostUSD
+	}
+	return r.EstimatedCostUSD
+}
+
+// modelSwitch prints the line that marks where the session's calls went
+// from one model to the next.
+func (t *transcript) modelSwitch(sw *sessiondb.ModelSwitch, note string) {
+	l := fmt.Sprintf("── model %s → %s (first call %s)%s ──", cli.PrintableLine(sw.From.Model), cli.PrintableLine(sw.To.Model),
+		fmtClock(sw.To.FirstSeen, ""), note)
+	t.h.Printf("\n%s\n", cli.Style(t.tty, cli.Bold, l))
+}
+
+// end closes the transcript: a switch to a model whose stretch holds no
+// message yet is shown after the last message.
+func (t *transcript) end() {
+	for i := range t.models.Switches {
+		if sw := &t.models.Switches[i]; sw.Before == 0 {
+			t.modelSwitch(sw, "; no message since")
+		}
+	}
 }
 
 // messages prints msgs, the next in the transcript.
@@ -316,15 +369,36 @@ func (t *transcript) messages(msgs []sessiondb.Message) {
 		m := &msgs[i]
 		// Messages are numbered in the session; the id (what fork --at
 		// takes) counts every session's messages, so it stays beside.
+		if sw := t.models.At(m.ID); sw != nil {
+			t.modelSwitch(sw, "")
+		}
 		head := fmt.Sprintf("#%d (id %d) %s", t.pos, m.ID, line(m.Role))
 		t.pos++
+		if m.Observed != 0 {
+			// A group message the agent saw but was not addressed by:
+			// context, not a turn of the user (Hermes schema 13).
+			head += " (observed)"
+		}
 		if m.Role == "tool" {
 			head += fmt.Sprintf(" %s ← %s", line(cli.OrDash(deref(m.ToolName))), line(cli.OrDash(deref(m.ToolCallID))))
 		}
-		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, fmtClock(m.Timestamp, t.day)))
+		meta := fmtClock(m.Timestamp, t.day)
+		if p := deref(m.PlatformMessageID); p != "" {
+			meta += " · platform id " + line(p)
+		}
+		if e := deref(m.EffectDisposition); e != "" {
+			meta += " · effect " + line(e)
+		}
+		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, meta))
 		t.day = sessiondb.FromEpochSeconds(m.Timestamp).Local().Format("2006-01-02")
-		if r := deref(m.Reasoning); r != "" {
+		r := deref(m.Reasoning)
+		if r != "" {
 			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent(cli.Printable("reasoning: "+r), "  │ ")))
+		}
+		// The provider's own reasoning text (schema 7), when it says
+		// more than the reasoning above.
+		if rc := deref(m.ReasoningContent); strings.TrimSpace(rc) != "" && rc != r {
+			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent(cli.Printable("reasoning (provider): "+rc), "  │ ")))
 		}
 		// Multimodal content of a newer Hermes shows its text and names
 		// its other parts; --json keeps the stored form.
