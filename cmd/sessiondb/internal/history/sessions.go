@@ -93,8 +93,14 @@ func (h *group) showCmd() *cobra.Command {
 		Long: `Print a session as a readable transcript: each message with its place in the
 session and its id ("#3 (id 33)"), role and time, the assistant's tool calls
 with their arguments, the tool results, and the model's reasoning (labelled,
-and dimmed on a terminal). --json gives each message its "position" (1 for
-the first) beside its "id".
+and dimmed on a terminal; "reasoning (provider)" is the provider's own text
+when it differs). A group message the agent only observed reads "user
+(observed)"; a chat platform's message id and a tool's effect follow the
+time; multimodal parts are named ("[image: image/png]"). A session that
+switched models lists each model's calls, tokens and cost in the header and
+marks the switch with a "── model A → B" line before the first user message
+after A's last call (Hermes' session_model_usage). --json gives each message
+its "position" (1 for the first) beside its "id".
 
 The session is found by exact id, then by a unique id prefix, then by title
 (a title finds the newest session of its lineage: "proj" finds "proj #2"),
