@@ -46,10 +46,13 @@ type SessionModels struct {
 }
 
 // Switched reports whether the session used more than one model.
-func (m *SessionModels) Switched() bool { return len(m.Routes) > 1 }
+func (m *SessionModels) Switched() bool { return m != nil && len(m.Routes) > 1 }
 
 // At returns the switch shown before message id, if one is.
 func (m *SessionModels) At(id int64) *ModelSwitch {
+	if m == nil {
+		return nil
+	}
 	for i := range m.Switches {
 		if m.Switches[i].Before == id && id != 0 {
 			return &m.Switches[i]

@@ -15,6 +15,14 @@ import (
 // hermes21Store opens a copy of the schema-21 fixture Hermes wrote.
 func hermes21Store(t *testing.T) *sqlite.Store {
 	t.Helper()
+	st, err := sqlite.Open(ctxb, hermes21Copy(t), sqlite.Options{})
+	return testkit.Opened(t, st, err)
+}
+
+// hermes21Copy copies the schema-21 fixture into a temporary folder and
+// returns the copy's path.
+func hermes21Copy(t *testing.T) string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "sqlite", "testdata", "hermes21", "state.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -23,8 +31,7 @@ func hermes21Store(t *testing.T) *sqlite.Store {
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctxb, p, sqlite.Options{})
-	return testkit.Opened(t, st, err)
+	return p
 }
 
 // listed returns the ids of the sessions /api/v1/sessions lists with the
