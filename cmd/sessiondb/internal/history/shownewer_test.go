@@ -85,3 +85,39 @@ func TestShowNewerColumnsEscaped(t *testing.T) {
 		}
 	}
 }
+
+// The fixture copied to PostgreSQL shows the same transcripts: the usage
+// rows PostgreSQL returns place the switch and fill the header alike.
+func TestShowHermes21OnPostgres(t *testing.T) {
+	url := pgURL(t)
+	src := hermes21File(t, "state.db")
+	mustCLI(t, "copy", "--from", src, "--to", url)
+	for _, id := range []string{"h21-model-switch", "h21-telegram", "h21-multimodal"} {
+		onFile := mustCLI(t, "--db", src, "show", id).Stdout
+		if got := mustCLI(t, "--db", url, "show", id).Stdout; got != onFile {
+			t.Errorf("show %s on PostgreSQL:\n%s\nwant, as on the file:\n%s", id, got, onFile)
+		}
+	}
+}
+
+// Where the usage rows' times put a switch: calls of the two models that
+// interleave (a switch and a switch back) put it before the first message
+// after the new model's first call; a switch after the last message shows
+// after it, saying no message followed.
+func TestShowModelSwitchPlacement(t *testing.T) {
+	db := hermes21File(t, "state.db")
+	q := "UPDATE session_model_usage SET first_seen = ?, last_seen = ? WHERE session_id = 'h21-model-switch' AND model = ?"
+	sqlitetest.ExecFile(t, db, q, 1767744004.0, 1767744009.0, "anthropic/claude-sonnet-4")
+	sqlitetest.ExecFile(t, db, q, 1767744007.5, 1767744012.0, "gpt-5-codex")
+	out := mustCLI(t, "--db", db, "show", "h21-model-switch").Stdout
+	before(t, out, "#3 (id 51) user", "── model anthropic/claude-sonnet-4 → gpt-5-codex")
+	before(t, out, "── model anthropic/claude-sonnet-4 → gpt-5-codex", "#4 (id 52) assistant")
+
+	sqlitetest.ExecFile(t, db, q, 1767744004.0, 1767744050.0, "anthropic/claude-sonnet-4")
+	sqlitetest.ExecFile(t, db, q, 1767744100.0, 1767744110.0, "gpt-5-codex")
+	out = mustCLI(t, "--db", db, "show", "h21-model-switch").Stdout
+	before(t, out, "Cloned the value before the closure.", "── model anthropic/claude-sonnet-4 → gpt-5-codex")
+	if !strings.Contains(out, "; no message since ──") {
+		t.Errorf("a switch after the last message does not say so:\n%s", out)
+	}
+}
