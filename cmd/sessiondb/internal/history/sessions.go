@@ -100,7 +100,9 @@ time; multimodal parts are named ("[image: image/png]"). A session that
 switched models lists each model's calls, tokens and cost in the header and
 marks the switch with a "── model A → B" line before the first user message
 after A's last call (Hermes' session_model_usage). --json gives each message
-its "position" (1 for the first) beside its "id".
+its "position" (1 for the first) beside its "id", the usage rows as "models"
+and each switch as "model_switches" ({"before": message id, 0 after the
+last; "from"; "to"}).
 
 The session is found by exact id, then by a unique id prefix, then by title
 (a title finds the newest session of its lineage: "proj" finds "proj #2"),
@@ -120,6 +122,10 @@ the error names the titles close to what was typed. Message ids are what
 			ctx := c.Context()
 			return h.withSession(ctx, cli.ReadStore, args[0], true, func(st sessiondb.Store, s *sessiondb.Session) error {
 				id := s.ID
+				models, err := sessiondb.ReadSessionModels(ctx, st, id)
+				if err != nil {
+					return err
+				}
 				if last > 0 {
 					p, err := st.GetMessagesPage(ctx, id, sessiondb.Page{Limit: last})
 					if err != nil {
@@ -136,16 +142,13 @@ the error names the titles close to what was typed. Message ids are what
 						first = max(1, n-int64(len(p.Messages))+1)
 					}
 					if h.JSON {
-						return h.printShowJSON(s, p.HasBefore, first, func() ([]sessiondb.Message, error) {
+						return h.printShowJSON(s, models, p.HasBefore, first, func() ([]sessiondb.Message, error) {
 							msgs := p.Messages
 							p.Messages = nil
 							return msgs, nil
 						})
 					}
-					t, err := h.newTranscript(ctx, st, s, p.HasBefore, full, first)
-					if err != nil {
-						return err
-					}
+					t := h.newTranscript(s, models, p.HasBefore, full, first)
 					t.messages(p.Messages)
 					t.end()
 					return nil
@@ -155,12 +158,9 @@ the error names the titles close to what was typed. Message ids are what
 				// encoded at once).
 				next := showPages(ctx, st, id)
 				if h.JSON {
-					return h.printShowJSON(s, false, 1, next)
+					return h.printShowJSON(s, models, false, 1, next)
 				}
-				t, err := h.newTranscript(ctx, st, s, false, full, 1)
-				if err != nil {
-					return err
-				}
+				t := h.newTranscript(s, models, false, full, 1)
 				for {
 					msgs, err := next()
 					if err != nil {
@@ -235,9 +235,10 @@ func (m shownMessage) MarshalJSON() ([]byte, error) {
 }
 
 // printShowJSON writes show's JSON object, {"has_earlier", "messages",
-// "session"} exactly as PrintJSON lays it out, taking the messages a page
-// at a time from next (nil ends them); the first is at position first.
-func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, first int64, next func() ([]sessiondb.Message, error)) error {
+// "model_switches", "models", "session"} exactly as PrintJSON lays it
+// out, taking the messages a page at a time from next (nil ends them);
+// the first is at position first.
+func (h *group) printShowJSON(s *sessiondb.Session, models *sessiondb.SessionModels, earlier bool, first int64, next func() ([]sessiondb.Message, error)) error {
 	w := bufio.NewWriterSize(h.Out, 1<<16)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -278,7 +279,33 @@ func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, first int64, n
 	if n > 0 {
 		w.WriteString("\n  ")
 	}
-	w.WriteString("],\n  \"session\": ")
+	// Where the session's calls went to another model: before is the id
+	// of the message the switch comes before (0: after the last one).
+	type shownSwitch struct {
+		Before int64  `json:"before"`
+		From   string `json:"from"`
+		To     string `json:"to"`
+	}
+	switches := []shownSwitch{}
+	for _, sw := range models.Switches {
+		switches = append(switches, shownSwitch{sw.Before, sw.From.Model, sw.To.Model})
+	}
+	routes := models.Routes
+	if routes == nil {
+		routes = []sessiondb.ModelRoute{}
+	}
+	w.WriteString("],")
+	for _, kv := range []struct {
+		key string
+		v   any
+	}{{"model_switches", switches}, {"models", routes}} {
+		fmt.Fprintf(w, "\n  %q: ", kv.key)
+		if err := put("  ", kv.v); err != nil {
+			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
+		}
+		w.WriteString(",")
+	}
+	w.WriteString("\n  \"session\": ")
 	if err := put("  ", s); err != nil {
 		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
 	}
@@ -303,11 +330,7 @@ type transcript struct {
 
 // newTranscript prints the session's header and returns the printer of
 // its messages, the first of which is at position first.
-func (h *group) newTranscript(ctx context.Context, st sessiondb.Store, s *sessiondb.Session, earlier, full bool, first int64) (*transcript, error) {
-	models, err := sessiondb.ReadSessionModels(ctx, st, s.ID)
-	if err != nil {
-		return nil, err
-	}
+func (h *group) newTranscript(s *sessiondb.Session, models *sessiondb.SessionModels, earlier, full bool, first int64) *transcript {
 	tty := h.Styled()
 	// Every stored value is escaped before it is styled (cli.Printable):
 	// a title or message must not reach the terminal as a control sequence.
@@ -338,7 +361,7 @@ func (h *group) newTranscript(ctx context.Context, st sessiondb.Store, s *sessio
 	if earlier {
 		h.Printf("\n  … earlier messages not shown (drop --last to see them all)\n")
 	}
-	return &transcript{h: h, tty: tty, full: full, pos: first, models: models}, nil
+	return &transcript{h: h, tty: tty, full: full, pos: first, models: models}
 }
 
 // routeCost is what a model's calls cost: the billed figure when there

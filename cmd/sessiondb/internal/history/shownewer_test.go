@@ -1,6 +1,7 @@
 package history
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -52,6 +53,20 @@ func TestShowHermes21Marks(t *testing.T) {
 	before(t, ms, "│ reasoning: Clone is cheapest here.\n", "│ reasoning (provider): Clone is cheapest here (provider-native).\n")
 	if strings.Contains(ms, "reasoning (provider): The closure") {
 		t.Errorf("a reasoning_content-less message shows one:\n%s", ms)
+	}
+	var js struct {
+		ModelSwitches []struct {
+			Before   int64
+			From, To string
+		} `json:"model_switches"`
+		Models []struct {
+			Model       string
+			InputTokens int64 `json:"input_tokens"`
+		}
+	}
+	mustCLI(t, "--json", "--db", db, "show", "h21-model-switch").Decode(t, &js)
+	if fmt.Sprint(js.ModelSwitches) != "[{51 anthropic/claude-sonnet-4 gpt-5-codex}]" || fmt.Sprint(js.Models) != "[{anthropic/claude-sonnet-4 6400} {gpt-5-codex 8600}]" {
+		t.Errorf("--json: model_switches %v, models %v", js.ModelSwitches, js.Models)
 	}
 	last := mustCLI(t, "--db", db, "show", "h21-model-switch", "--last", "2").Stdout
 	before(t, last, divider, "#3 (id 51) user")
