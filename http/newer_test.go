@@ -51,8 +51,8 @@ func TestTranscriptShowsNewerColumns(t *testing.T) {
 	}
 
 	ms := f.page("/s/h21-model-switch", http.StatusOK)
-	inOrder(t, "h21-model-switch", ms, `id="session-models"`, `<code>anthropic/claude-sonnet-4</code></td><td>anthropic</td><td class="num">2</td><td class="num">6,400</td>`,
-		`<code>gpt-5-codex</code></td><td>openai-codex</td><td class="num">2</td><td class="num">8,600</td>`, `</table>`,
+	inOrder(t, "h21-model-switch", ms, `id="session-models"`, `<code>anthropic/claude-sonnet-4</code></td><td class="provider">anthropic</td><td class="num">2</td><td class="num">6,400</td>`,
+		`<code>gpt-5-codex</code></td><td class="provider">openai-codex</td><td class="num">2</td><td class="num">8,600</td>`, `</table>`,
 		`id="m50"`, `<p class="model-switch" role="separator" data-model="gpt-5-codex">model <code>anthropic/claude-sonnet-4</code> → <code>gpt-5-codex</code>`,
 		`id="m51"`, `id="m52"`, `<summary>Reasoning</summary>`, `Clone is cheapest here.`,
 		`<summary>Provider reasoning</summary>`, `Clone is cheapest here (provider-native).`)

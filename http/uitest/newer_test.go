@@ -64,4 +64,12 @@ func TestBrowserHermes21Transcript(t *testing.T) {
 	if n := eval[int](p, `document.querySelectorAll("main iframe").length`); n != 0 {
 		t.Errorf("%d iframes came out of the reasoning", n)
 	}
+
+	// On a phone the models table and the divider fit the screen.
+	p.phone()
+	p.open(s.url + "/s/h21-model-switch")
+	p.shotScreen("phone-transcript-hermes21")
+	if w := eval[int](p, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("the transcript is %d px wide on a 390 px screen", w)
+	}
 }
