@@ -174,6 +174,11 @@ func TestRegistryPageAccessEmptyAndBounded(t *testing.T) {
 		}
 	}
 	body = f.page("/registry", http.StatusOK)
+	for _, tab := range []string{`href="#users">users (103)`, `href="#members">members (103)`} {
+		if !strings.Contains(body, tab) {
+			t.Errorf("no tab %s", tab)
+		}
+	}
 	for _, name := range []string{"users", "members"} {
 		s := pageSection(t, body, name)
 		if n := strings.Count(s, "<tr><td"); n != 100 {

@@ -119,3 +119,15 @@ func destinationTarget(d sessiondb.ResolvedDestination) string {
 	}
 	return ""
 }
+
+// UserCount is the number of users, shown and left out, for the page's tab.
+func (a registryAccess) UserCount() int { return len(a.Users) + a.MoreUsers }
+
+// RoleCount is the number of role grants, shown and left out.
+func (a registryAccess) RoleCount() int { return len(a.Roles) + a.MoreRoles }
+
+// MemberCount is the number of memberships, shown and left out.
+func (a registryAccess) MemberCount() int { return len(a.Members) + a.MoreMembers }
+
+// DestinationCount is the number of destinations, shown and left out.
+func (a registryAccess) DestinationCount() int { return len(a.Destinations) + a.MoreDestinations }
