@@ -9,23 +9,43 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
-	"github.com/sessiondb/sessiondb/sqlite"
+	"github.com/sessiondb/sessiondb/internal/pgtest"
+	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/postgres"
 )
+
+// TestMain stops the PostgreSQL cluster pgtest may start for the registry
+// tests.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// registryBackends runs fn with an empty registry of each backend: a
+// SQLite file, and a PostgreSQL schema of the test's own.
+func registryBackends(t *testing.T, fn func(t *testing.T, f *fixture, reg sessiondb.Registry)) {
+	t.Run("sqlite", func(t *testing.T) {
+		f := newFixture(t, sdbhttp.Config{})
+		fn(t, f, f.registry())
+	})
+	t.Run("postgres", func(t *testing.T) {
+		f := newFixture(t, sdbhttp.Config{})
+		url := pgtest.URL(t)
+		reg, err := postgres.OpenCentral(ctxb, url, postgres.Options{Schema: pgtest.Schema(t, url), Now: f.clock.Now})
+		fn(t, f, testkit.Opened(t, reg, err))
+	})
+}
 
 // hostileName is a user's display name crafted to break out of the
 // registry page.
 const hostileName = `<img src=x onerror=alert(1)>Ann</td></tr><script>alert(2)</script>`
 
-// accessRegistry builds a registry with two agent groups, a chat, an owner
-// and a member (whose name is hostileName) who administers ag1, and two
-// destinations of ag1: the chat and the other group.
-func accessRegistry(f *fixture) *sqlite.Central {
-	f.t.Helper()
-	reg := f.registry()
+// fillAccess gives reg two agent groups, a chat, an owner and a member
+// (whose name is hostileName) who administers ag1, and two destinations of
+// ag1: the chat and the other group.
+func fillAccess(t *testing.T, reg sessiondb.Registry) sessiondb.Registry {
+	t.Helper()
 	must := func(err error) {
-		f.t.Helper()
+		t.Helper()
 		if err != nil {
-			f.t.Fatal(err)
+			t.Fatal(err)
 		}
 	}
 	_, err := reg.CreateAgentGroup(ctxb, sessiondb.NewAgentGroup{ID: "ag1", Name: "Helper", Folder: "helper"})
@@ -40,7 +60,6 @@ func accessRegistry(f *fixture) *sqlite.Central {
 	must(err)
 	_, err = reg.GrantRole(ctxb, sessiondb.NewRoleGrant{UserID: "telegram:1", Role: sessiondb.RoleOwner})
 	must(err)
-	f.clock.Advance(1e9)
 	_, err = reg.GrantRole(ctxb, sessiondb.NewRoleGrant{UserID: "telegram:42", Role: sessiondb.RoleAdmin, AgentGroupID: "ag1", GrantedBy: "telegram:1"})
 	must(err)
 	_, err = reg.AddMember(ctxb, "telegram:42", "ag1", "telegram:1")
@@ -55,9 +74,10 @@ func accessRegistry(f *fixture) *sqlite.Central {
 // The API lists users, role grants, and a group's members and destinations
 // as `sessiondb admin` manages them, and names a bad filter or an unknown
 // group.
-func TestRegistryAccessAPI(t *testing.T) {
-	f := newFixture(t, sdbhttp.Config{})
-	f.serve(sdbhttp.Config{Registry: accessRegistry(f)})
+func TestRegistryAccessAPI(t *testing.T) { registryBackends(t, testRegistryAccessAPI) }
+
+func testRegistryAccessAPI(t *testing.T, f *fixture, reg sessiondb.Registry) {
+	f.serve(sdbhttp.Config{Registry: fillAccess(t, reg)})
 	type row = map[string]string
 	for _, c := range []struct {
 		path, key string
@@ -119,9 +139,10 @@ func TestRegistryAccessAPI(t *testing.T) {
 
 // The registry page shows the users, roles, members and destinations, with
 // stored text escaped.
-func TestRegistryPageShowsAccess(t *testing.T) {
-	f := newFixture(t, sdbhttp.Config{})
-	f.serve(sdbhttp.Config{Registry: accessRegistry(f)})
+func TestRegistryPageShowsAccess(t *testing.T) { registryBackends(t, testRegistryPageShowsAccess) }
+
+func testRegistryPageShowsAccess(t *testing.T, f *fixture, reg sessiondb.Registry) {
+	f.serve(sdbhttp.Config{Registry: fillAccess(t, reg)})
 	body := f.page("/registry", http.StatusOK)
 	for _, bad := range []string{"<script>alert", "<img"} {
 		if strings.Contains(body, bad) {
