@@ -4,32 +4,39 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
 	"github.com/sessiondb/sessiondb/internal/pgtest"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
 	"github.com/sessiondb/sessiondb/postgres"
+	"github.com/sessiondb/sessiondb/sqlite"
 )
 
 // TestMain stops the PostgreSQL cluster pgtest may start for the registry
 // tests.
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// registryBackends runs fn with an empty registry of each backend: a
-// SQLite file, and a PostgreSQL schema of the test's own.
-func registryBackends(t *testing.T, fn func(t *testing.T, f *fixture, reg sessiondb.Registry)) {
+// registryBackends runs fn with an empty registry of each backend, a
+// SQLite file and a PostgreSQL schema of the test's own, and raw, which
+// runs a statement on it as another program would.
+func registryBackends(t *testing.T, fn func(t *testing.T, f *fixture, reg sessiondb.Registry, raw func(stmt string))) {
 	t.Run("sqlite", func(t *testing.T) {
 		f := newFixture(t, sdbhttp.Config{})
-		fn(t, f, f.registry())
+		path := filepath.Join(t.TempDir(), "v2.db")
+		reg, err := sqlite.OpenCentral(ctxb, path, sqlite.CentralOptions{Now: f.clock.Now})
+		fn(t, f, testkit.Opened(t, reg, err), func(stmt string) { sqlitetest.ExecFile(t, path, stmt) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		f := newFixture(t, sdbhttp.Config{})
 		url := pgtest.URL(t)
-		reg, err := postgres.OpenCentral(ctxb, url, postgres.Options{Schema: pgtest.Schema(t, url), Now: f.clock.Now})
-		fn(t, f, testkit.Opened(t, reg, err))
+		schema := pgtest.Schema(t, url)
+		reg, err := postgres.OpenCentral(ctxb, url, postgres.Options{Schema: schema, Now: f.clock.Now})
+		fn(t, f, testkit.Opened(t, reg, err), func(stmt string) { pgtest.Exec(t, pgtest.WithSearchPath(url, schema), stmt) })
 	})
 }
 
@@ -76,7 +83,7 @@ func fillAccess(t *testing.T, reg sessiondb.Registry) sessiondb.Registry {
 // group.
 func TestRegistryAccessAPI(t *testing.T) { registryBackends(t, testRegistryAccessAPI) }
 
-func testRegistryAccessAPI(t *testing.T, f *fixture, reg sessiondb.Registry) {
+func testRegistryAccessAPI(t *testing.T, f *fixture, reg sessiondb.Registry, raw func(string)) {
 	f.serve(sdbhttp.Config{Registry: fillAccess(t, reg)})
 	type row = map[string]string
 	for _, c := range []struct {
@@ -116,6 +123,19 @@ func testRegistryAccessAPI(t *testing.T, f *fixture, reg sessiondb.Registry) {
 		t.Errorf("reviewer's agent is %v", dests[1]["agent"])
 	}
 
+	// A destination whose target another program deleted has neither.
+	if _, err := reg.CreateAgentGroup(ctxb, sessiondb.NewAgentGroup{ID: "ag3", Name: "Retired", Folder: "retired"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.AddDestination(ctxb, sessiondb.NewDestination{AgentGroupID: "ag1", LocalName: "retired", TargetType: sessiondb.TargetAgent, TargetID: "ag3"}); err != nil {
+		t.Fatal(err)
+	}
+	raw("DELETE FROM agent_groups WHERE id = 'ag3'")
+	dests, _ = f.listing("/api/v1/registry/agent-groups/ag1/destinations", "destinations")
+	if len(dests) != 3 || dests[1]["local_name"] != "retired" || dests[1]["chat"] != nil || dests[1]["agent"] != nil {
+		t.Errorf("with ag3 gone, destinations are %v", dests)
+	}
+
 	for path, field := range map[string]string{
 		"/api/v1/registry/roles?role=boss":                   "parameter role",
 		"/api/v1/registry/roles?global=maybe":                "parameter global",
@@ -138,11 +158,20 @@ func testRegistryAccessAPI(t *testing.T, f *fixture, reg sessiondb.Registry) {
 }
 
 // The registry page shows the users, roles, members and destinations, with
-// stored text escaped.
+// stored text escaped; a destination whose target another program deleted
+// is shown as gone.
 func TestRegistryPageShowsAccess(t *testing.T) { registryBackends(t, testRegistryPageShowsAccess) }
 
-func testRegistryPageShowsAccess(t *testing.T, f *fixture, reg sessiondb.Registry) {
-	f.serve(sdbhttp.Config{Registry: fillAccess(t, reg)})
+func testRegistryPageShowsAccess(t *testing.T, f *fixture, reg sessiondb.Registry, raw func(string)) {
+	fillAccess(t, reg)
+	if _, err := reg.CreateAgentGroup(ctxb, sessiondb.NewAgentGroup{ID: "ag3", Name: "Retired", Folder: "retired"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.AddDestination(ctxb, sessiondb.NewDestination{AgentGroupID: "ag1", LocalName: "retired", TargetType: sessiondb.TargetAgent, TargetID: "ag3"}); err != nil {
+		t.Fatal(err)
+	}
+	raw("DELETE FROM agent_groups WHERE id = 'ag3'")
+	f.serve(sdbhttp.Config{Registry: reg})
 	body := f.page("/registry", http.StatusOK)
 	for _, bad := range []string{"<script>alert", "<img"} {
 		if strings.Contains(body, bad) {
@@ -152,10 +181,11 @@ func testRegistryPageShowsAccess(t *testing.T, f *fixture, reg sessiondb.Registr
 	section := func(id string) string { return pageSection(t, body, id) }
 	esc := html.EscapeString(hostileName)
 	for id, wants := range map[string][]string{
-		"users":        {"Olga", "<code>telegram:1</code>", esc, "<code>telegram:42</code>"},
-		"roles":        {"Olga", "owner", "global", esc, "admin", "agent group Helper <code>ag1</code>"},
-		"members":      {esc, "<code>telegram:42</code>", "Helper <code>ag1</code>", "<code>telegram:1</code>"},
-		"destinations": {"Helper <code>ag1</code> → <code>family</code>", "channel", "Family (telegram)", "<code>reviewer</code>", "agent", "Reviewer"},
+		"users":   {"Olga", "<code>telegram:1</code>", esc, "<code>telegram:42</code>"},
+		"roles":   {"Olga", "owner", "global", esc, "admin", "agent group Helper <code>ag1</code>"},
+		"members": {esc, "<code>telegram:42</code>", "Helper <code>ag1</code>", "<code>telegram:1</code>"},
+		"destinations": {"Helper <code>ag1</code> → <code>family</code>", "channel", "Family (telegram)", "<code>reviewer</code>", "agent", "Reviewer",
+			`<code>retired</code></td><td data-label="target kind">agent</td><td data-label="target" class="state-bad">gone<span class="sub"><code>ag3</code>`},
 	} {
 		s := section(id)
 		for _, want := range wants {
