@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// The kinds of child session a newer Hermes tells apart
+// (docs/hermes-versions.md 4.5), as SQL over a session row of alias a:
+// a delegate subagent carries model_config's _delegate_from; a /branch
+// carries _branched_from, or (before the marker) its parent ended
+// "branched" before it started; a compression continuation is any other
+// child of a parent ended "compression" that is not of source tool.
+
+// configMember is member key of a's model_config, NULL when there is none
+// or model_config is not JSON: one bad row never fails a listing, where
+// Hermes' json_extract would.
+func (s *Store) configMember(a, key string) string {
+	if !s.si.sessCols["model_config"] {
+		return "NULL"
+	}
+	return "(CASE WHEN json_valid(" + a + ".model_config) THEN json_extract(" + a + ".model_config, '$." + key + "') END)"
+}
+
+// delegate is true for a delegate subagent (orphaned ones too).
+func (s *Store) delegate(a string) string {
+	return s.configMember(a, "_delegate_from") + " IS NOT NULL"
+}
+
+// branch is true for a /branch child.
+func (s *Store) branch(a string) string {
+	return "(" + s.configMember(a, "_branched_from") + " IS NOT NULL OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = " + a +
+		".parent_session_id AND bp.end_reason = 'branched' AND " + a + ".started_at >= bp.ended_at))"
+}
+
+// continuation is true for a child c of a compression-ended parent that
+// carries the conversation on: not a branch, not a delegate, not of
+// source tool (Hermes' get_compression_tip and its listing's chain).
+func (s *Store) continuation(c string) string {
+	return s.configMember(c, "_branched_from") + " IS NULL AND " + s.configMember(c, "_delegate_from") + " IS NULL AND COALESCE(" + c + ".source, '') <> 'tool'"
+}
+
+// hasContinuation is true for a session of alias a ended by compression
+// that has a continuation: a chain whose activity is the chain's.
+func (s *Store) hasContinuation(a string) string {
+	return "(" + a + ".end_reason = 'compression' AND EXISTS (SELECT 1 FROM sessions hc WHERE hc.parent_session_id = " + a + ".id AND " + s.continuation("hc") + "))"
+}
+
+// chainLastActive is the latest activity over the compression chain of
+// the session of alias a (Hermes' order_by_last_active): every session
+// reached through continuations, each its newest message's time or its
+// start. UNION, not UNION ALL: a cycle of parents ends the walk.
+func (s *Store) chainLastActive(a string) string {
+	return "(WITH RECURSIVE chain(cur) AS (SELECT " + a + ".id UNION SELECT cc.id FROM chain JOIN sessions cp ON cp.id = chain.cur" +
+		" JOIN sessions cc ON cc.parent_session_id = chain.cur WHERE cp.end_reason = 'compression' AND " + s.continuation("cc") + ")" +
+		" SELECT MAX(" + lastActiveOf("cs.id", "cs.started_at") + ") FROM chain JOIN sessions cs ON cs.id = chain.cur)"
+}
+
+// compressionTipsSQL walks the compression chains from every id in the
+// JSON array ?1 at once, as Hermes' get_compression_tip walks one: from a
+// session ended by compression, the next hop is the continuation that
+// itself ended by compression, else a live one, else any, the latest
+// active first, then the latest started. At most ?2 hops; where a hop
+// comes back to a session already walked (a cycle of parents), the walk
+// ends before it. It returns each start with its tip.
+func (s *Store) compressionTipsSQL() string {
+	next := `(SELECT c.id FROM sessions c
+        WHERE c.parent_session_id = chain.cur AND ` + s.continuation("c") + `
+          AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = chain.cur AND p.end_reason = 'compression')
+        ORDER BY CASE WHEN c.end_reason = 'compression' THEN 0 WHEN c.ended_at IS NULL THEN 1 ELSE 2 END,
+          ` + lastActiveOf("c.id", "c.started_at") + ` DESC, c.started_at DESC, c.id DESC LIMIT 1)`
+	return `WITH RECURSIVE chain(root, cur, hops) AS (
+    SELECT value, value, 0 FROM json_each(?1)
+    UNION ALL
+    SELECT chain.root, ` + next + `, chain.hops + 1
+    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ?2
+)
+SELECT root, cur, max(hops) FROM chain c1
+WHERE cur IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chain c2 WHERE c2.root = c1.root AND c2.cur = c1.cur AND c2.hops < c1.hops)
+GROUP BY root`
+}
+
+// compressionTips returns the tip of each id's compression chain (the id
+// itself when it has none), in one query.
+func (s *Store) compressionTips(ctx context.Context, ids []string) (map[string]string, error) {
+	tips := make(map[string]string, len(ids))
+	err := sqlitedb.Each(ctx, readers{s}, s.compressionTipsSQL(), []any{jsonStrings(ids), sessiondb.MaxCompressionHops}, func(r sqlitedb.Row) error {
+		var root, tip string
+		var hops int
+		if err := r.Scan(&root, &tip, &hops); err != nil {
+			return err
+		}
+		tips[root] = tip
+		return nil
+	})
+	return tips, err
+}
+
+// jsonStrings is ids as a JSON array, for json_each.
+func jsonStrings(ids []string) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// CompressionTip follows compression continuations from id as Hermes'
+// get_compression_tip does (see compressionTipsSQL), at most
+// sessiondb.MaxCompressionHops hops, and returns the last; id itself
+// when there is none.
+func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
+	tips, err := s.compressionTips(ctx, []string{id})
+	if err != nil {
+		return "", s.readErr(err, "compression tip of %s", id)
+	}
+	if tip, ok := tips[id]; ok {
+		return tip, nil
+	}
+	return id, nil
+}
