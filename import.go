@@ -70,7 +70,7 @@ func (r SessionRecord) Validate() error {
 		for i, raw := range msgs {
 			m, ok := raw.(map[string]any)
 			if !ok {
-				return Errorf(EINVALID, "messages[%d] must be an object, not %T", i, raw)
+				return Errorf(EINVALID, "messages[%d] must be an object, not %s", i, JSONKind(raw))
 			}
 			if role, ok := m["role"].(string); !ok || role == "" {
 				return Errorf(EINVALID, "messages[%d].role must be a non-empty string", i)
@@ -107,7 +107,7 @@ func (r SessionRecord) Validate() error {
 			}
 		}
 	default:
-		return Errorf(EINVALID, "messages must be a list, not %T", r["messages"])
+		return Errorf(EINVALID, "messages must be a list, not %s", JSONKind(r["messages"]))
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func checkEpoch(field string, v any, required bool) error {
 		return nil
 	}
 	if !isJSONNumber(v) {
-		return Errorf(EINVALID, "%s must be a number (epoch seconds), not %T", field, v)
+		return Errorf(EINVALID, "%s must be a number (epoch seconds), not %s", field, JSONKind(v))
 	}
 	var f float64
 	switch x := v.(type) {
@@ -245,7 +245,7 @@ const (
 // it, so one record is accepted or refused alike everywhere.
 func ImportValue(field string, k ColumnKind, v any) (any, error) {
 	bad := func(want string) error {
-		return Errorf(EINVALID, "import: %s must be %s, not %T", field, want, v)
+		return Errorf(EINVALID, "%s must be %s, not %s", field, want, JSONKind(v))
 	}
 	if v == nil {
 		return nil, nil
@@ -316,7 +316,7 @@ func ImportValue(field string, k ColumnKind, v any) (any, error) {
 			// characters gone, white space collapsed; "" is no title.
 			t, err := SanitizeTitle(x)
 			if err != nil {
-				return nil, Wrap(EINVALID, err, "import: title")
+				return nil, Wrap(EINVALID, err, "title")
 			}
 			if t == "" {
 				return nil, nil
@@ -325,7 +325,7 @@ func ImportValue(field string, k ColumnKind, v any) (any, error) {
 		case k == KindJSON && x == "":
 			return nil, nil
 		case k == KindJSON && !json.Valid([]byte(x)):
-			return nil, Errorf(EINVALID, "import: %s must be JSON: %s is not", field, clipQuote(x, 40))
+			return nil, Errorf(EINVALID, "%s must be JSON: %s is not", field, clipQuote(x, 40))
 		}
 		return x, nil
 	case map[string]any, []any:
@@ -375,5 +375,5 @@ func importContent(field string, v any) (any, error) {
 		}
 		return StructuredPrefix + string(b), nil
 	}
-	return nil, Errorf(EINVALID, "import: %s must be a string, a list of parts or an object, not %T", field, v)
+	return nil, Errorf(EINVALID, "%s must be a string, a list of parts or an object, not %s", field, JSONKind(v))
 }

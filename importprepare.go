@@ -183,7 +183,7 @@ func importUsage(v any, convert func(field, col string, v any) (any, bool, error
 				list = append(list, m)
 			}
 		} else {
-			return nil, Errorf(EINVALID, "%s must be a list of objects, not %T", UsageKey, v)
+			return nil, Errorf(EINVALID, "%s must be a list of objects, not %s", UsageKey, JSONKind(v))
 		}
 	}
 	if convert == nil {
@@ -194,7 +194,7 @@ func importUsage(v any, convert func(field, col string, v any) (any, bool, error
 	for i, raw := range list {
 		m, ok := raw.(map[string]any)
 		if !ok {
-			return nil, Errorf(EINVALID, "%s[%d] must be an object, not %T", UsageKey, i, raw)
+			return nil, Errorf(EINVALID, "%s[%d] must be an object, not %s", UsageKey, i, JSONKind(raw))
 		}
 		if model, ok := m["model"].(string); !ok || model == "" {
 			return nil, Errorf(EINVALID, "%s[%d].model must be a non-empty string", UsageKey, i)

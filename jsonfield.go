@@ -87,3 +87,24 @@ func NonNil[T any](xs []T) []T {
 	}
 	return xs
 }
+
+// JSONKind names the kind of a decoded JSON value for an error message, in
+// JSON's words rather than Go's ("null", "text", "an object"), so a
+// refusal never shows a Go type such as <nil> or map[string]interface {}.
+func JSONKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null (or missing)"
+	case string:
+		return "text"
+	case bool:
+		return "true or false"
+	case float64, json.Number, int, int64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return "a value of another kind"
+}

@@ -30,16 +30,26 @@ type SQLiteMaintainer interface {
 	// invalid error saying why not (FTS5 runs its check as a write, which
 	// a read-only folder or another user's store does not allow).
 	CanCheckFTS() error
-	// RebuildFTS rebuilds the full-text index from the messages; it refuses
-	// (invalid) a file whose full-text tables a newer Hermes owns.
+	// RebuildFTS rebuilds the full-text index from the messages, on a file
+	// of any schema version: a newer Hermes' full-text tables as Hermes
+	// rebuilds them, each kept as it is defined. It refuses (invalid) a
+	// file without the index, or one whose index it cannot rebuild alike
+	// for every SQLite that may write it, saying why.
 	RebuildFTS(ctx context.Context) error
-	// OptimizeFTS merges the full-text index's segments; it refuses as
+	// OptimizeFTS merges the full-text tables' segments; it refuses as
 	// RebuildFTS does.
 	OptimizeFTS(ctx context.Context) error
 	// CanRebuildFTS reports whether RebuildFTS and OptimizeFTS would run:
 	// nil, or the invalid error they would return, whose message says what
 	// works instead (a face advises only what will work).
 	CanRebuildFTS() error
+	// Additions lists what sessiondb has added to this file that Hermes
+	// did not make (tables, views, indexes, triggers, state_meta keys), as
+	// the file holds them now; nil on a file without any.
+	Additions(ctx context.Context) ([]Addition, error)
+	// RemoveAdditions takes them out, leaving the schema as Hermes made
+	// it, and returns what it removed.
+	RemoveAdditions(ctx context.Context) ([]Addition, error)
 	// BackfillTrigram indexes the rows that predate the trigram index until
 	// done or ctx ends, and reports whether the index is complete (false,
 	// nil without a trigram index).
@@ -63,4 +73,14 @@ type SQLiteMaintainer interface {
 	// VacuumInto writes a compacted copy of the store to path (absent or
 	// empty, else conflict), 0600 in a 0700 folder, reading one snapshot.
 	VacuumInto(ctx context.Context, path string) error
+}
+
+// Addition is one thing sessiondb adds to a Hermes state.db: an object in
+// sqlite_master (Kind table, view, index or trigger) or a key of Hermes'
+// state_meta table (Kind "state_meta key").
+type Addition struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// For says what the addition serves.
+	For string `json:"for"`
 }

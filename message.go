@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -218,4 +219,21 @@ type MessageService interface {
 	// (ExportPages). not_found when missing, before row is called; an
 	// error of row or page stops and is returned.
 	ExportSessionPages(ctx context.Context, id string, row func(map[string]any) error, page func([]map[string]any) error) error
+}
+
+// MessageRoles are the roles a message of a Hermes store has: what a
+// search's role filter may name.
+func MessageRoles() []string { return []string{"user", "assistant", "tool", "system"} }
+
+// CheckRoles refuses (invalid, naming field and listing the roles) a role
+// filter that names a role no message has, which would otherwise match
+// nothing without saying why.
+func CheckRoles(field string, roles []string) error {
+	valid := MessageRoles()
+	for _, r := range roles {
+		if !slices.Contains(valid, r) {
+			return Errorf(EINVALID, "%s %q: want one of %s", field, r, strings.Join(valid, ", "))
+		}
+	}
+	return nil
 }

@@ -351,10 +351,24 @@ type SessionService interface {
 	ForkSession(ctx context.Context, src string, atMessageID int64, s NewSession) (string, error)
 
 	ClearMessages(ctx context.Context, id string) error
-	// DeleteSession orphans children, deletes messages and the row; false
-	// when the session did not exist.
-	DeleteSession(ctx context.Context, id string) (bool, error)
+	// DeleteSession deletes the session, its messages and, as Hermes'
+	// delete_session does, its delegate subagents with theirs (DelegatesOf);
+	// its other children (branches, compression continuations, untagged
+	// ones) are orphaned. It returns the ids it deleted, id first, then the
+	// delegates sorted; none when the session did not exist.
+	DeleteSession(ctx context.Context, id string) ([]string, error)
+	// DelegatesOf returns the ids of the delegate subagent sessions that
+	// DeleteSession(id) deletes with id (sessiondb.Delegates), sorted.
+	DelegatesOf(ctx context.Context, id string) ([]string, error)
 	// PruneSessions deletes ended sessions started more than olderThanDays
-	// ago (optionally of one source), orphaning their children.
+	// ago (optionally of one source), orphaning their children, delegates
+	// too: Hermes' prune_sessions cascades nothing.
 	PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error)
+	// SetSessionArchived sets (archived) or clears the archived flag of
+	// the session's whole compression lineage, as Hermes'
+	// set_session_archived does (ArchiveLineageSQL), and returns how many
+	// sessions it set: 0 when there is no such session. Archived sessions
+	// keep every row; listings leave them out unless asked. A store
+	// without the column (a schema-6 file) is invalid.
+	SetSessionArchived(ctx context.Context, id string, archived bool) (int64, error)
 }

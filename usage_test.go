@@ -3,80 +3,117 @@ package sessiondb
 import (
 	"context"
 	"fmt"
-	"reflect"
+	"strings"
 	"testing"
 )
 
-// usageLog is a UsageReader that records what it was asked and answers
-// with one row naming the request; by "fail" it fails.
+// usageLog is a UsageReader that records the queries it was given and
+// answers each with one row naming its arguments; by "fail" it fails.
 type usageLog struct {
+	d     UsageSQL
 	asked []string
-	fail  string
+	fail  bool
 }
 
-func (u *usageLog) UsageGroups(_ context.Context, by UsageBreakdown, cond string, args []any) ([]UsageRow, error) {
-	q := fmt.Sprintf("group %d%s %v", by, cond, args)
+func (u *usageLog) UsageSQL() UsageSQL { return u.d }
+
+func (u *usageLog) UsageRows(_ context.Context, q string, args []any) ([]UsageRow, error) {
 	u.asked = append(u.asked, q)
-	if u.fail == "group" {
+	if u.fail {
 		return nil, Errorf(EINTERNAL, "usage: broken")
 	}
-	return []UsageRow{{Key: q}}, nil
+	return []UsageRow{{Key: fmt.Sprintln(args...)}}, nil
 }
-
-func (u *usageLog) UsageTop(_ context.Context, cond string, args []any, limit int) ([]UsageRow, error) {
-	q := fmt.Sprintf("top %d%s %v", limit, cond, args)
-	u.asked = append(u.asked, q)
-	return []UsageRow{{Key: q}}, nil
-}
-
-func dollar(n int) string { return fmt.Sprintf("$%d", n) }
 
 func TestReadUsage(t *testing.T) {
 	ctx := context.Background()
-	u := &usageLog{}
-	rep, err := ReadUsage(ctx, u, UsageFilter{}, dollar)
+	dollar := UsageSQL{Mark: func(n int) string { return fmt.Sprintf("$%d", n) }, Day: "day(s.started_at)"}
+	u := &usageLog{d: dollar}
+	rep, err := ReadUsage(ctx, u, UsageFilter{Source: "cli", Since: 1700000000, Top: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"group 0 []", "group 1 []", "group 2 []", "top 10 []"}
-	if !reflect.DeepEqual(u.asked, want) {
-		t.Fatalf("everything: asked %q, want %q", u.asked, want)
+	// Total, by model, by source, by day, top: each under the filter,
+	// the top's limit its last argument.
+	if len(u.asked) != 5 {
+		t.Fatalf("asked %d queries, want 5: %q", len(u.asked), u.asked)
 	}
-	if rep.ByModel[0].Key != want[0] || rep.BySource[0].Key != want[1] || rep.ByDay[0].Key != want[2] || rep.Top[0].Key != want[3] {
-		t.Fatalf("rows in the wrong lists: %+v", rep)
+	for i, q := range u.asked {
+		if !strings.Contains(q, " WHERE s.source = $1 AND s.started_at >= $2") {
+			t.Errorf("query %d lacks the filter: %s", i, q)
+		}
+	}
+	if !strings.HasSuffix(u.asked[4], "LIMIT $3") || rep.Top[0].Key != "cli 1.7e+09 3\n" {
+		t.Errorf("top: %s with %q", u.asked[4], rep.Top[0].Key)
+	}
+	if rep.Total.Key != "cli 1.7e+09\n" || rep.ByModel[0].Key != "cli 1.7e+09\n" || rep.ByDay[0].Key != "cli 1.7e+09\n" {
+		t.Errorf("rows in the wrong places: %+v", rep)
+	}
+	if !rep.ModelUsageRows || !strings.Contains(u.asked[1], "session_model_usage") {
+		t.Errorf("a store with every column splits by its model usage rows: %v, %s", rep.ModelUsageRows, u.asked[1])
 	}
 
-	u = &usageLog{}
-	if _, err := ReadUsage(ctx, u, UsageFilter{Source: "cli", Since: 1700000000, Top: 3}, dollar); err != nil {
-		t.Fatal(err)
-	}
-	cond := " WHERE source = $1 AND started_at >= $2 [cli 1.7e+09]"
-	if want := "group 0" + cond; u.asked[0] != want || u.asked[3] != "top 3"+cond {
-		t.Fatalf("source and since: asked %q, want %q first and top 3 last", u.asked, want)
-	}
-
-	u = &usageLog{}
-	rep, err = ReadUsage(ctx, u, UsageFilter{Since: 5, Top: -1}, func(int) string { return "?" })
+	// Without the usage table (or without a filter), no split and no
+	// WHERE; a negative Top lists none.
+	u = &usageLog{d: UsageSQL{Mark: dollar.Mark, Day: dollar.Day, Has: func(table, _ string) bool { return table == "sessions" }}}
+	rep, err = ReadUsage(ctx, u, UsageFilter{Top: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"group 0 WHERE started_at >= ? [5]", "group 1 WHERE started_at >= ? [5]", "group 2 WHERE started_at >= ? [5]"}; !reflect.DeepEqual(u.asked, want) {
-		t.Fatalf("no top: asked %q, want %q", u.asked, want)
+	if len(u.asked) != 4 || rep.Top == nil || len(rep.Top) != 0 || rep.ModelUsageRows {
+		t.Errorf("no top: asked %d queries, Top %#v, split %v", len(u.asked), rep.Top, rep.ModelUsageRows)
 	}
-	if rep.Top == nil || len(rep.Top) != 0 {
-		t.Fatalf("no top: Top = %#v, want an empty list", rep.Top)
+	for _, q := range u.asked {
+		if strings.Contains(q, "WHERE") || strings.Contains(q, "session_model_usage") {
+			t.Errorf("unfiltered, no usage table: %s", q)
+		}
 	}
 
-	if _, err := ReadUsage(ctx, &usageLog{fail: "group"}, UsageFilter{}, dollar); ErrorCode(err) != EINTERNAL {
+	if _, err := ReadUsage(ctx, &usageLog{d: dollar, fail: true}, UsageFilter{}); ErrorCode(err) != EINTERNAL {
 		t.Fatalf("failing reader: got %v, want its internal error", err)
 	}
 }
 
 func TestUsageRowAdd(t *testing.T) {
-	total := UsageRow{Key: "total", Sessions: 1, Messages: 2, InputTokens: 3, OutputTokens: 4, CacheReadTokens: 5, CacheWriteTokens: 6, ReasoningTokens: 7, EstimatedCostUSD: 0.5, ActualCostUSD: 0.25}
-	total.Add(UsageRow{Key: "m", Sessions: 10, Messages: 20, InputTokens: 30, OutputTokens: 40, CacheReadTokens: 50, CacheWriteTokens: 60, ReasoningTokens: 70, EstimatedCostUSD: 1, ActualCostUSD: 2})
-	want := UsageRow{Key: "total", Sessions: 11, Messages: 22, InputTokens: 33, OutputTokens: 44, CacheReadTokens: 55, CacheWriteTokens: 66, ReasoningTokens: 77, EstimatedCostUSD: 1.5, ActualCostUSD: 2.25}
+	total := UsageRow{Key: "total", Sessions: 1, Messages: 2, ToolCalls: 1, APICalls: 2, InputTokens: 3, OutputTokens: 4, CacheReadTokens: 5, CacheWriteTokens: 6, ReasoningTokens: 7, EstimatedCostUSD: 0.5, ActualCostUSD: 0.25, CostUSD: 0.75, CostEstimatedUSD: 0.5}
+	total.Add(UsageRow{Key: "m", Sessions: 10, Messages: 20, ToolCalls: 3, APICalls: 4, InputTokens: 30, OutputTokens: 40, CacheReadTokens: 50, CacheWriteTokens: 60, ReasoningTokens: 70, EstimatedCostUSD: 1, ActualCostUSD: 2, CostUSD: 3, CostEstimatedUSD: 1})
+	want := UsageRow{Key: "total", Sessions: 11, Messages: 22, ToolCalls: 4, APICalls: 6, InputTokens: 33, OutputTokens: 44, CacheReadTokens: 55, CacheWriteTokens: 66, ReasoningTokens: 77, EstimatedCostUSD: 1.5, ActualCostUSD: 2.25, CostUSD: 3.75, CostEstimatedUSD: 1.5}
 	if total != want {
 		t.Fatalf("sum %+v, want %+v", total, want)
+	}
+	if total.Tokens() != 77 {
+		t.Errorf("Tokens() = %d, want input + output = 77", total.Tokens())
+	}
+}
+
+func TestSessionCost(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name      string
+		est, act  *float64
+		want      float64
+		estimated bool
+	}{
+		{"billed", f(0.5), f(0.4), 0.4, false},
+		{"billed nothing", f(0.5), f(0), 0, false},
+		{"estimated", f(0.5), nil, 0.5, true},
+		{"estimated nothing", f(0), nil, 0, false},
+		{"no cost", nil, nil, 0, false},
+	} {
+		got, est := SessionCost(&Session{EstimatedCostUSD: c.est, ActualCostUSD: c.act})
+		if got != c.want || est != c.estimated {
+			t.Errorf("%s: %v, estimated %v; want %v, %v", c.name, got, est, c.want, c.estimated)
+		}
+	}
+}
+
+func TestFormatUSD(t *testing.T) {
+	for v, want := range map[float64]string{
+		0: "$0", 0.08252999999999999: "$0.0825", 0.00788: "$0.0079", 0.0003: "$0.0003", 0.00004: "<$0.0001",
+		0.99999: "$1.0000", 1: "$1.00", 12.5: "$12.50", 1234.567: "$1234.57", -0.5: "-$0.5000",
+	} {
+		if got := FormatUSD(v); got != want {
+			t.Errorf("FormatUSD(%v) = %q, want %q", v, got, want)
+		}
 	}
 }

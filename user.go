@@ -112,10 +112,10 @@ func (g RoleGrant) Global() bool { return g.AgentGroupID == "" }
 // NewRoleGrant is the input of GrantRole; an empty AgentGroupID grants
 // globally.
 type NewRoleGrant struct {
-	UserID       string
-	Role         Role
-	AgentGroupID string
-	GrantedBy    string
+	UserID       string `json:"user_id"`
+	Role         Role   `json:"role"`
+	AgentGroupID string `json:"agent_group_id,omitempty"`
+	GrantedBy    string `json:"granted_by,omitempty"`
 }
 
 // Validate checks g: a valid user id and role, and no agent group for an

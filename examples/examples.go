@@ -8,9 +8,16 @@
 package examples
 
 import (
+	"bytes"
 	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 )
 
 //go:embed conversations.jsonl
@@ -24,3 +31,80 @@ func Conversations() io.Reader { return strings.NewReader(conversations) }
 
 // Size is the length in bytes of the embedded file, for progress reports.
 func Size() int64 { return int64(len(conversations)) }
+
+// ConversationsEndingAt returns the conversations with every timestamp
+// (started_at, ended_at, each message's timestamp) moved by the same whole
+// number of seconds, so the newest is newest: their spacing, ids, titles
+// and text stay as they are. quickstart loads them this way, so a store
+// made today holds sessions of the last days and weeks, which `stats
+// --since 30d` and the web UI's 30-day analytics show, where the file's
+// own dates (2026) would fall outside every recent range. The file itself
+// is not changed: the tests rely on its dates.
+func ConversationsEndingAt(newest time.Time) (io.Reader, int64, error) {
+	recs, last, err := decodeAll()
+	if err != nil {
+		return nil, 0, err
+	}
+	shift := math.Round(float64(newest.UnixMilli())/1000 - last)
+	move := func(m map[string]any, key string) error {
+		n, ok := m[key].(json.Number)
+		if !ok {
+			return nil // absent or null: nothing to move
+		}
+		f, err := n.Float64()
+		if err != nil {
+			return fmt.Errorf("examples: %s %q: %w", key, n, err)
+		}
+		m[key] = json.Number(strconv.FormatFloat(f+shift, 'f', -1, 64))
+		return nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, r := range recs {
+		if err := errors.Join(move(r, "started_at"), move(r, "ended_at")); err != nil {
+			return nil, 0, err
+		}
+		msgs, _ := r["messages"].([]any)
+		for _, x := range msgs {
+			if m, ok := x.(map[string]any); ok {
+				if err := move(m, "timestamp"); err != nil {
+					return nil, 0, err
+				}
+			}
+		}
+		if err := enc.Encode(r); err != nil {
+			return nil, 0, fmt.Errorf("examples: %w", err)
+		}
+	}
+	return &b, int64(b.Len()), nil
+}
+
+// decodeAll reads the embedded records (numbers kept as written) and the
+// newest timestamp among them.
+func decodeAll() (recs []map[string]any, newest float64, err error) {
+	dec := json.NewDecoder(strings.NewReader(conversations))
+	dec.UseNumber()
+	for dec.More() {
+		var r map[string]any
+		if err := dec.Decode(&r); err != nil {
+			return nil, 0, fmt.Errorf("examples: %w", err)
+		}
+		recs = append(recs, r)
+		stamps := []any{r["started_at"], r["ended_at"]}
+		msgs, _ := r["messages"].([]any)
+		for _, x := range msgs {
+			if m, ok := x.(map[string]any); ok {
+				stamps = append(stamps, m["timestamp"])
+			}
+		}
+		for _, s := range stamps {
+			if n, ok := s.(json.Number); ok {
+				if f, err := n.Float64(); err == nil && f > newest {
+					newest = f
+				}
+			}
+		}
+	}
+	return recs, newest, nil
+}

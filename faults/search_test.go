@@ -119,8 +119,10 @@ func TestSearchLargeMessage(t *testing.T) {
 	e.importLines(t, db, fmt.Sprintf(`{"id":"big","source":"cli","started_at":1700000000,"messages":[{"role":"user","content":%q,"timestamp":1700000001}]}`,
 		strings.Repeat("word ", 1_000_000)))
 	r := e.must(t, "--db", db, "--json", "search", "word", "--limit", "1")
-	var hits []struct{ Snippet string }
-	if err := json.Unmarshal([]byte(r.Stdout), &hits); err != nil || len(hits) != 1 {
+	var out struct{ Hits []struct{ Snippet string } }
+	err := json.Unmarshal([]byte(r.Stdout), &out)
+	hits := out.Hits
+	if err != nil || len(hits) != 1 {
 		t.Fatalf("hits %v (%v) from %s", hits, err, r)
 	}
 	if want := strings.Repeat(">>>word<<< ", 39) + ">>>word<<<..."; hits[0].Snippet != want {

@@ -129,7 +129,7 @@ func TestDestructiveCommandsWithoutATerminal(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := onStdin(t, tty, args...)
-			if r.Code != 2 || !strings.Contains(r.Stderr, "[y/N]") || !strings.Contains(r.Stderr, "not confirmed") || c.done() {
+			if r.Code != 6 /* cancelled */ || !strings.Contains(r.Stderr, "[y/N]") || !strings.Contains(r.Stderr, "not confirmed") || c.done() {
 				t.Fatalf("%s answered no on a terminal: %s\nwant the question, a refusal and nothing changed", c.args[0], r)
 			}
 			if _, err := keyboard.WriteString("y\n"); err != nil {

@@ -42,6 +42,8 @@ type ExecWaker struct {
 
 	mu    sync.Mutex
 	procs map[mailbox.SessionRef]*wakeProc
+	// outMu keeps the processes' output lines whole (wakeOutput).
+	outMu sync.Mutex
 }
 
 // ExecWakerOptions configure an ExecWaker.
@@ -130,7 +132,10 @@ func (w *ExecWaker) Wake(ctx context.Context, ref mailbox.SessionRef) error {
 	cmd := exec.Command("/bin/sh", "-c", w.command+` "$@"`, "sessiondb-wake", dir)
 	cmd.Dir = dir
 	ownProcessGroup(cmd)
-	cmd.Stdout, cmd.Stderr = w.opts.Output, w.opts.Output
+	// One writer for both, so the two streams are copied by one goroutine
+	// (exec's rule for equal writers) and lines stay whole.
+	output := &wakeOutput{mu: &w.outMu, out: w.opts.Output, prefix: "[wake " + ref.String() + "] "}
+	cmd.Stdout, cmd.Stderr = output, output
 	cmd.Env = append(os.Environ(), w.opts.Env...)
 	cmd.Env = append(cmd.Env, "SESSIONDB_AGENT_GROUP="+ref.AgentGroupID, "SESSIONDB_SESSION="+ref.SessionID,
 		"SESSIONDB_SESSION_DIR="+dir)
@@ -146,6 +151,7 @@ func (w *ExecWaker) Wake(ctx context.Context, ref mailbox.SessionRef) error {
 	w.log.Info("mailbox: container started", "session", ref.String(), "pid", cmd.Process.Pid)
 	go func() {
 		p.err = cmd.Wait()
+		output.Flush()
 		w.mu.Lock()
 		if w.procs[ref] == p {
 			delete(w.procs, ref)

@@ -1,6 +1,7 @@
 package hostd
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +107,37 @@ func TestExecWakerRejectsUnsafeRef(t *testing.T) {
 	}
 	for _, ref := range []mailbox.SessionRef{{AgentGroupID: "..", SessionID: "s"}, {AgentGroupID: "g", SessionID: "a/b"}, {AgentGroupID: "g"}} {
 		wantCode(t, w.Wake(ctxb, ref), "invalid")
+	}
+}
+
+// TestExecWakerPrefixesItsOutput: what a wake process prints reaches the
+// host's output a line at a time under the session it was woken for, with
+// what a terminal would obey escaped, and an unfinished last line is not
+// lost.
+func TestExecWakerPrefixesItsOutput(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "v2-sessions")
+	ref := mailbox.SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	if err := os.MkdirAll(filepath.Join(root, "ag-1", "sess-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	done := make(chan struct{})
+	w, err := NewExecWaker(`printf 'starting\nto stderr \033]0;owned\007\n' >&2; printf 'no newline'`, mailbox.Layout{Root: root}, ExecWakerOptions{
+		Output: &out, OnExit: func(mailbox.SessionRef, error) { close(done) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wake(ctxb, ref); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wake process did not exit")
+	}
+	got := out.String()
+	want := "[wake " + ref.String() + "] starting\n[wake " + ref.String() + "] to stderr \\x1b]0;owned\\x07\n[wake " + ref.String() + "] no newline\n"
+	if got != want {
+		t.Errorf("output\n%q\nwant\n%q", got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/version"
 )
 
 // MCP: the history store's search and reading as tools for agents, so an
@@ -42,9 +43,9 @@ func NewMCPServer(st sessiondb.Store, version string, onSearch func()) *mcp.Serv
 		"Returns the best hits first, each with its session, a snippet with the matches between >>> and <<<, and the neighbouring messages."}, t.search)
 	mcp.AddTool(srv, &mcp.Tool{Name: "list_sessions", Description: "List sessions newest first (or by last activity, cost or tokens), " +
 		"filtered by source, model, a time range or text in the title or id. Page with the cursor the previous call returned."}, t.list)
-	mcp.AddTool(srv, &mcp.Tool{Name: "read_session", Description: "Read one page of a session's transcript (by id or unique id prefix), " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_session", Description: "Read one page of a session's transcript (by id, unique id prefix or title), " +
 		"from the start, from the end, or after/before a message id. A page never splits a tool call from its results; it is never the whole transcript of a long session."}, t.read)
-	mcp.AddTool(srv, &mcp.Tool{Name: "session_lineage", Description: "The lineage of a session: its ancestors down to it and every session continuing it " +
+	mcp.AddTool(srv, &mcp.Tool{Name: "session_lineage", Description: "The lineage of a session (by id, unique id prefix or title): its ancestors down to it and every session continuing it " +
 		"(continuations after compression, forks), as a tree."}, t.lineage)
 	return srv
 }
@@ -176,7 +177,7 @@ func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput
 
 // ReadInput is read_session's input.
 type ReadInput struct {
-	SessionID string `json:"session_id" jsonschema:"the session's id or a unique id prefix"`
+	SessionID string `json:"session_id" jsonschema:"the session's id, a unique id prefix or its title"`
 	From      string `json:"from,omitempty" jsonschema:"start (default) or end: where a page without a cursor begins"`
 	AfterID   int64  `json:"after_id,omitempty" jsonschema:"read the messages after this message id (the after of the previous page)"`
 	BeforeID  int64  `json:"before_id,omitempty" jsonschema:"read the messages before this message id (the before of the previous page)"`
@@ -249,7 +250,7 @@ func (t mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput
 
 // LineageInput is session_lineage's input.
 type LineageInput struct {
-	SessionID string `json:"session_id" jsonschema:"the session's id or a unique id prefix"`
+	SessionID string `json:"session_id" jsonschema:"the session's id, a unique id prefix or its title"`
 }
 
 // LineageOutput is session_lineage's output: the tree flattened in
@@ -295,13 +296,15 @@ func (t mcpTools) lineage(ctx context.Context, _ *mcp.CallToolRequest, in Lineag
 	return nil, out, nil
 }
 
-// sessionID resolves a tool's session_id (an id or a unique id prefix);
-// an empty one is invalid.
+// sessionID resolves a tool's session_id as the command line does
+// (sessiondb.FindSession): an id, a unique id prefix or a title, in any
+// case, with close titles offered when none matches; an empty one is
+// invalid.
 func (t mcpTools) sessionID(ctx context.Context, given string) (string, error) {
 	if given == "" {
 		return "", sessiondb.Errorf(sessiondb.EINVALID, "session_id is empty")
 	}
-	return t.st.ResolveSessionID(ctx, given)
+	return sessiondb.FindSession(ctx, t.st, given, true)
 }
 
 // isoTime shows epoch seconds as RFC 3339 UTC, the form an agent reads
@@ -317,7 +320,7 @@ func isoTime(epoch float64) string {
 // is off: it would refuse a Host guard lets through with the token (a
 // name of the operator's own for 127.0.0.1).
 func (s *Server) routesMCP() {
-	srv := NewMCPServer(s.cfg.History, "", func() { s.metrics.searches.Inc() })
+	srv := NewMCPServer(s.cfg.History, version.String(), func() { s.metrics.searches.Inc() })
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBodyBytes,
 			DisableLocalhostProtection: true})

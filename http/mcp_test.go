@@ -287,3 +287,34 @@ func TestMCPStdioEndsAfterACancelledRequest(t *testing.T) {
 		t.Fatal("the session did not end within a minute of its stdin's end: it waits for a cancelled request's answer")
 	}
 }
+
+// TestMCPFindsSessionsByTitle: read_session and session_lineage take what
+// the command line takes: a title in any case (the newest of its lineage),
+// and a miss offers the close titles.
+func TestMCPFindsSessionsByTitle(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.session("trip-1", "cli", "gpt")
+	f.session("other", "cli", "gpt")
+	if _, err := f.st.SetSessionTitle(ctxb, "trip-1", "Lisbon weekend"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.AppendMessage(ctxb, sessiondb.NewMessage{SessionID: "trip-1", Role: "user", Content: ptr("book the tram")}); err != nil {
+		t.Fatal(err)
+	}
+	cs := f.mcpSession()
+	var page sdbhttp.ReadOutput
+	mcpCall(t, cs, "read_session", map[string]any{"session_id": "lisbon weekend"}, &page)
+	if page.SessionID != "trip-1" || len(page.Messages) != 1 || page.Messages[0].Content != "book the tram" {
+		t.Fatalf("read_session by title: %+v", page)
+	}
+	var tree sdbhttp.LineageOutput
+	mcpCall(t, cs, "session_lineage", map[string]any{"session_id": "Lisbon weekend"}, &tree)
+	if len(tree.Sessions) != 1 || tree.Sessions[0].ID != "trip-1" || !tree.Sessions[0].Selected {
+		t.Fatalf("session_lineage by title: %+v", tree)
+	}
+	res := mcpCall(t, cs, "read_session", map[string]any{"session_id": "Lisbon weekends"}, nil)
+	b, _ := json.Marshal(res.Content)
+	if !res.IsError || !strings.Contains(string(b), "Lisbon weekend") {
+		t.Errorf("a near miss: IsError %v, content %s; want the close title offered", res.IsError, b)
+	}
+}

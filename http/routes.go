@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/version"
 )
 
 // apiFunc is an API handler: it writes its answer, or returns an error
@@ -66,18 +67,19 @@ func (s *Server) api(pattern string, stream bool, h apiFunc) http.Handler {
 }
 
 // healthz answers 200 {"ok":true} when the history store answers a read,
-// else 503 {"ok":false}. It needs no token, so it says no more than up or
-// down: the store's error names its user, database, host and port or its
-// file's path, which only a caller with the token is given (and the log).
+// else 503 {"ok":false}; both say this build's version. It needs no token,
+// so it says no more than up or down and the version: the store's error
+// names its user, database, host and port or its file's path, which only a
+// caller with the token is given (and the log).
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.cfg.History.SessionCount(r.Context(), ""); err != nil {
 		s.log.Warn("health check: the store does not answer", "err", err)
-		body := map[string]any{"ok": false}
+		body := map[string]any{"ok": false, "version": version.String()}
 		if s.authorized(r) {
 			body["error"] = err.Error()
 		}
 		writeJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "read_only": s.cfg.ReadOnly})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "read_only": s.cfg.ReadOnly, "version": version.String()})
 }

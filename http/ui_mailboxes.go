@@ -108,10 +108,20 @@ type outboundRow struct {
 }
 
 // rowContent is a row's JSON content: a line to read (its text when it
-// has one) and the whole, indented.
+// has one) and the whole, indented; for NanoClaw's question card, the
+// question and its options to read (the JSON stays one click away).
 type rowContent struct {
 	Brief, Full string
+	Question    *questionView
 }
+
+// questionView is an ask_question card as a person reads it.
+type questionView struct {
+	Title, Question string
+	Options         []questionOption
+}
+
+type questionOption struct{ Label, Value string }
 
 // mailboxRows is how many of a session's newest rows the page shows.
 const mailboxRows = 200
@@ -185,9 +195,32 @@ func contentOf(raw json.RawMessage) rowContent {
 		Text      string `json:"text"`
 		Operation string `json:"operation"`
 		Prompt    string `json:"prompt"`
+		// NanoClaw's question card and its answer (mailbox.Question,
+		// mailbox.QuestionResponse).
+		Type     string `json:"type"`
+		QID      string `json:"questionId"`
+		Title    string `json:"title"`
+		Question string `json:"question"`
+		Options  []struct {
+			Label string `json:"label"`
+			Value string `json:"value"`
+		} `json:"options"`
+		Selected string `json:"selectedOption"`
+		UserID   string `json:"userId"`
 	}
 	if json.Unmarshal(raw, &m) == nil {
 		switch {
+		case m.Type == "ask_question" && m.Question != "":
+			q := &questionView{Title: m.Title, Question: m.Question}
+			for _, o := range m.Options {
+				q.Options = append(q.Options, questionOption{Label: o.Label, Value: o.Value})
+			}
+			c.Question, c.Brief = q, "Question: "+m.Question
+		case m.Type == "question_response" && m.QID != "":
+			c.Brief = "Answer to question " + m.QID + ": " + m.Selected
+			if m.UserID != "" {
+				c.Brief += " (from " + m.UserID + ")"
+			}
 		case m.Text != "":
 			c.Brief = m.Text
 		case m.Prompt != "":

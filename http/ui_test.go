@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // These tests read the UI's HTML as a client without a browser would;
@@ -255,6 +256,63 @@ func TestUIMailboxRequeueControls(t *testing.T) {
 		list := m.page("/mailboxes", http.StatusOK)
 		if !strings.Contains(list, `<tr data-mailbox="g1/s2" class="bad">`) || !strings.Contains(list, `<tr data-mailbox="g1/s1">`) {
 			t.Errorf("mailbox list does not mark the failing session: %.3000s", list)
+		}
+	}
+}
+
+// TestUIEndedSessionIsNotFollowed: the last page of an ended session says
+// when and why it ended and does not follow the session; a live one does.
+func TestUIEndedSessionIsNotFollowed(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.session("live", "cli", "m1")
+	f.msg("live", "user", "still going")
+	f.session("done", "cli", "m1")
+	f.msg("done", "user", "all done")
+	if err := f.st.EndSession(ctxb, "done", "user_exit"); err != nil {
+		t.Fatal(err)
+	}
+	live := f.page("/s/live", http.StatusOK)
+	if !strings.Contains(live, `data-live="true"`) || !strings.Contains(live, `id="live-status"`) || strings.Contains(live, `id="ended-status"`) {
+		t.Error("the live session's page does not follow it")
+	}
+	done := f.page("/s/done", http.StatusOK)
+	if strings.Contains(done, `data-live`) || strings.Contains(done, "following") {
+		t.Error("the ended session's page still follows it")
+	}
+	if !strings.Contains(done, `id="ended-status"`) || !strings.Contains(done, "(user_exit)") {
+		t.Errorf("the ended session's page does not say it ended and why")
+	}
+}
+
+// TestUIMailboxShowsQuestions: NanoClaw's question card in a mailbox is
+// shown as its question and options, every stored text escaped, and its
+// answer as the option chosen; the JSON stays one click away.
+func TestUIMailboxShowsQuestions(t *testing.T) {
+	m := newMailboxFixture(t)
+	q, err := mailbox.Question("q-1", "Deploy <b>", "Roll back v2?", []mailbox.QuestionOption{{Label: "Yes", Value: "yes"}, {Label: "Not <i>yet</i>", Value: "later"}},
+		mailbox.Routing{ChannelType: "slack", PlatformID: "C1"}, m.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.agent.Send(ctxb, q); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := mailbox.QuestionResponse(q.ID, "later", "U1", mailbox.Routing{ChannelType: "slack", PlatformID: "C1"}, m.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.host.Enqueue(ctxb, m.s2, ans); err != nil {
+		t.Fatal(err)
+	}
+	body := m.page("/mailboxes/g1/s2", http.StatusOK)
+	for _, want := range []string{
+		`<div class="question"><strong>Deploy &lt;b&gt;</strong> Roll back v2?<ul class="options"><li>Yes <span class="muted">→ yes</span></li><li>Not &lt;i&gt;yet&lt;/i&gt; <span class="muted">→ later</span></li></ul></div>`,
+		"<summary>Question: Roll back v2?</summary>",
+		"Answer to question " + q.ID + ": later (from U1)",
+		`&#34;questionId&#34;`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the mailbox page lacks %q", want)
 		}
 	}
 }

@@ -40,9 +40,10 @@ type sessionView struct {
 	HasBefore, HasAfter bool
 	// At is the message a link asked for (?at=), marked on the page.
 	At int64
-	// Live is set when the page ends at the newest message: the page
-	// then follows the session's events and grows.
-	Live bool
+	// Live is set when the page ends at the newest message of a session
+	// that has not ended: the page then follows the session's events and
+	// grows. Ended is set on the last page of an ended session.
+	Live, Ended bool
 }
 
 // msgView is one message as the transcript shows it. A tool result whose
@@ -268,7 +269,10 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 		v.Last = after
 	}
 	v.Messages = toMsgViews(msgs, at)
-	v.Live = !v.HasAfter
+	// An ended session takes no more messages: its last page says when
+	// and why it ended instead of promising new ones.
+	v.Live = !v.HasAfter && v.S.EndedAt == nil
+	v.Ended = !v.HasAfter && v.S.EndedAt != nil
 	s.page(w, r, "session", v)
 	return nil
 }

@@ -14,6 +14,8 @@ func (s *Server) routesWrites() {
 	s.write("POST /api/v1/sessions/{id}/end", s.endSession)
 	s.write("POST /api/v1/sessions/{id}/reopen", s.reopenSession)
 	s.write("DELETE /api/v1/sessions/{id}", s.deleteSession)
+	s.write("POST /api/v1/sessions/{id}/archive", s.archiveSession(true))
+	s.write("POST /api/v1/sessions/{id}/unarchive", s.archiveSession(false))
 	s.write("POST /api/v1/prune", s.prune)
 }
 
@@ -76,20 +78,40 @@ func (s *Server) reopenSession(w http.ResponseWriter, r *http.Request) error {
 	return s.answerSession(w, r, id)
 }
 
-// deleteSession: DELETE /api/v1/sessions/{id} deletes the session and its
-// messages (its children are orphaned, not deleted). The id must be whole:
-// a prefix never picks what to destroy.
+// deleteSession: DELETE /api/v1/sessions/{id} deletes the session, its
+// messages and its delegate subagents (its other children are orphaned,
+// not deleted), and answers {"deleted": id, "delegates": [ids]}. The id
+// must be whole: a prefix never picks what to destroy.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	id := idOfPath(r.PathValue("id"))
-	ok, err := s.cfg.History.DeleteSession(r.Context(), id)
+	ids, err := s.cfg.History.DeleteSession(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if len(ids) == 0 {
 		return sessiondb.Errorf(sessiondb.ENOTFOUND, "no session %q (delete takes a whole id)", id)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": id, "delegates": sessiondb.NonNil(ids[1:])})
 	return nil
+}
+
+// archiveSession: POST /api/v1/sessions/{id}/archive archives the session
+// with its compression lineage (Hermes' set_session_archived); /unarchive
+// undoes it. The id is whole, as for delete. Answers {"id": id,
+// "archived": bool, "sessions": how many sessions of the lineage were set}.
+func (s *Server) archiveSession(archived bool) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := idOfPath(r.PathValue("id"))
+		n, err := s.cfg.History.SetSessionArchived(r.Context(), id, archived)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return sessiondb.Errorf(sessiondb.ENOTFOUND, "no session %q (archive takes a whole id)", id)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "archived": archived, "sessions": n})
+		return nil
+	}
 }
 
 // prune: POST /api/v1/prune {"older_than_days":N,"source":"..."} deletes

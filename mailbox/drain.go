@@ -432,6 +432,11 @@ func (h *Host) deliverOne(ctx context.Context, ref SessionRef, dir string, d Del
 	if final {
 		st.delivered[row.ID] = deliveredRow{"", DeliveredFailed}
 		res.Failed++
+		// A row given up on is an operator's business: say which, where
+		// it was going and why, at the level a host logs by default.
+		h.log.Warn("mailbox: delivery failed for good", "session", ref.String(), "id", row.ID, "seq", row.Seq, "kind", row.Kind,
+			"channel_type", row.Routing.ChannelType, "platform_id", row.Routing.PlatformID, "attempts", attempts,
+			"permanent", IsPermanent(err), "err", reason)
 	} else {
 		res.Retrying++
 	}

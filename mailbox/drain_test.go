@@ -1,9 +1,11 @@
 package mailbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -315,5 +317,54 @@ func TestRequeueByAnotherHostIsDeliveredAgain(t *testing.T) {
 	}
 	if _, err := f.host.Drain(ctxb, f.ref, d); err != nil || len(d.calls) != before+1 {
 		t.Fatalf("o1 delivered more than once (%d calls)", len(d.calls)-before)
+	}
+}
+
+// TestDrainLogsWhyARowFailedForGood: a row given up on is logged at warn
+// level with its id, where it was going and the deliverer's reason, control
+// characters escaped; a row that will be retried is not.
+func TestDrainLogsWhyARowFailedForGood(t *testing.T) {
+	var logs bytes.Buffer
+	clk := newClock()
+	h, err := NewHost(HostOptions{Layout: Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}, Now: clk.Now,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := SessionRef{AgentGroupID: "ag-1", SessionID: "sess-1"}
+	must(t, h.InitSession(ctxb, ref))
+	dir, _ := h.layout.SessionDir(ref)
+	f := &fixture{t: t, clk: clk, host: h, ref: ref, dir: dir}
+	f.send("o-retry", `{"text":"x"}`)
+	res, err := h.Drain(ctxb, ref, &scripted{fn: func(OutboundRow) (string, error) { return "", errors.New("adapter down") }})
+	if err != nil || res.Retrying != 1 {
+		t.Fatalf("Drain = %+v, %v", res, err)
+	}
+	if strings.Contains(logs.String(), "for good") {
+		t.Errorf("a row to retry was logged as given up:\n%s", logs.String())
+	}
+	f.send("o-denied", `{"text":"y"}`)
+	res, err = h.Drain(ctxb, ref, &scripted{fn: func(row OutboundRow) (string, error) {
+		if row.ID == "o-denied" {
+			return "", Permanent(errors.New("ACL denied \x1b[31mred"))
+		}
+		return "", ErrNotReady
+	}})
+	if err != nil || res.Failed != 1 {
+		t.Fatalf("Drain = %+v, %v", res, err)
+	}
+	line := ""
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "for good") {
+			line = l
+		}
+	}
+	for _, want := range []string{"level=WARN", "id=o-denied", "channel_type=slack", "platform_id=C1", "permanent=true", "ACL denied"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the failure's log line lacks %q: %q", want, line)
+		}
+	}
+	if strings.Contains(line, "\x1b") {
+		t.Errorf("the reason reached the log with a raw escape: %q", line)
 	}
 }

@@ -13,6 +13,7 @@ package open
 import (
 	"context"
 	"errors"
+	"github.com/jackc/pgx/v5"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -47,6 +48,12 @@ type Options struct {
 	// KeepSearchIndex is sqlite.Options.KeepSearchIndex: a ReadOnly SQLite
 	// store may still bring its recent search index up to date.
 	KeepSearchIndex bool
+	// NoAdditions is sqlite.Options.NoAdditions: a SQLite store adds
+	// nothing of sessiondb's own to the file. PostgreSQL ignores it.
+	NoAdditions bool
+	// Tracer, for a PostgreSQL store, sees every statement it sends
+	// (postgres.Options.Tracer); SQLite ignores it.
+	Tracer pgx.QueryTracer
 }
 
 // IsURL reports whether location names a PostgreSQL server rather than a
@@ -79,6 +86,7 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 			MustExist: o.MustExist,
 			Now:       o.Now,
 			Logger:    o.Logger,
+			Tracer:    o.Tracer,
 		})
 		if err != nil {
 			return nil, err
@@ -96,6 +104,7 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 		SearchWindowMessages: o.SearchWindowMessages,
 		SearchRecentMessages: o.SearchRecentMessages,
 		KeepSearchIndex:      o.KeepSearchIndex,
+		NoAdditions:          o.NoAdditions,
 	})
 	if err != nil {
 		return nil, err

@@ -3,13 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sessiondb/sessiondb"
@@ -125,33 +126,79 @@ const insertMessageSQL = `INSERT INTO messages (session_id, role, content, conte
     token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`
 
-// appendOneSQL is a lone append as one statement, so one round trip and
-// one commit: the row (whose session must exist: the foreign key), the
-// session's counters, and the notification, sent at the commit.
+// appendOneSQL is a lone append as one statement: the row (whose session
+// must exist: the foreign key) and the session's counters.
 const appendOneSQL = `WITH ins AS (` + insertMessageSQL + `),
 upd AS (UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, tool_call_count = COALESCE(tool_call_count, 0) + $14
     WHERE id = $1 AND EXISTS (SELECT 1 FROM ins))
-SELECT ins.id FROM ins, LATERAL (SELECT pg_notify($15, $16)) n`
+SELECT id FROM ins`
 
-// runOne writes a lone append with appendOneSQL.
+// lockSessionsSQL locks the sessions a batch names, in id order, so that
+// batches of different processes never deadlock, and returns those that
+// exist.
+const lockSessionsSQL = "SELECT id FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE"
+
+// countSQL bumps each session's counters once for a batch.
+const countSQL = `UPDATE sessions s SET message_count = COALESCE(s.message_count, 0) + v.n, tool_call_count = COALESCE(s.tool_call_count, 0) + v.t
+FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, n, t) WHERE s.id = v.id`
+
+// notifySQL announces appends to listeners (see notify.go) in a
+// transaction of its own that does not wait for its WAL flush. A
+// notifying transaction holds a cluster-wide lock from its commit's start
+// to its end (PostgreSQL serializes NOTIFY's queue writes: async.c,
+// PreCommit_Notify), so a NOTIFY inside the append's transaction made
+// every appending process of the cluster wait its turn through the
+// others' WAL flushes, and their commits could not share one. Sent right
+// behind the append in the same pipeline, it commits right after it, and
+// costs no flush: a notification is never durable anyway.
+const notifySQL = `SELECT pg_notify($1, k) FROM (SELECT set_config('synchronous_commit', 'off', true)) AS c, unnest($2::text[]) AS k`
+
+// runOne writes a lone append: the appendOneSQL statement and the
+// notification, two transactions in one round trip (a pipeline).
 func (a *appender) runOne(ctx context.Context, r *appendReq) {
-	args := append(append([]any{r.sessionID}, r.args...), r.toolCalls, a.s.channel(), notifyKey(r.sessionID))
+	args := append(append([]any{r.sessionID}, r.args...), r.toolCalls)
 	r.err = a.s.retry(ctx, "append messages", nil, func() error {
-		return a.s.pool.QueryRow(ctx, appendOneSQL, args...).Scan(&r.id)
+		return a.s.pipeline(ctx, []pipeStmt{{name: "sessiondb_append_one", sql: appendOneSQL, args: args, row: func(v [][]byte) error {
+			return scanID(v, &r.id)
+		}}}, a.notification(r.sessionID)).err()
 	})
 	if sqlState(r.err) == pgForeignKeyViolation {
-		r.id, r.err = 0, sessiondb.Errorf(sessiondb.EINVALID, "append message: session %q does not exist", r.sessionID)
+		r.id, r.err = 0, noSession(r.sessionID)
 	}
+}
+
+// noSession is the error of an append to a session that does not exist.
+func noSession(id string) error {
+	return sessiondb.Errorf(sessiondb.EINVALID, "append message: session %q does not exist", id)
+}
+
+// notification is the statement announcing appends to the sessions ids.
+func (a *appender) notification(ids ...string) []pipeStmt {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = notifyKey(id)
+	}
+	return []pipeStmt{{name: "sessiondb_notify", sql: notifySQL, args: []any{a.s.channel(), keys}}}
+}
+
+// scanID reads a returned id.
+func scanID(v [][]byte, id *int64) error {
+	if len(v) != 1 || v[0] == nil {
+		return fmt.Errorf("append: the server returned %d columns for the new id", len(v))
+	}
+	n, err := strconv.ParseInt(string(v[0]), 10, 64)
+	*id = n
+	return err
 }
 
 // run writes one batch and closes each append's done. One caller's append
 // never fails another's: a row the server refuses fails alone, and the
 // batch is written again without it; when a statement the batch shares
-// fails (the lock on the sessions, the counters, the notification), each
-// append is written again on its own, so each caller gets its own
-// outcome. Only a failure that is not the server refusing the batch (a
-// lost connection, which may hide a commit; the write budget spent on
-// lost races) fails every append of the batch.
+// fails (the lock on the sessions, the counters), each append is written
+// again on its own, so each caller gets its own outcome. Only a failure
+// that is not the server refusing the batch (a lost connection, which may
+// hide a commit; the write budget spent on lost races) fails every append
+// of the batch.
 func (a *appender) run(batch []*appendReq) {
 	live := batch[:0]
 	for _, r := range batch {
@@ -180,8 +227,10 @@ func (a *appender) run(batch []*appendReq) {
 		case Code(err) == sessiondb.EBUSY:
 			// Lost races past the budget, a timeout: no append's fault.
 		case errors.As(err, &bad):
-			bad.r.id, bad.r.err = 0, a.s.classify(bad.err, "append message to %s", bad.r.sessionID)
-			live = slices.DeleteFunc(live, func(r *appendReq) bool { return r == bad.r })
+			for _, r := range bad.rs {
+				r.id, r.err = 0, bad.errOf(r)
+			}
+			live = slices.DeleteFunc(live, func(r *appendReq) bool { return slices.Contains(bad.rs, r) })
 			continue
 		case refused(err):
 			for _, r := range live {
@@ -194,18 +243,29 @@ func (a *appender) run(batch []*appendReq) {
 		}
 		return
 	}
-	a.runOne(ctx, live[0])
+	if len(live) == 1 {
+		a.runOne(ctx, live[0])
+	}
 }
 
-// rowError is the server's refusal of one append's row in a batch: the
-// batch can be written without it.
+// rowError is the server's refusal of rows in a batch: the appends rs,
+// whose rows the batch can be written without.
 type rowError struct {
-	r   *appendReq
+	rs  []*appendReq
 	err error
+	// missing: rs are appends to sessions that do not exist.
+	missing bool
 }
 
 func (e *rowError) Error() string { return e.err.Error() }
 func (e *rowError) Unwrap() error { return e.err }
+
+func (e *rowError) errOf(r *appendReq) error {
+	if e.missing {
+		return noSession(r.sessionID)
+	}
+	return sessiondb.Wrap(Code(e.err), e.err, "append message to %s", r.sessionID)
+}
 
 // refused reports a batch the server refused (an error it answered): the
 // transaction was rolled back, so its appends may be written again.
@@ -214,72 +274,60 @@ func refused(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// runBatch writes live, two or more appends, in one transaction: it locks
-// the sessions they name (in id order, so batches of different processes
-// never deadlock), inserts the rows of those that exist, bumps each
-// session's counters once, and notifies listeners of the new messages at
-// commit. An append to an unknown session gets its error and is left
-// out; a row the server refuses ends the transaction with a *rowError.
+// runBatch writes live, two or more appends, in one transaction and one
+// round trip: it locks the sessions they name (in id order, so batches of
+// different processes never deadlock), inserts the rows, bumps each
+// session's counters once, commits, and then notifies listeners of the
+// new messages (notifySQL). A row the server refuses ends the transaction
+// with a *rowError naming it, or, when its session does not exist, every
+// append to a session the lock did not find.
 func (a *appender) runBatch(ctx context.Context, live []*appendReq) error {
 	var sids []string
 	seen := map[string]bool{}
+	counts := map[string][2]int64{}
 	for _, r := range live {
 		if !seen[r.sessionID] {
 			seen[r.sessionID] = true
 			sids = append(sids, r.sessionID)
 		}
+		c := counts[r.sessionID]
+		counts[r.sessionID] = [2]int64{c[0] + 1, c[1] + r.toolCalls}
 	}
 	sort.Strings(sids)
-	return a.s.write(ctx, "append messages", func(tx pgx.Tx) error {
+	ns, ts := make([]int64, len(sids)), make([]int64, len(sids))
+	for i, id := range sids {
+		ns[i], ts[i] = counts[id][0], counts[id][1]
+	}
+	return a.s.retry(ctx, "append messages", nil, func() error {
+		have := map[string]bool{}
+		stmts := []pipeStmt{{name: "sessiondb_append_lock", sql: lockSessionsSQL, args: []any{sids}, row: func(v [][]byte) error {
+			have[string(v[0])] = true
+			return nil
+		}}}
 		for _, r := range live {
 			r.id, r.err = 0, nil
+			stmts = append(stmts, pipeStmt{name: "sessiondb_append_row", sql: insertMessageSQL, args: append([]any{r.sessionID}, r.args...),
+				row: func(v [][]byte) error { return scanID(v, &r.id) }})
 		}
-		exists, err := queryStrings(ctx, tx, "SELECT id FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE", sids)
-		if err != nil {
-			return err
+		stmts = append(stmts, pipeStmt{name: "sessiondb_append_counts", sql: countSQL, args: []any{sids, ns, ts}})
+		res := a.s.pipeline(ctx, stmts, a.notification(sids...))
+		if res.conn != nil || res.failed < 1 || res.failed > len(live) {
+			return res.err()
 		}
-		have := map[string]bool{}
-		for _, id := range exists {
-			have[id] = true
-		}
-		b := &pgx.Batch{}
-		var rows []*appendReq
-		counts := map[string][2]int64{}
-		for _, r := range live {
-			if !have[r.sessionID] {
-				r.err = sessiondb.Errorf(sessiondb.EINVALID, "append message: session %q does not exist", r.sessionID)
-				continue
-			}
-			rows = append(rows, r)
-			b.Queue(insertMessageSQL, append([]any{r.sessionID}, r.args...)...)
-			c := counts[r.sessionID]
-			counts[r.sessionID] = [2]int64{c[0] + 1, c[1] + r.toolCalls}
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		var ids, keys []string
-		var ns, ts []int64
-		for _, id := range exists {
-			if c, ok := counts[id]; ok {
-				ids, ns, ts = append(ids, id), append(ns, c[0]), append(ts, c[1])
-				keys = append(keys, notifyKey(id))
-			}
-		}
-		b.Queue(`UPDATE sessions s SET message_count = COALESCE(s.message_count, 0) + v.n, tool_call_count = COALESCE(s.tool_call_count, 0) + v.t
-FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, n, t) WHERE s.id = v.id`, ids, ns, ts)
-		b.Queue("SELECT pg_notify($1, x) FROM unnest($2::text[]) AS x", a.s.channel(), keys)
-		br := tx.SendBatch(ctx, b)
-		for _, r := range rows {
-			if err := br.QueryRow().Scan(&r.id); err != nil {
-				br.Close()
-				var pe *pgconn.PgError
-				if errors.As(err, &pe) {
-					return &rowError{r: r, err: err}
+		if sqlState(res.txErr) == pgForeignKeyViolation {
+			var rs []*appendReq
+			for _, r := range live {
+				if !have[r.sessionID] {
+					rs = append(rs, r)
 				}
-				return err
+			}
+			if len(rs) > 0 {
+				return &rowError{rs: rs, err: res.txErr, missing: true}
 			}
 		}
-		return br.Close()
+		if retryable(res.txErr) {
+			return res.txErr
+		}
+		return &rowError{rs: []*appendReq{live[res.failed-1]}, err: res.txErr}
 	})
 }

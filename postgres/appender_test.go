@@ -178,6 +178,33 @@ CREATE TRIGGER refuse_bad BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTIO
 	}
 }
 
+// TestUnknownSessionFailsAlone: two appends of a group commit name
+// sessions that do not exist. They fail, naming their session; the 98
+// batched with them commit.
+func TestUnknownSessionFailsAlone(t *testing.T) {
+	s, url := batchStore(t)
+	ms := hundred(20, "nosuch")
+	ms[70].SessionID = "nosuch2"
+	errs := appendTogether(t, s, url, ms)
+	for _, i := range []int{20, 70} {
+		if sessiondb.ErrorCode(errs[i]) != sessiondb.EINVALID || !strings.Contains(errs[i].Error(), ms[i].SessionID+`" does not exist`) {
+			t.Errorf("append %d to %s: %v, want invalid naming the session", i, ms[i].SessionID, errs[i])
+		}
+	}
+	for i, err := range errs {
+		if err != nil && i != 20 && i != 70 {
+			t.Errorf("append %d to good: %v", i, err)
+		}
+	}
+	sess, err := s.GetSession(context.Background(), "good")
+	if err != nil || sess.MessageCount != 98 {
+		t.Errorf("session good: %+v, %v; want message_count 98", sess, err)
+	}
+	if n, err := s.MessageCount(context.Background(), ""); err != nil || n != 98 {
+		t.Errorf("%d messages stored (%v), want 98", n, err)
+	}
+}
+
 // TestRefusedSharedStatementFailsOneAppend: the server refuses a statement
 // the whole batch shares (the counters' update, through a trigger that
 // refuses session bad's). Each append is then written alone: the one to
@@ -265,5 +292,78 @@ func TestNotifyFromAnOlderProcess(t *testing.T) {
 SELECT pg_notify('`+s.channel()+`', 'good')`)
 	if err := <-woke; err != nil {
 		t.Fatalf("the waiter was not woken by the raw id: %v", err)
+	}
+}
+
+// TestAppendCommitsBeforeItNotifies: the transaction that writes an
+// append's row (a lone append, and a group commit of several) notifies no
+// one; the notification is a statement of its own, sent behind it, whose
+// transaction does not wait for a WAL flush. PostgreSQL holds a
+// cluster-wide lock through the commit of every transaction that
+// notifies, so a NOTIFY inside the row's transaction made the appends of
+// all processes commit one after another, each through its own flush.
+// The waiters still wake (TestNotifyOfALongID and the conformance suite's
+// waiter cases).
+func TestAppendCommitsBeforeItNotifies(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	rec := &recorder{}
+	ctx := context.Background()
+	s, err := Open(ctx, url, Options{Schema: schema, Tracer: rec, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: id, Source: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.mu.Lock()
+	rec.on = true
+	rec.mu.Unlock()
+	if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "a", Role: "user", Content: strPtr("alone")}); err != nil {
+		t.Fatal(err)
+	}
+	// Two appends in one group commit, straight to the batch writer.
+	text := "together"
+	batch := []*appendReq{
+		{sessionID: "a", args: []any{"user", &text, nil, nil, nil, nil, s.epochNow(), nil, nil, nil, nil, nil}, done: make(chan struct{})},
+		{sessionID: "b", args: []any{"user", &text, nil, nil, nil, nil, s.epochNow(), nil, nil, nil, nil, nil}, done: make(chan struct{})},
+	}
+	s.app.run(batch)
+	for _, r := range batch {
+		if r.err != nil || r.id == 0 {
+			t.Fatalf("batched append to %s: id %d, %v", r.sessionID, r.id, r.err)
+		}
+	}
+	rec.mu.Lock()
+	got := rec.got
+	rec.mu.Unlock()
+	inserts, notifies := 0, 0
+	for _, q := range got {
+		writesRow := strings.Contains(q.sql, "INSERT INTO messages")
+		notifying := strings.Contains(q.sql, "pg_notify")
+		if writesRow {
+			inserts++
+		}
+		if writesRow && notifying {
+			t.Errorf("the statement writing the row also notifies:\n%s", q.sql)
+		}
+		if notifying && !strings.Contains(q.sql, "set_config('synchronous_commit', 'off', true)") {
+			t.Errorf("the notification waits for a WAL flush:\n%s", q.sql)
+		}
+	}
+	for _, q := range got {
+		if strings.Contains(q.sql, "pg_notify") {
+			notifies++
+		}
+	}
+	if inserts != 3 || notifies != 2 {
+		t.Errorf("%d statements wrote rows and %d notified; want 3 rows (one alone, two batched) and 2 notifications", inserts, notifies)
+	}
+	n, err := s.MessageCount(ctx, "")
+	if err != nil || n != 3 {
+		t.Errorf("MessageCount = %d, %v; want 3", n, err)
 	}
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -279,11 +280,18 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	if tag.RowsAffected() == 0 {
 		return false, "", nil // already there: skipped, nothing changed
 	}
+	copied, err := copyMessages(ctx, s, tx, p.ID, p.Messages)
+	if err != nil {
+		return false, "", err
+	}
 	// Kept ids may lie ahead of the id sequence: it is moved past them
 	// before the next row that takes its id from it, and at the end, so
 	// no later append picks one of them.
 	var ahead int64
 	for i, m := range p.Messages {
+		if copied {
+			break
+		}
 		id, err := insertImported(ctx, tx, p.ID, m, func() error {
 			if ahead == 0 {
 				return nil
@@ -328,6 +336,84 @@ func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*sessiondb.Prepare
 		return t.s.classify(err, "import session %s", id), nil
 	}
 	return nil, nil
+}
+
+// copyMessages inserts a session's imported messages with COPY, one COPY
+// per run of messages that carry the same columns, in a savepoint: one
+// round trip for what takes one a message row by row (bench --db, 10,000
+// messages in 100 sessions: 1,200 msgs/s before, 1,690-1,730 after, where
+// PostgreSQL's own INSERT ... SELECT of the same rows into the same schema
+// does 1,870: the indexes are the rest, docs/benchmarks.md).
+// It copies only when every message has its original id, and then moves
+// the id sequence past them. It returns false, having written nothing,
+// when it cannot: a message without an id, a taken id (COPY has no ON
+// CONFLICT) or any other failure, which the row-by-row path then meets
+// and names with the message's index, or gets past by giving a taken id
+// a new one. A failure that makes the transaction retry is returned.
+func copyMessages(ctx context.Context, s *Store, tx pgx.Tx, sessionID string, msgs []sessiondb.ImportRow) (bool, error) {
+	if len(msgs) < 2 {
+		return false, nil
+	}
+	var maxID int64
+	for _, m := range msgs {
+		id, ok := m.ID.(int64)
+		if !ok {
+			return false, nil
+		}
+		maxID = max(maxID, id)
+	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	err = func() error {
+		for start := 0; start < len(msgs); {
+			end := start + 1
+			for end < len(msgs) && slices.Equal(msgs[end].Cols, msgs[start].Cols) {
+				end++
+			}
+			names := []string{"id", "session_id"}
+			for _, c := range msgs[start].Cols {
+				if c == "content" {
+					names = append(names, "content_bytes")
+				}
+				names = append(names, c)
+			}
+			rows := make([][]any, 0, end-start)
+			for _, m := range msgs[start:end] {
+				r := make([]any, 0, len(names))
+				r = append(r, m.ID, sessionID)
+				for i, c := range m.Cols {
+					v := m.Vals[i]
+					if c == "content" {
+						var raw []byte
+						if t, ok := v.(string); ok {
+							text, b := storableContent(&t)
+							v, raw = *text, b
+						}
+						r = append(r, raw)
+					}
+					r = append(r, v)
+				}
+				rows = append(rows, r)
+			}
+			if _, err := sp.CopyFrom(ctx, pgx.Identifier{"messages"}, names, pgx.CopyFromRows(rows)); err != nil {
+				return err
+			}
+			start = end
+		}
+		return s.advanceSequence(ctx, sp, maxID)
+	}()
+	if err != nil {
+		if rerr := sp.Rollback(ctx); rerr != nil {
+			return false, rerr
+		}
+		if retryable(err) {
+			return false, err
+		}
+		return false, nil
+	}
+	return true, sp.Commit(ctx)
 }
 
 // advanceSequence moves the message id sequence to at least id.

@@ -240,12 +240,14 @@ func (s *Store) ClearMessages(ctx context.Context, id string) error {
 	})
 }
 
-// DeleteSession orphans the session's children, deletes its messages and
-// the row, in one transaction; false when there was no such session.
-func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
-	found := false
+// DeleteSession deletes the session, its delegate subagents (as Hermes'
+// delete_session does) and their messages, orphaning their other
+// children, in one transaction. It returns the ids it deleted, none when
+// there was no such session.
+func (s *Store) DeleteSession(ctx context.Context, id string) ([]string, error) {
+	var ids []string
 	err := s.write(ctx, "delete session "+id, func(tx pgx.Tx) error {
-		found = false
+		ids = nil
 		var one int
 		err := tx.QueryRow(ctx, "SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", id).Scan(&one)
 		if noRows(err) {
@@ -254,41 +256,97 @@ func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
 		if err != nil {
 			return err
 		}
-		found = true
-		_, err = sessiondb.DeleteSessionsWhere(deleteTx{ctx, tx}, "id = $1", []any{id})
+		ids, err = sessiondb.DeleteSessionsWhere(deleteTx{ctx, tx}, "id = $1", []any{id}, true)
 		return err
 	})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return found, nil
+	return ids, nil
+}
+
+// DelegatesOf returns the delegate subagents DeleteSession(id) deletes
+// with id.
+func (s *Store) DelegatesOf(ctx context.Context, id string) ([]string, error) {
+	links, err := readLinks(ctx, s.pool)
+	if err != nil {
+		return nil, s.readErr(err, "delegates of %s", id)
+	}
+	return sessiondb.NonNil(sessiondb.Delegates(links, []string{id})), nil
 }
 
 // PruneSessions deletes, in one transaction, the ended sessions (of
 // source, unless "") that started more than olderThanDays days ago,
-// orphaning their children first, and returns how many it deleted.
+// orphaning their children first (delegates too, as Hermes' prune does),
+// and returns how many it deleted.
 func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error) {
 	if err := sessiondb.CheckPruneDays(olderThanDays); err != nil {
 		return 0, err
 	}
 	cond, args := sessiondb.PruneCondition(s.epochNow()-olderThanDays*86400, source, func(n int) string { return "$" + itoa(n) })
-	var n int64
+	var n int
 	err := s.write(ctx, "prune sessions", func(tx pgx.Tx) error {
-		var err error
-		n, err = sessiondb.DeleteSessionsWhere(deleteTx{ctx, tx}, cond, args)
+		ids, err := sessiondb.DeleteSessionsWhere(deleteTx{ctx, tx}, cond, args, false)
+		n = len(ids)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	return int(n), nil
+	return n, nil
 }
 
-// deleteTx is DeleteSessionsWhere's view of a write transaction.
+// SetSessionArchived archives or unarchives the session's compression
+// lineage (sessiondb.ArchiveLineageSQL) and returns how many sessions it
+// set.
+func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool) (int64, error) {
+	var n int64
+	err := s.write(ctx, "archive session "+id, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, sessiondb.ArchiveLineageSQL("$1::text", "$2"), id, sessiondb.ArchivedFlag(archived))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// linkQuerier is what readLinks reads through: the pool or a transaction.
+type linkQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// readLinks reads what the delete cascade needs (sessiondb.LinksSQL).
+func readLinks(ctx context.Context, q linkQuerier) ([]sessiondb.SessionLink, error) {
+	rows, err := q.Query(ctx, sessiondb.LinksSQL)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessiondb.SessionLink, error) {
+		var l sessiondb.SessionLink
+		err := r.Scan(&l.ID, &l.ParentID, &l.ModelConfig)
+		return l, err
+	})
+}
+
+// deleteTx is a deletion's view of a write transaction.
 type deleteTx struct {
 	ctx context.Context
 	tx  pgx.Tx
 }
+
+func (d deleteTx) IDs(q string, args ...any) ([]string, error) {
+	rows, err := d.tx.Query(d.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+func (d deleteTx) Links() ([]sessiondb.SessionLink, error) { return readLinks(d.ctx, d.tx) }
+
+func (d deleteTx) In(ids []string) (string, any) { return "(SELECT unnest($1::text[]))", ids }
 
 func (d deleteTx) Exec(_ sessiondb.DeleteStep, q string, args ...any) (int64, error) {
 	tag, err := d.tx.Exec(d.ctx, q, args...)

@@ -35,9 +35,11 @@ import (
 // budget bounds its wait for the write lock.
 const DefaultWriteBudget = 20 * time.Second
 
-// DefaultMaxConns is the pool size when Options.MaxConns is 0: enough for
-// readers beside the group-commit writer, few enough that a fleet of
-// processes stays far below the server's max_connections (100 by default).
+// DefaultMaxConns is the pool size when neither Options.MaxConns nor the
+// URL's pool_max_conns sets one: enough for readers beside the
+// group-commit writer, few enough that twelve processes fit in the
+// server's max_connections (100 by default, 3 of them reserved). A server
+// set for more or fewer takes ?pool_max_conns=N in the URL.
 const DefaultMaxConns = 8
 
 // Options tune Open. The zero value works in the connection's current
@@ -57,7 +59,8 @@ type Options struct {
 	MustExist bool
 	// WriteBudget bounds the retries of a write; 0 means DefaultWriteBudget.
 	WriteBudget time.Duration
-	// MaxConns is the pool size; 0 means DefaultMaxConns.
+	// MaxConns is the pool size; 0 means the URL's pool_max_conns when it
+	// has one, else DefaultMaxConns.
 	MaxConns int32
 	// Now is the clock; nil means time.Now.
 	Now sessiondb.Clock
@@ -138,8 +141,14 @@ func openConn(ctx context.Context, url string, o Options, set migrationSet) (*co
 	if o.Tracer != nil {
 		cfg.ConnConfig.Tracer = o.Tracer
 	}
-	cfg.MaxConns = o.MaxConns
-	if cfg.MaxConns <= 0 {
+	switch {
+	case o.MaxConns > 0:
+		cfg.MaxConns = o.MaxConns
+	case strings.Contains(url, "pool_max_conns="):
+		// The URL's pool_max_conns, which ParseConfig read, is the
+		// operator's setting for a server whose max_connections is not
+		// PostgreSQL's default: it stands.
+	default:
 		cfg.MaxConns = DefaultMaxConns
 	}
 	// Idle connections are let go, so an idle fleet of processes does not

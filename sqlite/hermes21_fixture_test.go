@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
@@ -21,16 +22,10 @@ import (
 // The schema-21 fixture: testdata/hermes21/state.db, written by the current
 // Hermes through its own SessionDB, and reads/, what Hermes' own reads
 // returned for it (make_fixture.py made both; README.md there says how).
-// The tests below compare our reads with Hermes' recorded ones where they
-// already agree. Where they do not yet (issue 19), hermes21Gaps names the
-// session and the reason; a test skips it, and fails once it matches, so
-// the list only shrinks.
+// The tests below compare our reads with Hermes' recorded ones, every
+// session and every field.
 
 const hermes21Dir = "testdata/hermes21"
-
-// hermes21Gaps lists, per comparison, the sessions whose read of ours
-// differs from Hermes' today, and why.
-var hermes21Gaps = map[string]map[string]string{}
 
 // hermes21Copy copies the fixture into a temporary folder and returns its
 // path: a test never opens the committed file (a writable open changes it).
@@ -218,16 +213,10 @@ func short(v any, present bool) string {
 	return string(b)
 }
 
-// checkGap runs a comparison of one key: skipped (and expected to differ)
-// when hermes21Gaps lists it under kind.
-func checkGap(t *testing.T, kind, key string, diffs []string) {
+// checkSame reports each difference of one comparison (kind, key) with
+// Hermes' recorded read.
+func checkSame(t *testing.T, kind, key string, diffs []string) {
 	t.Helper()
-	if why, gap := hermes21Gaps[kind][key]; gap {
-		if len(diffs) == 0 {
-			t.Errorf("%s %s now matches Hermes: take it off hermes21Gaps (%s)", kind, key, why)
-		}
-		return
-	}
 	for _, d := range diffs {
 		t.Errorf("%s %s: %s", kind, key, d)
 	}
@@ -271,7 +260,7 @@ func TestHermes21GetSession(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GetSession(%s): %v", id, err)
 		}
-		checkGap(t, "get_session", id, fieldDiffs(want[id], asJSON(t, got).(map[string]any), nil))
+		checkSame(t, "get_session", id, fieldDiffs(want[id], asJSON(t, got).(map[string]any), nil))
 	}
 }
 
@@ -289,7 +278,7 @@ func TestHermes21ExportSessionRow(t *testing.T) {
 		w, g := want.ExportSession[id], asJSON(t, got).(map[string]any)
 		delete(w, "messages")
 		delete(g, "messages")
-		checkGap(t, "export_session_row", id, fieldDiffs(w, g, nil))
+		checkSame(t, "export_session_row", id, fieldDiffs(w, g, nil))
 	}
 }
 
@@ -317,7 +306,7 @@ func TestHermes21GetMessages(t *testing.T) {
 				}
 			}
 		}
-		checkGap(t, "get_messages", id, diffs)
+		checkSame(t, "get_messages", id, diffs)
 	}
 }
 
@@ -349,7 +338,7 @@ func TestHermes21Conversation(t *testing.T) {
 				}
 			}
 		}
-		checkGap(t, "conversation", id, diffs)
+		checkSame(t, "conversation", id, diffs)
 	}
 }
 
@@ -385,7 +374,7 @@ func TestHermes21CompressionTip(t *testing.T) {
 		if got != want.Tip[id] {
 			diffs = append(diffs, fmt.Sprintf("tip Hermes %s, ours %s", want.Tip[id], got))
 		}
-		checkGap(t, "compression_tip", id, diffs)
+		checkSame(t, "compression_tip", id, diffs)
 	}
 }
 
@@ -427,7 +416,7 @@ func TestHermes21Counts(t *testing.T) {
 		if strconv.FormatInt(got, 10) != counts.PerSession[id].String() {
 			diffs = append(diffs, fmt.Sprintf("Hermes %s, ours %d", counts.PerSession[id], got))
 		}
-		checkGap(t, "message_count", id, diffs)
+		checkSame(t, "message_count", id, diffs)
 	}
 	// Our count of every session is Hermes' count with archived sessions.
 	want := hermesCalls(t, "session_count.json")["include_archived"].Result.(json.Number)
@@ -522,9 +511,13 @@ func TestHermes21Search(t *testing.T) {
 	}
 }
 
-// Hermes' insights split a session's tokens and cost across its models;
-// ours put them on the session's model. Over all models the sums agree.
-func TestHermes21UsageTotals(t *testing.T) {
+// Hermes' insights split a session's tokens and cost across the models it
+// used (InsightsEngine._compute_model_breakdown); our ByModel, folded by
+// Hermes' display name (the model without its provider prefix, "unknown"
+// for none), gives each model the same figures, field by field. Not
+// compared: has_pricing and cost_status, which Hermes takes from its
+// pricing table.
+func TestHermes21UsageByModel(t *testing.T) {
 	s, ctx := openHermes21(t), context.Background()
 	var ins struct {
 		Breakdown []map[string]any `json:"model_breakdown"`
@@ -534,33 +527,59 @@ func TestHermes21UsageTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ours sessiondb.UsageRow
-	for _, r := range got.ByModel {
-		ours.Add(r)
+	if !got.ModelUsageRows {
+		t.Error("ModelUsageRows is false on a file with session_model_usage")
 	}
-	sum := func(key string) float64 {
-		var x float64
-		for _, m := range ins.Breakdown {
-			f, err := m[key].(json.Number).Float64()
-			if err != nil {
-				t.Fatalf("model_breakdown %s: %v", key, err)
-			}
-			x += f
+	ours := hermesModelBreakdown(got.ByModel)
+	keys := []string{"sessions", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+		"reasoning_tokens", "total_tokens", "api_calls", "tool_calls", "cost", "actual_cost"}
+	for _, want := range ins.Breakdown {
+		model := want["model"].(string)
+		g, ok := ours[model]
+		if !ok {
+			t.Errorf("model %s: Hermes has it, we do not (ours: %v)", model, got.ByModel)
+			continue
 		}
-		return x
-	}
-	for _, c := range []struct {
-		key  string
-		ours float64
-	}{
-		{"input_tokens", float64(ours.InputTokens)}, {"output_tokens", float64(ours.OutputTokens)},
-		{"cache_read_tokens", float64(ours.CacheReadTokens)}, {"cache_write_tokens", float64(ours.CacheWriteTokens)},
-		{"reasoning_tokens", float64(ours.ReasoningTokens)}, {"cost", ours.EstimatedCostUSD},
-	} {
-		if w := sum(c.key); math.Abs(w-c.ours) > 1e-9 {
-			t.Errorf("%s over all models: Hermes %v, ours %v", c.key, w, c.ours)
+		delete(ours, model)
+		for _, d := range fieldDiffs(want, g, keys) {
+			t.Errorf("model %s: %s", model, d)
 		}
 	}
+	for model := range ours {
+		t.Errorf("model %s: ours, not Hermes'", model)
+	}
+}
+
+// hermesModelBreakdown folds our rows by model into the fields of Hermes'
+// model_breakdown, rounded as Hermes' JSON gives costs.
+func hermesModelBreakdown(rows []sessiondb.UsageRow) map[string]map[string]any {
+	sums := map[string]sessiondb.UsageRow{}
+	for _, r := range rows {
+		name := r.Key
+		if i := strings.LastIndex(name, "/"); i >= 0 {
+			name = name[i+1:]
+		}
+		if name == "" {
+			name = "unknown"
+		}
+		x := sums[name]
+		x.Add(r)
+		sums[name] = x
+	}
+	num := func(v float64) json.Number { return json.Number(strconv.FormatFloat(v, 'g', -1, 64)) }
+	cost := func(v float64) json.Number { return num(math.Round(v*1e12) / 1e12) }
+	out := map[string]map[string]any{}
+	for name, r := range sums {
+		out[name] = map[string]any{
+			"sessions": num(float64(r.Sessions)), "input_tokens": num(float64(r.InputTokens)), "output_tokens": num(float64(r.OutputTokens)),
+			"cache_read_tokens": num(float64(r.CacheReadTokens)), "cache_write_tokens": num(float64(r.CacheWriteTokens)),
+			"reasoning_tokens": num(float64(r.ReasoningTokens)),
+			"total_tokens":     num(float64(r.InputTokens + r.OutputTokens + r.CacheReadTokens + r.CacheWriteTokens)),
+			"api_calls":        num(float64(r.APICalls)), "tool_calls": num(float64(r.ToolCalls)),
+			"cost": cost(r.EstimatedCostUSD), "actual_cost": cost(r.ActualCostUSD),
+		}
+	}
+	return out
 }
 
 // What `hermes sessions export -` printed, session by session: our
@@ -584,7 +603,7 @@ func TestHermes21ExportAllRows(t *testing.T) {
 			t.Errorf("we export %s; Hermes does not", id)
 			return nil
 		}
-		checkGap(t, "export_all_row", id, fieldDiffs(w, g, nil))
+		checkSame(t, "export_all_row", id, fieldDiffs(w, g, nil))
 		return nil
 	})
 	if err != nil {

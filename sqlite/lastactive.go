@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"strings"
 
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
@@ -10,14 +12,38 @@ import (
 // SortLastActive: the newest message's timestamp, started_at for a session
 // without one) with the columns the listings filter on, so a page by last
 // activity is a seek of its indexes instead of a MAX over every session's
-// messages (docs/benchmarks.md, the growth benchmark). Triggers keep it in
-// the transaction of every write to sessions and messages, Hermes' own
-// writes included: their bodies use only v6 columns and statements every
-// SQLite Hermes runs knows (no UPSERT), and never conflict (a row is
-// deleted before it is inserted, so even an outer INSERT OR ABORT, whose
-// policy SQLite hands down to trigger bodies, cannot make them fail). A v6
-// reader does not know the table and needs not.
+// messages (docs/benchmarks.md, the growth benchmark).
+//
+// Appends do not write it. It is exact up to a mark, the highest message
+// id it has taken in (state_meta, lastActiveMark), and a listing by last
+// activity first catches it up (syncLastActive): the sessions of the
+// messages above the mark are recomputed and the mark moved, in one write
+// transaction. Keeping it in each append's own transaction, through a
+// trigger, cost an append three more pages written (the row and its entry
+// in both indexes): about a tenth of an append at synchronous=FULL, for
+// Hermes' own appends too (issue 20). What an append cannot cover is kept
+// by triggers in the transaction of the write, Hermes' own writes
+// included: a message inserted with an id at or below the mark (an import
+// keeping ids), a message deleted or moved, a session made, changed or
+// deleted. Their bodies use only v6 columns and statements every SQLite
+// Hermes runs knows (no UPSERT), and never conflict (a row is deleted
+// before it is inserted, so even an outer INSERT OR ABORT, whose policy
+// SQLite hands down to trigger bodies, cannot make them fail). A v6 reader
+// does not know the table and needs not.
 const lastActiveTable = "sessiondb_last_active"
+
+// lastActiveMark is the state_meta key of the highest message id the
+// table has taken in. No row means none: a catch-up then recomputes every
+// session that has a message.
+const lastActiveMark = "sessiondb_last_active_high"
+
+// lastActiveMarkValue is the mark as an SQL expression (-1 when unset).
+const lastActiveMarkValue = "COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = '" + lastActiveMark + "'), -1)"
+
+// lastActiveLegacy are the names of parts an earlier sessiondb made and
+// this one no longer does: the trigger that kept the table in every
+// append's transaction. A file that has them is made again whole.
+var lastActiveLegacy = []string{"sessiondb_last_active_message_insert"}
 
 // lastActiveOf is the last activity of the session whose id is the SQL
 // expression id: the definition the listing computes without the table
@@ -52,7 +78,10 @@ var lastActiveObjects = []struct{ name, ddl string }{
 )`},
 	{"sessiondb_last_active_roots", "CREATE INDEX IF NOT EXISTS sessiondb_last_active_roots ON " + lastActiveTable + "(parent_session_id, last_active DESC, session_id DESC)"},
 	{"sessiondb_last_active_source_roots", "CREATE INDEX IF NOT EXISTS sessiondb_last_active_source_roots ON " + lastActiveTable + "(source, parent_session_id, last_active DESC, session_id DESC)"},
-	{"sessiondb_last_active_message_insert", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_insert AFTER INSERT ON messages BEGIN
+	{"state_meta", "CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT)"},
+	{"sessiondb_last_active_message_below", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_below AFTER INSERT ON messages
+WHEN new.id <= ` + lastActiveMarkValue + `
+BEGIN
     ` + lastActiveRecompute("session_id = new.session_id") + `
 END`},
 	{"sessiondb_last_active_message_delete", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_delete AFTER DELETE ON messages BEGIN
@@ -73,9 +102,23 @@ END`},
 END`},
 }
 
-// lastActiveBackfill fills the new table from every session.
+// lastActiveBackfill fills the new table from every session, and sets the
+// mark to the highest message id.
 var lastActiveBackfill = "INSERT INTO " + lastActiveTable + " (session_id, parent_session_id, source, last_active) SELECT s.id, s.parent_session_id, s.source, " +
-	lastActiveOf("s.id", "s.started_at") + " FROM sessions s"
+	lastActiveOf("s.id", "s.started_at") + " FROM sessions s;\n" + lastActiveSetMark
+
+// lastActiveSetMark moves the mark to the highest message id (-1 when there
+// is none). Messages are never numbered below it again but by an insert
+// with an id, which the trigger sessiondb_last_active_message_below covers.
+const lastActiveSetMark = "INSERT OR REPLACE INTO state_meta (key, value) VALUES ('" + lastActiveMark + "', (SELECT COALESCE(MAX(id), -1) FROM messages))"
+
+// lastActiveBehind answers whether messages were added above the mark.
+const lastActiveBehind = "SELECT (SELECT COALESCE(MAX(id), -1) FROM messages) > " + lastActiveMarkValue
+
+// lastActiveCatchUp recomputes the sessions of the messages above the mark,
+// then moves the mark: the table is then exact for every message the
+// transaction sees.
+var lastActiveCatchUp = lastActiveRecompute("session_id IN (SELECT DISTINCT session_id FROM messages WHERE id > "+lastActiveMarkValue+")") + "\n" + lastActiveSetMark
 
 // wantsLastActive reports whether the file's last activity is the one the
 // table keeps: every message counts. A newer Hermes' file (whose rewound
@@ -88,6 +131,11 @@ func (si *schemaInfo) wantsLastActive() bool {
 // hasLastActive reports whether the file has the whole table: the table,
 // its indexes and every trigger that keeps it.
 func (si *schemaInfo) hasLastActive() bool {
+	for _, name := range lastActiveLegacy {
+		if si.triggers[name] {
+			return false
+		}
+	}
 	for _, o := range lastActiveObjects {
 		if !si.tables[o.name] && !si.indexes[o.name] && !si.triggers[o.name] {
 			return false
@@ -110,6 +158,9 @@ func addLastActive(tx txRunner, si *schemaInfo) error {
 		return nil
 	}
 	var drop []string
+	for _, name := range lastActiveLegacy {
+		drop = append(drop, "DROP TRIGGER IF EXISTS "+name+";")
+	}
 	for _, o := range lastActiveObjects {
 		if strings.HasPrefix(o.ddl, "CREATE TRIGGER") {
 			drop = append(drop, "DROP TRIGGER IF EXISTS "+o.name+";")
@@ -124,8 +175,45 @@ func addLastActive(tx txRunner, si *schemaInfo) error {
 			return sqlitedb.Wrap(err, "create %s", o.name)
 		}
 	}
-	if _, err := tx.Exec(lastActiveBackfill); err != nil {
+	if err := tx.ExecScript(lastActiveBackfill); err != nil {
 		return sqlitedb.Wrap(err, "fill %s", lastActiveTable)
 	}
 	return nil
+}
+
+// syncLastActive catches the table up (lastActiveCatchUp) when messages were
+// added above its mark, and reports whether it is current: a listing may
+// read it only then. A writable store catches up through its writer; a
+// read-only one with KeepSearchIndex through a writer of its own where this
+// process may write the file (as it keeps the recent search index); any
+// other read-only store reports false while the table is behind, and its
+// listing computes last activity instead.
+func (s *Store) syncLastActive(ctx context.Context) (bool, error) {
+	behind, err := s.lastActiveBehind(ctx)
+	if err != nil || !behind {
+		return !behind, err
+	}
+	if !s.mayKeepRecent() {
+		return false, nil
+	}
+	const what = "bring the last-activity table up to date"
+	w, done, err := s.recentWriter(ctx)
+	if err != nil {
+		return false, sqlitedb.Wrap(err, "%s: open a writer on %s", what, s.path)
+	}
+	defer done()
+	if err := w.Do(ctx, func(tx *sqlitedb.Tx) error { return tx.ExecScript(lastActiveCatchUp) }); err != nil {
+		return false, s.writeErr(err, what)
+	}
+	return true, nil
+}
+
+// lastActiveBehind reports whether messages were added above the table's
+// mark, read through the reader pool.
+func (s *Store) lastActiveBehind(ctx context.Context) (bool, error) {
+	var behind sql.NullBool
+	if err := s.db.QueryRowContext(ctx, lastActiveBehind).Scan(&behind); err != nil {
+		return false, s.readErr(err, "read the last-activity table's mark")
+	}
+	return behind.Bool, nil
 }

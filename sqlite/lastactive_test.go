@@ -47,6 +47,11 @@ func rowLines(rows [][]any) []string {
 // returns.
 func checkLastActive(t *testing.T, s *Store, step string) {
 	t.Helper()
+	// The table is exact once caught up: every listing by last activity
+	// catches it up first (appends do not write it).
+	if current, err := s.syncLastActive(context.Background()); err != nil || !current {
+		t.Fatalf("after %s, catching %s up: current %v, %v", step, lastActiveTable, current, err)
+	}
 	got, want := lastActiveRows(t, s.path), definedRows(t, s.path)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("after %s, %s holds\n    %s\nwant\n    %s", step, lastActiveTable, strings.Join(got, "\n    "), strings.Join(want, "\n    "))
@@ -117,8 +122,17 @@ func TestLastActiveTable(t *testing.T) {
 	create(sessiondb.NewSession{ID: "tie", Source: "telegram"})
 	checkLastActive(t, s, "creating sessions without messages")
 
+	// Appends write nothing to the table: it falls behind its mark, and
+	// the next listing by last activity catches it up.
+	before := lastActiveRows(t, path)
 	for _, id := range []string{"root", "other", "root", "tie"} {
 		appendTo(id)
+	}
+	if got := lastActiveRows(t, path); !reflect.DeepEqual(got, before) {
+		t.Errorf("appends wrote the table: %v, was %v", got, before)
+	}
+	if behind, err := s.lastActiveBehind(ctx); err != nil || !behind {
+		t.Errorf("after appends the table is behind: %v, %v; want true", behind, err)
 	}
 	checkLastActive(t, s, "appends")
 
@@ -148,6 +162,13 @@ func TestLastActiveTable(t *testing.T) {
 	// A clock stepped back: the message is older than the session started.
 	hermes("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('quiet', 'user', 'from the past', 10)")
 	checkLastActive(t, s, "Hermes' appends, one older than its session")
+	// A message inserted with an id below the mark (an import keeping
+	// ids): the catch-up would not see it, the trigger does.
+	hermes("INSERT INTO messages (id, session_id, role, content, timestamp) VALUES (2, 'other', 'user', 'an old id', 1_000_650)")
+	if behind, err := s.lastActiveBehind(ctx); err != nil || behind {
+		t.Errorf("after an insert below the mark the table is behind: %v, %v; want false", behind, err)
+	}
+	checkLastActive(t, s, "an insert with an id below the mark")
 	// Two sessions with the same last activity: ties go by id.
 	hermes("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('tie', 'user', 'same time', 1_000_600)")
 	checkLastActive(t, s, "a tie in last activity")
@@ -231,7 +252,7 @@ func TestLastActiveMigration(t *testing.T) {
 	t.Run("a partial table is made again", func(t *testing.T) {
 		path := buildFixture(t, 6, true)
 		openTestStore(t, path, Options{}).Close()
-		sqlitetest.ExecFile(t, path, "DROP TRIGGER sessiondb_last_active_message_insert")
+		sqlitetest.ExecFile(t, path, "DROP TRIGGER sessiondb_last_active_message_below")
 		sqlitetest.ExecFile(t, path, "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('old1', 'user', 'unseen', 9000)")
 		ro := openTestStore(t, path, Options{ReadOnly: true})
 		if ro.q.lastActive {
@@ -243,6 +264,20 @@ func TestLastActiveMigration(t *testing.T) {
 		ro.Close()
 		s := openTestStore(t, path, Options{})
 		checkLastActive(t, s, "the remake")
+	})
+	t.Run("an earlier sessiondb's table is made again", func(t *testing.T) {
+		// sessiondb before issue 20 kept the table in every append's
+		// transaction through this trigger; its files lose it at the next
+		// writable open.
+		path := buildFixture(t, 6, true)
+		openTestStore(t, path, Options{}).Close()
+		sqlitetest.ExecFile(t, path, "CREATE TRIGGER sessiondb_last_active_message_insert AFTER INSERT ON messages BEGIN "+
+			lastActiveRecompute("session_id = new.session_id")+" END")
+		s := openTestStore(t, path, Options{})
+		if strings.Contains(strings.Join(masterSQL(t, path), "\n"), "sessiondb_last_active_message_insert") {
+			t.Error("the earlier trigger is still there")
+		}
+		checkLastActive(t, s, "the upgrade")
 	})
 	t.Run("a newer Hermes' file", func(t *testing.T) {
 		path := buildNewer(t, "")

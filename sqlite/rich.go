@@ -319,7 +319,15 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	base := listArm{from: "sessions s", id: "s.id", k: s.sortKey(q.SortOrDefault()), t: "0"}
 	keyed := "s"
 	if byActivity && s.q.lastActive {
-		base.from, base.k, base.id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
+		// The table is caught up first (appends do not write it); a
+		// read-only store that cannot catch it up computes the key.
+		current, err := s.syncLastActive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if current {
+			base.from, base.k, base.id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
+		}
 	}
 	base.where, base.args = s.conds(keyed, listFilter{source: q.Source, model: q.Model, userID: q.UserID, from: q.StartedFrom, before: q.StartedBefore,
 		text: q.Text, archived: q.IncludeArchived, onlyArch: q.ArchivedOnly, cwd: q.Cwd, minMessages: q.MinMessages})

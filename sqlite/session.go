@@ -235,6 +235,9 @@ func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, erro
 // tool call counters (token counters are kept). Unknown ids are a no-op.
 func (s *Store) ClearMessages(ctx context.Context, id string) error {
 	return s.write(ctx, "clear messages of "+id, func(tx *sqlitedb.Tx) error {
+		if err := keepHermesTrigram(tx, "session_id = ?", id); err != nil {
+			return err
+		}
 		if _, err := tx.Exec("DELETE FROM messages WHERE session_id = ?", id); err != nil {
 			return err
 		}
@@ -256,56 +259,124 @@ func fkConflict(err error, format string, args ...any) error {
 	return err
 }
 
-// DeleteSession orphans the session's children, deletes its messages and
-// the row, in one transaction. It returns false when there was no such
-// session.
-func (s *Store) DeleteSession(ctx context.Context, id string) (bool, error) {
-	found := false
+// DeleteSession deletes the session, its delegate subagents (as Hermes'
+// delete_session does) and their messages, orphaning their other
+// children, in one transaction. It returns the ids it deleted, none when
+// there was no such session.
+func (s *Store) DeleteSession(ctx context.Context, id string) ([]string, error) {
+	var ids []string
 	err := s.write(ctx, "delete session "+id, func(tx *sqlitedb.Tx) error {
-		var one int
-		err := tx.QueryRow("SELECT 1 FROM sessions WHERE id = ?", id).Scan(&one)
-		if err == sql.ErrNoRows {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		_, err = sessiondb.DeleteSessionsWhere(deleteTx{tx, "delete messages of " + id, "delete session " + id}, "id = ?", []any{id})
+		var err error
+		ids, err = deleteSessions(deleteTx{tx, "delete messages of " + id, "delete session " + id}, "id = ?", []any{id}, true)
 		return err
 	})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return found, nil
+	return ids, nil
+}
+
+// DelegatesOf returns the delegate subagents DeleteSession(id) deletes
+// with id.
+func (s *Store) DelegatesOf(ctx context.Context, id string) ([]string, error) {
+	links, err := readLinks(ctx, readers{s})
+	if err != nil {
+		return nil, s.readErr(err, "delegates of %s", id)
+	}
+	return sessiondb.NonNil(sessiondb.Delegates(links, []string{id})), nil
 }
 
 // PruneSessions deletes, in one transaction, the ended sessions (of source,
 // unless "") that started more than olderThanDays days ago, orphaning their
-// children first. It returns how many sessions it deleted.
+// children first (delegates too, as Hermes' prune does). It returns how
+// many sessions it deleted.
 func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source string) (int, error) {
 	if err := sessiondb.CheckPruneDays(olderThanDays); err != nil {
 		return 0, err
 	}
 	cond, args := sessiondb.PruneCondition(s.epochNow()-olderThanDays*86400, source, func(int) string { return "?" })
-	var n int64
+	var n int
 	err := s.write(ctx, "prune sessions", func(tx *sqlitedb.Tx) error {
-		var err error
-		n, err = sessiondb.DeleteSessionsWhere(deleteTx{tx, "prune messages", "prune sessions"}, cond, args)
+		ids, err := deleteSessions(deleteTx{tx, "prune messages", "prune sessions"}, cond, args, false)
+		n = len(ids)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	return int(n), nil
+	return n, nil
 }
 
-// deleteTx is DeleteSessionsWhere's view of a write transaction: a
-// constraint that refuses its delete of messages or of sessions is a
-// conflict (fkConflict) naming that step as messages or rows says.
+// deleteSessions selects the sessions cond selects (and with delegates
+// their delegate subagents), makes their removal from a newer Hermes'
+// trigram index exact (keepHermesTrigram), and deletes them, inside d's
+// transaction.
+func deleteSessions(d deleteTx, cond string, args []any, delegates bool) ([]string, error) {
+	ids, err := sessiondb.SessionsToDelete(d, cond, args, delegates)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	in, arg := d.In(ids)
+	if err := keepHermesTrigram(d.tx, "session_id IN "+in, arg); err != nil {
+		return nil, err
+	}
+	if _, err := sessiondb.DeleteSessions(d, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// SetSessionArchived archives or unarchives the session's compression
+// lineage (sessiondb.ArchiveLineageSQL) and returns how many sessions it
+// set. A file without the archived column (schema 6) is refused: its
+// column is Hermes' to add.
+func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool) (int64, error) {
+	if !s.si.sessCols["archived"] {
+		return 0, s.noArchivedColumn()
+	}
+	var n int64
+	err := s.write(ctx, "archive session "+id, func(tx *sqlitedb.Tx) error {
+		res, err := tx.Exec(sessiondb.ArchiveLineageSQL("?1", "?2"), id, sessiondb.ArchivedFlag(archived))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// noArchivedColumn is the refusal of SetSessionArchived on a file without
+// the column.
+func (s *Store) noArchivedColumn() error {
+	return sessiondb.Errorf(sessiondb.EINVALID, "%s has no archived column (schema version %d): a Hermes that archives sessions adds it when it opens the file, and sessiondb adds no column to Hermes' tables", s.path, s.si.version)
+}
+
+// readLinks reads what the delete cascade needs (sessiondb.LinksSQL).
+func readLinks(ctx context.Context, q sqlitedb.Querier) ([]sessiondb.SessionLink, error) {
+	return sqlitedb.Append(ctx, q, sessiondb.LinksSQL, nil, nil, func(r sqlitedb.Row) (sessiondb.SessionLink, error) {
+		var l sessiondb.SessionLink
+		err := r.Scan(&l.ID, &l.ParentID, &l.ModelConfig)
+		return l, err
+	})
+}
+
+// deleteTx is a deletion's view of a write transaction: a constraint that
+// refuses its delete of messages or of sessions is a conflict
+// (fkConflict) naming that step as messages or rows says.
 type deleteTx struct {
 	tx             *sqlitedb.Tx
 	messages, rows string
+}
+
+func (d deleteTx) IDs(q string, args ...any) ([]string, error) {
+	return sqlitedb.Append(d.tx.Context(), d.tx, q, args, nil, sqlitedb.Value[string])
+}
+
+func (d deleteTx) Links() ([]sessiondb.SessionLink, error) { return readLinks(d.tx.Context(), d.tx) }
+
+func (d deleteTx) In(ids []string) (string, any) {
+	return "(SELECT value FROM json_each(?))", jsonStrings(ids)
 }
 
 func (d deleteTx) Exec(step sessiondb.DeleteStep, q string, args ...any) (int64, error) {

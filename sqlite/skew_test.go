@@ -187,11 +187,55 @@ func TestOldTrigramIndexIsRebuilt(t *testing.T) {
 	}
 }
 
-// TestSkewedDeleteSaysWhy: deleting a session whose multimodal rows a newer
-// Hermes indexed with an SQLite older than 3.49.2 cannot work through this
-// SQLite (no statement avoids it: the inline index re-reads the stored
-// text); it fails whole, naming the cause, and the rows stay.
-func TestSkewedDeleteSaysWhy(t *testing.T) {
+// TestSkewedDeleteIsExact: deleting a session whose multimodal rows a
+// newer Hermes indexed with an SQLite older than 3.49.2 (its inline
+// trigram table, schema 11 on) takes out exactly what that SQLite put in:
+// afterwards its FTS5 integrity-check passes, and so does this SQLite's.
+func TestSkewedDeleteIsExact(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/state.db"
+	s := openTestStore(t, path, Options{})
+	mustCreate(t, s, "mm", "telegram")
+	mustCreate(t, s, "other", "telegram")
+	for _, c := range []string{"abcdef" + multimodal, multimodal, "ab" + multimodal} {
+		mustAppend(t, s, sessiondb.NewMessage{SessionID: "mm", Role: "user", Content: &c})
+	}
+	c := multimodal
+	mustAppend(t, s, sessiondb.NewMessage{SessionID: "other", Role: "user", Content: &c})
+	s.Close()
+	old := requireOldSQLite(t, path)
+	oldSQLite(t, path, "c.execute(\"CREATE VIRTUAL TABLE messages_fts_trigram USING fts5(content, tokenize='trigram')\")\n"+
+		"c.execute('INSERT INTO messages_fts_trigram(rowid, content) SELECT id, content FROM messages')\n"+
+		"c.execute('CREATE TRIGGER messages_fts_trigram_delete AFTER DELETE ON messages BEGIN DELETE FROM messages_fts_trigram WHERE rowid = old.id; END')\n"+
+		"c.execute('UPDATE schema_version SET version = 22')\n")
+	s = openTestStore(t, path, Options{})
+	if _, err := s.DeleteSession(ctx, "mm"); err != nil {
+		t.Fatalf("DeleteSession: %v", err)
+	}
+	if n, err := s.MessageCount(ctx, ""); err != nil || n != 1 {
+		t.Errorf("messages after the delete: %d, %v; want other's one", n, err)
+	}
+	s.Close()
+	check := "try:\n  c.execute(\"INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES('integrity-check')\")\n  print('ok')\nexcept Exception as e:\n  print(e)\n"
+	if out := strings.TrimSpace(oldSQLite(t, path, check)); out != "ok" {
+		t.Errorf("SQLite %s's check after our delete: %s", old, out)
+	}
+	s = openTestStore(t, path, Options{ReadOnly: true})
+	lines, err := s.IntegrityCheck(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if damage, _, err := s.ExplainIntegrity(ctx, lines); err != nil || len(damage) > 0 {
+		t.Errorf("our check after the delete: damage %q (%v)", damage, err)
+	}
+}
+
+// TestSkewedDeleteRefusedWhole: schema 10's trigram index keeps no copy of
+// the text (external content, its delete trigger passing the message's
+// text), so a delete of multimodal rows an older SQLite indexed cannot be
+// made exact: it fails whole, invalid, saying why and what to do, and
+// nothing is deleted.
+func TestSkewedDeleteRefusedWhole(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/state.db"
 	s := openTestStore(t, path, Options{})
@@ -200,16 +244,23 @@ func TestSkewedDeleteSaysWhy(t *testing.T) {
 	mustAppend(t, s, sessiondb.NewMessage{SessionID: "mm", Role: "user", Content: &c})
 	s.Close()
 	requireOldSQLite(t, path)
-	oldSQLite(t, path, "c.execute(\"CREATE VIRTUAL TABLE messages_fts_trigram USING fts5(content, tokenize='trigram')\")\n"+
-		"c.execute('INSERT INTO messages_fts_trigram(rowid, content) SELECT id, content FROM messages')\n"+
-		"c.execute('CREATE TRIGGER messages_fts_trigram_delete AFTER DELETE ON messages BEGIN DELETE FROM messages_fts_trigram WHERE rowid = old.id; END')\n"+
-		"c.execute('UPDATE schema_version SET version = 22')\n")
+	oldSQLite(t, path, "c.execute(\"CREATE VIRTUAL TABLE messages_fts_trigram USING fts5(content, content=messages, content_rowid=id, tokenize='trigram')\")\n"+
+		"c.execute(\"INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES('rebuild')\")\n"+
+		"c.execute(\"CREATE TRIGGER messages_fts_trigram_delete AFTER DELETE ON messages BEGIN INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content) VALUES('delete', old.id, old.content); END\")\n"+
+		"c.execute('UPDATE schema_version SET version = 10')\n")
 	s = openTestStore(t, path, Options{})
-	_, err := s.DeleteSession(ctx, "mm")
-	if err == nil || !strings.Contains(err.Error(), "3.49.2") || !strings.Contains(err.Error(), "doctor") {
-		t.Fatalf("DeleteSession = %v; want a failure explaining the version skew", err)
+	for what, err := range map[string]error{
+		"DeleteSession": func() error { _, err := s.DeleteSession(ctx, "mm"); return err }(),
+		"ClearMessages": s.ClearMessages(ctx, "mm"),
+	} {
+		if sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(err.Error(), "3.49.2") || !strings.Contains(err.Error(), "nothing was deleted") {
+			t.Errorf("%s = %v; want invalid, explaining the SQLite versions", what, err)
+		}
 	}
 	if n, err := s.MessageCount(ctx, "mm"); err != nil || n != 1 {
-		t.Errorf("messages after the failed delete: %d, %v; want the row kept", n, err)
+		t.Errorf("messages after the refusals: %d, %v; want the row kept", n, err)
+	}
+	if _, err := s.GetSession(ctx, "mm"); err != nil {
+		t.Errorf("session after the refusal: %v", err)
 	}
 }

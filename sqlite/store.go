@@ -66,15 +66,25 @@ type Options struct {
 	// index holds, at most SearchWindowMessages: 0 means
 	// DefaultSearchRecentMessages; negative means no recent index.
 	SearchRecentMessages int
-	// KeepSearchIndex lets a ReadOnly store keep the recent index: when a
-	// search finds it behind, the store brings it up to date through a
+	// KeepSearchIndex lets a ReadOnly store keep the two structures that
+	// reads, not writes, bring up to date: the recent search index and
+	// the last-activity table. When a search or a listing by last
+	// activity finds one behind, the store brings it up to date through a
 	// write connection of its own, opened for that alone, where this
 	// process may write the file (its owner's -wal and -shm, a writable
 	// folder; see sqlitedb.MayWrite). Nothing else is written: no
 	// migration, no other index, no change of mode. A writable store
-	// always keeps it; a ReadOnly one without this uses it only while it
-	// is current.
+	// always keeps them; a ReadOnly one without this uses each only while
+	// it is current.
 	KeepSearchIndex bool
+	// NoAdditions adds nothing of sessiondb's own to the file (README:
+	// "What sessiondb adds to Hermes' file"): no read indexes, no
+	// last-activity table, no recent search index, no state_meta key; a
+	// file of schema 5 or older is still migrated to 6, as Hermes would.
+	// Every read and write works; listing by last activity, a long
+	// session's last page and a large store's search are slower. With
+	// Trigram it is refused.
+	NoAdditions bool
 }
 
 // checkpointEvery is how many committed writes pass between PASSIVE
@@ -126,6 +136,7 @@ type Store struct {
 	recentBatch int64      // messages a sync transaction adds or deletes: recentBatch
 	recentMu    sync.Mutex // one sync of the recent index at a time in this process
 	keepRecent  bool       // Options.KeepSearchIndex
+	noAdditions bool       // Options.NoAdditions
 
 	// The write budget and durability, for the recent index's own writer
 	// of a read-only store (KeepSearchIndex).
@@ -156,7 +167,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	default:
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
 	}
-	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges(), recentBatch: recentBatch, keepRecent: o.KeepSearchIndex, syncMode: syncMode}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges(), recentBatch: recentBatch, keepRecent: o.KeepSearchIndex, noAdditions: o.NoAdditions, syncMode: syncMode}
 	s.budget = o.WriteBudget
 	if s.budget <= 0 {
 		s.budget = sqlitedb.DefaultWriteBudget
@@ -268,16 +279,20 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		s.w.Budget = budget
 		s.w.Now = s.now
 		s.w.OnCommit = s.onCommit
+		// Several processes (Hermes' and ours) append to one state.db:
+		// waiting for the write lock in 1 ms steps lets one of them commit
+		// back to back instead of handing the lock over at every commit.
+		s.w.Yield = true
 		if si.needsMigration() {
 			// Open-time migrations wait for the lock in the same budget as
 			// any write (IMP-8).
-			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return migrate(tx) }); err != nil {
+			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return migrate(tx, !o.NoAdditions) }); err != nil {
 				return fail(sqlitedb.Wrap(err, "migrate %s to schema v6", path))
 			}
 			if si, err = s.inspectUsable(ctx, false); err != nil {
 				return fail(err)
 			}
-		} else if si.needsReadIndexes() {
+		} else if si.needsReadIndexes() && !o.NoAdditions {
 			// A v6 file Hermes (or an older sessiondb) wrote. The indexes
 			// only speed reads up: a writer holding the lock longer than
 			// the budget (or a full disk) leaves them for the next open.
@@ -291,7 +306,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	s.si = si
 	s.q = buildQueries(si)
 	if v, err := sqlitedb.Version(ctx, s.db); err == nil {
-		s.recentOK = si.recentSupported(v)
+		s.recentOK = si.recentSupported(v) && !o.NoAdditions
 	}
 	if err := s.openTrigram(ctx, o); err != nil {
 		return fail(err)
@@ -321,6 +336,9 @@ func (s *Store) openWriterDB() (*sql.DB, error) {
 // openTrigram creates the opt-in trigram index when asked, and starts its
 // backfill, or finds out whether an existing one can serve searches.
 func (s *Store) openTrigram(ctx context.Context, o Options) error {
+	if o.Trigram && o.NoAdditions {
+		return sessiondb.Errorf(sessiondb.EINVALID, "open %s: the trigram index (Options.Trigram) is an addition of sessiondb's, and Options.NoAdditions asks for none: choose one", s.path)
+	}
 	if o.Trigram && !o.ReadOnly && !s.si.newer() && !s.si.tables[trigramTable] {
 		v, err := sqlitedb.Version(ctx, s.db)
 		if err != nil {
@@ -513,12 +531,14 @@ func (s *Store) CanCheckFTS() error {
 	return nil
 }
 
-// RebuildFTS rebuilds messages_fts from the messages table. It refuses a
-// file of a newer Hermes, whose full-text tables that Hermes owns.
+// RebuildFTS rebuilds the full-text index from the messages: messages_fts
+// of a file of schema 6 or older (migrated to 6 by the writable open), and
+// a newer Hermes' full-text tables as Hermes itself rebuilds them
+// (rebuildHermesFTS), each kept as it is defined.
 func (s *Store) RebuildFTS(ctx context.Context) error { return s.ftsCommand(ctx, "rebuild") }
 
-// OptimizeFTS merges messages_fts's segments into one, making searches
-// faster after many appends. It refuses a file of a newer Hermes.
+// OptimizeFTS merges the full-text tables' segments into one each, making
+// searches faster after many appends, as Hermes' optimize_fts does.
 func (s *Store) OptimizeFTS(ctx context.Context) error { return s.ftsCommand(ctx, "optimize") }
 
 // CanRebuildFTS reports whether RebuildFTS and OptimizeFTS would run: nil,
@@ -528,9 +548,7 @@ func (s *Store) CanRebuildFTS() error {
 	case s.si.newer() && !s.si.hasFTS():
 		// Hermes creates a missing messages_fts (and fills it) when it
 		// opens the file; we must not create one in a layout it owns.
-		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts), and its schema version %d belongs to a newer Hermes, which owns its full-text tables and builds a missing index the next time it opens the file: run Hermes once; until then search here scans the messages (slower)", s.path, s.si.version)
-	case s.si.newer():
-		return sessiondb.Errorf(sessiondb.EINVALID, "the full-text index of %s belongs to a newer Hermes (schema version %d), which sessiondb does not rewrite: let Hermes repair its index, or restore the file from a backup", s.path, s.si.version)
+		return sessiondb.Errorf(sessiondb.EINVALID, "%s has no full-text index (messages_fts), and its schema version %d belongs to a newer Hermes, which owns its full-text tables and builds a missing index the next time it opens the file with FTS5 at hand: run Hermes once; until then search here scans the messages (slower)", s.path, s.si.version)
 	case !s.si.hasFTS():
 		// Only a read-only open leaves a v6 or older file without the
 		// index: a writable one migrates the file and builds it.
@@ -557,6 +575,23 @@ func (s *Store) ftsCommand(ctx context.Context, cmd string) error {
 		return sessiondb.Wrap("", err, "%s full-text index", cmd)
 	}
 	return s.write(ctx, cmd+" full-text index", func(tx *sqlitedb.Tx) error {
+		si, err := inspect(tx.Context(), tx)
+		if err != nil {
+			return err
+		}
+		if si.newer() {
+			if cmd == "rebuild" {
+				return rebuildHermesFTS(tx)
+			}
+			for _, t := range hermesFTSTables {
+				if si.tables[t] {
+					if _, err := tx.Exec("INSERT INTO " + quoteIdent(t) + "(" + quoteIdent(t) + ") VALUES('optimize')"); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
 		if _, err := tx.Exec(fmt.Sprintf("INSERT INTO messages_fts(messages_fts) VALUES('%s')", cmd)); err != nil {
 			return err
 		}
@@ -586,10 +621,10 @@ func (s *Store) write(ctx context.Context, what string, fn func(tx *sqlitedb.Tx)
 // writeErr classifies a write failure (the package's writeErr).
 func (s *Store) writeErr(err error, what string) error {
 	if sqlitedb.IsCorrupt(err) && s.si != nil && s.si.newer() && s.si.hasTrigramOfHermes() {
-		// A newer Hermes' trigram index over multimodal content, written
-		// by an SQLite older than 3.49.2, cannot lose rows through this
-		// SQLite (README, Compatibility); say so rather than "malformed".
-		return sqlitedb.Wrap(err, "%s: %s holds a newer Hermes' trigram index, and one written by SQLite older than 3.49.2 over text with NUL bytes (multimodal content) cannot be changed by SQLite 3.49.2 or later; `sessiondb doctor` tells that version skew from damage, and Hermes itself can delete these rows", what, s.path)
+		// Deletes make a newer Hermes' trigram index exact whichever
+		// SQLite wrote it (keepHermesTrigram); what is left malformed is
+		// damage, which a rebuild cures.
+		return sqlitedb.Wrap(err, "%s: %s holds a newer Hermes' full-text indexes, and SQLite calls one malformed; `sessiondb doctor` tells damage from version skew, and `sessiondb doctor --rebuild-fts` (or Hermes' own repair) rebuilds them from the messages", what, s.path)
 	}
 	return writeErr(err, what)
 }

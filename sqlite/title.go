@@ -72,6 +72,9 @@ func (t titleTx) PutTitle(id, title string) (updated, taken bool, err error) {
 // GetSessionTitle returns the session's title; ok is false when the
 // session is missing or untitled.
 func (s *Store) GetSessionTitle(ctx context.Context, id string) (string, bool, error) {
+	if !s.hasTitles() {
+		return "", false, nil
+	}
 	var t sql.NullString
 	err := s.queryRow(ctx, "SELECT title FROM sessions WHERE id = ?", id).Scan(&t)
 	if err == sql.ErrNoRows {
@@ -86,6 +89,9 @@ func (s *Store) GetSessionTitle(ctx context.Context, id string) (string, bool, e
 // GetSessionByTitle returns the session with exactly this title (binary
 // comparison), else not_found.
 func (s *Store) GetSessionByTitle(ctx context.Context, title string) (*sessiondb.Session, error) {
+	if !s.hasTitles() {
+		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no session titled %q (this file's schema has no titles)", title)
+	}
 	x, err := scanSession(s.queryRow(ctx, "SELECT "+s.q.sessSel+" FROM sessions s WHERE s.title = ?", title))
 	if err == sql.ErrNoRows {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no session titled %q", title)
@@ -100,6 +106,9 @@ func (s *Store) GetSessionByTitle(ctx context.Context, title string) (*sessiondb
 // "<title> #<anything>" (ASCII-case-insensitive, as Hermes v6), else the
 // one titled exactly title, else not_found.
 func (s *Store) ResolveSessionByTitle(ctx context.Context, title string) (string, error) {
+	if !s.hasTitles() {
+		return "", sessiondb.Errorf(sessiondb.ENOTFOUND, "no session titled %q (this file's schema has no titles)", title)
+	}
 	var id string
 	err := s.queryRow(ctx, `SELECT id FROM sessions WHERE title LIKE ? ESCAPE '\' ORDER BY started_at DESC LIMIT 1`, fts.EscapeLike(title)+" #%").Scan(&id)
 	if err == nil {
@@ -123,9 +132,17 @@ func (s *Store) ResolveSessionByTitle(ctx context.Context, title string) (string
 // exists, else "<base> #<max+1>".
 func (s *Store) NextTitleInLineage(ctx context.Context, title string) (string, error) {
 	base, _ := sessiondb.LineageBase(title)
+	if !s.hasTitles() {
+		return base, nil
+	}
 	titles, err := s.queryStrings(ctx, `SELECT title FROM sessions WHERE title = ? OR title LIKE ? ESCAPE '\'`, base, fts.EscapeLike(base)+" #%")
 	if err != nil {
 		return "", s.readErr(err, "next title after %q", title)
 	}
 	return sessiondb.NextLineageTitle(base, titles), nil
 }
+
+// hasTitles reports whether the file has sessions.title: Hermes added it in
+// schema 3, and a read-only open of an older file keeps its schema, so the
+// title reads answer as for a store where no session has a title.
+func (s *Store) hasTitles() bool { return s.si.sessCols["title"] }

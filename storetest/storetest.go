@@ -67,6 +67,8 @@ func Run(t *testing.T, h Harness) {
 		{"Export", testExport},
 		{"ExportPages", testExportPages},
 		{"Cleanup", testCleanup},
+		{"DeleteDelegates", testDeleteDelegates},
+		{"Archive", testArchive},
 		{"Prune", testPrune},
 		{"Fork", testFork},
 		{"Paging", testPaging},

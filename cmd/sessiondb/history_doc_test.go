@@ -45,6 +45,17 @@ func TestCLIReference(t *testing.T) {
 	}
 }
 
+// exitNotes explains the exit status table.
+const exitNotes = `
+With --json an error is printed on stderr as {"error":{"code","message"}}, the HTTP API's shape,
+flag mistakes included; without it, as one line of text after "sessiondb: ".
+
+Answering anything but y or yes to a question (prune, clear, delete and admin's removals ask on a
+terminal) exits 6. It is not invalid input (2), and not a failure (1): git and apt answer a "no" with
+their general failure status 1, which here means an internal failure. A status of its own keeps
+` + "`sessiondb delete ID && next`" + ` from running next, and lets a script tell "the user said no" from "it failed".
+`
+
 // cliReference renders the help of every history, mailbox, host and
 // control-plane command as Markdown, in the order the commands are built.
 func cliReference() []byte {
@@ -57,7 +68,15 @@ func cliReference() []byte {
 	b.WriteString("Global flags, accepted by every command:\n\n```\n")
 	b.WriteString(root.PersistentFlags().FlagUsages())
 	b.WriteString("```\n\n")
-	b.WriteString("Exit statuses: 0 ok, 1 internal, 2 invalid input, 3 not found, 4 conflict, 5 busy, 130 interrupted.\n")
+	b.WriteString("Exit statuses:\n\n| status | `--json` code | meaning |\n|---|---|---|\n")
+	for _, e := range cli.ExitStatuses() {
+		code := "-"
+		if e.Code != "" {
+			code = "`" + e.Code + "`"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s |\n", e.Status, code, e.Meaning)
+	}
+	b.WriteString(exitNotes)
 	for _, g := range []cli.Group{history.Commands, mailbox.Commands, host.Commands, route.Commands, admin.Commands, subagents.Commands, serve.Commands} {
 		for _, c := range g(f) {
 			cmd, _, err := root.Find([]string{c.Name()})
@@ -66,6 +85,10 @@ func cliReference() []byte {
 			}
 			writeCommandTree(&b, root, cmd)
 		}
+	}
+	// The root's own command, beside every group's.
+	if cmd, _, err := root.Find([]string{"version"}); err == nil {
+		writeCommandTree(&b, root, cmd)
 	}
 	return b.Bytes()
 }

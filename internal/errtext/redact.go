@@ -49,7 +49,7 @@ var passwordParams = []string{"password", "sslpassword"}
 // in a password or sslpassword parameter. A URL too broken to read counts
 // as carrying one when it has user info with a colon.
 func HasPassword(location string) bool {
-	_, found := redactPassword(location)
+	_, found := redactPassword(location, false)
 	return found
 }
 
@@ -60,11 +60,23 @@ func HasPassword(location string) bool {
 // store and is no secret. A URL too broken to read shows as "(a URL)".
 // Errors and logs that name a database the user gave go through this.
 func RedactPassword(location string) string {
-	s, _ := redactPassword(location)
+	s, _ := redactPassword(location, false)
 	return s
 }
 
-func redactPassword(location string) (string, bool) {
+// DropPassword is location without its password, for a command line
+// printed for the user to run: the user info keeps its user, the password
+// and sslpassword parameters are removed, so the client reads the password
+// from $PGPASSWORD or ~/.pgpass. Anything else is as RedactPassword shows
+// it.
+func DropPassword(location string) string {
+	s, _ := redactPassword(location, true)
+	return s
+}
+
+// redactPassword masks the password of location with "xxxxx", or drops it
+// when drop is set, and reports whether it held one.
+func redactPassword(location string, drop bool) (string, bool) {
 	i := strings.Index(location, "://")
 	if i < 0 {
 		return location, false
@@ -77,7 +89,11 @@ func redactPassword(location string) (string, bool) {
 	}
 	found := false
 	if pw, ok := u.User.Password(); ok && pw != "" {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		name := u.User.Username()
+		u.User = url.UserPassword(name, "xxxxx")
+		if drop {
+			u.User = url.User(name)
+		}
 		found = true
 	}
 	q := u.Query()
@@ -85,6 +101,9 @@ func redactPassword(location string) (string, bool) {
 		for _, p := range passwordParams {
 			if strings.EqualFold(k, p) && q.Get(k) != "" {
 				q.Set(k, "xxxxx")
+				if drop {
+					q.Del(k)
+				}
 				found = true
 			}
 		}

@@ -62,3 +62,20 @@ func TestRedactPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestDropPassword: the location printed in a command for the user to run
+// keeps its user, host, database and parameters, without the password.
+func TestDropPassword(t *testing.T) {
+	for in, want := range map[string]string{
+		"/home/me/.hermes/state.db":                                  "/home/me/.hermes/state.db",
+		"postgres://agent@db.internal/sessions":                      "postgres://agent@db.internal/sessions",
+		"postgres://agent:s3cret@db.internal:5432/sessions":          "postgres://agent@db.internal:5432/sessions",
+		"postgres://db/s?user=agent&password=s3cret&sslmode=disable": "postgres://db/s?sslmode=disable&user=agent",
+		"postgres://db/s?SSLPassword=s3cret":                         "postgres://db/s",
+		"postgres://agent:s3cret@db:notaport/s":                      "(a URL)",
+	} {
+		if got := DropPassword(in); got != want {
+			t.Errorf("DropPassword(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@
 package fts
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -39,7 +40,53 @@ import (
 // hundred bytes expand to gigabytes. When the exact result would be longer
 // than four times the query plus 4 KiB, Sanitize returns "" instead. Only a
 // query holding NUL characters can reach that limit.
-func Sanitize(q string) string {
+func Sanitize(q string) string { return sanitize(q, nil) }
+
+// Change is a kind of thing Sanitize does to a query: what a face reports
+// beside the results, so a search never silently runs another query than
+// the one typed.
+type Change int
+
+const (
+	// RemovedSyntax: characters FTS5 reads as syntax (+ { } ( ) ^ and a
+	// quote without its partner) became spaces. Note.Text lists them.
+	RemovedSyntax Change = iota + 1
+	// DroppedLeadingStar: a * at the start of a word was deleted (FTS5
+	// matches prefixes, word*, never suffixes).
+	DroppedLeadingStar
+	// DroppedLeadingOperator: an AND, OR or NOT (any case) that began the
+	// query was deleted, as it had nothing before it. Note.Text is the word
+	// as typed.
+	DroppedLeadingOperator
+	// DroppedTrailingOperator: an AND, OR or NOT that ended the query was
+	// deleted, as it had nothing after it. Note.Text is the word as typed.
+	DroppedTrailingOperator
+	// QuotedCompound: words joined by '.' or '-' are searched as a phrase.
+	// Note.Text is the compound.
+	QuotedCompound
+)
+
+// Note is one change Sanitize made, with the text it concerns.
+type Note struct {
+	Change Change
+	Text   string
+}
+
+// SanitizeNotes returns Sanitize(q) and the changes it made, in the order
+// it made them. The query is the same as Sanitize's, byte for byte.
+func SanitizeNotes(q string) (string, []Note) {
+	notes := []Note{}
+	out := sanitize(q, &notes)
+	return out, notes
+}
+
+// sanitize is Sanitize, noting each change in notes when notes is not nil.
+func sanitize(q string, notes *[]Note) string {
+	note := func(c Change, text string) {
+		if notes != nil {
+			*notes = append(*notes, Note{c, text})
+		}
+	}
 	s := []rune(q)
 
 	// Step 1. The placeholder is Hermes' own: NUL, 'Q', the index, NUL.
@@ -64,11 +111,18 @@ func Sanitize(q string) string {
 	s = out
 
 	// Step 2.
+	var removed []rune
 	for i, r := range s {
 		switch r {
 		case '+', '{', '}', '(', ')', '"', '^':
 			s[i] = ' '
+			if !slices.Contains(removed, r) {
+				removed = append(removed, r)
+			}
 		}
+	}
+	if len(removed) > 0 {
+		note(RemovedSyntax, string(removed))
 	}
 
 	// Step 3. After the runs collapse no two stars are adjacent, so "at the
@@ -81,26 +135,35 @@ func Sanitize(q string) string {
 		collapsed = append(collapsed, r)
 	}
 	s = make([]rune, 0, len(collapsed))
+	dropped := false
 	for i, r := range collapsed {
 		if r == '*' && (i == 0 || isPySpace(collapsed[i-1])) {
+			dropped = true
 			continue
 		}
 		s = append(s, r)
+	}
+	if dropped {
+		note(DroppedLeadingStar, "*")
 	}
 
 	// Step 4.
 	s = pyStrip(s)
 	if n := leadingOperator(s); n > 0 {
+		note(DroppedLeadingOperator, string(s[:n]))
 		s = s[n:]
 		for len(s) > 0 && isPySpace(s[0]) {
 			s = s[1:]
 		}
 	}
 	s = pyStrip(s)
-	s = s[:trailingOperator(s)]
+	if n := trailingOperator(s); n < len(s) {
+		note(DroppedTrailingOperator, string(pyStrip(s[n:])))
+		s = s[:n]
+	}
 
 	// Step 5.
-	s = quoteCompounds(s)
+	s = quoteCompounds(s, note)
 
 	// Step 6.
 	res := restore(string(s), phrases, strings.ContainsRune(q, 0))
@@ -187,7 +250,7 @@ func foldEqual(s []rune, op string) bool {
 // re.sub(r'\b(\w+(?:[.-]\w+)+)\b', r'"\1"', s). A greedy \w+ can only stop
 // where a non-word character follows, so every match spans whole words and
 // the closing \b always holds.
-func quoteCompounds(s []rune) []rune {
+func quoteCompounds(s []rune, note func(Change, string)) []rune {
 	wordEnd := func(i int) int {
 		for i < len(s) && isPyWord(s[i]) {
 			i++
@@ -215,6 +278,7 @@ func quoteCompounds(s []rune) []rune {
 		out = append(out, '"')
 		out = append(out, s[i:k]...)
 		out = append(out, '"')
+		note(QuotedCompound, string(s[i:k]))
 		i = k
 	}
 	return out

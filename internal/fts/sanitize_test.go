@@ -1,6 +1,7 @@
 package fts
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -216,4 +217,42 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("Sanitize(%q) = %q: not trimmed", q, got)
 		}
 	})
+}
+
+// TestSanitizeNotes: SanitizeNotes gives Sanitize's query byte for byte
+// (every reference vector and spec row), and names each change it made.
+func TestSanitizeNotes(t *testing.T) {
+	for _, v := range ftstest.Vectors(t) {
+		if got, _ := SanitizeNotes(v.In); got != v.Out {
+			t.Fatalf("SanitizeNotes(%q) = %q, Sanitize gives %q", v.In, got, v.Out)
+		}
+	}
+	for _, r := range specTable {
+		if got, _ := SanitizeNotes(r.in); got != r.sanitized {
+			t.Errorf("SanitizeNotes(%q) = %q, want %q", r.in, got, r.sanitized)
+		}
+	}
+	cases := []struct {
+		in   string
+		want []Note
+	}{
+		{"hello world", []Note{}},
+		{`"exact phrase" python NOT java`, []Note{}},
+		{"NOT docker", []Note{{DroppedLeadingOperator, "NOT"}}},
+		{"not this", []Note{{DroppedLeadingOperator, "not"}}},
+		{"hello  or  ", []Note{{DroppedTrailingOperator, "or"}}},
+		{"OR a AND", []Note{{DroppedLeadingOperator, "OR"}, {DroppedTrailingOperator, "AND"}}},
+		{"C++ (x) ^y", []Note{{RemovedSyntax, "+()^"}}},
+		{`say "hi`, []Note{{RemovedSyntax, `"`}}},
+		{`"a+b" c`, []Note{}},
+		{"***deploy *x", []Note{{DroppedLeadingStar, "*"}}},
+		{"deploy* ab**c", []Note{}},
+		{"chat-send my-app.config.ts", []Note{{QuotedCompound, "chat-send"}, {QuotedCompound, "my-app.config.ts"}}},
+	}
+	for _, tc := range cases {
+		_, got := SanitizeNotes(tc.in)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("SanitizeNotes(%q) notes %v, want %v", tc.in, got, tc.want)
+		}
+	}
 }

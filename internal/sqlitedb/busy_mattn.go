@@ -15,7 +15,7 @@ extern void sqlite3_interrupt(sqlite3*);
 extern void *sqlite3_get_clientdata(sqlite3*, const char*);
 extern int sqlite3_set_clientdata(sqlite3*, const char*, void*, void(*)(void*));
 
-extern long long sqlitedbBusyPause(uintptr_t timeoutMS, int n);
+extern long long sqlitedbBusyPause(uintptr_t arg, int n);
 
 // The connection's wait in ms, kept on the connection itself.
 static const char sqlitedb_busy_key[] = "sessiondb.busy";
@@ -35,9 +35,9 @@ static int sqlitedb_busy(void *arg, int n) {
 
 static void sqlitedb_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
 
-static int sqlitedb_set_busy(void *db, uintptr_t timeoutMS) {
-	if (timeoutMS == 0) return sqlite3_busy_handler((sqlite3*)db, 0, 0);
-	int rc = sqlite3_set_clientdata((sqlite3*)db, sqlitedb_busy_key, (void*)timeoutMS, 0);
+static int sqlitedb_set_busy(void *db, uintptr_t arg) {
+	if (arg == 0) return sqlite3_busy_handler((sqlite3*)db, 0, 0);
+	int rc = sqlite3_set_clientdata((sqlite3*)db, sqlitedb_busy_key, (void*)arg, 0);
 	if (rc != 0) return rc;
 	return sqlite3_busy_handler((sqlite3*)db, sqlitedb_busy, db);
 }
@@ -47,15 +47,14 @@ import "C"
 import (
 	"fmt"
 	"reflect"
-	"time"
 	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
 )
 
 //export sqlitedbBusyPause
-func sqlitedbBusyPause(timeoutMS C.uintptr_t, n C.int) C.longlong {
-	d, ok := busyPause(int(n), time.Duration(timeoutMS)*time.Millisecond)
+func sqlitedbBusyPause(arg C.uintptr_t, n C.int) C.longlong {
+	d, ok := busyWaitOf(uintptr(arg)).pause(int(n))
 	if !ok {
 		return -1
 	}
@@ -64,12 +63,12 @@ func sqlitedbBusyPause(timeoutMS C.uintptr_t, n C.int) C.longlong {
 
 // installBusyHandler makes our busy handler wait up to timeout on the
 // driver connection dc (0: fail at once).
-func installBusyHandler(dc any, timeout time.Duration) error {
+func installBusyHandler(dc any, w busyWait) error {
 	db, err := handle(dc)
 	if err != nil {
 		return err
 	}
-	if rc := C.sqlitedb_set_busy(db, C.uintptr_t(busyMS(timeout))); rc != 0 {
+	if rc := C.sqlitedb_set_busy(db, C.uintptr_t(w.arg())); rc != 0 {
 		return fmt.Errorf("sqlite3_busy_handler: result code %d", int(rc))
 	}
 	return nil

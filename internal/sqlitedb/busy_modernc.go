@@ -29,8 +29,7 @@ func busyHandler(tls *libc.TLS, db uintptr, n int32) int32 {
 	if sqlite3.Xsqlite3_is_interrupted(tls, db) != 0 {
 		return 0
 	}
-	timeoutMS := sqlite3.Xsqlite3_get_clientdata(tls, db, busyKey)
-	d, ok := busyPause(int(n), time.Duration(timeoutMS)*time.Millisecond)
+	d, ok := busyWaitOf(sqlite3.Xsqlite3_get_clientdata(tls, db, busyKey)).pause(int(n))
 	if !ok {
 		return 0
 	}
@@ -47,13 +46,13 @@ var busyHandlerPtr = *(*uintptr)(unsafe.Pointer(&struct {
 
 // installBusyHandler makes our busy handler wait up to timeout on the
 // driver connection dc (0: fail at once).
-func installBusyHandler(dc any, timeout time.Duration) error {
+func installBusyHandler(dc any, w busyWait) error {
 	db, t, err := handle(dc)
 	if err != nil {
 		return err
 	}
 	var rc int32
-	if ms := busyMS(timeout); ms == 0 {
+	if ms := w.arg(); ms == 0 {
 		rc = sqlite3.Xsqlite3_busy_handler(t, db, 0, 0)
 	} else if rc = sqlite3.Xsqlite3_set_clientdata(t, db, busyKey, ms, 0); rc == 0 {
 		rc = sqlite3.Xsqlite3_busy_handler(t, db, busyHandlerPtr, db)

@@ -48,6 +48,55 @@ func TestBusyPauseSchedule(t *testing.T) {
 	}
 }
 
+// The yielding schedule (Writer.Yield) waits 1, 2, 4, 8, 8 ... ms, each
+// jittered by a quarter either way, and gives up once its steps add up to
+// the timeout; it travels to the handler with the timeout in one integer.
+func TestYieldingSchedule(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	w := newBusyWait(timeout, true)
+	if got := busyWaitOf(w.arg()); got != w {
+		t.Fatalf("busyWaitOf(arg) = %+v, want %+v", got, w)
+	}
+	if got := busyWaitOf(newBusyWait(timeout, false).arg()); got.yield || got.ms != 50 {
+		t.Fatalf("a quick wait read back as %+v", got)
+	}
+	nominal := []time.Duration{1, 2, 4, 8, 8, 8, 8, 8, 3} // the last cut to end at 50 ms
+	var slept time.Duration
+	n := 0
+	for ; ; n++ {
+		d, ok := w.pause(n)
+		if !ok {
+			break
+		}
+		if n >= len(nominal) {
+			t.Fatalf("pause %d (%v) after %v: the wait goes on past its timeout", n, d, slept)
+		}
+		want := nominal[n] * time.Millisecond
+		lo, hi := want*3/4, want*5/4
+		if n == len(nominal)-1 {
+			lo = 0 // cut short, whatever the jitter drew
+		}
+		if d < lo || d > hi {
+			t.Fatalf("pause %d = %v, want within [%v, %v]", n, d, lo, hi)
+		}
+		slept += d
+	}
+	if n != len(nominal) {
+		t.Fatalf("gave up after %d pauses, want %d", n, len(nominal))
+	}
+	if _, ok := newBusyWait(0, true).pause(0); ok {
+		t.Fatal("a zero timeout must not wait")
+	}
+	// The quick schedule is unchanged by the encoding.
+	for n := 0; n < 20; n++ {
+		a, aok := newBusyWait(timeout, false).pause(n)
+		b, bok := busyPause(n, timeout)
+		if a != b || aok != bok {
+			t.Fatalf("quick pause %d = %v, %v; busyPause says %v, %v", n, a, aok, b, bok)
+		}
+	}
+}
+
 // lockFile makes path a rollback-journal database with one row in t, then
 // holds its exclusive lock, with a second row written, until the returned
 // release is called.

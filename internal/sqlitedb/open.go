@@ -296,7 +296,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, fmt.Errorf("sqlite driver connection cannot execute statements directly")
 	}
 	if c.busy > 0 {
-		if err := installBusyHandler(conn, c.busy); err != nil {
+		if err := installBusyHandler(conn, newBusyWait(c.busy, false)); err != nil {
 			conn.Close()
 			return nil, err
 		}

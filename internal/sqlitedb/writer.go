@@ -45,6 +45,12 @@ type Writer struct {
 	Budget time.Duration
 	// Now reads the clock for the budget; nil means time.Now.
 	Now func() time.Time
+	// Yield makes the wait for the write lock begin at 1 ms instead of
+	// 20 µs (busy.go, the yielding schedule): for a file several
+	// processes append to, where a waiter that took the lock at every gap
+	// between another process's transactions made the lock change hands at
+	// nearly every commit. Set it before the first write.
+	Yield bool
 	// OnCommit, when set, is called after each successful commit with the
 	// number of writes it held, on the committing goroutine but after the
 	// connection is released. It must not block.
@@ -358,7 +364,9 @@ func (w *Writer) begin(deadline time.Time) error {
 		w.hooked = true
 	}
 	if ms != w.busyMS {
-		err := w.conn.Raw(func(dc any) error { return installBusyHandler(dc, time.Duration(ms)*time.Millisecond) })
+		err := w.conn.Raw(func(dc any) error {
+			return installBusyHandler(dc, newBusyWait(time.Duration(ms)*time.Millisecond, w.Yield))
+		})
 		if err != nil {
 			return err
 		}

@@ -528,6 +528,61 @@ def record_import(hs, work, reads, ids):
     db.close()
 
 
+WRITES = [
+    # (name, method, args, clock offset from BASE or None)
+    ("delete_main", "delete_session", {"session_id": "h21-main"}, None),
+    ("delete_delegate", "delete_session", {"session_id": "h21-delegate"}, None),
+    ("delete_lineage_mid", "delete_session", {"session_id": "h21-lineage-mid"}, None),
+    ("delete_multimodal", "delete_session", {"session_id": "h21-multimodal"}, None),
+    ("delete_missing", "delete_session", {"session_id": "h21-missing"}, None),
+    ("clear_multimodal", "clear_messages", {"session_id": "h21-multimodal"}, None),
+    # started_before = 1767830401 (h21-main's start + 1 s): h21-main and
+    # every ended cli session before it, not its delegates.
+    ("prune_cli_1_day", "prune_sessions", {"older_than_days": 1, "source": "cli"}, 1767830401.0 + DAY - BASE),
+    ("archive_lineage_mid", "set_session_archived", {"session_id": "h21-lineage-mid", "archived": True}, None),
+    ("unarchive_archived_tip", "set_session_archived", {"session_id": "h21-archived-tip", "archived": False}, None),
+    ("archive_main", "set_session_archived", {"session_id": "h21-main", "archived": True}, None),
+    ("archive_branch", "set_session_archived", {"session_id": "h21-branch", "archived": True}, None),
+    ("archive_missing", "set_session_archived", {"session_id": "h21-missing", "archived": True}, None),
+]
+
+
+def record_writes(hs, work, out, clock):
+    """Hermes' own deletes, prune and archive, each on a fresh copy of
+    state.db: the call's result, then what the file holds (every session's
+    parent and archived flag, messages and usage rows by session) and what
+    this Python's SQLite says of it (integrity_check and FTS5's own
+    integrity-check of both full-text tables)."""
+    cases = []
+    for name, method, args, offset in WRITES:
+        path = os.path.join(work, f"write-{name}.db")
+        shutil.copyfile(os.path.join(out, "state.db"), path)
+        clock.at(offset if offset is not None else 11 * DAY)
+        db = hs.SessionDB(db_path=__import__("pathlib").Path(path))
+        result = getattr(db, method)(**args)
+        db.close()
+        c = sqlite3.connect(path)
+        q = lambda sql: c.execute(sql).fetchall()
+        fts = {}
+        for t in ("messages_fts", "messages_fts_trigram"):
+            try:
+                c.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")
+                fts[t] = "ok"
+            except sqlite3.DatabaseError as e:
+                fts[t] = str(e)
+        cases.append({
+            "name": name, "call": method, "args": args, "result": result,
+            "sessions": {sid: {"parent_session_id": parent, "archived": archived}
+                         for sid, parent, archived in q("SELECT id, parent_session_id, archived FROM sessions ORDER BY id")},
+            "messages": dict(q("SELECT session_id, count(*) FROM messages GROUP BY session_id ORDER BY session_id")),
+            "session_model_usage": dict(q("SELECT session_id, count(*) FROM session_model_usage GROUP BY session_id ORDER BY session_id")),
+            "integrity_check": [r[0] for r in q("PRAGMA integrity_check")],
+            "fts_integrity_check": fts,
+        })
+        c.close()
+    dump(os.path.join(out, "reads", "writes.json"), cases)
+
+
 def make_empty(hs, work, out):
     """A state.db the current Hermes makes and closes with nothing in it:
     the fresh file an import or a copy keeps every field in."""
@@ -587,6 +642,7 @@ def main():
         record(db, ids, out)
         db.close()
         record_import(hs, work, os.path.join(out, "reads"), ids)
+        record_writes(hs, work, out, clock)
         empty_digest = make_empty(hs, work, out)
         if NETWORK_ATTEMPTS:
             sys.exit(f"Hermes tried the network: {NETWORK_ATTEMPTS}")

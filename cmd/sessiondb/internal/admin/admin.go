@@ -36,7 +36,7 @@ concerned, under --data (default $SESSIONDB_HOME/v2-sessions).
 
 Lists print a table (--json: the registry's rows); commands that remove
 something ask first on a terminal (--yes skips the question). Exit statuses:
-2 invalid input, 3 not found, 4 conflict, 5 busy.`,
+2 invalid input, 3 not found, 4 conflict, 5 busy, 6 you answered no (nothing changed).`,
 		Example: `  sessiondb admin groups create "Helper" --id ag-helper
   sessiondb admin channels create telegram --name "Team room" --group-chat -- -100123
   sessiondb admin wire mg-... ag-helper --engage pattern

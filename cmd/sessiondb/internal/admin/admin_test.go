@@ -193,7 +193,7 @@ func TestAdminAsksAndEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := clitest.Run(context.Background(), clitest.Options{Stdin: tty}, e.Args("admin", "sessions", "close", session), groups...)
-	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "not confirmed") || !strings.Contains(r.Stderr, "Close session "+session+"?") {
+	if r.Code != cli.ExitCancelled || !strings.Contains(r.Stderr, "not confirmed") || !strings.Contains(r.Stderr, "Close session "+session+"?") {
 		t.Fatalf("declined: exit %d %s", r.Code, r.Stderr)
 	}
 	var s sessiondb.AgentSession
@@ -257,5 +257,24 @@ func TestAdminApprovalsAndDropped(t *testing.T) {
 	e.JSON(&pruned, "admin", "dropped", "prune", "--older-than", "1h", "--yes")
 	if pruned.Pruned != 0 {
 		t.Fatalf("pruned a fresh row: %+v", pruned)
+	}
+}
+
+// An empty list says so instead of printing a header over no rows; --json
+// stays an empty list.
+func TestAdminEmptyLists(t *testing.T) {
+	e := clitest.NewControlPlane(t, groups...)
+	e.Run("admin", "groups", "create", "Helper", "--id", "ag-helper")
+	for _, args := range [][]string{{"admin", "users", "list"}, {"admin", "roles", "list"}, {"admin", "members", "list", "ag-helper"},
+		{"admin", "approvals", "list"}, {"admin", "sessions", "list"}, {"admin", "dropped", "list"}} {
+		r := clitest.Must(t, e.Args(args...), groups...)
+		if r.Stdout != "" || r.Stderr != cli.NothingToList+"\n" {
+			t.Errorf("%v: stdout %q, stderr %q; want %q on stderr alone", args, r.Stdout, r.Stderr, cli.NothingToList)
+		}
+	}
+	var users []sessiondb.User
+	e.JSON(&users, "admin", "users", "list")
+	if users == nil || len(users) != 0 {
+		t.Errorf("users list --json: %v, want []", users)
 	}
 }

@@ -186,6 +186,10 @@ func (a *group) approvalsListCmd() *cobra.Command {
 				if a.JSON {
 					return a.PrintJSON(map[string]any{"actions": sessiondb.NonNil(actions), "senders": sessiondb.NonNil(senders), "chats": sessiondb.NonNil(chats)})
 				}
+				if len(actions) == 0 && (st != sessiondb.ApprovalPending || len(senders)+len(chats) == 0) {
+					fmt.Fprintln(a.Err, cli.NothingToList)
+					return nil
+				}
 				t := &cli.Table{}
 				t.Row("KIND", "ID", "AGENT GROUP", "WHAT", "ASKED", "STATUS", "CREATED")
 				for _, p := range actions {

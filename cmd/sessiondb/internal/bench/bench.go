@@ -29,17 +29,26 @@ func Commands(f *cli.Factory) []*cobra.Command {
 	gcfg := defaultGrowthConfig()
 	var syncFlag, stepsFlag string
 	var growth bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "bench [--workload FILE | --messages N | --growth]",
-		Short: "Run the history store benchmark (a generated or shared workload, or the growth curve) and print JSON",
-		Long: `bench replays a workload against fresh stores in a temporary folder and prints
-one JSON object whose keys line up with every other implementation's (see
-../shared/bench/README.md). Without --workload the workload is generated here,
-deterministically from --seed, in the shape ../shared/bench/workload.py writes
-(--messages, --sessions, --long-session, --procs and --proc-messages size it
-as that script's flags do; --dump FILE writes it out instead of running it).
-With --workload FILE it replays a file that script wrote, for comparisons
-with other implementations. The phases:
+		Short: "Run the history store benchmark (a generated workload or a file, or the growth curve): a summary, and JSON",
+		Long: `bench replays a workload against fresh stores in a temporary folder and reports
+its figures as one JSON object, whose keys are those of the project's
+cross-implementation benchmark, so figures of other implementations line up.
+The workload is generated here, deterministically from --seed (--messages,
+--sessions, --long-session, --procs and --proc-messages size it; --dump FILE
+writes it out instead of running it). --workload FILE replays a file instead:
+one --dump wrote, or one from workload.py, the generator of that
+cross-implementation benchmark. That script is kept with the project's shared
+benchmark material, outside this repository: a clone does not have it, and
+does not need it, since the built-in generator writes the same format.
+
+On a terminal bench prints a summary of the headline figures and writes the
+whole JSON (some 3,000 lines: every query's figures) to a file, --output or
+else sessiondb-bench-<UTC time>.json in the current folder, and names it.
+With --json, or when stdout is a file or a pipe (bench > result.json), the
+JSON goes to stdout. The phases:
 
   append        every message record appended one call at a time, in order
   import        the same messages through the bulk import path
@@ -62,9 +71,8 @@ messages split over that many processes, each appending to its own session
 (the default with --db). Every SQLite store in the run uses the
 --synchronous level. Before
 each timed phase the OS is asked to write back dirty pages (sync), so one
-phase's write-back does not land in the next one's fsyncs. The output is JSON
-whether or not --json is given. Progress goes to stderr when it is a terminal
-(--quiet silences it).
+phase's write-back does not land in the next one's fsyncs. Progress goes to
+stderr when it is a terminal (--quiet silences it).
 
 With --growth it measures instead how the store behaves as it grows: one
 store is built in steps (--steps, messages; default 100k, 1M and 10M across
@@ -83,7 +91,8 @@ minutes.
 
   sessiondb bench                                  # generated, 100,000 messages
   sessiondb bench --messages 2000 --sessions 20 --long-session 100
-  python3 ../shared/bench/workload.py --dump workload.jsonl
+  sessiondb bench --json > result.json             # the JSON alone, for scripts
+  sessiondb bench --dump workload.jsonl --messages 20000
   sessiondb bench --workload workload.jsonl --include-raw --synchronous full
   sessiondb bench --growth --steps 2000,20000
   sessiondb bench --growth --store /srv/growth/state.db`,
@@ -141,11 +150,11 @@ minutes.
 			if err != nil {
 				return err
 			}
-			return f.PrintJSON(res)
+			return printResult(f, res, output)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.workload, "workload", "", "replay this workload JSONL file (written by workload.py --dump) instead of generating one")
+	fl.StringVar(&cfg.workload, "workload", "", "replay this workload JSONL file (written by --dump, or by the cross-implementation benchmark's workload.py) instead of generating one")
 	fl.IntVar(&cfg.gen.Messages, "messages", cfg.gen.Messages, "generated workload: messages appended")
 	fl.IntVar(&cfg.gen.Sessions, "sessions", cfg.gen.Sessions, "generated workload: sessions they are spread over (--growth: sessions at the last step, default 1 per 100 messages)")
 	fl.IntVar(&cfg.gen.LongSession, "long-session", cfg.gen.LongSession, "generated workload: messages of the one long session get_messages reads (--growth: default 20000)")
@@ -167,6 +176,7 @@ minutes.
 	fl.StringVar(&cfg.dir, "dir", "", "folder in which to make the temporary run folder (default: the system temp folder)")
 	fl.BoolVar(&cfg.keep, "keep", false, "keep the run folder and its stores (its path goes to stderr)")
 	fl.BoolVar(&cfg.quiet, "quiet", false, "no progress on stderr")
+	fl.StringVarP(&output, "output", "o", "", "also write the JSON result to this file (0600); on a terminal without --json, by default sessiondb-bench-<UTC time>.json in the current folder")
 	fl.IntVar(&cfg.groupCommitMessages, "group-commit-messages", defaultGroupCommitMessages, "messages in the group-commit phase (0 skips it)")
 	fl.MarkHidden("group-commit-messages")
 	fl.BoolVar(&cfg.serve, "serve", false, "also time the HTTP server over the main store (serve): session list pages, the first transcript page of a 20,000-message session, search, live events")
@@ -244,6 +254,9 @@ type appendResult struct {
 
 type importResult struct {
 	MsgsPerS float64 `json:"msgs_per_s"`
+	// RatioVsAppend is msgs_per_s over append.msgs_per_s: the same
+	// messages in bulk against one call at a time.
+	RatioVsAppend float64 `json:"ratio_vs_append"`
 }
 
 type searchResult struct {
@@ -253,6 +266,16 @@ type searchResult struct {
 	P50MSByKind    map[string]float64 `json:"p50_ms_by_kind"`
 	ZeroHitQueries int                `json:"zero_hit_queries"`
 	PerQuery       []queryResult      `json:"per_query"`
+	// The floor (SQLite only, searchfloor.go): the same queries through a
+	// bare FTS5 ranking statement, interleaved with the store's, and the
+	// store's p50 over the floor's.
+	// Plans (PostgreSQL only): the server's plan of each statement of the
+	// first search of each kind, one line each (explainpg.go).
+	Plans         map[string][]string `json:"plans,omitempty"`
+	FloorIncludes string              `json:"floor_includes,omitempty"`
+	FloorP50MS    float64             `json:"floor_p50_ms,omitempty"`
+	FloorP95MS    float64             `json:"floor_p95_ms,omitempty"`
+	RatioVsFloor  float64             `json:"ratio_vs_floor,omitempty"`
 }
 
 type queryResult struct {
@@ -281,6 +304,9 @@ type concurrentResult struct {
 	// messages alone, just before; RatioVsSingleProc compares to it.
 	SingleProcMsgsPerS float64 `json:"single_proc_msgs_per_s"`
 	RatioVsSingleProc  float64 `json:"ratio_vs_single_proc"`
+	// RatioVsRaw is aggregate_msgs_per_s over the bare loop's with as
+	// many processes (raw.concurrent; PostgreSQL).
+	RatioVsRaw *float64 `json:"ratio_vs_raw,omitempty"`
 }
 
 type groupCommitResult struct {
@@ -292,8 +318,12 @@ type groupCommitResult struct {
 }
 
 // rawResult's append has the append phase's shape (without ratio_vs_raw).
+// On PostgreSQL the bare loop also runs with one process per concurrent
+// worker (concurrent), and includes says what it does.
 type rawResult struct {
-	Append appendResult `json:"append"`
+	Includes   string            `json:"includes,omitempty"`
+	Append     appendResult      `json:"append"`
+	Concurrent *concurrentResult `json:"concurrent,omitempty"`
 }
 
 // runBench runs every phase against fresh stores in a new run folder and
@@ -316,7 +346,40 @@ func runAll(ctx context.Context, stderr io.Writer, cfg benchConfig) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]*benchResult{"sqlite": lite, "postgres": pg}, nil
+	return &pairResult{SQLite: lite, Postgres: pg, Ratios: pgRatiosOf(lite, pg)}, nil
+}
+
+// pairResult is a run on both backends.
+type pairResult struct {
+	SQLite   *benchResult `json:"sqlite"`
+	Postgres *benchResult `json:"postgres"`
+	Ratios   pgRatios     `json:"ratios"`
+}
+
+// pgRatios are the PostgreSQL run's figures against their baselines of the
+// same run: the bare loop's, its own append's, SQLite's.
+type pgRatios struct {
+	// AppendVsRaw: append, one call at a time, over the bare loop with
+	// one client.
+	AppendVsRaw *float64 `json:"append_vs_raw"`
+	// ImportVsAppend: import over append.
+	ImportVsAppend float64 `json:"import_vs_append"`
+	// ConcurrentVsRaw: the aggregate of the concurrent workers' processes
+	// over the bare loop's with as many processes.
+	ConcurrentVsRaw *float64 `json:"concurrent_vs_raw"`
+	// SearchP50VsSQLite and SearchP95VsSQLite: PostgreSQL's search times
+	// over SQLite's on the same queries and messages.
+	SearchP50VsSQLite float64 `json:"search_p50_vs_sqlite"`
+	SearchP95VsSQLite float64 `json:"search_p95_vs_sqlite"`
+}
+
+func pgRatiosOf(lite, pg *benchResult) pgRatios {
+	r := pgRatios{AppendVsRaw: pg.Append.RatioVsRaw, ImportVsAppend: pg.Import.RatioVsAppend, ConcurrentVsRaw: pg.Concurrent.RatioVsRaw}
+	if lite.Search.P50MS > 0 && lite.Search.P95MS > 0 {
+		r.SearchP50VsSQLite = round(pg.Search.P50MS/lite.Search.P50MS, 3)
+		r.SearchP95VsSQLite = round(pg.Search.P95MS/lite.Search.P95MS, 3)
+	}
+	return r
 }
 
 // runBench runs the benchmark on one backend: SQLite files in a run folder
@@ -354,6 +417,9 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	}
 	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr, db: db}
 	if db != "" {
+		b.pgTrace = &stmtRecorder{}
+	}
+	if db != "" {
 		res.Backend, res.Driver = "postgres", "pgx"
 		// One schema per store of the run, under a prefix of its own.
 		b.prefix = filepath.Base(dir)
@@ -364,8 +430,15 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	if err := b.mainStore(ctx, res); err != nil {
 		return nil, err
 	}
+	if res.Raw != nil && res.Raw.Append.MsgsPerS > 0 { // PostgreSQL's bare loop ran beside the appends
+		r := round(res.Append.MsgsPerS/res.Raw.Append.MsgsPerS, 3)
+		res.Append.RatioVsRaw = &r
+	}
 	if err := b.importPhase(ctx, res); err != nil {
 		return nil, err
+	}
+	if res.Append.MsgsPerS > 0 {
+		res.Import.RatioVsAppend = round(res.Import.MsgsPerS/res.Append.MsgsPerS, 3)
 	}
 	if err := b.groupCommitPhase(ctx, res); err != nil {
 		return nil, err
@@ -458,6 +531,9 @@ type bencher struct {
 	// db is the PostgreSQL server of the run ("" for SQLite files), prefix
 	// the name its schemas start with.
 	db, prefix string
+	// pgTrace records a PostgreSQL store's statements for the search
+	// plans (explainpg.go); nil for SQLite.
+	pgTrace *stmtRecorder
 }
 
 // location is where the run's store called name lives: a file in the run
@@ -484,7 +560,11 @@ func (b *bencher) open(ctx context.Context, name string) (sessiondb.Store, strin
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := store.Open(ctx, path, store.Options{Synchronous: b.cfg.synchronous})
+	o := store.Options{Synchronous: b.cfg.synchronous}
+	if b.pgTrace != nil {
+		o.Tracer = b.pgTrace
+	}
+	st, err := store.Open(ctx, path, o)
 	if err != nil {
 		return nil, path, sessiondb.Wrap("", err, "open the %s store", name)
 	}

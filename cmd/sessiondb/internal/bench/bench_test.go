@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,13 +128,14 @@ func TestBenchReplaysWorkload(t *testing.T) {
 		"search.p50_ms", "search.p95_ms", "search.max_ms", "search.zero_hit_queries",
 		"search.p50_ms_by_kind.word", "search.p50_ms_by_kind.two_words", "search.p50_ms_by_kind.phrase",
 		"search.p50_ms_by_kind.prefix", "search.p50_ms_by_kind.or",
+		"search.floor_p50_ms", "search.floor_p95_ms", "search.ratio_vs_floor",
 		"get_messages.rows", "get_messages.p50_ms", "db_bytes",
 		"concurrent.procs", "concurrent.total_wall_s", "concurrent.aggregate_msgs_per_s",
 		"concurrent.errors_total", "concurrent.rows_stored", "concurrent.rows_expected",
 		"concurrent.single_proc_msgs_per_s", "concurrent.ratio_vs_single_proc",
 		"group_commit.msgs_per_s", "group_commit.ratio_vs_serial",
 	}
-	strs := []string{"impl", "driver", "sqlite_version", "go_version", "synchronous"}
+	strs := []string{"impl", "driver", "sqlite_version", "go_version", "synchronous", "search.floor_includes"}
 	tests := []struct {
 		name    string
 		args    []string
@@ -179,6 +181,12 @@ func TestBenchReplaysWorkload(t *testing.T) {
 				if v, _ := jsonPath(res, k); v != w {
 					t.Errorf("%s = %#v, want %#v", k, v, w)
 				}
+			}
+			p50, _ := jsonPath(res, "search.p50_ms")
+			floor, _ := jsonPath(res, "search.floor_p50_ms")
+			ratio, _ := jsonPath(res, "search.ratio_vs_floor")
+			if f, _ := floor.(float64); f <= 0 || math.Abs(ratio.(float64)-p50.(float64)/f) > 0.01*ratio.(float64)+0.001 {
+				t.Errorf("search ratio_vs_floor = %v, want p50 %v over floor p50 %v", ratio, p50, floor)
 			}
 			for _, k := range []string{"append.msgs_per_s", "import.msgs_per_s", "concurrent.aggregate_msgs_per_s", "concurrent.single_proc_msgs_per_s", "group_commit.msgs_per_s", "db_bytes"} {
 				if v, _ := jsonPath(res, k); v.(float64) <= 0 {
@@ -368,7 +376,7 @@ func TestBenchOnPostgres(t *testing.T) {
 	}
 	var res map[string]map[string]any
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("output is not {sqlite, postgres}: %v\n%s", err, out)
+		t.Fatalf("output is not {sqlite, postgres, ratios}: %v\n%s", err, out)
 	}
 	lite, pg := res["sqlite"], res["postgres"]
 	if lite == nil || pg == nil || pg["backend"] != "postgres" || lite["backend"] != "sqlite" {
@@ -379,6 +387,66 @@ func TestBenchOnPostgres(t *testing.T) {
 			t.Errorf("the postgres result lacks the key %q", k)
 		}
 	}
+	// The bare loop ran beside the appends, with one client and with one
+	// process per concurrent worker, storing every row; each ratio of the
+	// run is there, and is the quotient of the figures it names.
+	for _, k := range []string{"raw.append.msgs_per_s", "raw.concurrent.aggregate_msgs_per_s", "append.ratio_vs_raw",
+		"concurrent.ratio_vs_raw", "import.ratio_vs_append"} {
+		if v, ok := jsonPath(pg, k); !ok || v.(float64) <= 0 {
+			t.Errorf("postgres %s = %v, want a positive figure", k, v)
+		}
+	}
+	// The server's plan of each statement of one search of each kind
+	// (this tiny store's plans may scan: the test checks their form, the
+	// full workload's run their indexes, docs/benchmarks.md).
+	plans, _ := jsonPath(pg, "search.plans")
+	byKind, _ := plans.(map[string]any)
+	if len(byKind) == 0 {
+		t.Errorf("postgres search.plans = %v, want a plan per query kind", plans)
+	}
+	for kind, ps := range byKind {
+		lines, _ := ps.([]any)
+		if len(lines) == 0 {
+			t.Errorf("no plan for the %s search", kind)
+		}
+		for _, l := range lines {
+			if s, _ := l.(string); !strings.Contains(s, "messages") || strings.Contains(s, "unreadable") {
+				t.Errorf("the %s search's plan %q names no read of messages", kind, s)
+			}
+		}
+	}
+	if p, ok := jsonPath(lite, "search.plans"); ok {
+		t.Errorf("sqlite search.plans = %v: plans are PostgreSQL's", p)
+	}
+	if inc, _ := jsonPath(pg, "raw.includes"); !strings.Contains(fmt.Sprint(inc), "INSERT INTO messages") {
+		t.Errorf("raw.includes = %v, want what the bare loop does", inc)
+	}
+	if n, _ := jsonPath(pg, "raw.append.messages"); n != pg["append"].(map[string]any)["messages"] {
+		t.Errorf("the bare loop appended %v messages, the store %v", n, pg["append"].(map[string]any)["messages"])
+	}
+	stored, _ := jsonPath(pg, "raw.concurrent.rows_stored")
+	expected, _ := jsonPath(pg, "concurrent.rows_expected")
+	if stored != expected {
+		t.Errorf("the bare loop's processes stored %v rows, want %v", stored, expected)
+	}
+	all := map[string]any{}
+	for k, v := range res {
+		all[k] = v
+	}
+	near := func(what string, got any, a, b string) {
+		t.Helper()
+		x, _ := jsonPath(all, a)
+		y, _ := jsonPath(all, b)
+		want := x.(float64) / y.(float64)
+		if g, ok := got.(float64); !ok || g < want*0.99-0.001 || g > want*1.01+0.001 {
+			t.Errorf("%s = %v, want %s / %s = %.3f", what, got, a, b, want)
+		}
+	}
+	ratios := res["ratios"]
+	near("ratios.append_vs_raw", ratios["append_vs_raw"], "postgres.append.msgs_per_s", "postgres.raw.append.msgs_per_s")
+	near("ratios.import_vs_append", ratios["import_vs_append"], "postgres.import.msgs_per_s", "postgres.append.msgs_per_s")
+	near("ratios.concurrent_vs_raw", ratios["concurrent_vs_raw"], "postgres.concurrent.aggregate_msgs_per_s", "postgres.raw.concurrent.aggregate_msgs_per_s")
+	near("ratios.search_p95_vs_sqlite", ratios["search_p95_vs_sqlite"], "postgres.search.p95_ms", "sqlite.search.p95_ms")
 	for _, r := range []map[string]any{lite, pg} {
 		for _, k := range []string{"append.msgs_per_s", "search.p50_ms", "concurrent.aggregate_msgs_per_s", "db_bytes"} {
 			if v, ok := jsonPath(r, k); !ok || v.(float64) <= 0 {

@@ -59,6 +59,7 @@ type workerReport struct {
 // benchWorkerCommand is the hidden child process of the concurrent phase.
 func benchWorkerCommand(f *cli.Factory) *cobra.Command {
 	var session, syncFlag string
+	var raw bool
 	cmd := &cobra.Command{
 		Use:    "bench-worker --session ID",
 		Short:  "One process of bench's concurrent phase (started by bench, not by hand)",
@@ -80,18 +81,21 @@ func benchWorkerCommand(f *cli.Factory) *cobra.Command {
 			// run by hand, reading it fails and says so.
 			release := os.NewFile(workerReleaseFD, "bench-release")
 			defer release.Close()
-			return runBenchWorker(cmd.Context(), f.Streams, db, session, s, release, f.Now)
+			return runBenchWorker(cmd.Context(), f.Streams, db, session, s, raw, release, f.Now)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&session, "session", "", "the worker's session id")
 	fl.StringVar(&syncFlag, "synchronous", "normal", "normal or full")
+	fl.BoolVar(&raw, "raw", false, "run the bare INSERT loop instead of the store's appends (PostgreSQL)")
 	return cmd
 }
 
 // runBenchWorker reads its messages from streams.In, opens the store, reports
 // ready on streams.Out, waits for release to reach EOF, appends, and reports.
-func runBenchWorker(ctx context.Context, streams cli.Streams, db, session, synchronous string, release io.Reader, now sessiondb.Clock) error {
+// With raw it connects to the PostgreSQL schema db names and appends
+// through the bare loop instead.
+func runBenchWorker(ctx context.Context, streams cli.Streams, db, session, synchronous string, raw bool, release io.Reader, now sessiondb.Clock) error {
 	var msgs []sessiondb.NewMessage
 	dec := json.NewDecoder(streams.In)
 	for {
@@ -106,11 +110,30 @@ func runBenchWorker(ctx context.Context, streams cli.Streams, db, session, synch
 		wm := wlMessage{SessionID: session, Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
 		msgs = append(msgs, wm.newMessage())
 	}
-	st, err := store.Open(ctx, db, store.Options{Synchronous: synchronous})
-	if err != nil {
-		return sessiondb.Wrap("", err, "bench-worker: open %s", errtext.RedactPassword(db))
+	var appendOne func(m *sessiondb.NewMessage) error
+	closeStore := func() error { return nil }
+	if raw {
+		if !store.IsURL(db) {
+			return sessiondb.Errorf(sessiondb.EINVALID, "bench-worker --raw runs on PostgreSQL: --db must be a postgres:// URL")
+		}
+		conn, err := openRawPG(ctx, db)
+		if err != nil {
+			return err
+		}
+		defer conn.close()
+		appendOne = func(m *sessiondb.NewMessage) error { return conn.append(ctx, m, now) }
+	} else {
+		st, err := store.Open(ctx, db, store.Options{Synchronous: synchronous})
+		if err != nil {
+			return sessiondb.Wrap("", err, "bench-worker: open %s", errtext.RedactPassword(db))
+		}
+		defer st.Close()
+		appendOne = func(m *sessiondb.NewMessage) error {
+			_, err := st.AppendMessage(ctx, *m)
+			return err
+		}
+		closeStore = st.Close
 	}
-	defer st.Close()
 	if _, err := fmt.Fprintln(streams.Out, workerReady); err != nil {
 		return err
 	}
@@ -120,7 +143,7 @@ func runBenchWorker(ctx context.Context, streams cli.Streams, db, session, synch
 	var rep workerReport
 	start := now()
 	for i := range msgs {
-		if _, err := st.AppendMessage(ctx, msgs[i]); err != nil {
+		if err := appendOne(&msgs[i]); err != nil {
 			rep.Errors++
 			if rep.FirstError == "" {
 				rep.FirstError = fmt.Sprintf("message %d: %v", i, err)
@@ -137,7 +160,7 @@ func runBenchWorker(ctx context.Context, streams cli.Streams, db, session, synch
 	if _, err := fmt.Fprintf(streams.Out, "%s\n", line); err != nil {
 		return err
 	}
-	return st.Close()
+	return closeStore()
 }
 
 // workerEvent is one thing a worker's stdout told the parent.
@@ -165,7 +188,7 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 		all = append(all, w.Messages...)
 	}
 	b.p.phase("concurrent baseline: 1 worker process, %d messages", len(all))
-	single, err := b.runWorkers(ctx, "concurrent_single", []*wlWorker{{Worker: ws[0].Worker, SessionID: ws[0].SessionID, Messages: all}})
+	single, err := b.runWorkers(ctx, "concurrent_single", []*wlWorker{{Worker: ws[0].Worker, SessionID: ws[0].SessionID, Messages: all}}, false)
 	if err != nil {
 		return err
 	}
@@ -174,9 +197,27 @@ func (b *bencher) concurrentPhase(ctx context.Context, res *benchResult) error {
 	}
 
 	b.p.phase("concurrent: %d worker processes", len(ws))
-	run, err := b.runWorkers(ctx, "concurrent", ws)
+	run, err := b.runWorkers(ctx, "concurrent", ws, false)
 	if err != nil {
 		return err
+	}
+	if b.db != "" {
+		// The bare loop with as many processes, each with one connection
+		// to its own session, on a schema of its own.
+		b.p.phase("concurrent: the bare loop in %d processes", len(ws))
+		bare, err := b.runWorkers(ctx, "concurrent_raw", ws, true)
+		if err != nil {
+			return err
+		}
+		if res.Raw == nil {
+			res.Raw = &rawResult{Includes: rawPGIncludes}
+		}
+		res.Raw.Concurrent = &concurrentResult{Procs: len(ws), TotalWallS: round(bare.wall.Seconds(), 3), AggregateMsgsPerS: rate(bare.appended, bare.wall),
+			ErrorsTotal: bare.errors, RowsStored: bare.stored, RowsExpected: b.wl.concRecords}
+		if bare.errors == 0 && bare.appended > 0 {
+			r := round(rate(run.appended, run.wall)/res.Raw.Concurrent.AggregateMsgsPerS, 3)
+			res.Concurrent.RatioVsRaw = &r
+		}
 	}
 	res.Concurrent.TotalWallS = round(run.wall.Seconds(), 3)
 	res.Concurrent.AggregateMsgsPerS = rate(run.appended, run.wall)
@@ -213,7 +254,7 @@ func (b *bencher) scalingPhase(ctx context.Context, res *benchResult) error {
 			w.Messages = append(w.Messages, m)
 		}
 		b.p.phase("scaling: %d worker processes, %d messages", n, len(all))
-		run, err := b.runWorkers(ctx, fmt.Sprintf("scaling_%d", n), ws)
+		run, err := b.runWorkers(ctx, fmt.Sprintf("scaling_%d", n), ws, false)
 		if err != nil {
 			return err
 		}
@@ -235,8 +276,10 @@ type workersRun struct {
 // runWorkers starts one bench-worker process per entry of ws on a fresh
 // file name.db, releases them together once all are ready, and collects
 // their reports. A worker failing before it is ready fails the run; later
-// failures are counted in errors and described on stderr.
-func (b *bencher) runWorkers(ctx context.Context, name string, ws []*wlWorker) (*workersRun, error) {
+// failures are counted in errors and described on stderr. With raw (a
+// PostgreSQL store), each worker runs the bare loop on a connection of
+// its own instead of the store's appends.
+func (b *bencher) runWorkers(ctx context.Context, name string, ws []*wlWorker, raw bool) (*workersRun, error) {
 	// The parent creates the file and the sessions, so the workers open a
 	// store that needs no migration and race only on appends.
 	st, path, err := b.open(ctx, name)
@@ -289,8 +332,12 @@ func (b *bencher) runWorkers(ctx context.Context, name string, ws []*wlWorker) (
 			// the process list, where a command line shows it.
 			args = nil
 		}
-		c := exec.CommandContext(wctx, exe, append(args, "bench-worker", "--session", w.SessionID, "--synchronous", lowerSync(b.cfg.synchronous))...)
-		if args == nil {
+		args = append(args, "bench-worker", "--session", w.SessionID, "--synchronous", lowerSync(b.cfg.synchronous))
+		if raw {
+			args = append(args, "--raw")
+		}
+		c := exec.CommandContext(wctx, exe, args...)
+		if store.IsURL(path) {
 			c.Env = append(os.Environ(), "SESSIONDB_DATABASE_URL="+path)
 		}
 		c.ExtraFiles = []*os.File{releaseR}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 )
 
@@ -56,7 +57,7 @@ func (b *bencher) mainStore(ctx context.Context, res *benchResult) (err error) {
 	if err := b.getMessagesPhase(ctx, st, res); err != nil {
 		return err
 	}
-	if err := b.searchPhase(ctx, st, res); err != nil {
+	if err := b.searchPhase(ctx, st, path, res); err != nil {
 		return err
 	}
 	if err := b.exportForImport(ctx, st); err != nil {
@@ -89,31 +90,66 @@ func (b *bencher) createSessions(ctx context.Context, st sessiondb.Store) error 
 	return nil
 }
 
+// appendChunk bounds the messages appended in one go before, on
+// PostgreSQL, the bare loop appends the same ones: the two alternate, so
+// the machine's load falls on both alike.
+const appendChunk = 1000
+
 // appendPhase appends every message record one call at a time, in order,
-// and times the whole run and each tenth of it.
+// and times the whole run and each tenth of it. On PostgreSQL the bare
+// loop (rawPG, on a schema of its own the store made) appends the same
+// messages right after each chunk of ours, and its rate is raw.append.
 func (b *bencher) appendPhase(ctx context.Context, st sessiondb.Store, res *benchResult) error {
 	msgs := make([]sessiondb.NewMessage, len(b.wl.messages))
 	for i := range b.wl.messages {
 		msgs[i] = b.wl.messages[i].newMessage()
 	}
 	n := len(msgs)
-	b.p.phase("append: %d messages, one call at a time", n)
+	var raw *rawPG
+	if b.db != "" {
+		var path string
+		var err error
+		if raw, path, err = b.openRawPGStore(ctx, "raw"); err != nil {
+			return err
+		}
+		defer b.remove(path)
+		defer raw.close()
+		b.p.phase("append: %d messages, one call at a time, each %d beside the bare loop's", n, appendChunk)
+	} else {
+		b.p.phase("append: %d messages, one call at a time", n)
+	}
 	idMismatch := 0
 	bar := b.p.counter("append", n, "messages")
 	b.settle()
-	dt := newDecileTimer(n, b.cfg.now)
-	for i := range msgs {
-		id, err := st.AppendMessage(ctx, msgs[i])
-		if err != nil {
-			return sessiondb.Wrap("", err, "append message seq %d", b.wl.messages[i].Seq)
+	var ours, bare [10]time.Duration
+	for d := range 10 {
+		for lo, hi := d*n/10, (d+1)*n/10; lo < hi; lo += appendChunk {
+			end := min(lo+appendChunk, hi)
+			t := b.cfg.now()
+			for i := lo; i < end; i++ {
+				id, err := st.AppendMessage(ctx, msgs[i])
+				if err != nil {
+					return sessiondb.Wrap("", err, "append message seq %d", b.wl.messages[i].Seq)
+				}
+				if id != b.wl.messages[i].Seq+1 {
+					idMismatch++
+				}
+				bar.Set(int64(i + 1))
+			}
+			ours[d] += b.since(t)
+			if raw == nil {
+				continue
+			}
+			t = b.cfg.now()
+			for i := lo; i < end; i++ {
+				if err := raw.append(ctx, &msgs[i], b.cfg.now); err != nil {
+					return sessiondb.Wrap("", err, "bare loop seq %d", b.wl.messages[i].Seq)
+				}
+			}
+			bare[d] += b.since(t)
 		}
-		if id != b.wl.messages[i].Seq+1 {
-			idMismatch++
-		}
-		dt.tick(i + 1)
-		bar.Set(int64(i + 1))
 	}
-	total, byDecile := dt.finish()
+	total, byDecile := deciles(n, ours)
 	bar.Done()
 	b.p.done("append", n, total)
 	if idMismatch > 0 {
@@ -127,7 +163,45 @@ func (b *bencher) appendPhase(ctx context.Context, st sessiondb.Store, res *benc
 		MsgsPerS:         rate(n, total),
 		MsgsPerSByDecile: byDecile,
 	}
+	if raw != nil {
+		rawTotal, rawByDecile := deciles(n, bare)
+		res.Raw = &rawResult{Includes: rawPGIncludes, Append: appendResult{Messages: n, Seconds: round(rawTotal.Seconds(), 3),
+			MsgsPerS: rate(n, rawTotal), MsgsPerSByDecile: rawByDecile}}
+		b.p.phase("append: %.0f msgs/s, the bare loop beside it %.0f", res.Append.MsgsPerS, res.Raw.Append.MsgsPerS)
+	}
 	return nil
+}
+
+// deciles returns the total of the tenths' times and the rate of each
+// tenth of n steps; a tenth with no steps (n < 10) has rate 0.
+func deciles(n int, took [10]time.Duration) (time.Duration, []float64) {
+	var total time.Duration
+	rates := make([]float64, 10)
+	for d, t := range took {
+		total += t
+		rates[d] = rate((d+1)*n/10-d*n/10, t)
+	}
+	return total, rates
+}
+
+// openRawPGStore makes the bare loop's schema through the store (so its
+// tables and indexes are the store's), with the workload's sessions, and
+// connects the bare loop to it.
+func (b *bencher) openRawPGStore(ctx context.Context, name string) (*rawPG, string, error) {
+	st, path, err := b.open(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
+	err = b.createSessions(ctx, st)
+	cli.CloseInto(&err, st, "close the "+name+" store")
+	if err == nil {
+		var raw *rawPG
+		if raw, err = openRawPG(ctx, path); err == nil {
+			return raw, path, nil
+		}
+	}
+	b.remove(path)
+	return nil, "", err
 }
 
 // getMessagesPhase reads the long session back: one warm-up, then timed runs.
@@ -158,7 +232,7 @@ func (b *bencher) getMessagesPhase(ctx context.Context, st sessiondb.Store, res 
 // passes. Overall and per-kind percentiles are taken over all samples
 // (queries x passes), so a query that is slow only sometimes still shows;
 // each per_query entry reports the median of its own passes.
-func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benchResult) error {
+func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, path string, res *benchResult) error {
 	qs := b.wl.queries
 	b.p.phase("search: %d queries, 1 warm-up + %d timed passes", len(qs), searchPasses)
 	res.Search.PerQuery = make([]queryResult, len(qs))
@@ -181,10 +255,17 @@ func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benc
 			res.Search.ZeroHitQueries++
 		}
 	}
+	floor, err := b.openSearchFloor(ctx, path)
+	if err != nil {
+		return err
+	}
+	if floor != nil {
+		defer floor.Close()
+	}
 	bar := b.p.counter("search", searchPasses*len(qs), "queries")
 	b.settle()
 	perQuery := make([][]float64, len(qs))
-	var all []float64
+	var all, floors []float64
 	byKind := map[string][]float64{}
 	for pass := range searchPasses {
 		for i, q := range qs {
@@ -196,6 +277,13 @@ func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benc
 			perQuery[i] = append(perQuery[i], s)
 			all = append(all, s)
 			byKind[q.Kind] = append(byKind[q.Kind], s)
+			if floor != nil {
+				t := b.cfg.now()
+				if _, err := floor.run(ctx, q.Q); err != nil {
+					return err
+				}
+				floors = append(floors, ms(b.since(t)))
+			}
 			bar.Set(int64(pass*len(qs) + i + 1))
 		}
 	}
@@ -208,6 +296,17 @@ func (b *bencher) searchPhase(ctx context.Context, st sessiondb.Store, res *benc
 	res.Search.MaxMS = round(percentile(all, 1), 3)
 	for k, s := range byKind {
 		res.Search.P50MSByKind[k] = round(percentile(s, 0.5), 3)
+	}
+	if res.Search.Plans, err = b.searchPlans(ctx, st, path); err != nil {
+		return err
+	}
+	if len(floors) > 0 {
+		res.Search.FloorIncludes = searchFloorIncludes
+		res.Search.FloorP50MS = round(percentile(floors, 0.50), 3)
+		res.Search.FloorP95MS = round(percentile(floors, 0.95), 3)
+		if res.Search.FloorP50MS > 0 {
+			res.Search.RatioVsFloor = round(res.Search.P50MS/res.Search.FloorP50MS, 3)
+		}
 	}
 	b.p.phase("search: p50 %.2f ms, p95 %.2f ms, %d queries without hits", res.Search.P50MS, res.Search.P95MS, res.Search.ZeroHitQueries)
 	return nil

@@ -29,10 +29,12 @@ func RangeArgs(min, max int, what string) cobra.PositionalArgs {
 	}
 }
 
-// ArgError is an invalid error about c's arguments, ending with its usage
-// line.
+// ArgError is an invalid error about c's arguments, naming the command
+// without the program's name (Run puts "sessiondb: " before every error)
+// and ending with its usage line.
 func ArgError(c *cobra.Command, format string, args ...any) error {
-	return sessiondb.Errorf(sessiondb.EINVALID, "%s: %s (usage: %s)", c.CommandPath(), fmt.Sprintf(format, args...), c.UseLine())
+	name := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+	return sessiondb.Errorf(sessiondb.EINVALID, "%s: %s (usage: %s)", name, fmt.Sprintf(format, args...), c.UseLine())
 }
 
 // CheckPaging validates --limit and --offset.

@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/sessiondb/sessiondb"
 )
 
 // Confirm asks a person before a command destroys something. When stdin
 // is a terminal and yes (--yes) is not set, show writes what would be
 // removed (counts, ids, titles) on Err, question is asked there, and
-// anything but y or yes refuses with an invalid error saying nothing was
-// changed and that --yes skips the question. Without a terminal (a script,
+// anything but y or yes returns ErrCancelled (exit 6), which says nothing
+// was changed and that --yes skips the question. Without a terminal (a script,
 // a pipe, a cron job) there is nobody to ask and the command goes ahead:
 // it was named in full, as delete has always done. show may be nil.
 func (f *Factory) Confirm(yes bool, show func(w io.Writer) error, question string) error {
@@ -28,7 +26,7 @@ func (f *Factory) Confirm(yes bool, show func(w io.Writer) error, question strin
 	if Ask(f.In, f.Err, Printable(question)+" [y/N] ") {
 		return nil
 	}
-	return sessiondb.Errorf(sessiondb.EINVALID, "not confirmed: nothing was changed (pass --yes to skip the question)")
+	return ErrCancelled
 }
 
 // Ask writes question q on w and reports whether the answer read from r

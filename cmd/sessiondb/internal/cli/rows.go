@@ -36,21 +36,34 @@ func WriteFields(w io.Writer, fields [][2]string) error {
 	return t.Write(w)
 }
 
+// NothingToList is what a list with no rows prints on stderr, where a
+// header over no rows would read as a broken table.
+const NothingToList = "nothing to list"
+
 // PrintList prints rows: as a JSON array with --json (empty, never null,
-// when there are none), else as a table.
+// when there are none), else as a table, or NothingToList on Err when
+// there are no rows.
 func PrintList[T any](f *Factory, rows []T, cols Columns[T]) error {
 	if f.JSON {
 		return f.PrintJSON(sessiondb.NonNil(rows))
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(f.Err, NothingToList)
+		return nil
 	}
 	return cols.Write(f.Out, rows)
 }
 
 // PrintPage prints one page of a paged list: the page as JSON with --json,
 // else its rows as a table and then, on Err, the --cursor that continues
-// after it when there is more.
+// after it when there is more; a page without rows prints NothingToList.
 func PrintPage[T any](f *Factory, page any, rows []T, next string, cols Columns[T]) error {
 	if f.JSON {
 		return f.PrintJSON(page)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(f.Err, NothingToList)
+		return nil
 	}
 	if err := cols.Write(f.Out, rows); err != nil {
 		return err

@@ -62,7 +62,7 @@ func TestDestructiveCommandsAsk(t *testing.T) {
 	t.Run("prune lists and asks", func(t *testing.T) {
 		db := exampleDB(t)
 		r := onTerminal(t, "n\n", "--db", db, "prune", "--older-than", "90d")
-		if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "not confirmed") || !strings.Contains(r.Stderr, "--yes") {
+		if r.Code != cli.ExitCancelled || !strings.Contains(r.Stderr, "not confirmed") || !strings.Contains(r.Stderr, "--yes") {
 			t.Fatalf("answer no: exit %d, stderr %q", r.Code, r.Stderr)
 		}
 		for _, want := range []string{dockerID, "Fix Docker build", "Lisbon weekend", "Delete these 6 session(s)", "[y/N]"} {
@@ -92,7 +92,7 @@ func TestDestructiveCommandsAsk(t *testing.T) {
 		db := exampleDB(t)
 		before := messageCount(t, db, cronID)
 		r := onTerminal(t, "no\n", "--db", db, "clear", cronID)
-		if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "Backup check 2026-07-01") || !strings.Contains(r.Stderr, "Delete the 5 message(s)") {
+		if r.Code != cli.ExitCancelled || !strings.Contains(r.Stderr, "Backup check 2026-07-01") || !strings.Contains(r.Stderr, "Delete the 5 message(s)") {
 			t.Fatalf("answer no: exit %d, stderr %q", r.Code, r.Stderr)
 		}
 		if n := messageCount(t, db, cronID); n != before {
@@ -104,7 +104,7 @@ func TestDestructiveCommandsAsk(t *testing.T) {
 	})
 	t.Run("delete asks", func(t *testing.T) {
 		db := exampleDB(t)
-		if r := onTerminal(t, "\n", "--db", db, "delete", dockerID); r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "Fix Docker build") {
+		if r := onTerminal(t, "\n", "--db", db, "delete", dockerID); r.Code != cli.ExitCancelled || !strings.Contains(r.Stderr, "Fix Docker build") {
 			t.Fatalf("no answer: exit %d, stderr %q", r.Code, r.Stderr)
 		}
 		if r := onTerminal(t, "", "--db", db, "delete", dockerID, "--yes"); r.Code != 0 || sessionCount(t, db) != exampleSessions-1 {

@@ -12,11 +12,15 @@ import (
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
+	"github.com/sessiondb/sessiondb/internal/version"
 )
 
 // doctorReport is what `doctor` finds, in its --json form.
 type doctorReport struct {
 	Path string `json:"path"`
+	// Version is sessiondb's own (internal/version), as `sessiondb
+	// version` prints it.
+	Version string `json:"version"`
 	// Opened is false when the file would not open as a store: only the
 	// integrity check and the file's facts are known.
 	Opened        bool   `json:"opened"`
@@ -35,8 +39,12 @@ type doctorReport struct {
 	IntegrityMore int      `json:"integrity_check_more,omitempty"`
 	VersionSkew   []string `json:"version_skew,omitempty"`
 	FTS           string   `json:"fts_integrity_check"`
-	RebuiltFTS    bool     `json:"rebuilt_fts,omitempty"`
-	OptimizedFTS  bool     `json:"optimized_fts,omitempty"`
+	// Additions are what sessiondb added to the file (README: "What
+	// sessiondb adds to Hermes' file").
+	Additions    []sessiondb.Addition `json:"additions"`
+	Removed      []sessiondb.Addition `json:"removed_additions,omitempty"`
+	RebuiltFTS   bool                 `json:"rebuilt_fts,omitempty"`
+	OptimizedFTS bool                 `json:"optimized_fts,omitempty"`
 	// Problems are what is wrong with the data: doctor fails on them.
 	// Advice is what is sound but could be safer (a file other users may
 	// read), each with its fix: doctor fails on it only with --strict.
@@ -45,14 +53,15 @@ type doctorReport struct {
 }
 
 func (h *group) doctorCmd() *cobra.Command {
-	var rebuild, optimize, strict bool
+	var rebuild, optimize, strict, remove, yes bool
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the store: versions, size, permissions, integrity, search index",
-		Long: `Report the store's schema version, the SQLite library and driver in this
-build, the file's size and permissions, and run SQLite's integrity_check and
-the full-text index's own integrity check. Exits 1 when a check fails: the
-data is damaged, or the search index does not match it.
+		Long: `Report sessiondb's own version (as ` + "`sessiondb version`" + ` prints it), the
+store's schema version, the SQLite library and driver in this build, the
+file's size and permissions, and run SQLite's integrity_check and the
+full-text index's own integrity check. Exits 1 when a check fails: the data
+is damaged, or the search index does not match it.
 
 Permissions are advice, not a failure: a store other users may read (mode
 0644, as Hermes makes its files under the usual umask) is sound, and doctor
@@ -65,19 +74,32 @@ over text with NUL bytes (a newer Hermes' multimodal content) is reported
 as version skew, naming both versions, not as damage.
 
 --rebuild-fts rebuilds the search index from the messages (the cure when the
-index check fails); --optimize-fts merges the index's segments, which makes
-search a little faster on a store that has taken many writes.`,
+index check fails), on a file of any schema version: a newer Hermes'
+full-text tables as Hermes itself rebuilds them, their definitions and
+triggers kept, the trigram table's text without NUL bytes, which every
+SQLite reads alike. --optimize-fts merges the index's segments, which makes
+search a little faster on a store that has taken many writes. A file without
+a search index (Hermes without FTS5 makes none) is advice, not a failure:
+search scans the messages.
+
+It also lists what sessiondb has added to the file (tables, indexes,
+triggers and state_meta keys of its own; README: "What sessiondb adds to
+Hermes' file"), as --json's "additions". --remove-additions takes them out,
+leaving the file's schema as Hermes made it (only sessiondb's keys leave
+Hermes' state_meta); on a terminal it asks first, --yes skips that. Open
+the file with --no-additions after, or the next write adds them again.`,
 		Example: `  sessiondb doctor
   sessiondb --db ~/.hermes/state.db --read-only doctor
   sessiondb doctor --rebuild-fts
-  sessiondb doctor --strict      # exit 1 on advice too (a file others may read)`,
+  sessiondb doctor --strict      # exit 1 on advice too (a file others may read)
+  sessiondb --db ~/.hermes/state.db --no-additions doctor --remove-additions --yes`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := h.checkSynchronous(); err != nil {
 				return err
 			}
 			access := cli.ReadStore
-			if rebuild || optimize {
+			if rebuild || optimize || remove {
 				access = cli.WriteStore
 			}
 			ctx := c.Context()
@@ -86,8 +108,22 @@ search a little faster on a store that has taken many writes.`,
 				if !ok {
 					return sessiondb.Errorf(sessiondb.EINVALID, "doctor checks a SQLite store file, and this store is not one")
 				}
-				r := &doctorReport{Path: st.Path(), Opened: true, Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}, Advice: []string{}}
+				r := &doctorReport{Path: st.Path(), Opened: true, Version: version.String(), Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}, Advice: []string{}}
 				var err error
+				if remove {
+					held, err := st.Additions(ctx)
+					if err != nil {
+						return err
+					}
+					if len(held) > 0 {
+						if err := h.Confirm(yes, nil, fmt.Sprintf("Remove sessiondb's %d addition(s) from %s? Listing by last activity and search of a large store get slower.", len(held), st.Path())); err != nil {
+							return err
+						}
+					}
+					if r.Removed, err = st.RemoveAdditions(ctx); err != nil {
+						return err
+					}
+				}
 				if rebuild {
 					if err := h.Spin("rebuilding the search index", func() error { return st.RebuildFTS(ctx) }); err != nil {
 						return err
@@ -108,6 +144,12 @@ search a little faster on a store that has taken many writes.`,
 				}
 				if r.Sessions, err = s.SessionCount(ctx, ""); err != nil {
 					return err
+				}
+				if r.Additions, err = st.Additions(ctx); err != nil {
+					return err
+				}
+				if r.Additions == nil {
+					r.Additions = []sessiondb.Addition{}
 				}
 				r.statFiles()
 				lines, err := st.IntegrityCheck(ctx)
@@ -138,14 +180,17 @@ search a little faster on a store that has taken many writes.`,
 						return err
 					}
 					r.FTS = err.Error()
-					if sessiondb.ErrorCode(err) == sessiondb.EINVALID {
+					switch {
+					case sessiondb.ErrorCode(err) == sessiondb.EINVALID:
+						// No index is no damage: Hermes without FTS5 makes
+						// none, and search then scans the messages.
 						r.FTS = "missing (no messages_fts table)"
-					}
-					// Advise --rebuild-fts only where it would run; else the
-					// store says what works (a newer Hermes owns its index).
-					if cerr := st.CanRebuildFTS(); cerr != nil {
-						r.Problems = append(r.Problems, cerr.Error())
-					} else {
+						r.Advice = append(r.Advice, err.Error())
+					case st.CanRebuildFTS() != nil:
+						// Advise --rebuild-fts only where it would run;
+						// else the store says what works.
+						r.Problems = append(r.Problems, st.CanRebuildFTS().Error())
+					default:
 						r.Problems = append(r.Problems, "the search index does not match the messages: run `sessiondb doctor --rebuild-fts`")
 					}
 				}
@@ -161,6 +206,8 @@ search a little faster on a store that has taken many writes.`,
 	}
 	c.Flags().BoolVar(&rebuild, "rebuild-fts", false, "rebuild the full-text search index from the messages")
 	c.Flags().BoolVar(&optimize, "optimize-fts", false, "merge the search index's segments")
+	c.Flags().BoolVar(&remove, "remove-additions", false, "remove sessiondb's own tables, indexes, triggers and state_meta keys from the file (open with --no-additions after)")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (--remove-additions)")
 	c.Flags().BoolVar(&strict, "strict", false, "fail on advice too (a store file other users may read)")
 	h.addSynchronousFlag(c)
 	return c
@@ -248,7 +295,7 @@ func (h *group) doctorDamaged(ctx context.Context, openErr error, strict bool) e
 	if err != nil {
 		return openErr
 	}
-	r := &doctorReport{Path: path, Driver: store.Driver, GoVersion: runtime.Version(), FTS: "not checked (the store does not open)", Problems: []string{}, Advice: []string{}}
+	r := &doctorReport{Path: path, Version: version.String(), Driver: store.Driver, GoVersion: runtime.Version(), FTS: "not checked (the store does not open)", Problems: []string{}, Advice: []string{}}
 	r.statFiles()
 	r.SQLiteVersion = store.SQLiteVersion(ctx)
 	if len(lines) == 1 && lines[0] == "ok" {
@@ -262,6 +309,7 @@ func (h *group) doctorDamaged(ctx context.Context, openErr error, strict bool) e
 }
 
 func (h *group) printDoctor(r *doctorReport) {
+	h.Printf("sessiondb       %s\n", r.Version)
 	h.Printf("store           %s\n", cli.PrintableLine(r.Path))
 	h.Printf("file            %s bytes (+ %s WAL), mode %s\n", fmtCount(r.FileBytes), fmtCount(r.WALBytes), cli.OrDash(r.FileMode))
 	if r.Opened {
@@ -286,6 +334,17 @@ func (h *group) printDoctor(r *doctorReport) {
 		h.Printf("version skew    %s\n", cli.PrintableLine(sk))
 	}
 	h.Printf("search index    %s\n", cli.PrintableLine(r.FTS))
+	if len(r.Removed) > 0 {
+		h.Printf("removed         %d addition(s) of sessiondb's\n", len(r.Removed))
+	}
+	if len(r.Additions) == 0 {
+		h.Printf("additions       none (every table, index and trigger is Hermes')\n")
+	} else {
+		h.Printf("additions       %d by sessiondb (the rest is Hermes'):\n", len(r.Additions))
+		for _, a := range r.Additions {
+			h.Printf("                %s %s: %s\n", a.Kind, a.Name, a.For)
+		}
+	}
 	if r.RebuiltFTS {
 		h.Printf("                rebuilt\n")
 	}

@@ -27,7 +27,9 @@ func (h *group) forkCmd() *cobra.Command {
 and including message --at (all of them by default) into it, so you can take
 the conversation another way and keep the original. A tool call is never
 separated from its results: the copy grows to include them, or stops before
-the call if a result is missing. Message ids are shown by ` + "`sessiondb show`" + `.
+the call if a result is missing. --at takes a message's id, the "id N"
+` + "`sessiondb show`" + ` prints beside each message, not the #n before it (its place
+in the session).
 
 The new session gets the source, model and system prompt of the original,
 and its model_config records "_branched_from", as newer Hermes does.`,
@@ -40,7 +42,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 				return err
 			}
 			if c.Flags().Changed("at") && at < 1 {
-				return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: want a message id (1 or more) from `sessiondb show`", at)
+				return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: want a message id (1 or more): the \"id N\" `sessiondb show` prints beside each message", at)
 			}
 			if c.Flags().Changed("id") {
 				if err := checkNewID(newID); err != nil {
@@ -106,7 +108,7 @@ and its model_config records "_branched_from", as newer Hermes does.`,
 			})
 		},
 	}
-	c.Flags().Int64Var(&at, "at", 0, "copy messages up to and including this message id (default: all)")
+	c.Flags().Int64Var(&at, "at", 0, "copy messages up to and including the message with this id, as show prints it (default: all)")
 	c.Flags().StringVar(&newID, "id", "", "id of the new session, at most 255 bytes (default: a new time-based id)")
 	c.Flags().StringVar(&title, "title", "", "title of the new session")
 	h.addSynchronousFlag(c)
@@ -139,7 +141,7 @@ func checkMessageOf(ctx context.Context, st sessiondb.MessageService, src string
 			return nil
 		}
 	}
-	return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: session %s has no message %d (see the #ids in `sessiondb show %s`)", id, src, id, src)
+	return sessiondb.Errorf(sessiondb.EINVALID, "--at %d: session %s has no message with id %d (the ids are the \"id N\" beside each message in `sessiondb show %s`, not its #n)", id, src, id, src)
 }
 
 // newSessionID makes an id in Hermes' shape, 20260315_092437_c9a6ff: the
@@ -221,6 +223,61 @@ func (h *group) reopenCmd() *cobra.Command {
 	return c
 }
 
+// archiveCmd is archive (archived) or unarchive.
+func (h *group) archiveCmd(archived bool) *cobra.Command {
+	verb, short, long := "archive", "Hide a conversation from listings, keeping every message", `Archive a session, as Hermes' /archive does: the session and its whole
+compression lineage (the sessions it continued from and the ones that
+continue it) get Hermes' archived flag. Nothing is deleted: an archived
+session keeps its messages, shows, exports and is found by id as before;
+listings and counts leave it out unless asked (sessions --archived).
+`+"`sessiondb unarchive`"+` undoes it.
+
+The flag is a column of newer Hermes (schema 14 on) and of PostgreSQL; a
+schema-6 file, as sessiondb makes, has none, and sessiondb adds no column to
+Hermes' tables: archiving there fails and says so.`
+	example := `  sessiondb archive 20260315_092437_c9a6ff
+  sessiondb --db ~/.hermes/state.db archive "Docker build"`
+	if !archived {
+		verb, short, long = "unarchive", "Bring an archived conversation back into listings", `Unarchive a session: the session and its whole compression lineage lose
+Hermes' archived flag, as Hermes' unarchive does, and show in listings
+again.`
+		example = `  sessiondb unarchive 20260315_092437_c9a6ff`
+	}
+	c := &cobra.Command{
+		Use:     verb + " <id|prefix|title>",
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    cli.ExactArgs(1, "one session id, id prefix or title"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := h.checkSynchronous(); err != nil {
+				return err
+			}
+			ctx := c.Context()
+			return h.withSession(ctx, cli.WriteStore, args[0], true, func(st sessiondb.Store, s *sessiondb.Session) error {
+				n, err := st.SetSessionArchived(ctx, s.ID, archived)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s was gone before it could be %sd", s.ID, verb)
+				}
+				if h.JSON {
+					return h.PrintJSON(map[string]any{"id": s.ID, "archived": archived, "sessions": n})
+				}
+				line := fmt.Sprintf("%sd %s", verb, s.ID)
+				if n > 1 {
+					line += fmt.Sprintf(" with its compression lineage (%d sessions)", n)
+				}
+				h.Printf("%s\n", cli.PrintableLine(line))
+				return nil
+			})
+		},
+	}
+	h.addSynchronousFlag(c)
+	return c
+}
+
 func (h *group) clearCmd() *cobra.Command {
 	var yes bool
 	c := &cobra.Command{
@@ -286,12 +343,15 @@ func (h *group) deleteCmd() *cobra.Command {
 	var yes bool
 	c := &cobra.Command{
 		Use:   "delete <id|prefix>",
-		Short: "Delete a session and its messages",
-		Long: `Delete a session and all of its messages. Sessions that continued or forked
-from it stay, without a parent. On a terminal you are shown the session and
-asked to confirm; --yes skips the question. Without a terminal on stdin (a
-script, a pipe, cron, systemd, </dev/null) nobody can answer and it goes
-ahead. Only an exact id or a unique id prefix is accepted, not a title.`,
+		Short: "Delete a session and its messages, with its delegate subagents",
+		Long: `Delete a session and all of its messages. As Hermes deletes a session, its
+delegate subagents (sessions a delegated task ran in, marked _delegate_from
+in their model_config) go with it, and theirs in turn; sessions that
+continued, branched or forked from it stay, without a parent. On a terminal
+you are shown the session and its delegates and asked to confirm; --yes
+skips the question. Without a terminal on stdin (a script, a pipe, cron,
+systemd, </dev/null) nobody can answer and it goes ahead. Only an exact id or
+a unique id prefix is accepted, not a title.`,
 		Example: `  sessiondb delete 20260509_081244_a3f9e0
   sessiondb delete 20260509_081244 --yes`,
 		Args: cli.ExactArgs(1, "one session id or id prefix"),
@@ -303,20 +363,41 @@ ahead. Only an exact id or a unique id prefix is accepted, not a title.`,
 			return h.withSession(ctx, cli.WriteStore, args[0], false, func(st sessiondb.Store, s *sessiondb.Session) error {
 				id := s.ID
 				q := fmt.Sprintf("Delete session %s %q with its %d message(s)? This cannot be undone.", id, deref(s.Title), s.MessageCount)
-				if err := h.Confirm(yes, nil, q); err != nil {
+				var show func(io.Writer) error
+				if !yes && cli.IsTerminal(h.In) {
+					delegates, err := st.DelegatesOf(ctx, id)
+					if err != nil {
+						return err
+					}
+					if len(delegates) > 0 {
+						q = fmt.Sprintf("Delete session %s %q with its %d message(s), and its %d delegate subagent session(s) with theirs? This cannot be undone.", id, deref(s.Title), s.MessageCount, len(delegates))
+						show = func(w io.Writer) error {
+							_, err := fmt.Fprintf(w, "delegate subagents that go with it: %s\n", cli.PrintableLine(strings.Join(delegates, ", ")))
+							return err
+						}
+					}
+				}
+				if err := h.Confirm(yes, show, q); err != nil {
 					return err
 				}
-				deleted, err := st.DeleteSession(ctx, id)
+				ids, err := st.DeleteSession(ctx, id)
 				if err != nil {
 					return err
 				}
-				if h.JSON {
-					return h.PrintJSON(map[string]any{"id": id, "deleted": deleted})
+				delegates := []string{}
+				if len(ids) > 1 {
+					delegates = ids[1:]
 				}
-				if !deleted {
+				if h.JSON {
+					return h.PrintJSON(map[string]any{"id": id, "deleted": len(ids) > 0, "delegates": delegates})
+				}
+				if len(ids) == 0 {
 					return sessiondb.Errorf(sessiondb.ENOTFOUND, "session %s was already gone", id)
 				}
 				h.Printf("deleted %s (%d messages)\n", cli.PrintableLine(id), s.MessageCount)
+				if len(delegates) > 0 {
+					h.Printf("deleted with it, its delegate subagents: %s\n", cli.PrintableLine(strings.Join(delegates, ", ")))
+				}
 				return nil
 			})
 		},
@@ -334,7 +415,8 @@ func (h *group) pruneCmd() *cobra.Command {
 		Short: "Delete ended sessions started longer ago than an age",
 		Long: `Delete every ended session that started before the given age, with its
 messages; open sessions are never pruned. Sessions continuing from a pruned
-one stay, without a parent. --older-than is required: there is no default
+one stay, without a parent: its delegate subagents too, as Hermes' prune
+leaves them (delete takes them with their parent). --older-than is required: there is no default
 age. --dry-run lists what would go and changes nothing. On a terminal the
 sessions are listed and you are asked to confirm; --yes skips the question.
 Without a terminal on stdin (a script, a pipe, cron, systemd, </dev/null)

@@ -1,6 +1,7 @@
 // Package history holds the history store commands of the command line:
 // sessions, show, search, title, lineage, stats, export, import, fork,
-// end, reopen, clear, delete, prune, doctor and quickstart.
+// end, reopen, archive, unarchive, clear, delete, prune, doctor and
+// quickstart.
 package history
 
 import (
@@ -26,7 +27,7 @@ func Commands(f *cli.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		h.sessionsCmd(), h.showCmd(), h.searchCmd(), h.titleCmd(), h.lineageCmd(),
 		h.statsCmd(), h.exportCmd(), h.importCmd(), h.forkCmd(), h.endCmd(),
-		h.reopenCmd(), h.clearCmd(), h.deleteCmd(), h.pruneCmd(), h.doctorCmd(),
+		h.reopenCmd(), h.archiveCmd(true), h.archiveCmd(false), h.clearCmd(), h.deleteCmd(), h.pruneCmd(), h.doctorCmd(),
 		h.quickstartCmd(), h.copyCmd(),
 	}
 }

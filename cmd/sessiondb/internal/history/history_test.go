@@ -5,12 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +150,7 @@ func TestImportInputs(t *testing.T) {
 			name:     "bad lines are reported and do not stop the others",
 			input:    []string{lines[dockerID], "{not json", `{"source":"cli"}`, `[1,2]`, `{"id":7}`, lines[cronID]},
 			wantCode: cli.ExitInvalid, imported: 2, failed: 4, failLines: []int{2, 3, 4, 5},
-			errorsHave: []string{"not a JSON object", "field id", "not a JSON object", "field id"},
+			errorsHave: []string{"not a JSON object", "field id", "not a JSON object but a list", "field id"},
 			present:    []string{dockerID, cronID},
 		},
 		{
@@ -166,6 +166,23 @@ func TestImportInputs(t *testing.T) {
 			wantCode: cli.ExitInvalid, imported: 3, failed: 3, failLines: []int{3, 4, 5},
 			errorsHave: []string{"title: Title too long (1000000 chars, max 100)", "started_at must be epoch seconds", "messages[0].tool_calls must be JSON"},
 			present:    []string{dockerID, cronID, "esc"},
+		},
+		{
+			name: "values of the wrong kind are named in JSON's words, not Go's",
+			input: []string{
+				`{"id":"n1","source":"cli","started_at":null,"messages":[]}`,
+				`{"id":"n2","source":"cli","started_at":"yesterday","messages":[]}`,
+				`{"id":"n3","source":"cli","started_at":1700000000,"messages":{"role":"user"}}`,
+				`{"id":"n4","source":"cli","started_at":1700000000,"messages":["hi"]}`,
+				`{"id":"n5","source":"cli","started_at":1700000000,"messages":[{"role":"user","timestamp":{}}]}`,
+				`{"id":"n6","source":"cli","started_at":1700000000,"messages":[],"session_model_usage":"x"}`,
+				`{"id":"n7","source":"cli","started_at":1700000000,"messages":[{"role":"user","content":true,"timestamp":1700000000}]}`,
+			},
+			wantCode: cli.ExitInvalid, failed: 7, failLines: []int{1, 2, 3, 4, 5, 6, 7},
+			errorsHave: []string{"started_at must be a number (epoch seconds), not null", "started_at must be a number (epoch seconds), not text",
+				"messages must be a list, not an object", "messages[0] must be an object, not text", "messages[0].timestamp must be a number (epoch seconds), not an object",
+				"import session n6: session_model_usage must be a list of objects, not text",
+				"import session n7: messages[0].content must be a string, a list of parts or an object, not true or false"},
 		},
 		{
 			name:     "a parent in neither store nor file",
@@ -201,6 +218,13 @@ func TestImportInputs(t *testing.T) {
 			for i, want := range tc.failLines {
 				if i >= len(rep.Errors) || rep.Errors[i].Line != want {
 					t.Errorf("errors %+v: want line %d at %d", rep.Errors, want, i)
+				}
+			}
+			for _, e := range rep.Errors {
+				for _, goWords := range []string{"<nil>", "interface {}", "map[", "[]"} {
+					if strings.Contains(e.Error, goWords) {
+						t.Errorf("line %d: the error shows Go's %q: %s", e.Line, goWords, e.Error)
+					}
 				}
 			}
 			for i, want := range tc.errorsHave {
@@ -360,8 +384,9 @@ func TestSearch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var hits []hit
-			mustCLI(t, append([]string{"--db", db, "--json", "search"}, tc.args...)...).Decode(t, &hits)
+			var out struct{ Hits []hit }
+			mustCLI(t, append([]string{"--db", db, "--json", "search"}, tc.args...)...).Decode(t, &out)
+			hits := out.Hits
 			if len(hits) < tc.min {
 				t.Fatalf("%d hits, want at least %d", len(hits), tc.min)
 			}
@@ -740,6 +765,89 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
+// TestQuickstartFirstRun: quickstart says how many sessions the list
+// folds away, prints next commands that work from where the user stands
+// (`go run ./cmd/sessiondb ...` and how to install after a `go run`, the
+// --db they gave), and loads the examples ending a few hours before now,
+// so `stats --since 30d` shows them; a range without sessions says so.
+func TestQuickstartFirstRun(t *testing.T) {
+	now := time.Date(2031, 2, 3, 12, 0, 0, 0, time.UTC)
+	old := exampleDB(t) // the file's own dates, before the working folder moves
+	var file []listed
+	mustCLI(t, "--db", old, "--json", "sessions", "--children").Decode(t, &file)
+	clone := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(clone, "cmd", "sessiondb"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(clone)
+	run := func(exe string, args ...string) clitest.Result {
+		t.Helper()
+		r := clitest.Run(context.Background(), clitest.Options{Now: testkit.NewClock(now).Now, Executable: exe}, args, Commands)
+		if r.Code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, r.Code, r.Stderr)
+		}
+		return r
+	}
+	goRun := filepath.Join(t.TempDir(), "go-build1234", "b001", "exe", "sessiondb")
+
+	db := filepath.Join(t.TempDir(), "my store.db")
+	out := run(goRun, "--db", db, "quickstart").Stdout
+	for _, want := range []string{
+		"8 session(s) in the store; 7 listed: 1 continuation is folded into the row of the session it continues",
+		"$ go run ./cmd/sessiondb --db '" + db + "' sessions\n",
+		"Next:\n  go run ./cmd/sessiondb --db '" + db + "' show proj\n",
+		"  go run ./cmd/sessiondb --db '" + db + "' stats --since 30d\n",
+		"run `go install ./cmd/sessiondb`", "PATH",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("quickstart under go run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\n  sessiondb ") || strings.Contains(out, "$ sessiondb ") {
+		t.Errorf("quickstart under go run names a sessiondb that is not installed:\n%s", out)
+	}
+	installed := run("/usr/local/bin/sessiondb", "--db", filepath.Join(t.TempDir(), "state.db"), "quickstart").Stdout
+	if strings.Contains(installed, "go run") || strings.Contains(installed, "go install") || !strings.Contains(installed, "state.db show proj\n") {
+		t.Errorf("quickstart of an installed binary:\n%s", installed)
+	}
+
+	// The examples end three hours before now, spaced as in the file.
+	var rows []struct {
+		ID         string  `json:"id"`
+		StartedAt  float64 `json:"started_at"`
+		LastActive float64 `json:"last_active"`
+	}
+	run("", "--db", db, "--json", "sessions", "--children").Decode(t, &rows)
+	var newest float64
+	started := map[string]float64{}
+	for _, r := range rows {
+		newest = max(newest, r.LastActive)
+		started[r.ID] = r.StartedAt
+	}
+	if got := sessiondb.FromEpochSeconds(newest); got.Sub(now.Add(-3*time.Hour)).Abs() > time.Second {
+		t.Errorf("the newest example message is at %v, want three hours before %v", got, now)
+	}
+	for _, f := range file {
+		if d := (started[f.ID] - started[dockerID]) - (f.StartedAt - file[len(file)-1].StartedAt); math.Abs(d) > 0.001 || f.ID == "" {
+			t.Errorf("%s starts %v after the Docker session; in the file %v", f.ID, started[f.ID]-started[dockerID], f.StartedAt-file[len(file)-1].StartedAt)
+		}
+	}
+	if stats := run("", "--db", db, "stats", "--since", "30d").Stdout; !strings.Contains(stats, "openai/gpt-5-codex") {
+		t.Errorf("stats --since 30d after quickstart shows no session:\n%s", stats)
+	}
+
+	// The file's own dates, five years before the clock: nothing in range.
+	if stats := run("", "--db", old, "stats", "--since", "30d").Stdout; stats != "no sessions in this range: none started in the last 30d\n" {
+		t.Errorf("stats over an empty range: %q", stats)
+	}
+	if stats := run("", "--db", old, "stats", "--source", "nope").Stdout; stats != "no sessions in this range: none of source nope\n" {
+		t.Errorf("stats of an unknown source: %q", stats)
+	}
+	if stats := run("", "--db", old, "stats").Stdout; !strings.Contains(stats, "MODEL") {
+		t.Errorf("stats without a range: %q", stats)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	db := exampleDB(t)
 	missing := filepath.Join(t.TempDir(), "none", "state.db")
@@ -771,8 +879,8 @@ func TestBadInput(t *testing.T) {
 		{"export of one session with --source", []string{"--db", db, "export", dockerID, "--source", "cli"}, cli.ExitInvalid, "--source"},
 		{"fork at a bad message id", []string{"--db", db, "fork", dockerID, "--at", "0"}, cli.ExitInvalid, "--at"},
 		{"fork with a blank title", []string{"--db", db, "fork", dockerID, "--title", " \u200b "}, cli.ExitInvalid, "--title"},
-		{"fork at another session's message", []string{"--db", db, "fork", dockerID, "--at", "20"}, cli.ExitInvalid, "has no message 20"},
-		{"fork at a message past the end", []string{"--db", db, "fork", dockerID, "--at", "99999"}, cli.ExitInvalid, "has no message 99999"},
+		{"fork at another session's message", []string{"--db", db, "fork", dockerID, "--at", "20"}, cli.ExitInvalid, "has no message with id 20 (the ids are the \"id N\" beside each message"},
+		{"fork at a message past the end", []string{"--db", db, "fork", dockerID, "--at", "99999"}, cli.ExitInvalid, "has no message with id 99999"},
 		{"fork onto an id over the limit", []string{"--db", db, "fork", dockerID, "--id", strings.Repeat("f", 256)}, cli.ExitInvalid, "256 bytes long, the limit is 255"},
 	}
 	for _, tc := range tests {
@@ -1050,13 +1158,19 @@ func TestShowLongSessionInPages(t *testing.T) {
 	if err := enc.Encode(map[string]any{"session": sess, "messages": whole, "has_earlier": false}); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustCLI(t, "--db", db, "--json", "show", "long1").Stdout; got != want.String() {
-		t.Errorf("show --json differs from the whole session encoded at once (%d bytes, want %d)", len(got), want.Len())
+	// show --json streams what encoding the whole session at once gives,
+	// each message with its place in the session before its fields.
+	got := mustCLI(t, "--db", db, "--json", "show", "long1").Stdout
+	for i := range whole {
+		got = strings.Replace(got, fmt.Sprintf("{\n      \"position\": %d,\n      \"id\"", i+1), "{\n      \"id\"", 1)
+	}
+	if got != want.String() {
+		t.Errorf("show --json differs from the whole session encoded at once, positions 1..%d aside (%d bytes, want %d)", len(whole), len(got), want.Len())
 	}
 	text := mustCLI(t, "--db", db, "show", "long1").Stdout
 	at := 0
-	for _, m := range whole {
-		head := "#" + strconv.FormatInt(m.ID, 10) + " " + m.Role
+	for i, m := range whole {
+		head := fmt.Sprintf("#%d (id %d) %s", i+1, m.ID, m.Role)
 		i := strings.Index(text[at:], head)
 		if i < 0 {
 			t.Fatalf("message %d is missing from the transcript, or out of order", m.ID)

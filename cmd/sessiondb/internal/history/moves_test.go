@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -187,10 +188,12 @@ func TestExportLiveOnlyIsHermesExport(t *testing.T) {
 }
 
 // The fixture copied to PostgreSQL reads there as Hermes reads the file
-// (reads/): get_messages' rows (the live ones) by id, message_count() of
-// every row, and search's hits (what a compaction summarised away found,
-// what a rewind took back not). Ids are the file's: a copy into a fresh
-// schema keeps them.
+// (reads/): get_session's row, get_messages' rows (the live ones) and the
+// conversation get_messages_as_conversation resumes, every field of each,
+// the newer columns too; message_count() of every row, and
+// search's hits (what a compaction summarised away found, what a rewind
+// took back not). Ids are the file's: a copy into a fresh schema keeps
+// them.
 func TestHermes21ReadsOnPostgres(t *testing.T) {
 	url := pgURL(t)
 	mustCLI(t, "copy", "--from", hermes21File(t, "state.db"), "--to", url)
@@ -210,24 +213,45 @@ func TestHermes21ReadsOnPostgres(t *testing.T) {
 		}
 	}
 	var msgs struct {
-		Active map[string][]struct{ ID int64 } `json:"active"`
+		Active map[string][]map[string]any `json:"active"`
 	}
 	read("get_messages.json", &msgs)
+	var sessions map[string]map[string]any
+	read("get_session.json", &sessions)
+	if len(sessions) != len(msgs.Active) || len(sessions) == 0 {
+		t.Fatalf("reads/ holds %d sessions and the messages of %d", len(sessions), len(msgs.Active))
+	}
 	var counts struct {
 		PerSession map[string]int64 `json:"per_session"`
 	}
 	read("message_count.json", &counts)
+	var replays struct {
+		Default map[string][]map[string]any `json:"default"`
+	}
+	read("get_messages_as_conversation.json", &replays)
 	for id, want := range msgs.Active {
 		got, err := st.GetMessages(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var a, b []int64
-		for _, m := range want {
-			a = append(a, m.ID)
+		for i, m := range want {
+			a = append(a, int64(m["id"].(float64)))
+			if i < len(got) {
+				for _, d := range rowDiffs(m, asMap(t, got[i])) {
+					t.Errorf("%s: message %d: %s", id, i, d)
+				}
+			}
 		}
 		for _, m := range got {
 			b = append(b, m.ID)
+		}
+		s, err := st.GetSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range rowDiffs(sessions[id], asMap(t, s)) {
+			t.Errorf("%s: session: %s", id, d)
 		}
 		conv, err := st.GetMessagesAsConversation(ctx, id, 0)
 		if err != nil {
@@ -240,8 +264,14 @@ func TestHermes21ReadsOnPostgres(t *testing.T) {
 		if !reflect.DeepEqual(a, b) || len(page.Messages) != len(a) {
 			t.Errorf("%s: messages %v, a page of %d; Hermes' get_messages %v", id, b, len(page.Messages), a)
 		}
-		if id != "h21-main" && len(conv) != len(a) { // Hermes' replay drops h21-main's harness turn
-			t.Errorf("%s: %d entries replayed, Hermes' rows %d", id, len(conv), len(a))
+		hc := replays.Default[id]
+		if len(conv) != len(hc) {
+			t.Errorf("%s: %d entries replayed, Hermes' get_messages_as_conversation %d", id, len(conv), len(hc))
+		}
+		for i := range min(len(conv), len(hc)) {
+			for _, d := range rowDiffs(hc[i], asMap(t, conv[i])) {
+				t.Errorf("%s: replayed entry %d: %s", id, i, d)
+			}
 		}
 		if n, err := st.MessageCount(ctx, id); err != nil || n != counts.PerSession[id] {
 			t.Errorf("%s: MessageCount %d (%v), Hermes' message_count %d", id, n, err, counts.PerSession[id])
@@ -279,4 +309,44 @@ func TestHermes21ReadsOnPostgres(t *testing.T) {
 	if checked != 5 {
 		t.Fatalf("%d searches compared, want 5", checked)
 	}
+}
+
+// asMap is v as JSON gives it, decoded as Hermes' recorded reads are.
+func asMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// rowDiffs names each field of either row on which they differ, with
+// Hermes' value and ours.
+func rowDiffs(hermes, ours map[string]any) []string {
+	var keys []string
+	for k := range hermes {
+		keys = append(keys, k)
+	}
+	for k := range ours {
+		if _, ok := hermes[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		h, okH := hermes[k]
+		o, okO := ours[k]
+		if okH != okO || !reflect.DeepEqual(h, o) {
+			hb, _ := json.Marshal(h)
+			ob, _ := json.Marshal(o)
+			out = append(out, fmt.Sprintf("%s: Hermes %.120s (%t), ours %.120s (%t)", k, hb, okH, ob, okO))
+		}
+	}
+	return out
 }

@@ -65,8 +65,10 @@ func TestPostgresLocation(t *testing.T) {
 // cut the window around them differently (FTS5's snippet() and
 // PostgreSQL's ts_headline, see docs/postgres.md), and it rounds numbers
 // to 12 significant digits, since sums of costs round differently in the
-// last place (SQLite adds in row order, PostgreSQL exactly). Everything
-// else must be equal.
+// last place (SQLite adds in row order, PostgreSQL exactly). It also drops
+// stats' model_usage_rows, which says whether the store has Hermes' per-model
+// usage table (PostgreSQL always has it, a schema-6 file does not), not
+// anything of the data. Everything else must be equal.
 func comparable(t *testing.T, r clitest.Result) clitest.Result {
 	t.Helper()
 	var v any
@@ -76,6 +78,7 @@ func comparable(t *testing.T, r clitest.Result) clitest.Result {
 		switch x := v.(type) {
 		case map[string]any:
 			delete(x, "snippet")
+			delete(x, "model_usage_rows")
 			for k, e := range x {
 				x[k] = walk(e)
 			}
@@ -168,6 +171,11 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	r = mustCLI(t, "--db", url, "quickstart")
 	if !strings.Contains(r.Stdout, "postgres:xxxxx@") {
 		t.Errorf("quickstart does not name the store with its password masked: %s", r.Stdout)
+	}
+	// The next commands it prints are to be run: --db without the
+	// password, which they read from $PGPASSWORD or ~/.pgpass.
+	if !strings.Contains(r.Stdout, "sessiondb --db 'postgres://postgres@") || !strings.Contains(r.Stdout, "leave the password out of --db") {
+		t.Errorf("quickstart's next commands do not give --db without its password: %s", r.Stdout)
 	}
 	check(r, true)
 	check(mustCLI(t, "--db", url, "--json", "quickstart"), true)

@@ -3,12 +3,14 @@ package history
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/internal/fts"
 )
 
 func (h *group) searchCmd() *cobra.Command {
@@ -27,6 +29,16 @@ prefix*, OR, NOT; content:word is a column filter on the one column, the
 same as word. Punctuation that FTS5 would reject is quoted for you, and
 text in Chinese, Japanese or Korean is matched as a substring.
 
+The query is cleaned as Hermes cleans it, byte for byte: an AND, OR or NOT
+at either end is dropped ("NOT docker" searches docker: name what to find
+first, "deploy NOT docker"), + ( ) { } ^ become spaces, a leading * goes,
+and words joined by . or - are searched as a phrase. Whatever was changed
+is said on stderr, and with --json in "query" ({"text", "ran", "changes"})
+beside "hits". A query left with no words, or a --role other than user,
+assistant, tool or system, is refused; an --offset past the last match says
+how many matches there are ("matches" with --json). To search for a word
+that starts with '-', put -- before it: sessiondb search -- -race.
+
 A store of up to 200,000 messages is ranked whole, as Hermes ranks it. On a
 larger one the matches among the newest 100,000 messages come first, ranked,
 then the older ones, newest first: a second index of the newest messages
@@ -39,14 +51,22 @@ one, more slowly.`,
   sessiondb search 'deploy* OR rollout' --role assistant --limit 5
   sessiondb search 大别山
   sessiondb search backup --exclude-source cron --json`,
-		Args: cli.MinimumArgs(1, "a query (several words are searched together)"),
+		Args:        cli.MinimumArgs(1, "a query (several words are searched together)"),
+		Annotations: map[string]string{cli.DashHint: "to search for a term starting with '-'"},
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := cli.CheckPaging(f.Limit, f.Offset); err != nil {
+				return err
+			}
+			if err := sessiondb.CheckRoles("--role", f.Roles); err != nil {
 				return err
 			}
 			query := strings.Join(args, " ")
 			if strings.TrimSpace(query) == "" {
 				return sessiondb.Errorf(sessiondb.EINVALID, "the query is empty: give words to look for")
+			}
+			q := explainQuery(query)
+			if q.Ran == "" {
+				return sessiondb.Errorf(sessiondb.EINVALID, "the query %q leaves nothing to search for: %s", query, q.why())
 			}
 			if source != "" {
 				f.Sources = []string{source}
@@ -60,12 +80,35 @@ one, more slowly.`,
 				if err != nil {
 					return err
 				}
-				if h.JSON {
-					hits = sessiondb.NonNil(hits)
-					return h.PrintJSON(hits)
+				// A page past the last match is not "no match": say how
+				// many there are, which a search from the start counts
+				// (fewer than the offset, or this page would hold some).
+				matches := -1
+				if len(hits) == 0 && f.Offset > 0 {
+					all := f
+					all.Offset, all.Limit = 0, f.Offset
+					first, err := st.SearchMessages(ctx, query, all)
+					if err != nil {
+						return err
+					}
+					matches = len(first)
 				}
-				if len(hits) == 0 {
-					h.Printf("no messages match %q\n", query)
+				if h.JSON {
+					out := searchOutput{Query: q, Hits: sessiondb.NonNil(hits)}
+					if matches >= 0 {
+						out.Matches = &matches
+					}
+					return h.PrintJSON(out)
+				}
+				if len(q.Changes) > 0 || q.Ran != strings.TrimSpace(query) {
+					fmt.Fprintf(h.Err, "search: %s ran as %s%s\n", cli.PrintableLine(strconv.Quote(query)), cli.PrintableLine(strconv.Quote(q.Ran)), q.list())
+				}
+				switch {
+				case matches > 0:
+					h.Printf("no more matches: %d match(es) in all, offset %d\n", matches, f.Offset)
+					return nil
+				case len(hits) == 0:
+					h.Printf("no messages match %s\n", cli.PrintableLine(strconv.Quote(query)))
 					return nil
 				}
 				return h.printHits(ctx, st, hits)
@@ -74,7 +117,7 @@ one, more slowly.`,
 	}
 	c.Flags().StringVar(&source, "source", "", "only messages of sessions from this source")
 	c.Flags().StringArrayVar(&f.ExcludeSources, "exclude-source", nil, "leave out sessions of this source (repeatable)")
-	c.Flags().StringArrayVar(&f.Roles, "role", nil, "only messages with this role: user, assistant, tool, system (repeatable)")
+	c.Flags().StringArrayVar(&f.Roles, "role", nil, "only messages with this role: "+strings.Join(sessiondb.MessageRoles(), ", ")+" (repeatable)")
 	c.Flags().IntVar(&f.Limit, "limit", 20, "how many hits to show")
 	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many hits first (for paging)")
 	return c
@@ -130,7 +173,7 @@ func (h *group) printHits(ctx context.Context, st sessiondb.SessionService, hits
 		if title != "" {
 			head += " " + title
 		}
-		h.Printf("%s  %s · %s · %s · #%d %s\n", cli.Style(tty, cli.Bold, line(head)), line(hit.Source),
+		h.Printf("%s  %s · %s · %s · id %d %s\n", cli.Style(tty, cli.Bold, line(head)), line(hit.Source),
 			line(cli.OrDash(deref(hit.Model))), fmtTime(hit.Timestamp), hit.ID, line(hit.Role))
 		at := hitIndex(hit)
 		snippet := highlight(line(cli.Cut(hit.Snippet, 240)), tty)
@@ -181,4 +224,81 @@ func hitIndex(hit *sessiondb.SearchHit) int {
 		}
 	}
 	return -1
+}
+
+// searchOutput is search's --json: what ran and the hits. Matches is
+// given only when --offset is past the last match: how many there are.
+type searchOutput struct {
+	Query   searchQuery           `json:"query"`
+	Hits    []sessiondb.SearchHit `json:"hits"`
+	Matches *int                  `json:"matches,omitempty"`
+}
+
+// searchQuery is what search did to the query typed: the query that ran
+// is Hermes v6's sanitizer's, byte for byte (fts.Sanitize), and each change
+// it made is named with its reason.
+type searchQuery struct {
+	Text    string        `json:"text"`
+	Ran     string        `json:"ran"`
+	Changes []queryChange `json:"changes"`
+}
+
+// queryChange is one change of the sanitizer: its kind, the text it
+// concerned, and why.
+type queryChange struct {
+	Change string `json:"change"`
+	Text   string `json:"text"`
+	Why    string `json:"why"`
+}
+
+// explainQuery sanitizes query as the store will and says what changed.
+func explainQuery(query string) searchQuery {
+	ran, notes := fts.SanitizeNotes(query)
+	q := searchQuery{Text: query, Ran: ran, Changes: []queryChange{}}
+	for _, n := range notes {
+		q.Changes = append(q.Changes, describeChange(n))
+	}
+	return q
+}
+
+// describeChange words one sanitizer change for people and scripts.
+func describeChange(n fts.Note) queryChange {
+	switch n.Change {
+	case fts.DroppedLeadingOperator:
+		return queryChange{"dropped_leading_operator", n.Text, fmt.Sprintf("the leading %q was dropped: an operator needs a word before it, and a search cannot ask for everything but a word; to leave a word out, name what to find first: deploy NOT docker", n.Text)}
+	case fts.DroppedTrailingOperator:
+		return queryChange{"dropped_trailing_operator", n.Text, fmt.Sprintf("the trailing %q was dropped: an operator needs a word after it", n.Text)}
+	case fts.RemovedSyntax:
+		return queryChange{"removed_syntax", n.Text, fmt.Sprintf("%s became spaces: the full-text index reads them as syntax, and it holds words, not punctuation", strings.Join(strings.Split(n.Text, ""), " "))}
+	case fts.DroppedLeadingStar:
+		return queryChange{"dropped_leading_star", n.Text, "a * at the start of a word was dropped: words match by their beginning (deploy*), never by their end"}
+	case fts.QuotedCompound:
+		return queryChange{"quoted_compound", n.Text, fmt.Sprintf("%s is searched as a phrase: the index splits words at . and -", strconv.Quote(n.Text))}
+	}
+	return queryChange{"other", n.Text, "changed"}
+}
+
+// why is the reasons of q's changes, for an error message.
+func (q searchQuery) why() string {
+	var w []string
+	for _, c := range q.Changes {
+		w = append(w, c.Why)
+	}
+	if len(w) == 0 {
+		return "it holds no word"
+	}
+	return strings.Join(w, "; ")
+}
+
+// list is q's changes as indented lines after a colon, or "".
+func (q searchQuery) list() string {
+	if len(q.Changes) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(":")
+	for _, c := range q.Changes {
+		b.WriteString("\n  " + cli.PrintableLine(c.Why))
+	}
+	return b.String()
 }

@@ -90,13 +90,17 @@ func (h *group) showCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show <id|prefix|title>",
 		Short: "Print a session's transcript",
-		Long: `Print a session as a readable transcript: each message with its id, role and
-time, the assistant's tool calls with their arguments, the tool results, and
-the model's reasoning (labelled, and dimmed on a terminal).
+		Long: `Print a session as a readable transcript: each message with its place in the
+session and its id ("#3 (id 33)"), role and time, the assistant's tool calls
+with their arguments, the tool results, and the model's reasoning (labelled,
+and dimmed on a terminal). --json gives each message its "position" (1 for
+the first) beside its "id".
 
 The session is found by exact id, then by a unique id prefix, then by title
-(a title finds the newest session of its lineage: "proj" finds "proj #2").
-Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
+(a title finds the newest session of its lineage: "proj" finds "proj #2"),
+then by a title that differs only in case when one title alone does; else
+the error names the titles close to what was typed. Message ids are what
+` + "`sessiondb fork --at`" + ` takes.`,
 		Example: `  sessiondb show 20260315_092437_c9a6ff
   sessiondb show 20260315            # a unique prefix is enough
   sessiondb show "Fix Docker build"
@@ -115,14 +119,24 @@ Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
 					if err != nil {
 						return err
 					}
+					// The page is the session's last messages: the first
+					// one's place is counted from the end.
+					first := int64(1)
+					if p.HasBefore {
+						n, err := st.MessageCount(ctx, id)
+						if err != nil {
+							return err
+						}
+						first = max(1, n-int64(len(p.Messages))+1)
+					}
 					if h.JSON {
-						return h.printShowJSON(s, p.HasBefore, func() ([]sessiondb.Message, error) {
+						return h.printShowJSON(s, p.HasBefore, first, func() ([]sessiondb.Message, error) {
 							msgs := p.Messages
 							p.Messages = nil
 							return msgs, nil
 						})
 					}
-					t := h.newTranscript(s, p.HasBefore, full)
+					t := h.newTranscript(s, p.HasBefore, full, first)
 					t.messages(p.Messages)
 					return nil
 				}
@@ -131,9 +145,9 @@ Message ids are what ` + "`sessiondb fork --at`" + ` takes.`,
 				// encoded at once).
 				next := showPages(ctx, st, id)
 				if h.JSON {
-					return h.printShowJSON(s, false, next)
+					return h.printShowJSON(s, false, 1, next)
 				}
-				t := h.newTranscript(s, false, full)
+				t := h.newTranscript(s, false, full, 1)
 				for {
 					msgs, err := next()
 					if err != nil || msgs == nil {
@@ -177,10 +191,36 @@ func showPages(ctx context.Context, st sessiondb.Store, id string) func() ([]ses
 	}
 }
 
+// shownMessage is a message of show's --json: the message and its place in
+// the session, 1 for the first, since ids count every session's messages.
+type shownMessage struct {
+	Position int64
+	*sessiondb.Message
+}
+
+// MarshalJSON writes the message's own JSON with "position" first. It must
+// be written out: the embedded Message's MarshalJSON would otherwise be
+// promoted and leave the position out.
+func (m shownMessage) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(m.Message)
+	if err != nil {
+		return nil, err
+	}
+	body, ok := bytes.CutPrefix(b, []byte("{"))
+	if !ok {
+		return nil, fmt.Errorf("message JSON is not an object: %.20q", b)
+	}
+	out := fmt.Appendf(nil, `{"position":%d`, m.Position)
+	if len(bytes.TrimSpace(body)) > 1 { // more than the closing brace
+		out = append(out, ',')
+	}
+	return append(out, body...), nil
+}
+
 // printShowJSON writes show's JSON object, {"has_earlier", "messages",
 // "session"} exactly as PrintJSON lays it out, taking the messages a page
-// at a time from next (nil ends them).
-func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, next func() ([]sessiondb.Message, error)) error {
+// at a time from next (nil ends them); the first is at position first.
+func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, first int64, next func() ([]sessiondb.Message, error)) error {
 	w := bufio.NewWriterSize(h.Out, 1<<16)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -212,7 +252,7 @@ func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, next func() ([
 				w.WriteString(",")
 			}
 			w.WriteString("\n    ")
-			if err := put("    ", &msgs[i]); err != nil {
+			if err := put("    ", shownMessage{first + int64(n), &msgs[i]}); err != nil {
 				return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
 			}
 			n++
@@ -239,11 +279,12 @@ type transcript struct {
 	tty  bool
 	full bool
 	day  string // the local day of the last message printed
+	pos  int64  // the place in the session of the next message, from 1
 }
 
 // newTranscript prints the session's header and returns the printer of
-// its messages.
-func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool) *transcript {
+// its messages, the first of which is at position first.
+func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool, first int64) *transcript {
 	tty := h.Styled()
 	// Every stored value is escaped before it is styled (cli.Printable):
 	// a title or message must not reach the terminal as a control sequence.
@@ -265,7 +306,7 @@ func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool) *transcr
 	if earlier {
 		h.Printf("\n  … earlier messages not shown (drop --last to see them all)\n")
 	}
-	return &transcript{h: h, tty: tty, full: full}
+	return &transcript{h: h, tty: tty, full: full, pos: first}
 }
 
 // messages prints msgs, the next in the transcript.
@@ -273,7 +314,10 @@ func (t *transcript) messages(msgs []sessiondb.Message) {
 	h, tty, line := t.h, t.tty, cli.PrintableLine
 	for i := range msgs {
 		m := &msgs[i]
-		head := fmt.Sprintf("#%d %s", m.ID, line(m.Role))
+		// Messages are numbered in the session; the id (what fork --at
+		// takes) counts every session's messages, so it stays beside.
+		head := fmt.Sprintf("#%d (id %d) %s", t.pos, m.ID, line(m.Role))
+		t.pos++
 		if m.Role == "tool" {
 			head += fmt.Sprintf(" %s ← %s", line(cli.OrDash(deref(m.ToolName))), line(cli.OrDash(deref(m.ToolCallID))))
 		}

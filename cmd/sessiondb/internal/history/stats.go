@@ -2,6 +2,7 @@ package history
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +50,11 @@ used; the actual cost is what a provider reported, where it did.`,
 				}
 				if h.JSON {
 					return h.PrintJSON(r)
+				}
+				if len(r.ByModel) == 0 && len(r.BySource) == 0 {
+					// Headers over no rows would read as a broken report.
+					h.Printf("%s\n", noSessionsIn(since, f.Source))
+					return nil
 				}
 				// One table per grouping, a blank line apart; each is
 				// aligned on its own.
@@ -100,4 +106,20 @@ func usageLine(t *cli.Table, key string, r sessiondb.UsageRow) {
 	t.Row(key, strconv.FormatInt(r.Sessions, 10), strconv.FormatInt(r.Messages, 10),
 		fmtCount(r.InputTokens), fmtCount(r.OutputTokens), fmtCount(r.CacheReadTokens),
 		fmtCount(r.CacheWriteTokens), fmtCount(r.ReasoningTokens), fmtCost(r.EstimatedCostUSD), actual)
+}
+
+// noSessionsIn says that the range stats was asked for holds no session,
+// naming the range.
+func noSessionsIn(since, source string) string {
+	var in []string
+	if since != "" {
+		in = append(in, "started in the last "+since)
+	}
+	if source != "" {
+		in = append(in, "of source "+cli.PrintableLine(source))
+	}
+	if len(in) == 0 {
+		return "no sessions in the store"
+	}
+	return "no sessions in this range: none " + strings.Join(in, " and ")
 }

@@ -388,6 +388,14 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 func parseRecord(raw []byte, line int) (pendingLine, error) {
 	rec, err := sessiondb.DecodeRecord(raw)
 	if err != nil {
+		// JSON of another kind than an object: name it in JSON's words,
+		// where the decoder names the Go types it could not fill.
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			if _, isObject := v.(map[string]any); !isObject {
+				return pendingLine{}, sessiondb.Errorf(sessiondb.EINVALID, "not a JSON object but %s", sessiondb.JSONKind(v))
+			}
+		}
 		return pendingLine{}, err
 	}
 	id, ok := rec["id"].(string)
@@ -412,7 +420,7 @@ func jsonText(v any) string {
 	}
 	b, err := json.Marshal(v)
 	if err != nil || len(b) > 60 {
-		return fmt.Sprintf("a %T", v)
+		return sessiondb.JSONKind(v)
 	}
 	return string(b)
 }

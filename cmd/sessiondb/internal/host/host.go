@@ -73,7 +73,8 @@ itself where it is the DM chat); its answers are cached in user_dms.
 
 --wake exec:CMD starts CMD with the session folder as its last argument and
 SESSIONDB_AGENT_GROUP, SESSIONDB_SESSION and SESSIONDB_SESSION_DIR set; while it
-runs it is the session's container. Without --wake, agents run on their own
+runs it is the session's container. Its output goes to standard error, each
+line prefixed with [wake GROUP/SESSION] and control characters escaped. Without --wake, agents run on their own
 and count as alive while their .heartbeat is fresh.
 
 --listen ADDR (a socket path or a loopback host:port) serves Prometheus

@@ -158,7 +158,7 @@ func TestMailboxCLIBadInput(t *testing.T) {
 		{Name: "state verb", Args: with(s, "mailbox", "agent", "state", "put", "k"), Code: cli.ExitInvalid, Want: "get, set"},
 		{Name: "unknown destination", Args: with(s, "mailbox", "agent", "send", "--to", "nobody", "--text", "x"), Code: cli.ExitNotFound, Want: ""},
 		{Name: "status without data", Args: []string{"mailbox", "status"}, Code: cli.ExitInvalid, Want: "--data"},
-		{Name: "bad flag", Args: with(s, "mailbox", "ls", "--limit", "x"), Code: cli.ExitInvalid, Want: "invalid argument"},
+		{Name: "bad flag", Args: with(s, "mailbox", "ls", "--limit", "x"), Code: cli.ExitInvalid, Want: `--limit "x": want a whole number`},
 	}, Commands)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/version"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
 
@@ -70,7 +71,7 @@ exits.`,
 				return err
 			}
 			defer st.Close()
-			srv := sdbhttp.NewMCPServer(st, "", nil)
+			srv := sdbhttp.NewMCPServer(st, version.String(), nil)
 			err = srv.Run(ctx, &sdbhttp.MCPStdio{In: g.In, Out: g.Out})
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil // the client closed stdin, or Ctrl-C: a normal end

@@ -30,7 +30,9 @@ func Commands(f *cli.Factory) []*cobra.Command {
 thread's sandbox, its transcript file, and the job running in it (status idle,
 running or error). --subagents names the file; by default it is janebot's own:
 $SESSION_DB_PATH, else $WORKSPACE_DIR/.janebot/state.sqlite (the current folder
-when WORKSPACE_DIR is unset).`,
+when WORKSPACE_DIR is unset). With --json a record's keys are snake_case, as
+every command's are: janebot's channelId is channel_id, createdAt created_at
+(epoch milliseconds, as the file keeps them).`,
 		Example: `  sessiondb subagents list --status running
   sessiondb subagents show --thread C123:1234.567
   sessiondb subagents reconcile          # reset running jobs whose process is gone
@@ -112,7 +114,11 @@ func (s *group) listCmd() *cobra.Command {
 					return err
 				}
 				p.Subagents = sessiondb.NonNil(p.Subagents)
-				return cli.PrintPage(s.Factory, p, p.Subagents, p.NextCursor, subagentColumns)
+				page := recordPage{Subagents: make([]record, len(p.Subagents)), NextCursor: p.NextCursor}
+				for i, a := range p.Subagents {
+					page.Subagents[i] = recordOf(a)
+				}
+				return cli.PrintPage(s.Factory, page, p.Subagents, p.NextCursor, subagentColumns)
 			})
 		},
 	}
@@ -167,7 +173,7 @@ func (s *group) showCmd() *cobra.Command {
 					return err
 				}
 				if s.JSON {
-					return s.PrintJSON(a)
+					return s.PrintJSON(recordOf(a))
 				}
 				return cli.WriteFields(s.Out, [][2]string{{"id", a.ID}, {"thread", a.Key}, {"sandbox", a.SandboxName}, {"transcript", a.PISessionFile},
 					{"status", string(a.Status)}, {"running job", a.RunningJobID}, {"last job", a.LastJobID}, {"last error", a.LastError},
@@ -352,4 +358,35 @@ func probeAlive(ctx context.Context, probe string, a sessiondb.Subagent) bool {
 		return false
 	}
 	return true
+}
+
+// record is a subagent as --json prints it: janebot's record, field for
+// field, with the snake_case keys of every command's JSON (the store's
+// own record JSON, sessiondb.Subagent, keeps janebot's camelCase).
+type record struct {
+	ID            string                   `json:"id"`
+	Key           string                   `json:"key"`
+	ChannelID     string                   `json:"channel_id"`
+	ThreadTS      string                   `json:"thread_ts"`
+	SandboxName   string                   `json:"sandbox_name"`
+	PISessionFile string                   `json:"pi_session_file"`
+	Status        sessiondb.SubagentStatus `json:"status"`
+	RunningJobID  string                   `json:"running_job_id,omitempty"`
+	LastJobID     string                   `json:"last_job_id,omitempty"`
+	LastError     string                   `json:"last_error,omitempty"`
+	Turns         int64                    `json:"turns"`
+	CreatedAt     int64                    `json:"created_at"`
+	UpdatedAt     int64                    `json:"updated_at"`
+}
+
+// recordPage is a page of list --json.
+type recordPage struct {
+	Subagents  []record `json:"subagents"`
+	NextCursor string   `json:"next_cursor,omitempty"`
+}
+
+func recordOf(a sessiondb.Subagent) record {
+	return record{ID: a.ID, Key: a.Key, ChannelID: a.ChannelID, ThreadTS: a.ThreadTS, SandboxName: a.SandboxName,
+		PISessionFile: a.PISessionFile, Status: a.Status, RunningJobID: a.RunningJobID, LastJobID: a.LastJobID,
+		LastError: a.LastError, Turns: a.Turns, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 }

@@ -52,6 +52,15 @@ func janebot(t *testing.T) (path string, clk *testkit.Clock, ids map[string]stri
 	return path, clk, ids
 }
 
+// shown is a subagent as --json prints it, snake_case as every command's.
+type shown struct {
+	ID           string                   `json:"id"`
+	Status       sessiondb.SubagentStatus `json:"status"`
+	RunningJobID string                   `json:"running_job_id"`
+	LastError    string                   `json:"last_error"`
+	ThreadTS     string                   `json:"thread_ts"`
+}
+
 func run(t *testing.T, clk *testkit.Clock, args ...string) clitest.Result {
 	t.Helper()
 	return clitest.Run(context.Background(), clitest.Options{Now: clk.Now}, args, subagents.Commands)
@@ -69,8 +78,8 @@ func TestSubagentsListAndShow(t *testing.T) {
 		t.Fatalf("running: %v %s", err, r.Stdout)
 	}
 	r = run(t, clk, "subagents", "show", "--subagents", path, "--thread", "C1:error.1", "--json")
-	var a sessiondb.Subagent
-	if err := json.Unmarshal([]byte(r.Stdout), &a); err != nil || a.ID != ids["error"] || a.Status != sessiondb.SubagentError || a.LastError != "sandbox \x1b[31mexploded" {
+	var a shown
+	if err := json.Unmarshal([]byte(r.Stdout), &a); err != nil || a.ID != ids["error"] || a.ThreadTS != "error.1" || a.Status != sessiondb.SubagentError || a.LastError != "sandbox \x1b[31mexploded" {
 		t.Fatalf("show: %v %s", err, r.Stdout)
 	}
 	// janebot's own default: $SESSION_DB_PATH.
@@ -100,7 +109,7 @@ func TestSubagentsPruneAndReconcile(t *testing.T) {
 		t.Fatalf("dead: %v %s %s", err, r.Stdout, r.Stderr)
 	}
 	r = run(t, clk, "subagents", "show", "--subagents", path, ids["running"], "--json")
-	var a sessiondb.Subagent
+	var a shown
 	if err := json.Unmarshal([]byte(r.Stdout), &a); err != nil || a.Status != sessiondb.SubagentIdle || a.RunningJobID != "" {
 		t.Fatalf("after reconcile: %v %s", err, r.Stdout)
 	}

@@ -20,6 +20,9 @@ type Options struct {
 	Stdin io.Reader
 	// Now is the command's clock; nil is time.Now.
 	Now sessiondb.Clock
+	// Executable is the path the command sees as its binary's; "" is the
+	// test binary's.
+	Executable string
 }
 
 // Result is what one command line did.
@@ -38,6 +41,9 @@ func (o Options) factory() (*cli.Factory, *testkit.Buffer, *testkit.Buffer) {
 	f := cli.New(in, out, errOut)
 	if o.Now != nil {
 		f.Now = o.Now
+	}
+	if o.Executable != "" {
+		f.Executable = func() (string, error) { return o.Executable, nil }
 	}
 	return f, out, errOut
 }

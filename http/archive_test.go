@@ -1,0 +1,90 @@
+package http_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+
+	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/internal/testkit"
+	"github.com/sessiondb/sessiondb/sqlite"
+)
+
+// hermes21Store opens a copy of the schema-21 fixture Hermes wrote.
+func hermes21Store(t *testing.T) *sqlite.Store {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "sqlite", "testdata", "hermes21", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctxb, p, sqlite.Options{})
+	return testkit.Opened(t, st, err)
+}
+
+// listed returns the ids of the sessions /api/v1/sessions lists with the
+// query q, children included.
+func (f *fixture) listed(q string) []string {
+	f.t.Helper()
+	rows, _ := f.listing("/api/v1/sessions?children=1&limit=100"+q, "sessions")
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r["id"].(string))
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// POST /api/v1/sessions/{id}/archive and /unarchive set Hermes' archived
+// flag on the session's compression lineage, behind the write guard; a
+// schema-6 store, which has no such column, refuses them.
+func TestArchiveRoutes(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{Token: testToken})
+	f.serve(sdbhttp.Config{History: hermes21Store(t), Token: testToken})
+	lineage := []string{"h21-lineage-mid", "h21-lineage-root", "h21-lineage-tip"}
+	f.do("POST", "/api/v1/sessions/h21-lineage-mid/archive", "").apiError(t, 401, "unauthorized")
+	var a struct {
+		ID       string
+		Archived bool
+		Sessions int
+	}
+	f.do("POST", "/api/v1/sessions/h21-lineage-mid/archive", "", auth...).ok(t, &a)
+	if a.ID != "h21-lineage-mid" || !a.Archived || a.Sessions != 3 {
+		t.Fatalf("archive answered %+v, want the lineage's 3 sessions", a)
+	}
+	for _, id := range lineage {
+		if slices.Contains(f.listed(""), id) || !slices.Contains(f.listed("&archived=1"), id) {
+			t.Errorf("%s after the archive: listed %v, with archived %v", id, f.listed(""), f.listed("&archived=1"))
+		}
+	}
+	f.do("POST", "/api/v1/sessions/h21-lineage-tip/unarchive", "", auth...).ok(t, &a)
+	if a.Archived || a.Sessions != 3 {
+		t.Fatalf("unarchive answered %+v", a)
+	}
+	for _, id := range lineage {
+		if !slices.Contains(f.listed(""), id) {
+			t.Errorf("%s not listed after the unarchive: %v", id, f.listed(""))
+		}
+	}
+	f.do("POST", "/api/v1/sessions/h21-lineage/archive", "", auth...).apiError(t, 404, "not_found")
+
+	var del struct {
+		Deleted   string
+		Delegates []string
+	}
+	f.do("DELETE", "/api/v1/sessions/h21-main", "", auth...).ok(t, &del)
+	if del.Deleted != "h21-main" || !slices.Equal(del.Delegates, []string{"h21-delegate", "h21-delegate-nested"}) {
+		t.Errorf("delete answered %+v, want h21-main with its two delegates", del)
+	}
+
+	v6 := newFixture(t, sdbhttp.Config{Token: testToken})
+	v6.session("s", "cli", "m")
+	v6.do("POST", "/api/v1/sessions/s/archive", "", auth...).apiError(t, 400, "invalid")
+	v6.serveReadOnly()
+	v6.do("POST", "/api/v1/sessions/s/archive", "", auth...).apiError(t, 404, "not_found")
+}
