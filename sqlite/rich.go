@@ -160,17 +160,19 @@ func listPage(arms []listArm, order, cursor string, cursorArgs []any, n, offset 
 // (chainLastActive): its roots, found among the parents of children,
 // make an arm of their own, and the other arms leave them out, keeping
 // their order by the index. parent is the alias whose parent column an
-// index orders.
-func (s *Store) listArms(base listArm, parent string, children, byChain bool, chainKey string) []listArm {
+// index orders. chainWhere and chainArgs are base's conditions over alias s
+// alone, for the chains' arm, which reads sessions only.
+func (s *Store) listArms(base listArm, chainWhere []string, chainArgs []any, parent string, children, byChain bool, chainKey string) []listArm {
 	if children {
 		return []listArm{base}
 	}
-	arm := func(extra ...string) listArm {
-		a := base
-		a.where = append(append(append([]string(nil), base.where...), "NOT ("+s.delegate("s")+")"), extra...)
-		a.args = append([]any(nil), base.args...)
+	armOf := func(b listArm, extra ...string) listArm {
+		a := b
+		a.where = append(append(append([]string(nil), b.where...), "NOT ("+s.delegate("s")+")"), extra...)
+		a.args = append([]any(nil), b.args...)
 		return a
 	}
+	arm := func(extra ...string) listArm { return armOf(base, extra...) }
 	roots := arm(parent + ".parent_session_id IS NULL")
 	branches := arm(parent+".parent_session_id IS NOT NULL", s.branch("s"))
 	if !byChain {
@@ -178,9 +180,9 @@ func (s *Store) listArms(base listArm, parent string, children, byChain bool, ch
 	}
 	roots.where = append(roots.where, "NOT "+s.hasContinuation("s"))
 	branches.where = append(branches.where, "NOT "+s.hasContinuation("s"))
-	chains := arm("s.id IN (SELECT pc.parent_session_id FROM sessions pc WHERE pc.parent_session_id IS NOT NULL)", s.hasContinuation("s"),
+	chains := armOf(listArm{from: "sessions s", id: "s.id", k: chainKey, t: base.t, where: chainWhere, args: chainArgs},
+		"s.id IN (SELECT pc.parent_session_id FROM sessions pc WHERE pc.parent_session_id IS NOT NULL)", s.hasContinuation("s"),
 		"(s.parent_session_id IS NULL OR "+s.branch("s")+")")
-	chains.from, chains.id, chains.k = "sessions s", "s.id", chainKey
 	return []listArm{roots, branches, chains}
 }
 
@@ -211,7 +213,7 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 			base.from, base.k = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active"
 		}
 	}
-	page, pargs := listPage(s.listArms(base, "s", f.IncludeChildren, f.ByLastActive, s.chainLastActive("s")), order, "", nil, limit, offset)
+	page, pargs := listPage(s.listArms(base, where, args, "s", f.IncludeChildren, f.ByLastActive, s.chainLastActive("s")), order, "", nil, limit, offset)
 	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY " +
 		strings.NewReplacer("k ", "p.k ", "t ", "p.t ", "id ", "s.id ", "rid", "p.rid").Replace(order+" ")
 	out, err := sqlitedb.Append(ctx, readers{s}, q, pargs, []sessiondb.RichSession{}, func(row sqlitedb.Row) (sessiondb.RichSession, error) {
@@ -329,8 +331,9 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 			base.from, base.k, base.id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
 		}
 	}
-	base.where, base.args = s.conds(keyed, listFilter{source: q.Source, model: q.Model, userID: q.UserID, from: q.StartedFrom, before: q.StartedBefore,
-		text: q.Text, archived: q.IncludeArchived, onlyArch: q.ArchivedOnly, cwd: q.Cwd, minMessages: q.MinMessages})
+	filter := listFilter{source: q.Source, model: q.Model, userID: q.UserID, from: q.StartedFrom, before: q.StartedBefore,
+		text: q.Text, archived: q.IncludeArchived, onlyArch: q.ArchivedOnly, cwd: q.Cwd, minMessages: q.MinMessages}
+	base.where, base.args = s.conds(keyed, filter)
 	children := q.IncludeChildren
 	if q.ParentID != "" {
 		base.where = append(base.where, keyed+".parent_session_id = ?")
@@ -348,7 +351,11 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 		cursor, cargs = "(k, id) "+cmp+" (?, ?)", []any{cur.Key, cur.ID}
 	}
 	limit := q.PageLimit()
-	page, args := listPage(s.listArms(base, keyed, children, byActivity, s.chainLastActive("s")), "k "+dir+", id "+dir, cursor, cargs, limit+1, 0)
+	chainWhere, chainArgs := s.conds("s", filter)
+	if q.ParentID != "" {
+		chainWhere, chainArgs = append(chainWhere, "s.parent_session_id = ?"), append(chainArgs, q.ParentID)
+	}
+	page, args := listPage(s.listArms(base, chainWhere, chainArgs, keyed, children, byActivity, s.chainLastActive("s")), "k "+dir+", id "+dir, cursor, cargs, limit+1, 0)
 	sel := "SELECT " + s.q.sessSel + s.richExtra() + ", p.k FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY p.k " + dir + ", s.id " + dir
 	var rows []sessiondb.RichSession
 	var keys []float64
