@@ -95,12 +95,9 @@ func Delegates(links []SessionLink, parents []string) []string {
 		}
 	}
 	found := make(map[string]bool, len(parents))
+	frontier := make(map[string]bool, len(parents))
 	for _, p := range parents {
-		found[p] = true
-	}
-	frontier := map[string]bool{}
-	for _, p := range parents {
-		frontier[p] = true
+		found[p], frontier[p] = true, true
 	}
 	var out []string
 	for len(frontier) > 0 {

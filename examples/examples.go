@@ -29,9 +29,6 @@ var conversations string
 // (titles "proj" and "proj #2").
 func Conversations() io.Reader { return strings.NewReader(conversations) }
 
-// Size is the length in bytes of the embedded file, for progress reports.
-func Size() int64 { return int64(len(conversations)) }
-
 // ConversationsEndingAt returns the conversations with every timestamp
 // (started_at, ended_at, each message's timestamp) moved by the same whole
 // number of seconds, so the newest is newest: their spacing, ids, titles

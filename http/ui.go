@@ -144,15 +144,20 @@ func (s *Server) routesUI() {
 // the route renders as the error page with the status of its code.
 type uiFunc func(w http.ResponseWriter, r *http.Request) error
 
-// uiPage registers a page route, instrumented under its pattern, with a
-// write deadline like the API's.
+// uiPage registers a page route, instrumented under its pattern.
 func (s *Server) uiPage(pattern string, h uiFunc) {
-	s.mux.Handle(pattern, s.metrics.instrument(pattern, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle(pattern, s.metrics.instrument(pattern, false, s.uiHandler(h)))
+}
+
+// uiHandler turns a uiFunc into a handler with a write deadline like the
+// API's, its error rendered as the error page.
+func (s *Server) uiHandler(h uiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(handlerTimeout))
 		if err := h(w, r); err != nil {
 			s.uiError(w, r, err)
 		}
-	})))
+	})
 }
 
 // filesOnly opens the files of an fs.FS and no folder, so a file server

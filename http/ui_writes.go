@@ -3,7 +3,6 @@ package http
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/sessiondb/sessiondb"
 )
@@ -30,16 +29,10 @@ func (s *Server) uiWrite(pattern string, h uiFunc) {
 	if s.cfg.ReadOnly {
 		return
 	}
-	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(handlerTimeout))
-		if err := h(w, r); err != nil {
-			s.uiError(w, r, err)
-		}
-	})
 	refuse := func(w http.ResponseWriter, r *http.Request, code, message string) {
 		s.render(w, r, StatusOf(code), "error", uiErrorData{Status: StatusOf(code), Code: code, Message: message})
 	}
-	s.mux.Handle(pattern, s.metrics.instrument(pattern, false, s.writeGuardWith(page, refuse)))
+	s.mux.Handle(pattern, s.metrics.instrument(pattern, false, s.writeGuardWith(s.uiHandler(h), refuse)))
 }
 
 // formValue reads one field of a posted form, its body bounded as the
@@ -79,14 +72,14 @@ func (s *Server) uiRename(w http.ResponseWriter, r *http.Request) error {
 	return backToSession(w, r, id)
 }
 
-// uiEnd: POST /s/{id}/end, field reason (default "user_ended").
+// uiEnd: POST /s/{id}/end, field reason (default defaultEndReason).
 func (s *Server) uiEnd(w http.ResponseWriter, r *http.Request) error {
 	reason, err := formValue(w, r, "reason")
 	if err != nil {
 		return err
 	}
 	if reason == "" {
-		reason = "user_ended"
+		reason = defaultEndReason
 	}
 	id, err := s.sessionID(r)
 	if err != nil {

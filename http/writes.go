@@ -42,8 +42,12 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 	return s.answerSession(w, r, id)
 }
 
+// defaultEndReason is the end reason of a session ended through the API or
+// the web UI without one.
+const defaultEndReason = "user_ended"
+
 // endSession: POST /api/v1/sessions/{id}/end {"reason":"..."} ends the
-// session (the first reason wins; default "user_ended").
+// session (the first reason wins; default defaultEndReason).
 func (s *Server) endSession(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Reason string `json:"reason"`
@@ -54,7 +58,7 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if body.Reason == "" {
-		body.Reason = "user_ended"
+		body.Reason = defaultEndReason
 	}
 	id, err := s.sessionID(r)
 	if err != nil {

@@ -305,23 +305,14 @@ SELECT pg_notify('`+s.channel()+`', 'good')`)
 // The waiters still wake (TestNotifyOfALongID and the conformance suite's
 // waiter cases).
 func TestAppendCommitsBeforeItNotifies(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.Schema(t, url)
-	rec := &recorder{}
+	s, rec, _ := openTraced(t, 4)
 	ctx := context.Background()
-	s, err := Open(ctx, url, Options{Schema: schema, Tracer: rec, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	for _, id := range []string{"a", "b"} {
 		if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: id, Source: "cli"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec.mu.Lock()
-	rec.on = true
-	rec.mu.Unlock()
+	rec.start()
 	if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "a", Role: "user", Content: strPtr("alone")}); err != nil {
 		t.Fatal(err)
 	}
@@ -337,9 +328,7 @@ func TestAppendCommitsBeforeItNotifies(t *testing.T) {
 			t.Fatalf("batched append to %s: id %d, %v", r.sessionID, r.id, r.err)
 		}
 	}
-	rec.mu.Lock()
-	got := rec.got
-	rec.mu.Unlock()
+	got := rec.stop()
 	inserts, notifies := 0, 0
 	for _, q := range got {
 		writesRow := strings.Contains(q.sql, "INSERT INTO messages")

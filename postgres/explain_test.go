@@ -25,6 +25,35 @@ type traced struct {
 	args []any
 }
 
+// start records from now on; stop stops and returns what was recorded.
+func (r *recorder) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on, r.got = true, nil
+}
+
+func (r *recorder) stop() []traced {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on = false
+	return r.got
+}
+
+// openTraced opens a store on a fresh schema with a recorder of its
+// statements (not yet recording) and the schema's URL.
+func openTraced(t *testing.T, maxConns int32) (*Store, *recorder, string) {
+	t.Helper()
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	rec := &recorder{}
+	s, err := Open(context.Background(), url, Options{Schema: schema, Tracer: rec, MaxConns: maxConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, rec, pgtest.WithSearchPath(url, schema)
+}
+
 func (r *recorder) add(sql string, args []any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -78,21 +107,13 @@ var wholeTable = []string{
 // schema, records every statement it sends, and EXPLAINs each with its
 // arguments: none may scan the sessions or messages table whole.
 func TestIndexesServeEveryQuery(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.Schema(t, url)
-	rec := &recorder{}
+	s, rec, schemaURL := openTraced(t, 2)
+	var err error
 	ctx := context.Background()
-	s, err := Open(ctx, url, Options{Schema: schema, Tracer: rec, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	if _, err := s.pool.Exec(ctx, seedSQL); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
-	rec.mu.Lock()
-	rec.on = true
-	rec.mu.Unlock()
+	rec.start()
 
 	must := func(what string, err error) {
 		t.Helper()
@@ -154,11 +175,8 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	_, err = s.ExportSession(ctx, "s000048")
 	must("ExportSession", err)
 
-	rec.mu.Lock()
-	got := rec.got
-	rec.on = false
-	rec.mu.Unlock()
-	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	got := rec.stop()
+	conn, err := pgx.Connect(ctx, schemaURL)
 	if err != nil {
 		t.Fatal(err)
 	}

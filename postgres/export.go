@@ -284,13 +284,13 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	// Kept ids may lie ahead of the id sequence: it is moved past them
-	// before the next row that takes its id from it, and at the end, so
-	// no later append picks one of them.
+	// Row by row, kept ids may lie ahead of the id sequence: it is moved
+	// past them before the next row that takes its id from it, and at the
+	// end, so no later append picks one of them.
 	var ahead int64
 	for i, m := range p.Messages {
 		if copied {
-			break
+			break // copyMessages moved the sequence itself
 		}
 		id, err := insertImported(ctx, tx, p.ID, m, func() error {
 			if ahead == 0 {
@@ -362,40 +362,18 @@ func copyMessages(ctx context.Context, s *Store, tx pgx.Tx, sessionID string, ms
 		}
 		maxID = max(maxID, id)
 	}
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	err = func() error {
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 		for start := 0; start < len(msgs); {
 			end := start + 1
 			for end < len(msgs) && slices.Equal(msgs[end].Cols, msgs[start].Cols) {
 				end++
 			}
-			names := []string{"id", "session_id"}
-			for _, c := range msgs[start].Cols {
-				if c == "content" {
-					names = append(names, "content_bytes")
-				}
-				names = append(names, c)
-			}
+			var names []string
 			rows := make([][]any, 0, end-start)
 			for _, m := range msgs[start:end] {
-				r := make([]any, 0, len(names))
-				r = append(r, m.ID, sessionID)
-				for i, c := range m.Cols {
-					v := m.Vals[i]
-					if c == "content" {
-						var raw []byte
-						if t, ok := v.(string); ok {
-							text, b := storableContent(&t)
-							v, raw = *text, b
-						}
-						r = append(r, raw)
-					}
-					r = append(r, v)
-				}
-				rows = append(rows, r)
+				cols, vals := importedColumns(m)
+				names = append([]string{"id", "session_id"}, cols...)
+				rows = append(rows, append([]any{m.ID, sessionID}, vals...))
 			}
 			if _, err := sp.CopyFrom(ctx, pgx.Identifier{"messages"}, names, pgx.CopyFromRows(rows)); err != nil {
 				return err
@@ -403,17 +381,34 @@ func copyMessages(ctx context.Context, s *Store, tx pgx.Tx, sessionID string, ms
 			start = end
 		}
 		return s.advanceSequence(ctx, sp, maxID)
-	}()
-	if err != nil {
-		if rerr := sp.Rollback(ctx); rerr != nil {
-			return false, rerr
-		}
-		if retryable(err) {
-			return false, err
-		}
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case retryable(err):
+		return false, err
+	default:
 		return false, nil
 	}
-	return true, sp.Commit(ctx)
+}
+
+// importedColumns gives the columns and values of one imported message:
+// content as its readable text and, beside it, content_bytes holding the
+// exact bytes where text cannot (storableContent).
+func importedColumns(m sessiondb.ImportRow) (names []string, vals []any) {
+	for i, c := range m.Cols {
+		v := m.Vals[i]
+		if c == "content" {
+			var raw []byte
+			if t, ok := v.(string); ok {
+				text, b := storableContent(&t)
+				v, raw = *text, b
+			}
+			names, vals = append(names, "content_bytes"), append(vals, raw)
+		}
+		names, vals = append(names, c), append(vals, v)
+	}
+	return names, vals
 }
 
 // advanceSequence moves the message id sequence to at least id.
@@ -431,17 +426,12 @@ func (s *Store) advanceSequence(ctx context.Context, tx pgx.Tx, id int64) error 
 // is free, and returns the id it kept (0 when it took a new one, after
 // calling beforeNew).
 func insertImported(ctx context.Context, tx pgx.Tx, sessionID string, m sessiondb.ImportRow, beforeNew func() error) (int64, error) {
-	names, args := []string{"session_id"}, []any{sessionID}
-	for i, c := range m.Cols {
-		v := m.Vals[i]
-		if t, ok := v.(string); ok && c == "content" {
-			text, raw := storableContent(&t)
-			names, args = append(names, "content_bytes"), append(args, raw)
-			v = *text
-		}
-		names, args = append(names, quoteIdent(c)), append(args, v)
+	names, vals := importedColumns(m)
+	quoted, args := []string{"session_id"}, append([]any{sessionID}, vals...)
+	for _, c := range names {
+		quoted = append(quoted, quoteIdent(c))
 	}
-	cols := strings.Join(names, ", ")
+	cols := strings.Join(quoted, ", ")
 	var id int64
 	if m.ID != nil {
 		err := tx.QueryRow(ctx, "INSERT INTO messages (id, "+cols+") VALUES ($1, "+placeholders(2, len(args))+") ON CONFLICT (id) DO NOTHING RETURNING id",

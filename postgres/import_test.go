@@ -15,15 +15,8 @@ import (
 // with a taken id falls back to the rows one by one and gives that message
 // a new id.
 func TestImportCopiesMessages(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.Schema(t, url)
-	rec := &recorder{}
+	s, rec, _ := openTraced(t, 2)
 	ctx := context.Background()
-	s, err := Open(ctx, url, Options{Schema: schema, Tracer: rec, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const n = 40
 	msgs := make([]any, n)
 	for i := range msgs {
@@ -33,21 +26,16 @@ func TestImportCopiesMessages(t *testing.T) {
 		}
 		msgs[i] = map[string]any{"id": float64(1000 + i), "role": "user", "content": content, "timestamp": 1000.0 + float64(i)}
 	}
-	rec.mu.Lock()
-	rec.on = true
-	rec.mu.Unlock()
+	rec.start()
 	if _, err := s.ImportSession(ctx, map[string]any{"id": "c1", "source": "cli", "started_at": 1000.0, "messages": msgs}, sessiondb.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rec.mu.Lock()
 	inserts := 0
-	for _, q := range rec.got {
+	for _, q := range rec.stop() {
 		if strings.HasPrefix(q.sql, "INSERT INTO messages") {
 			inserts++
 		}
 	}
-	rec.on = false
-	rec.mu.Unlock()
 	if inserts != 0 {
 		t.Errorf("%d INSERTs into messages for a session whose %d messages carry their ids; want them copied", inserts, n)
 	}

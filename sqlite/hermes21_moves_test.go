@@ -371,15 +371,7 @@ func TestHermes21ForkCopiesWhatHermesResumes(t *testing.T) {
 // cost_source): usage rows go into the columns it has, two routes of one
 // key add up, and what the file cannot tell apart is named.
 func TestImportIntoTheFirstUsageShape(t *testing.T) {
-	path := hermes21Empty(t)
-	sqlitetest.ExecFile(t, path, "DROP TABLE session_model_usage")
-	sqlitetest.ExecFile(t, path, `CREATE TABLE session_model_usage (
-    session_id TEXT NOT NULL REFERENCES sessions(id), model TEXT NOT NULL, billing_provider TEXT NOT NULL DEFAULT '',
-    billing_base_url TEXT, api_call_count INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_write_tokens INTEGER NOT NULL DEFAULT 0, reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-    estimated_cost_usd REAL NOT NULL DEFAULT 0, first_seen REAL, last_seen REAL,
-    PRIMARY KEY (session_id, model, billing_provider))`)
+	path := firstUsageShapeFile(t)
 	s := openTestStore(t, path, Options{})
 	row := func(url, mode string, in float64) map[string]any {
 		return map[string]any{"model": "gpt-5", "billing_provider": "openai", "billing_base_url": url, "billing_mode": mode,

@@ -74,11 +74,23 @@ func keepHermesTrigram(tx *sqlitedb.Tx, where string, args ...any) error {
 		}
 		return sessiondb.Errorf(sessiondb.EINVALID, "%d of the messages to delete hold a NUL byte (a newer Hermes' multimodal content), and this file's trigram index (%s) keeps no copy of their text that sessiondb could make exact before the delete: SQLite before 3.49.2 and from 3.49.2 on read such text differently, so the delete would leave the index malformed; nothing was deleted. Delete them with Hermes, or open the file with a Hermes of schema 11 or later first (it rebuilds that index)", n, hermesTrigramTable)
 	}
+	return rewriteCopiesWithNUL(tx, hermesTrigramContent, "c.id IN (SELECT id FROM messages WHERE "+where+")", args, func(id int64, text []byte) (string, error) {
+		return trigramIndexedText(tx, id, text)
+	})
+}
+
+// rewriteCopiesWithNUL rewrites each stored copy of an inline FTS5
+// table's content table (copies, alias c) that holds a NUL byte and passes
+// cond (SQL over c, with args; "" for every copy) to what fix makes of it.
+func rewriteCopiesWithNUL(tx *sqlitedb.Tx, copies, cond string, args []any, fix func(id int64, text []byte) (string, error)) error {
+	if cond != "" {
+		cond += " AND "
+	}
 	type row struct {
 		id   int64
 		text []byte
 	}
-	rows, err := sqlitedb.Append(tx.Context(), tx, "SELECT c.id, CAST(c.c0 AS BLOB) FROM "+hermesTrigramContent+" c WHERE c.id IN (SELECT id FROM messages WHERE "+where+") AND instr(CAST(c.c0 AS BLOB), X'00') > 0", args, nil, func(r sqlitedb.Row) (row, error) {
+	rows, err := sqlitedb.Append(tx.Context(), tx, "SELECT c.id, CAST(c.c0 AS BLOB) FROM "+copies+" c WHERE "+cond+"instr(CAST(c.c0 AS BLOB), X'00') > 0", args, nil, func(r sqlitedb.Row) (row, error) {
 		var x row
 		err := r.Scan(&x.id, &x.text)
 		return x, err
@@ -87,11 +99,11 @@ func keepHermesTrigram(tx *sqlitedb.Tx, where string, args ...any) error {
 		return err
 	}
 	for _, r := range rows {
-		text, err := trigramIndexedText(tx, r.id, r.text)
+		text, err := fix(r.id, r.text)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec("UPDATE "+hermesTrigramContent+" SET c0 = ? WHERE id = ?", text, r.id); err != nil {
+		if _, err := tx.Exec("UPDATE "+copies+" SET c0 = ? WHERE id = ?", text, r.id); err != nil {
 			return err
 		}
 	}
@@ -229,23 +241,8 @@ func fillFTSCopies(tx *sqlitedb.Tx, t string, noNUL bool) error {
 	if !noNUL {
 		return nil
 	}
-	type row struct {
-		id   int64
-		text []byte
-	}
-	rows, err := sqlitedb.Append(tx.Context(), tx, "SELECT id, CAST(c0 AS BLOB) FROM "+copies+" WHERE instr(CAST(c0 AS BLOB), X'00') > 0", nil, nil, func(r sqlitedb.Row) (row, error) {
-		var x row
-		err := r.Scan(&x.id, &x.text)
-		return x, err
+	// SQLite's replace() cannot take a NUL out.
+	return rewriteCopiesWithNUL(tx, copies, "", nil, func(_ int64, text []byte) (string, error) {
+		return string(bytes.ReplaceAll(text, []byte{0}, nil)), nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		// SQLite's replace() cannot take a NUL out.
-		if _, err := tx.Exec("UPDATE "+copies+" SET c0 = ? WHERE id = ?", string(bytes.ReplaceAll(r.text, []byte{0}, nil)), r.id); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -30,21 +30,31 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 	if !ok {
 		return []sessiondb.SearchHit{}, nil
 	}
+	hits, err := s.findHits(ctx, query, plan, f)
+	if err != nil {
+		return nil, err
+	}
+	if hits == nil {
+		return []sessiondb.SearchHit{}, nil
+	}
+	s.addContext(ctx, hits)
+	return hits, nil
+}
+
+// findHits finds the page of hits plan asks for, without their context.
+func (s *Store) findHits(ctx context.Context, query string, plan sessiondb.SearchPlan, f sessiondb.SearchFilter) ([]sessiondb.SearchHit, error) {
 	q, cjk, limit, offset := plan.Query, plan.CJK, plan.Limit, plan.Offset
-	var hits []sessiondb.SearchHit
 	if cjk && s.si.hasTrigramOfHermes() {
 		// A newer Hermes' file: CJK text is searched as Hermes searches
 		// it, ranked in its trigram index, else by substring.
-		hits, err = s.hermesCJKSearch(ctx, q, f, limit, offset)
+		hits, err := s.hermesCJKSearch(ctx, q, f, limit, offset)
 		if err != nil {
 			return nil, s.readErr(err, "search %q", query)
 		}
-		if hits == nil {
-			return []sessiondb.SearchHit{}, nil
-		}
-		s.addContext(ctx, hits)
 		return hits, nil
 	}
+	var hits []sessiondb.SearchHit
+	var err error
 	if s.si.hasFTS() {
 		hits, err = s.ftsSearch(ctx, q, f, limit, offset)
 		if err != nil && sqlitedb.IsQueryError(err) {
@@ -75,10 +85,6 @@ func (s *Store) SearchMessages(ctx context.Context, query string, f sessiondb.Se
 			return nil, s.readErr(err, "search %q", query)
 		}
 	}
-	if hits == nil {
-		return []sessiondb.SearchHit{}, nil
-	}
-	s.addContext(ctx, hits)
 	return hits, nil
 }
 

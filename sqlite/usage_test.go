@@ -36,15 +36,7 @@ func TestUsageOnOlderFilesReadOnly(t *testing.T) {
 // actual_cost_usd there: its rows split by model all the same, their
 // actual cost read as 0.
 func TestUsageByModelOfTheFirstUsageShape(t *testing.T) {
-	path := hermes21Empty(t)
-	sqlitetest.ExecFile(t, path, "DROP TABLE session_model_usage")
-	sqlitetest.ExecFile(t, path, `CREATE TABLE session_model_usage (
-    session_id TEXT NOT NULL REFERENCES sessions(id), model TEXT NOT NULL, billing_provider TEXT NOT NULL DEFAULT '',
-    billing_base_url TEXT, api_call_count INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_write_tokens INTEGER NOT NULL DEFAULT 0, reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-    estimated_cost_usd REAL NOT NULL DEFAULT 0, first_seen REAL, last_seen REAL,
-    PRIMARY KEY (session_id, model, billing_provider))`)
+	path := firstUsageShapeFile(t)
 	sqlitetest.ExecFile(t, path, `INSERT INTO sessions (id, source, started_at, model, input_tokens, output_tokens, estimated_cost_usd, actual_cost_usd)
     VALUES ('s', 'cli', 1, 'b', 30, 3, 0.3, 0.25)`)
 	sqlitetest.ExecFile(t, path, `INSERT INTO session_model_usage (session_id, model, input_tokens, estimated_cost_usd)
@@ -73,4 +65,22 @@ func checkUsage(t *testing.T, what string, got, want []sessiondb.UsageRow) {
 			t.Errorf("%s[%d] = %+v\nwant %+v", what, i, got[i], want[i])
 		}
 	}
+}
+
+// firstUsageShapeFile is an empty schema-21 file whose session_model_usage
+// has the shape the first v20 code made it in: keyed by session, model and
+// provider, without billing_mode, actual_cost_usd, cost_status or
+// cost_source.
+func firstUsageShapeFile(t *testing.T) string {
+	t.Helper()
+	path := hermes21Empty(t)
+	sqlitetest.ExecFile(t, path, "DROP TABLE session_model_usage")
+	sqlitetest.ExecFile(t, path, `CREATE TABLE session_model_usage (
+    session_id TEXT NOT NULL REFERENCES sessions(id), model TEXT NOT NULL, billing_provider TEXT NOT NULL DEFAULT '',
+    billing_base_url TEXT, api_call_count INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0, cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0, reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    estimated_cost_usd REAL NOT NULL DEFAULT 0, first_seen REAL, last_seen REAL,
+    PRIMARY KEY (session_id, model, billing_provider))`)
+	return path
 }

@@ -83,17 +83,7 @@ func TestVersionFacesAgree(t *testing.T) {
 	go func() { served <- srv.Serve(sctx, ln) }()
 	defer func() { stop(); <-served; srv.Close() }()
 	base := "http://" + ln.Addr().String()
-	resp, err := http.Get(base + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var health struct{ Version string }
-	err = json.NewDecoder(resp.Body).Decode(&health)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	faces["/healthz"] = health.Version
+	faces["/healthz"] = healthzVersion(t, base)
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
@@ -109,6 +99,22 @@ func TestVersionFacesAgree(t *testing.T) {
 			t.Errorf("%s reports version %q, version --json %q", face, got, want)
 		}
 	}
+}
+
+// healthzVersion returns the version the server at base says on /healthz.
+func healthzVersion(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct{ Version string }
+	err = json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return health.Version
 }
 
 // stdioMCPVersion runs `sessiondb mcp` on pipes and returns the version
@@ -210,17 +216,7 @@ func TestReleaseVersionInEveryFace(t *testing.T) {
 		t.Fatal("serve did not say where it listens")
 	}
 	go io.Copy(io.Discard, stdout)
-	resp, err := http.Get(base + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var health struct{ Version string }
-	err = json.NewDecoder(resp.Body).Decode(&health)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	faces["/healthz"] = "sessiondb " + health.Version
+	faces["/healthz"] = "sessiondb " + healthzVersion(t, base)
 
 	for face, got := range faces {
 		if got != "sessiondb "+release {

@@ -266,16 +266,16 @@ type searchResult struct {
 	P50MSByKind    map[string]float64 `json:"p50_ms_by_kind"`
 	ZeroHitQueries int                `json:"zero_hit_queries"`
 	PerQuery       []queryResult      `json:"per_query"`
+	// Plans (PostgreSQL only): the server's plan of each statement of the
+	// first search of each kind, one line each (explainpg.go).
+	Plans map[string][]string `json:"plans,omitempty"`
 	// The floor (SQLite only, searchfloor.go): the same queries through a
 	// bare FTS5 ranking statement, interleaved with the store's, and the
 	// store's p50 over the floor's.
-	// Plans (PostgreSQL only): the server's plan of each statement of the
-	// first search of each kind, one line each (explainpg.go).
-	Plans         map[string][]string `json:"plans,omitempty"`
-	FloorIncludes string              `json:"floor_includes,omitempty"`
-	FloorP50MS    float64             `json:"floor_p50_ms,omitempty"`
-	FloorP95MS    float64             `json:"floor_p95_ms,omitempty"`
-	RatioVsFloor  float64             `json:"ratio_vs_floor,omitempty"`
+	FloorIncludes string  `json:"floor_includes,omitempty"`
+	FloorP50MS    float64 `json:"floor_p50_ms,omitempty"`
+	FloorP95MS    float64 `json:"floor_p95_ms,omitempty"`
+	RatioVsFloor  float64 `json:"ratio_vs_floor,omitempty"`
 }
 
 type queryResult struct {
@@ -418,8 +418,6 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 	b := &bencher{cfg: cfg, wl: wl, dir: dir, p: p, stderr: stderr, db: db}
 	if db != "" {
 		b.pgTrace = &stmtRecorder{}
-	}
-	if db != "" {
 		res.Backend, res.Driver = "postgres", "pgx"
 		// One schema per store of the run, under a prefix of its own.
 		b.prefix = filepath.Base(dir)
@@ -429,10 +427,6 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 
 	if err := b.mainStore(ctx, res); err != nil {
 		return nil, err
-	}
-	if res.Raw != nil && res.Raw.Append.MsgsPerS > 0 { // PostgreSQL's bare loop ran beside the appends
-		r := round(res.Append.MsgsPerS/res.Raw.Append.MsgsPerS, 3)
-		res.Append.RatioVsRaw = &r
 	}
 	if err := b.importPhase(ctx, res); err != nil {
 		return nil, err
@@ -449,10 +443,12 @@ func runBench(ctx context.Context, stderr io.Writer, cfg benchConfig, db string)
 			return nil, err
 		}
 		res.Raw = raw
-		if raw.Append.MsgsPerS > 0 {
-			r := round(res.Append.MsgsPerS/raw.Append.MsgsPerS, 3)
-			res.Append.RatioVsRaw = &r
-		}
+	}
+	// The bare loop ran beside the appends (PostgreSQL) or after them
+	// (--include-raw on SQLite).
+	if res.Raw != nil && res.Raw.Append.MsgsPerS > 0 {
+		r := round(res.Append.MsgsPerS/res.Raw.Append.MsgsPerS, 3)
+		res.Append.RatioVsRaw = &r
 	}
 	if err := b.concurrentPhase(ctx, res); err != nil {
 		return nil, err

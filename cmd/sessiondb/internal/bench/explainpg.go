@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,8 +16,10 @@ import (
 // store sends while it is armed: the bench arms it around one search of
 // each kind and then asks the server for each statement's plan.
 type stmtRecorder struct {
+	// armed is read on every statement of the timed phases, so it is an
+	// atomic, not the mutex's.
+	armed atomic.Bool
 	mu    sync.Mutex
-	armed bool
 	got   []recordedStmt
 }
 
@@ -26,10 +29,10 @@ type recordedStmt struct {
 }
 
 func (r *stmtRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.armed {
+	if r.armed.Load() {
+		r.mu.Lock()
 		r.got = append(r.got, recordedStmt{d.SQL, d.Args})
+		r.mu.Unlock()
 	}
 	return ctx
 }
@@ -39,12 +42,13 @@ func (r *stmtRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 // record runs fn with the recorder armed and returns what it sent.
 func (r *stmtRecorder) record(fn func() error) ([]recordedStmt, error) {
 	r.mu.Lock()
-	r.armed, r.got = true, nil
+	r.got = nil
 	r.mu.Unlock()
+	r.armed.Store(true)
 	err := fn()
+	r.armed.Store(false)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.armed = false
 	return r.got, err
 }
 
@@ -56,11 +60,12 @@ func (b *bencher) searchPlans(ctx context.Context, st sessiondb.Store, url strin
 	if b.pgTrace == nil {
 		return nil, nil
 	}
-	conn, err := pgx.Connect(ctx, url)
+	raw, err := openRawPG(ctx, url)
 	if err != nil {
-		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "connect to explain the search plans")
+		return nil, err
 	}
-	defer conn.Close(ctx)
+	defer raw.close()
+	conn := raw.conn
 	out := map[string][]string{}
 	for _, q := range b.wl.queries {
 		if _, done := out[q.Kind]; done {

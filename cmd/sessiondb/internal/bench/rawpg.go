@@ -24,8 +24,8 @@ const rawPGInsert = `INSERT INTO messages (session_id, role, content, content_by
     token_count, finish_reason, reasoning, reasoning_details, codex_reasoning_items)
 VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, NULL, NULL, NULL, NULL, NULL)`
 
-// rawPG is one client of the bare loop: a connection of its own to the
-// schema at url, no pool.
+// rawPG is a connection of its own to the schema at url, no pool: one
+// client of the bare loop, or the one that asks for the search plans.
 type rawPG struct{ conn *pgx.Conn }
 
 func openRawPG(ctx context.Context, url string) (*rawPG, error) {
