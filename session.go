@@ -221,10 +221,6 @@ type RichFilter struct {
 	// MinMessages keeps the sessions whose message_count is at least
 	// this.
 	MinMessages int64
-	// ByLastActive orders by latest activity, a compression chain's
-	// over the whole chain (Hermes' order_by_last_active), newest first;
-	// ties by started_at, then id, newest first.
-	ByLastActive bool
 }
 
 // Validate checks f's Limit and Offset with CheckWindow, and MinMessages.

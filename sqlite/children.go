@@ -38,26 +38,29 @@ func (s *Store) branch(a string) string {
 
 // continuation is true for a child c of a compression-ended parent that
 // carries the conversation on: not a branch, not a delegate, not of
-// source tool (Hermes' get_compression_tip and its listing's chain).
+// source tool (Hermes' get_compression_tip).
 func (s *Store) continuation(c string) string {
 	return s.configMember(c, "_branched_from") + " IS NULL AND " + s.configMember(c, "_delegate_from") + " IS NULL AND COALESCE(" + c + ".source, '') <> 'tool'"
 }
 
-// hasContinuation is true for a session of alias a ended by compression
-// that has a continuation: a chain whose activity is the chain's.
-func (s *Store) hasContinuation(a string) string {
-	return "(" + a + ".end_reason = 'compression' AND EXISTS (SELECT 1 FROM sessions hc WHERE hc.parent_session_id = " + a + ".id AND " + s.continuation("hc") + "))"
+// branchMarked is true for a child of alias a that carries the /branch
+// marker.
+func (s *Store) branchMarked(a string) string {
+	return s.configMember(a, "_branched_from") + " IS NOT NULL"
 }
 
-// chainLastActive is the latest activity over the compression chain of
-// the session of alias a (Hermes' order_by_last_active): every session
-// reached through continuations, each its newest message's time or its
-// start. UNION, not UNION ALL: a cycle of parents ends the walk.
-func (s *Store) chainLastActive(a string) string {
-	return "(WITH RECURSIVE chain(cur) AS (SELECT " + a + ".id UNION SELECT cc.id FROM chain JOIN sessions cp ON cp.id = chain.cur" +
-		" JOIN sessions cc ON cc.parent_session_id = chain.cur WHERE cp.end_reason = 'compression' AND " + s.continuation("cc") + ")" +
-		" SELECT MAX(" + lastActiveOf("cs.id", "cs.started_at") + ") FROM chain JOIN sessions cs ON cs.id = chain.cur)"
-}
+// branchMarkedHint and branchedParentHint are the conditions of the
+// partial indexes sessiondb_sessions_branch_marked and
+// sessiondb_sessions_branched, written in a query as they are in the
+// index so SQLite reads the index: every row the exact test
+// (branchMarked, the parent's end_reason) keeps is in them. instr, not
+// json_extract: an index expression is evaluated on every write to the
+// table, Hermes' own too, and instr cannot fail on a model_config that is
+// not JSON.
+const (
+	branchMarkedHint   = "instr(s.model_config, '_branched_from') > 0"
+	branchedParentHint = "bp.end_reason = 'branched'"
+)
 
 // compressionTipsSQL walks the compression chains from every id in the
 // JSON array ?1 at once, as Hermes' get_compression_tip walks one: from a

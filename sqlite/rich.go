@@ -154,41 +154,66 @@ func listPage(arms []listArm, order, cursor string, cursorArgs []any, n, offset 
 
 // listArms splits a listing into arms an index can serve in order. With
 // children, one arm of every session; else, as Hermes lists
-// (ListableSession), the roots (a seek of the roots' index) and the
-// /branch children (found among the children), never a delegate. Where
-// the key is the last activity, a compression chain's is the chain's
-// (chainLastActive): its roots, found among the parents of children,
-// make an arm of their own, and the other arms leave them out, keeping
-// their order by the index. parent is the alias whose parent column an
-// index orders. chainWhere and chainArgs are base's conditions over alias s
-// alone, for the chains' arm, which reads sessions only.
-func (s *Store) listArms(base listArm, chainWhere []string, chainArgs []any, parent string, children, byChain bool, chainKey string) []listArm {
+// (ListableSession), never a delegate subagent, and: the roots (a seek of
+// the roots' index), the /branch children that carry the marker (the
+// partial index sessiondb_sessions_branch_marked holds them alone) and the
+// children of a parent ended "branched" that started after it ended (the
+// partial index sessiondb_sessions_branched holds those parents). Each
+// arm reads only what it lists, so a file with many children of other
+// kinds (compression continuations, delegates) lists as fast as one
+// without. parent is the alias whose parent column an index orders.
+// childWhere and childArgs are base's conditions over alias s alone, for
+// the branch arms, which read sessions only; childKey is their sort key.
+func (s *Store) listArms(base listArm, childWhere []string, childArgs []any, parent string, children bool, childKey string) []listArm {
 	if children {
 		return []listArm{base}
 	}
-	armOf := func(b listArm, extra ...string) listArm {
-		a := b
-		a.where = append(append(append([]string(nil), b.where...), "NOT ("+s.delegate("s")+")"), extra...)
-		a.args = append([]any(nil), b.args...)
-		return a
+	notDelegate := "NOT (" + s.delegate("s") + ")"
+	if !s.si.indexes["sessiondb_sessions_branch_marked"] || !s.si.indexes["sessiondb_sessions_branched"] {
+		// A file without our indexes (a newer Hermes' file, or one
+		// opened read-only) is read as Hermes reads it: one walk in
+		// the listing's order that stops at the page's end.
+		one := base
+		one.where = append(append([]string(nil), base.where...), notDelegate)
+		if s.si.sessCols["parent_session_id"] {
+			one.where = append(one.where, "("+parent+".parent_session_id IS NULL OR "+s.branch("s")+")")
+		}
+		return []listArm{one}
 	}
-	arm := func(extra ...string) listArm { return armOf(base, extra...) }
-	roots := arm(parent + ".parent_session_id IS NULL")
-	branches := arm(parent+".parent_session_id IS NOT NULL", s.branch("s"))
-	if !byChain {
-		return []listArm{roots, branches}
+	roots := base
+	roots.where = append(append([]string(nil), base.where...), parent+".parent_session_id IS NULL", notDelegate)
+	arms := []listArm{roots}
+	if !s.si.sessCols["parent_session_id"] {
+		return arms
 	}
-	roots.where = append(roots.where, "NOT "+s.hasContinuation("s"))
-	branches.where = append(branches.where, "NOT "+s.hasContinuation("s"))
-	chains := armOf(listArm{from: "sessions s", id: "s.id", k: chainKey, t: base.t, where: chainWhere, args: chainArgs},
-		"s.id IN (SELECT pc.parent_session_id FROM sessions pc WHERE pc.parent_session_id IS NOT NULL)", s.hasContinuation("s"),
-		"(s.parent_session_id IS NULL OR "+s.branch("s")+")")
-	return []listArm{roots, branches, chains}
+	child := func(extra ...string) listArm {
+		return listArm{from: "sessions s", id: "s.id", k: childKey, t: base.t,
+			where: append(append(append([]string(nil), childWhere...), notDelegate), extra...), args: append([]any(nil), childArgs...)}
+	}
+	marked := s.branchMarked("s")
+	if s.si.sessCols["model_config"] {
+		a := child("s.parent_session_id IS NOT NULL", branchMarkedHint, marked)
+		if s.si.indexes["sessiondb_sessions_branch_marked"] {
+			// Named: ordered by started_at, SQLite would rather walk
+			// idx_sessions_started, every session, to save the sort
+			// of the few branches.
+			a.from = "sessions s INDEXED BY sessiondb_sessions_branch_marked"
+		}
+		arms = append(arms, a)
+	}
+	if s.si.sessCols["end_reason"] && s.si.sessCols["ended_at"] {
+		legacy := child("s.parent_session_id IN (SELECT bp.id FROM sessions bp WHERE "+branchedParentHint+")",
+			"s.started_at >= (SELECT bp.ended_at FROM sessions bp WHERE bp.id = s.parent_session_id)")
+		if s.si.sessCols["model_config"] {
+			legacy.where = append(legacy.where, "NOT ("+marked+")")
+		}
+		arms = append(arms, legacy)
+	}
+	return arms
 }
 
 // ListSessionsRich lists sessions as Hermes' list_sessions_rich does, with
-// their preview and last activity (spec 5.2): newest first, or by the
-// latest activity of each row's compression chain (ByLastActive). Without
+// their preview and last activity (spec 5.2), newest first. Without
 // IncludeChildren the sessions Hermes lists are listed (roots and /branch
 // children, never a delegate subagent), and a root that ended in
 // compression shows its chain's tip (unless NoProjection), keeping its own
@@ -207,13 +232,7 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	// ties: started_at, then id, newest first.
 	base := listArm{from: "sessions s", id: "s.id", k: "s.started_at", t: "0", where: where, args: args}
 	order := "k DESC, rid"
-	if f.ByLastActive {
-		base.k, base.t, order = lastActiveOf("s.id", "s.started_at"), "s.started_at", "k DESC, t DESC, id DESC"
-		if s.q.lastActive {
-			base.from, base.k = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active"
-		}
-	}
-	page, pargs := listPage(s.listArms(base, where, args, "s", f.IncludeChildren, f.ByLastActive, s.chainLastActive("s")), order, "", nil, limit, offset)
+	page, pargs := listPage(s.listArms(base, where, args, "s", f.IncludeChildren, base.k), order, "", nil, limit, offset)
 	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY " +
 		strings.NewReplacer("k ", "p.k ", "t ", "p.t ", "id ", "s.id ", "rid", "p.rid").Replace(order+" ")
 	out, err := sqlitedb.Append(ctx, readers{s}, q, pargs, []sessiondb.RichSession{}, func(row sqlitedb.Row) (sessiondb.RichSession, error) {
@@ -351,11 +370,8 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 		cursor, cargs = "(k, id) "+cmp+" (?, ?)", []any{cur.Key, cur.ID}
 	}
 	limit := q.PageLimit()
-	chainWhere, chainArgs := s.conds("s", filter)
-	if q.ParentID != "" {
-		chainWhere, chainArgs = append(chainWhere, "s.parent_session_id = ?"), append(chainArgs, q.ParentID)
-	}
-	page, args := listPage(s.listArms(base, chainWhere, chainArgs, keyed, children, byActivity, s.chainLastActive("s")), "k "+dir+", id "+dir, cursor, cargs, limit+1, 0)
+	childWhere, childArgs := s.conds("s", filter)
+	page, args := listPage(s.listArms(base, childWhere, childArgs, keyed, children, s.sortKey(q.SortOrDefault())), "k "+dir+", id "+dir, cursor, cargs, limit+1, 0)
 	sel := "SELECT " + s.q.sessSel + s.richExtra() + ", p.k FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY p.k " + dir + ", s.id " + dir
 	var rows []sessiondb.RichSession
 	var keys []float64
