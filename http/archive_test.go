@@ -1,10 +1,12 @@
 package http_test
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	sdbhttp "github.com/sessiondb/sessiondb/http"
@@ -87,4 +89,37 @@ func TestArchiveRoutes(t *testing.T) {
 	v6.do("POST", "/api/v1/sessions/s/archive", "", auth...).apiError(t, 400, "invalid")
 	v6.serveReadOnly()
 	v6.do("POST", "/api/v1/sessions/s/archive", "", auth...).apiError(t, 404, "not_found")
+}
+
+// GET /api/v1/sessions lists what Hermes lists (branches shown, delegates
+// not) and takes the newer filters: archived_only, cwd and min_messages;
+// a bad count is refused naming it.
+func TestSessionsNewerFilters(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.serve(sdbhttp.Config{History: hermes21Store(t)})
+	ids := func(q string) []string {
+		rows, _ := f.listing("/api/v1/sessions?limit=100"+q, "sessions")
+		out := []string{}
+		for _, r := range rows {
+			out = append(out, r["id"].(string))
+		}
+		sort.Strings(out)
+		return out
+	}
+	all := ids("")
+	if !slices.Contains(all, "h21-branch") || !slices.Contains(all, "h21-branch-legacy") || slices.Contains(all, "h21-orphan-delegate") || slices.Contains(all, "h21-delegate") {
+		t.Errorf("listing %v: want the branches, no delegate", all)
+	}
+	if got := ids("&archived_only=1"); !slices.Equal(got, []string{"h21-archived-tip"}) {
+		t.Errorf("archived_only: %v", got)
+	}
+	if got := ids("&cwd=" + url.QueryEscape("/home/dev/project/api")); !slices.Equal(got, []string{"h21-compacted"}) {
+		t.Errorf("cwd: %v", got)
+	}
+	if got := ids("&min_messages=4"); len(got) == 0 || len(got) >= len(all) || slices.Contains(got, "h21-cjk") {
+		t.Errorf("min_messages=4: %v of %v", got, all)
+	}
+	if msg := f.get("/api/v1/sessions?min_messages=-2").apiError(t, 400, "invalid"); !strings.Contains(msg, "min_messages") {
+		t.Errorf("min_messages=-2: %q does not name the parameter", msg)
+	}
 }
