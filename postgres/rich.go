@@ -21,13 +21,18 @@ const richExtra = `, COALESCE((SELECT left(m.content, ` + "63" + `) FROM message
 // (docs/hermes-versions.md): a delegate subagent carries model_config's
 // _delegate_from, a /branch _branched_from or (before the marker) a
 // parent ended "branched" before it started.
-func delegateSQL(a string) string {
-	return "sessiondb_config_member(" + a + ".model_config, '_delegate_from') IS NOT NULL"
-}
+func delegateSQL(a string) string { return configMemberSQL(a, "_delegate_from") + " IS NOT NULL" }
 
 func branchSQL(a string) string {
-	return "(sessiondb_config_member(" + a + ".model_config, '_branched_from') IS NOT NULL OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = " + a +
+	return "(" + configMemberSQL(a, "_branched_from") + " IS NOT NULL OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = " + a +
 		".parent_session_id AND bp.end_reason = 'branched' AND " + a + ".started_at >= bp.ended_at))"
+}
+
+// configMemberSQL is member key of a's model_config (NULL when it is not
+// JSON), the function called only where the text holds the key: a
+// listing sorted by cost reads every session, and most hold no marker.
+func configMemberSQL(a, key string) string {
+	return "(CASE WHEN strpos(" + a + ".model_config, '" + key + "') > 0 THEN sessiondb_config_member(" + a + ".model_config, '" + key + "') END)"
 }
 
 // listable keeps the sessions Hermes' listing shows (alias s): roots and

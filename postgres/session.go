@@ -205,15 +205,17 @@ func (s *Store) countRows(ctx context.Context, what, table, col, v string) (int6
 // ended by compression that are no branch, delegate or tool session, the
 // one that itself ended by compression, else a live one, else any; the
 // latest active first, then the latest started.
-const nextContinuationSQL = `SELECT c.id FROM sessions c
+func nextContinuationSQL() string {
+	return `SELECT c.id FROM sessions c
 WHERE c.parent_session_id = $1
   AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = $1 AND p.end_reason = 'compression')
-  AND sessiondb_config_member(c.model_config, '_branched_from') IS NULL
-  AND sessiondb_config_member(c.model_config, '_delegate_from') IS NULL
+  AND ` + configMemberSQL("c", "_branched_from") + ` IS NULL
+  AND ` + configMemberSQL("c", "_delegate_from") + ` IS NULL
   AND COALESCE(c.source, '') <> 'tool'
 ORDER BY CASE WHEN c.end_reason = 'compression' THEN 0 WHEN c.ended_at IS NULL THEN 1 ELSE 2 END,
   COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = c.id), c.started_at) DESC,
   c.started_at DESC, c.id COLLATE "C" DESC LIMIT 1`
+}
 
 // CompressionTip follows compression continuations from id
 // (nextContinuationSQL) at most sessiondb.MaxCompressionHops hops and
@@ -224,7 +226,7 @@ func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
 	seen := map[string]bool{id: true}
 	for i := 0; i < sessiondb.MaxCompressionHops; i++ {
 		var next string
-		err := s.pool.QueryRow(ctx, nextContinuationSQL, cur).Scan(&next)
+		err := s.pool.QueryRow(ctx, nextContinuationSQL(), cur).Scan(&next)
 		if noRows(err) {
 			break
 		}
