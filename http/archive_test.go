@@ -123,3 +123,42 @@ func TestSessionsNewerFilters(t *testing.T) {
 		t.Errorf("min_messages=-2: %q does not name the parameter", msg)
 	}
 }
+
+// The web list shows what Hermes lists, names each child's kind, and has
+// the newer filters in its form, filled in from the query.
+func TestUIListNewerFilters(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.serve(sdbhttp.Config{History: hermes21Store(t)})
+	row := func(html, id string) string {
+		_, after, ok := strings.Cut(html, `data-session="`+id+`"`)
+		if !ok {
+			return ""
+		}
+		r, _, _ := strings.Cut(after, "</tr>")
+		return r
+	}
+	html := f.page("/", 200)
+	if r := row(html, "h21-branch"); !strings.Contains(r, "· branch") {
+		t.Errorf("the marked branch's row does not say branch: %q", r)
+	}
+	if r := row(html, "h21-branch-legacy"); !strings.Contains(r, "· branch") {
+		t.Errorf("the older Hermes' branch's row does not say branch: %q", r)
+	}
+	if row(html, "h21-orphan-delegate") != "" || row(html, "h21-delegate") != "" {
+		t.Error("the list shows a delegate")
+	}
+	html = f.page("/?children=true", 200)
+	if r := row(html, "h21-delegate"); !strings.Contains(r, "· delegate") {
+		t.Errorf("with children, the delegate's row does not say delegate: %q", r)
+	}
+	html = f.page("/?cwd="+url.QueryEscape("/home/dev/project/api")+"&min_messages=2", 200)
+	if row(html, "h21-compacted") == "" || row(html, "h21-main") != "" {
+		t.Error("cwd filter: want h21-compacted alone")
+	}
+	if !strings.Contains(html, `name="cwd" value="/home/dev/project/api"`) || !strings.Contains(html, `name="min_messages" min="0" value="2"`) {
+		t.Error("the form does not keep the cwd and min_messages given")
+	}
+	if html := f.page("/?archived_only=true", 200); row(html, "h21-archived-tip") == "" || row(html, "h21-main") != "" {
+		t.Error("archived_only: want the archived session alone")
+	}
+}

@@ -286,6 +286,11 @@ func TestSessionsNewerFilters(t *testing.T) {
 			t.Errorf("--min-messages 8 lists %s with %d messages", r.ID, r.MessageCount)
 		}
 	}
+	// A /branch child is listed among the roots, and marked.
+	sqlitetest.ExecFile(t, db, "UPDATE sessions SET model_config = '{\"_branched_from\": \"x\"}', parent_session_id = ? WHERE id = ?", lisbon, dockerID)
+	if text := mustCLI(t, "--db", db, "sessions", "--archived").Stdout; !strings.Contains(text, "[branch] ") {
+		t.Errorf("the table does not mark the branch:\n%s", text)
+	}
 	if r := runCLI(t, "", "--db", db, "sessions", "--min-messages", "-1"); r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "--min-messages") {
 		t.Errorf("--min-messages -1: exit %d, %q", r.Code, r.Stderr)
 	}

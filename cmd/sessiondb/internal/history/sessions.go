@@ -63,7 +63,7 @@ them alone. --cwd keeps the sessions that ran in a directory or below it
 					fmt.Fprintln(h.Err, "no sessions match")
 					return nil
 				}
-				return h.printSessions(rows)
+				return h.printSessions(rows, f.IncludeChildren)
 			})
 		},
 	}
@@ -79,13 +79,24 @@ them alone. --cwd keeps the sessions that ran in a directory or below it
 	return c
 }
 
-// printSessions writes the session table of `sessions`.
-func (h *group) printSessions(rows []sessiondb.RichSession) error {
+// printSessions writes the session table of `sessions`. Without
+// children, a child listed is a /branch, and is marked so; with them,
+// each child is marked by its kind.
+func (h *group) printSessions(rows []sessiondb.RichSession, children bool) error {
 	var t cli.Table
 	t.Row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS", "COST", "PREVIEW")
 	for i := range rows {
 		r := &rows[i]
 		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
+		if r.ParentSessionID != nil && *r.ParentSessionID != "" {
+			kind := sessiondb.ChildKind(&r.Session)
+			if kind == "" && !children {
+				kind = "branch" // an older Hermes' branch: its parent ended "branched"
+			}
+			if kind != "" {
+				title = "[" + kind + "] " + title
+			}
+		}
 		if r.Archived != 0 {
 			title = "[archived] " + title
 		}
