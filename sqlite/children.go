@@ -49,9 +49,9 @@ func (s *Store) branchMarked(a string) string {
 	return s.configMember(a, "_branched_from") + " IS NOT NULL"
 }
 
-// branchMarkedHint and branchedParentHint are the conditions of the
-// partial indexes sessiondb_sessions_branch_marked and
-// sessiondb_sessions_branched, written in a query as they are in the
+// branchMarkedHint, branchedParentHint and rootDelegateHint are the
+// conditions of the partial indexes sessiondb_sessions_branch_marked,
+// sessiondb_sessions_branched and sessiondb_sessions_root_delegates, written in a query as they are in the
 // index so SQLite reads the index: every row the exact test
 // (branchMarked, the parent's end_reason) keeps is in them. instr, not
 // json_extract: an index expression is evaluated on every write to the
@@ -60,6 +60,7 @@ func (s *Store) branchMarked(a string) string {
 const (
 	branchMarkedHint   = "instr(s.model_config, '_branched_from') > 0"
 	branchedParentHint = "bp.end_reason = 'branched'"
+	rootDelegateHint   = "rd.parent_session_id IS NULL AND instr(rd.model_config, '_delegate_from') > 0"
 )
 
 // compressionTipsSQL walks the compression chains from every id in the

@@ -164,12 +164,12 @@ func listPage(arms []listArm, order, cursor string, cursorArgs []any, n, offset 
 // without. parent is the alias whose parent column an index orders.
 // childWhere and childArgs are base's conditions over alias s alone, for
 // the branch arms, which read sessions only; childKey is their sort key.
-func (s *Store) listArms(base listArm, childWhere []string, childArgs []any, parent string, children bool, childKey string) []listArm {
+func (s *Store) listArms(ctx context.Context, base listArm, childWhere []string, childArgs []any, parent string, children bool, childKey string) ([]listArm, error) {
 	if children {
-		return []listArm{base}
+		return []listArm{base}, nil
 	}
 	notDelegate := "NOT (" + s.delegate("s") + ")"
-	if !s.si.indexes["sessiondb_sessions_branch_marked"] || !s.si.indexes["sessiondb_sessions_branched"] {
+	if !s.si.indexes["sessiondb_sessions_branch_marked"] || !s.si.indexes["sessiondb_sessions_branched"] || !s.si.indexes["sessiondb_sessions_root_delegates"] {
 		// A file without our indexes (a newer Hermes' file, or one
 		// opened read-only) is read as Hermes reads it: one walk in
 		// the listing's order that stops at the page's end.
@@ -178,38 +178,46 @@ func (s *Store) listArms(base listArm, childWhere []string, childArgs []any, par
 		if s.si.sessCols["parent_session_id"] {
 			one.where = append(one.where, "("+parent+".parent_session_id IS NULL OR "+s.branch("s")+")")
 		}
-		return []listArm{one}
+		return []listArm{one}, nil
+	}
+	// Most files hold no branch and no orphaned delegate: three probes
+	// of the partial indexes say so, and the page is then the roots'
+	// index alone, as fast as a listing that knew no kinds.
+	var branches, legacy, rootDelegates bool
+	err := sqlitedb.Each(ctx, readers{s}, "SELECT EXISTS (SELECT 1 FROM sessions s INDEXED BY sessiondb_sessions_branch_marked WHERE s.parent_session_id IS NOT NULL AND "+branchMarkedHint+
+		"), EXISTS (SELECT 1 FROM sessions bp INDEXED BY sessiondb_sessions_branched WHERE "+branchedParentHint+
+		"), EXISTS (SELECT 1 FROM sessions rd INDEXED BY sessiondb_sessions_root_delegates WHERE "+rootDelegateHint+")", nil,
+		func(r sqlitedb.Row) error { return r.Scan(&branches, &legacy, &rootDelegates) })
+	if err != nil {
+		return nil, err
 	}
 	roots := base
-	roots.where = append(append([]string(nil), base.where...), parent+".parent_session_id IS NULL", notDelegate)
-	arms := []listArm{roots}
-	if !s.si.sessCols["parent_session_id"] {
-		return arms
+	roots.where = append(append([]string(nil), base.where...), parent+".parent_session_id IS NULL")
+	if rootDelegates {
+		// Found in their partial index, so the roots' index still
+		// answers the arm without reading a row.
+		roots.where = append(roots.where, "s.id NOT IN (SELECT rd.id FROM sessions rd INDEXED BY sessiondb_sessions_root_delegates WHERE "+
+			rootDelegateHint+" AND "+s.delegate("rd")+")")
 	}
+	arms := []listArm{roots}
 	child := func(extra ...string) listArm {
 		return listArm{from: "sessions s", id: "s.id", k: childKey, t: base.t,
 			where: append(append(append([]string(nil), childWhere...), notDelegate), extra...), args: append([]any(nil), childArgs...)}
 	}
 	marked := s.branchMarked("s")
-	if s.si.sessCols["model_config"] {
+	if branches {
 		a := child("s.parent_session_id IS NOT NULL", branchMarkedHint, marked)
-		if s.si.indexes["sessiondb_sessions_branch_marked"] {
-			// Named: ordered by started_at, SQLite would rather walk
-			// idx_sessions_started, every session, to save the sort
-			// of the few branches.
-			a.from = "sessions s INDEXED BY sessiondb_sessions_branch_marked"
-		}
+		// Named: ordered by started_at, SQLite would rather walk
+		// idx_sessions_started, every session, to save the sort of the
+		// few branches.
+		a.from = "sessions s INDEXED BY sessiondb_sessions_branch_marked"
 		arms = append(arms, a)
 	}
-	if s.si.sessCols["end_reason"] && s.si.sessCols["ended_at"] {
-		legacy := child("s.parent_session_id IN (SELECT bp.id FROM sessions bp WHERE "+branchedParentHint+")",
-			"s.started_at >= (SELECT bp.ended_at FROM sessions bp WHERE bp.id = s.parent_session_id)")
-		if s.si.sessCols["model_config"] {
-			legacy.where = append(legacy.where, "NOT ("+marked+")")
-		}
-		arms = append(arms, legacy)
+	if legacy {
+		arms = append(arms, child("s.parent_session_id IN (SELECT bp.id FROM sessions bp INDEXED BY sessiondb_sessions_branched WHERE "+branchedParentHint+")",
+			"s.started_at >= (SELECT bp.ended_at FROM sessions bp WHERE bp.id = s.parent_session_id)", "NOT ("+marked+")"))
 	}
-	return arms
+	return arms, nil
 }
 
 // ListSessionsRich lists sessions as Hermes' list_sessions_rich does, with
@@ -232,7 +240,11 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	// ties: started_at, then id, newest first.
 	base := listArm{from: "sessions s", id: "s.id", k: "s.started_at", t: "0", where: where, args: args}
 	order := "k DESC, rid"
-	page, pargs := listPage(s.listArms(base, where, args, "s", f.IncludeChildren, base.k), order, "", nil, limit, offset)
+	arms, err := s.listArms(ctx, base, where, args, "s", f.IncludeChildren, base.k)
+	if err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	page, pargs := listPage(arms, order, "", nil, limit, offset)
 	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY " +
 		strings.NewReplacer("k ", "p.k ", "t ", "p.t ", "id ", "s.id ", "rid", "p.rid").Replace(order+" ")
 	out, err := sqlitedb.Append(ctx, readers{s}, q, pargs, []sessiondb.RichSession{}, func(row sqlitedb.Row) (sessiondb.RichSession, error) {
@@ -371,11 +383,15 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	}
 	limit := q.PageLimit()
 	childWhere, childArgs := s.conds("s", filter)
-	page, args := listPage(s.listArms(base, childWhere, childArgs, keyed, children, s.sortKey(q.SortOrDefault())), "k "+dir+", id "+dir, cursor, cargs, limit+1, 0)
+	arms, err := s.listArms(ctx, base, childWhere, childArgs, keyed, children, s.sortKey(q.SortOrDefault()))
+	if err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	page, args := listPage(arms, "k "+dir+", id "+dir, cursor, cargs, limit+1, 0)
 	sel := "SELECT " + s.q.sessSel + s.richExtra() + ", p.k FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY p.k " + dir + ", s.id " + dir
 	var rows []sessiondb.RichSession
 	var keys []float64
-	err := sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
+	err = sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
 		var raw string
 		var last, key sql.NullFloat64
 		x, err := scanSession(row, &raw, &last, &key)
