@@ -87,11 +87,12 @@ func TestReadPlansUseIndexes(t *testing.T) {
 	}
 	seekOnly := rule{forbid: []string{"TEMP B-TREE", "SCAN", "LIST SUBQUERY"}}
 	listing := rule{forbid: []string{"SCAN m", "SCAN messages", "SCAN s", "SCAN sessions", "SCAN bp"}}
-	cases := []struct {
+	type planCase struct {
 		name string
 		read func() error
 		rule rule
-	}{
+	}
+	cases := []planCase{
 		{"last page", func() error { _, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10}); return err }, seekOnly},
 		{"first page", func() error {
 			_, err := s.GetMessagesPage(ctx, "long", sessiondb.Page{Limit: 10, FromStart: true})
@@ -131,17 +132,8 @@ func TestReadPlansUseIndexes(t *testing.T) {
 	// orphaned delegate, a listing reads each through its partial index
 	// and still reads the roots from their index alone.
 	kinds := func(name string, read func() error, require ...string) {
-		cases = append(cases, struct {
-			name string
-			read func() error
-			rule rule
-		}{name, read, rule{forbid: listing.forbid, require: require[0]}})
-		for _, r := range require[1:] {
-			cases = append(cases, struct {
-				name string
-				read func() error
-				rule rule
-			}{name + ", " + r, read, rule{forbid: listing.forbid, require: r}})
+		for _, r := range require {
+			cases = append(cases, planCase{name + ": " + r, read, rule{forbid: listing.forbid, require: r}})
 		}
 	}
 	kinds("listing with every kind of child", func() error {
