@@ -121,8 +121,12 @@ type ListInput struct {
 	Since  string `json:"since,omitempty" jsonschema:"only sessions started at or after this time (RFC 3339 or YYYY-MM-DD)"`
 	Until  string `json:"until,omitempty" jsonschema:"only sessions started before this time (RFC 3339 or YYYY-MM-DD)"`
 	Sort   string `json:"sort,omitempty" jsonschema:"started (default), last_active, cost or tokens; largest first"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"sessions per page, 1 to 100 (default 20)"`
-	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
+	// The newer Hermes' listing filters.
+	Cwd          string `json:"cwd,omitempty" jsonschema:"only sessions that ran in this directory or below it"`
+	MinMessages  int64  `json:"min_messages,omitempty" jsonschema:"only sessions with at least this many messages"`
+	ArchivedOnly bool   `json:"archived_only,omitempty" jsonschema:"only the sessions archived (hidden otherwise)"`
+	Limit        int    `json:"limit,omitempty" jsonschema:"sessions per page, 1 to 100 (default 20)"`
+	Cursor       string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
 }
 
 // ListOutput is list_sessions' output.
@@ -154,7 +158,8 @@ func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput
 	}
 	p := paramsOf(map[string][]string{"since": {in.Since}, "until": {in.Until}})
 	q := sessiondb.SessionQuery{Source: in.Source, Model: in.Model, Text: in.Text, StartedFrom: p.time("since"),
-		StartedBefore: p.time("until"), Sort: sessiondb.SessionSort(in.Sort), Limit: in.Limit, After: in.Cursor}
+		StartedBefore: p.time("until"), Sort: sessiondb.SessionSort(in.Sort), Limit: in.Limit, After: in.Cursor,
+		Cwd: in.Cwd, MinMessages: in.MinMessages, ArchivedOnly: in.ArchivedOnly}
 	if p.err != nil {
 		return nil, ListOutput{}, p.err
 	}

@@ -25,21 +25,30 @@ func (h *group) sessionsCmd() *cobra.Command {
 activity, message and tool-call counts, tokens (input + output), cost and the
 first words of the first user message.
 
-A compression chain (a session ended with end_reason=compression and its
-continuations) shows as one row: the newest continuation's id and counters
-with the root's start time. --children lists every session as stored.
+The sessions listed are those Hermes' own listing shows: conversations
+started fresh and /branch children; a delegate subagent's run is left out
+(it shows under its parent in lineage). A compression chain (a session
+ended with end_reason=compression and its continuations) shows as one row:
+the newest continuation's id and counters with the root's start time.
+--children lists every session as stored.
 
 Sessions a newer Hermes archived are left out, as Hermes' own listing does;
---archived lists them too, marked [archived].`,
+--archived lists them too, marked [archived], and --archived-only lists
+them alone. --cwd keeps the sessions that ran in a directory or below it
+(a newer Hermes records it); --min-messages those with at least N messages.`,
 		Example: `  sessiondb sessions
   sessiondb sessions --source telegram --limit 50
   sessiondb sessions --exclude-source cron --exclude-source slack
   sessiondb sessions --children --json | jq '.[].id'
-  sessiondb --db ~/.hermes/state.db sessions --archived`,
+  sessiondb --db ~/.hermes/state.db sessions --archived
+  sessiondb --db ~/.hermes/state.db sessions --cwd ~/src/api --min-messages 10`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cli.CheckPaging(f.Limit, f.Offset); err != nil {
 				return err
+			}
+			if f.MinMessages < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--min-messages %d: want 0 or more", f.MinMessages)
 			}
 			return h.withStore(c.Context(), cli.ReadStore, func(st sessiondb.Store) error {
 				rows, err := st.ListSessionsRich(c.Context(), f)
@@ -54,7 +63,7 @@ Sessions a newer Hermes archived are left out, as Hermes' own listing does;
 					fmt.Fprintln(h.Err, "no sessions match")
 					return nil
 				}
-				return h.printSessions(rows)
+				return h.printSessions(rows, f.IncludeChildren)
 			})
 		},
 	}
@@ -64,16 +73,30 @@ Sessions a newer Hermes archived are left out, as Hermes' own listing does;
 	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many sessions first (for paging)")
 	c.Flags().BoolVar(&f.IncludeChildren, "children", false, "also list child sessions (continuations, forks) as rows of their own")
 	c.Flags().BoolVar(&f.IncludeArchived, "archived", false, "also list sessions a newer Hermes archived (hidden by default), marked [archived]")
+	c.Flags().BoolVar(&f.ArchivedOnly, "archived-only", false, "list only the sessions a newer Hermes archived")
+	c.Flags().StringVar(&f.Cwd, "cwd", "", "only sessions that ran in this directory or below it")
+	c.Flags().Int64Var(&f.MinMessages, "min-messages", 0, "only sessions with at least this many messages")
 	return c
 }
 
-// printSessions writes the session table of `sessions`.
-func (h *group) printSessions(rows []sessiondb.RichSession) error {
+// printSessions writes the session table of `sessions`. Without
+// children, a child listed is a /branch, and is marked so; with them,
+// each child is marked by its kind.
+func (h *group) printSessions(rows []sessiondb.RichSession, children bool) error {
 	var t cli.Table
 	t.Row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS", "COST", "PREVIEW")
 	for i := range rows {
 		r := &rows[i]
 		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
+		if r.ParentSessionID != nil && *r.ParentSessionID != "" {
+			kind := sessiondb.ChildKind(&r.Session)
+			if kind == "" && !children {
+				kind = "branch" // an older Hermes' branch: its parent ended "branched"
+			}
+			if kind != "" {
+				title = "[" + kind + "] " + title
+			}
+		}
 		if r.Archived != 0 {
 			title = "[archived] " + title
 		}
