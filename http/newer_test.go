@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiondb/sessiondb"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 	"github.com/sessiondb/sessiondb/internal/testkit"
@@ -132,4 +133,32 @@ func TestTranscriptNewerColumnsEscaped(t *testing.T) {
 			t.Errorf("the transcript shows %q %d times", want, n)
 		}
 	}
+}
+
+// A switch after the last message shows after it once the session has
+// ended; while it is live, the switch comes with the next message (the
+// live fragment), not twice.
+func TestTranscriptSwitchAfterLastMessage(t *testing.T) {
+	p := hermes21Copy(t)
+	q := "UPDATE session_model_usage SET first_seen = ?, last_seen = ? WHERE session_id = 'h21-model-switch' AND model = ?"
+	sqlitetest.ExecFile(t, p, q, 1767744004.0, 1767744050.0, "anthropic/claude-sonnet-4")
+	sqlitetest.ExecFile(t, p, q, 1767744100.0, 1767744110.0, "gpt-5-codex")
+	st, err := sqlite.Open(ctxb, p, sqlite.Options{})
+	st = testkit.Opened(t, st, err)
+	f := newFixture(t, sdbhttp.Config{})
+	f.serve(sdbhttp.Config{History: st})
+	ended := f.page("/s/h21-model-switch", http.StatusOK)
+	inOrder(t, "ended", ended, `id="m52"`, `</section>`, `class="model-switch"`)
+	if err := st.ReopenSession(ctxb, "h21-model-switch"); err != nil {
+		t.Fatal(err)
+	}
+	if live := f.page("/s/h21-model-switch", http.StatusOK); strings.Contains(live, `class="model-switch"`) {
+		t.Error("a live session's page shows a switch no message follows yet")
+	}
+	id, err := st.AppendMessage(ctxb, sessiondb.NewMessage{SessionID: "h21-model-switch", Role: "user", Content: ptr("and now?")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := string(f.get("/s/h21-model-switch/live?after=52").body)
+	inOrder(t, "live fragment", live, `class="model-switch"`, fmt.Sprintf(`id="m%d"`, id))
 }

@@ -46,7 +46,8 @@ type sessionView struct {
 	Live, Ended bool
 	// Models are the models the session used (Hermes'
 	// session_model_usage) and where it switched; Pending are the
-	// switches after the last message, shown on the last page.
+	// switches after the last message, shown on an ended session's last
+	// page.
 	Models  *sessiondb.SessionModels
 	Pending []sessiondb.ModelSwitch
 }
@@ -297,7 +298,9 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	// and why it ended instead of promising new ones.
 	v.Live = !v.HasAfter && v.S.EndedAt == nil
 	v.Ended = !v.HasAfter && v.S.EndedAt != nil
-	if !v.HasAfter {
+	// A live page gets a switch with the message after it (the live
+	// fragment); an ended session shows it after its last message.
+	if v.Ended {
 		for _, sw := range models.Switches {
 			if sw.Before == 0 {
 				v.Pending = append(v.Pending, sw)
