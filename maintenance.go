@@ -43,6 +43,13 @@ type SQLiteMaintainer interface {
 	// nil, or the invalid error they would return, whose message says what
 	// works instead (a face advises only what will work).
 	CanRebuildFTS() error
+	// Additions lists what sessiondb has added to this file that Hermes
+	// did not make (tables, views, indexes, triggers, state_meta keys), as
+	// the file holds them now; nil on a file without any.
+	Additions(ctx context.Context) ([]Addition, error)
+	// RemoveAdditions takes them out, leaving the schema as Hermes made
+	// it, and returns what it removed.
+	RemoveAdditions(ctx context.Context) ([]Addition, error)
 	// BackfillTrigram indexes the rows that predate the trigram index until
 	// done or ctx ends, and reports whether the index is complete (false,
 	// nil without a trigram index).
@@ -66,4 +73,14 @@ type SQLiteMaintainer interface {
 	// VacuumInto writes a compacted copy of the store to path (absent or
 	// empty, else conflict), 0600 in a 0700 folder, reading one snapshot.
 	VacuumInto(ctx context.Context, path string) error
+}
+
+// Addition is one thing sessiondb adds to a Hermes state.db: an object in
+// sqlite_master (Kind table, view, index or trigger) or a key of Hermes'
+// state_meta table (Kind "state_meta key").
+type Addition struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// For says what the addition serves.
+	For string `json:"for"`
 }

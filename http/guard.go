@@ -149,16 +149,25 @@ func (s *Server) tokenMatches(t string) bool { return s.token.Matches(t) }
 // origin (Sec-Fetch-Site, else Origin against Host), so another site's
 // page cannot make the user's browser write with the user's cookie.
 func (s *Server) writeGuard(next http.Handler) http.Handler {
+	return s.writeGuardWith(next, func(w http.ResponseWriter, _ *http.Request, code, message string) {
+		s.refuse(w, code, message)
+	})
+}
+
+// writeGuardWith is writeGuard answering a refusal with refuse: the API
+// answers JSON, the web UI's forms its error page (uiWrite). One set of
+// checks guards both.
+func (s *Server) writeGuardWith(next http.Handler, refuse func(w http.ResponseWriter, r *http.Request, code, message string)) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.refuse(w, codeForbidden, "writes are accepted only from this server's own pages (the request came from another origin)")
+		refuse(w, r, codeForbidden, "writes are accepted only from this server's own pages (the request came from another origin)")
 	}))
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case s.cfg.Token == "":
-			s.refuse(w, codeForbidden, "writes are off: the server was started without a token")
+			refuse(w, r, codeForbidden, "writes are off: the server was started without a token")
 		case !s.authorized(r):
-			s.refuse(w, codeUnauthorized, "writes need the server's token")
+			refuse(w, r, codeUnauthorized, "writes need the server's token")
 		default:
 			next.ServeHTTP(w, r)
 		}

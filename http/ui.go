@@ -51,7 +51,7 @@ var staticFS embed.FS
 
 // uiPages are the pages, each parsed with the frame and the shared parts
 // once, when the server is built.
-var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "subagents", "error"}
+var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "subagents", "error", "delete"}
 
 // uiState is the web UI's part of a Server.
 type uiState struct {
@@ -125,6 +125,7 @@ func (s *Server) routesUI() {
 	s.uiPage("GET /s/{id}/lineage", s.uiLineage)
 	s.uiPage("GET /search", s.uiSearch)
 	s.uiPage("GET /analytics", s.uiAnalytics)
+	s.routesUIWrites()
 	if s.cfg.Mailboxes != nil {
 		s.uiPage("GET /mailboxes", s.uiMailboxes)
 		s.uiPage("GET /mailboxes/{group}/{session}", s.uiMailbox)
@@ -187,7 +188,7 @@ func (s *Server) parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
 	for _, name := range uiPages {
 		t, err := template.New("layout.html").Funcs(s.templateFuncs()).ParseFS(templateFS,
-			"ui/templates/layout.html", "ui/templates/parts.html", "ui/templates/"+name+".html")
+			"ui/templates/layout.html", "ui/templates/parts.html", "ui/templates/writes.html", "ui/templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse page %s: %w", name, err)
 		}

@@ -48,6 +48,9 @@ type Options struct {
 	// KeepSearchIndex is sqlite.Options.KeepSearchIndex: a ReadOnly SQLite
 	// store may still bring its recent search index up to date.
 	KeepSearchIndex bool
+	// NoAdditions is sqlite.Options.NoAdditions: a SQLite store adds
+	// nothing of sessiondb's own to the file. PostgreSQL ignores it.
+	NoAdditions bool
 	// Tracer, for a PostgreSQL store, sees every statement it sends
 	// (postgres.Options.Tracer); SQLite ignores it.
 	Tracer pgx.QueryTracer
@@ -101,6 +104,7 @@ func History(ctx context.Context, location string, o Options) (sessiondb.Store, 
 		SearchWindowMessages: o.SearchWindowMessages,
 		SearchRecentMessages: o.SearchRecentMessages,
 		KeepSearchIndex:      o.KeepSearchIndex,
+		NoAdditions:          o.NoAdditions,
 	})
 	if err != nil {
 		return nil, err

@@ -220,3 +220,56 @@ func seqScan(n any) string {
 }
 
 func strPtr(s string) *string { return &s }
+
+// TestSearchReadsTheNewestMatches holds a search for a phrase every message
+// holds to the newest matches it ranks: the rows of messages the store's
+// own statements fetch (idx_tup_fetch, which counts what a bitmap reads
+// too) stay near rankWindow a search, where reading every match fetched
+// all 120,000, and still after the runs that turn a cached statement's
+// plan generic.
+func TestSearchReadsTheNewestMatches(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	// One connection, so the statistics flushed below are the searches'.
+	s, err := Open(ctx, url, Options{Schema: schema, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.pool.Exec(ctx, seedSQL); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	fetched := func() int64 {
+		t.Helper()
+		// The backend sends its counts at once when asked, at its next idle.
+		if _, err := s.pool.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.pool.Exec(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := s.pool.QueryRow(ctx, "SELECT idx_tup_fetch FROM pg_stat_user_tables WHERE relid = 'messages'::regclass").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const runs = 8
+	before := fetched()
+	for i := 0; i < runs; i++ {
+		hits, err := s.SearchMessages(ctx, `"about deploying"`, sessiondb.SearchFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 20 {
+			t.Fatalf("run %d: %d hits, want 20", i, len(hits))
+		}
+	}
+	per := (fetched() - before) / runs
+	// The newest rankWindow matches, each read again to rank it, the page
+	// and its neighbours: about 2,100 rows.
+	if per > 3*rankWindow {
+		t.Errorf("a search fetched %d rows of messages, want at most %d (the phrase is in all 120,000)", per, 3*rankWindow)
+	}
+}

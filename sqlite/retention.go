@@ -179,7 +179,7 @@ func (s *Store) recordRetention(ctx context.Context, t time.Time) {
 	s.retentionMu.Lock()
 	s.lastRetentionRun = t
 	s.retentionMu.Unlock()
-	if !s.si.tables["state_meta"] {
+	if !s.si.tables["state_meta"] || s.noAdditions {
 		return
 	}
 	v := strconv.FormatFloat(sessiondb.EpochSeconds(t), 'f', -1, 64)

@@ -439,7 +439,7 @@ func (si *schemaInfo) checkUsable(readOnly bool) error {
 // missing, adds missing nullable or defaulted columns, refuses duplicate
 // titles before the unique index, builds the FTS index if it was absent and
 // sets the version row.
-func migrate(tx txRunner) error {
+func migrate(tx txRunner, additions bool) error {
 	si, err := inspect(tx.Context(), tx)
 	if err != nil {
 		return sqlitedb.Wrap(err, "inspect schema")
@@ -488,8 +488,10 @@ func migrate(tx txRunner) error {
 			}
 		}
 	}
-	if err := addReadIndexes(tx); err != nil {
-		return err
+	if additions {
+		if err := addReadIndexes(tx); err != nil {
+			return err
+		}
 	}
 	if si.hasVersion {
 		_, err = tx.Exec("UPDATE schema_version SET version = ?", SchemaVersion6)

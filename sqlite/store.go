@@ -77,6 +77,14 @@ type Options struct {
 	// always keeps them; a ReadOnly one without this uses each only while
 	// it is current.
 	KeepSearchIndex bool
+	// NoAdditions adds nothing of sessiondb's own to the file (README:
+	// "What sessiondb adds to Hermes' file"): no read indexes, no
+	// last-activity table, no recent search index, no state_meta key; a
+	// file of schema 5 or older is still migrated to 6, as Hermes would.
+	// Every read and write works; listing by last activity, a long
+	// session's last page and a large store's search are slower. With
+	// Trigram it is refused.
+	NoAdditions bool
 }
 
 // checkpointEvery is how many committed writes pass between PASSIVE
@@ -128,6 +136,7 @@ type Store struct {
 	recentBatch int64      // messages a sync transaction adds or deletes: recentBatch
 	recentMu    sync.Mutex // one sync of the recent index at a time in this process
 	keepRecent  bool       // Options.KeepSearchIndex
+	noAdditions bool       // Options.NoAdditions
 
 	// The write budget and durability, for the recent index's own writer
 	// of a read-only store (KeepSearchIndex).
@@ -158,7 +167,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	default:
 		return nil, sessiondb.Errorf(sessiondb.EINVALID, "open %s: synchronous must be NORMAL or FULL, not %q", path, o.Synchronous)
 	}
-	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges(), recentBatch: recentBatch, keepRecent: o.KeepSearchIndex, syncMode: syncMode}
+	s := &Store{path: path, readOnly: o.ReadOnly, log: o.Logger, changes: newChanges(), recentBatch: recentBatch, keepRecent: o.KeepSearchIndex, noAdditions: o.NoAdditions, syncMode: syncMode}
 	s.budget = o.WriteBudget
 	if s.budget <= 0 {
 		s.budget = sqlitedb.DefaultWriteBudget
@@ -277,13 +286,13 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		if si.needsMigration() {
 			// Open-time migrations wait for the lock in the same budget as
 			// any write (IMP-8).
-			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return migrate(tx) }); err != nil {
+			if err := s.w.Do(ctx, func(tx *sqlitedb.Tx) error { return migrate(tx, !o.NoAdditions) }); err != nil {
 				return fail(sqlitedb.Wrap(err, "migrate %s to schema v6", path))
 			}
 			if si, err = s.inspectUsable(ctx, false); err != nil {
 				return fail(err)
 			}
-		} else if si.needsReadIndexes() {
+		} else if si.needsReadIndexes() && !o.NoAdditions {
 			// A v6 file Hermes (or an older sessiondb) wrote. The indexes
 			// only speed reads up: a writer holding the lock longer than
 			// the budget (or a full disk) leaves them for the next open.
@@ -297,7 +306,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	s.si = si
 	s.q = buildQueries(si)
 	if v, err := sqlitedb.Version(ctx, s.db); err == nil {
-		s.recentOK = si.recentSupported(v)
+		s.recentOK = si.recentSupported(v) && !o.NoAdditions
 	}
 	if err := s.openTrigram(ctx, o); err != nil {
 		return fail(err)
@@ -327,6 +336,9 @@ func (s *Store) openWriterDB() (*sql.DB, error) {
 // openTrigram creates the opt-in trigram index when asked, and starts its
 // backfill, or finds out whether an existing one can serve searches.
 func (s *Store) openTrigram(ctx context.Context, o Options) error {
+	if o.Trigram && o.NoAdditions {
+		return sessiondb.Errorf(sessiondb.EINVALID, "open %s: the trigram index (Options.Trigram) is an addition of sessiondb's, and Options.NoAdditions asks for none: choose one", s.path)
+	}
 	if o.Trigram && !o.ReadOnly && !s.si.newer() && !s.si.tables[trigramTable] {
 		v, err := sqlitedb.Version(ctx, s.db)
 		if err != nil {

@@ -66,6 +66,8 @@ type siteOptions struct {
 	examplesOnly bool
 	// token is the server's token; "" means testToken.
 	token string
+	// readOnly serves as `serve --read-only` does.
+	readOnly bool
 }
 
 // newSite builds the stores o asks for and serves them.
@@ -83,7 +85,7 @@ func newSite(t testing.TB, o siteOptions) *site {
 	if o.token == "" {
 		o.token = testToken
 	}
-	cfg := sdbhttp.Config{History: s.st, Token: o.token}
+	cfg := sdbhttp.Config{History: s.st, Token: o.token, ReadOnly: o.readOnly}
 	if o.registry {
 		cfg.Registry = newRegistry(t)
 	}

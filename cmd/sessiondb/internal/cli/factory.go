@@ -51,6 +51,9 @@ type Factory struct {
 	JSON bool
 	// ReadOnly is --read-only: open the store read-only.
 	ReadOnly bool
+	// NoAdditions opens a SQLite store adding nothing of sessiondb's own
+	// (--no-additions, sqlite.Options.NoAdditions).
+	NoAdditions bool
 }
 
 // New returns a factory on the given streams with the real clock.
@@ -83,6 +86,7 @@ process list does not show it.`,
 	root.PersistentFlags().StringVar(&f.DB, "db", "", "history store: a state.db file or a postgres:// URL, its password in $PGPASSWORD or ~/.pgpass rather than in the URL (default $SESSIONDB_DATABASE_URL, else $SESSIONDB_HOME/state.db, else ~/.sessiondb/state.db)")
 	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "print data as JSON for scripts (and errors as {\"error\":{\"code\",\"message\"}} on stderr)")
 	root.PersistentFlags().BoolVar(&f.ReadOnly, "read-only", false, "open the store read-only (no schema changes, no writes)")
+	root.PersistentFlags().BoolVar(&f.NoAdditions, "no-additions", false, "add no table, index, trigger or state_meta key of sessiondb's own to a state.db (README: \"What sessiondb adds to Hermes' file\"); everything works, but listing by last activity, a long session's last page and search of a large store are slower")
 	// --version prints what `sessiondb version` prints first: the one
 	// version string every face reports (internal/version).
 	root.Version = version.String()

@@ -68,6 +68,7 @@ func (f *Factory) OpenHistoryAt(ctx context.Context, path string, what Access, s
 		// A file is always read read-only: see ReadStore.
 		ReadOnly:        what == ReadStore && (f.ReadOnly || !store.IsURL(path)) || what == ServeStore && f.ReadOnly,
 		KeepSearchIndex: what == ReadStore && !f.ReadOnly,
+		NoAdditions:     f.NoAdditions,
 		MustExist:       what != CreateStore,
 		Synchronous:     synchronous,
 		Now:             f.Now,

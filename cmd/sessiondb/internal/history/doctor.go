@@ -39,8 +39,12 @@ type doctorReport struct {
 	IntegrityMore int      `json:"integrity_check_more,omitempty"`
 	VersionSkew   []string `json:"version_skew,omitempty"`
 	FTS           string   `json:"fts_integrity_check"`
-	RebuiltFTS    bool     `json:"rebuilt_fts,omitempty"`
-	OptimizedFTS  bool     `json:"optimized_fts,omitempty"`
+	// Additions are what sessiondb added to the file (README: "What
+	// sessiondb adds to Hermes' file").
+	Additions    []sessiondb.Addition `json:"additions"`
+	Removed      []sessiondb.Addition `json:"removed_additions,omitempty"`
+	RebuiltFTS   bool                 `json:"rebuilt_fts,omitempty"`
+	OptimizedFTS bool                 `json:"optimized_fts,omitempty"`
 	// Problems are what is wrong with the data: doctor fails on them.
 	// Advice is what is sound but could be safer (a file other users may
 	// read), each with its fix: doctor fails on it only with --strict.
@@ -49,7 +53,7 @@ type doctorReport struct {
 }
 
 func (h *group) doctorCmd() *cobra.Command {
-	var rebuild, optimize, strict bool
+	var rebuild, optimize, strict, remove, yes bool
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the store: versions, size, permissions, integrity, search index",
@@ -76,18 +80,26 @@ triggers kept, the trigram table's text without NUL bytes, which every
 SQLite reads alike. --optimize-fts merges the index's segments, which makes
 search a little faster on a store that has taken many writes. A file without
 a search index (Hermes without FTS5 makes none) is advice, not a failure:
-search scans the messages.`,
+search scans the messages.
+
+It also lists what sessiondb has added to the file (tables, indexes,
+triggers and state_meta keys of its own; README: "What sessiondb adds to
+Hermes' file"), as --json's "additions". --remove-additions takes them out,
+leaving the file's schema as Hermes made it (only sessiondb's keys leave
+Hermes' state_meta); on a terminal it asks first, --yes skips that. Open
+the file with --no-additions after, or the next write adds them again.`,
 		Example: `  sessiondb doctor
   sessiondb --db ~/.hermes/state.db --read-only doctor
   sessiondb doctor --rebuild-fts
-  sessiondb doctor --strict      # exit 1 on advice too (a file others may read)`,
+  sessiondb doctor --strict      # exit 1 on advice too (a file others may read)
+  sessiondb --db ~/.hermes/state.db --no-additions doctor --remove-additions --yes`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := h.checkSynchronous(); err != nil {
 				return err
 			}
 			access := cli.ReadStore
-			if rebuild || optimize {
+			if rebuild || optimize || remove {
 				access = cli.WriteStore
 			}
 			ctx := c.Context()
@@ -98,6 +110,20 @@ search scans the messages.`,
 				}
 				r := &doctorReport{Path: st.Path(), Opened: true, Version: version.String(), Driver: store.Driver, GoVersion: runtime.Version(), Problems: []string{}, Advice: []string{}}
 				var err error
+				if remove {
+					held, err := st.Additions(ctx)
+					if err != nil {
+						return err
+					}
+					if len(held) > 0 {
+						if err := h.Confirm(yes, nil, fmt.Sprintf("Remove sessiondb's %d addition(s) from %s? Listing by last activity and search of a large store get slower.", len(held), st.Path())); err != nil {
+							return err
+						}
+					}
+					if r.Removed, err = st.RemoveAdditions(ctx); err != nil {
+						return err
+					}
+				}
 				if rebuild {
 					if err := h.Spin("rebuilding the search index", func() error { return st.RebuildFTS(ctx) }); err != nil {
 						return err
@@ -118,6 +144,12 @@ search scans the messages.`,
 				}
 				if r.Sessions, err = s.SessionCount(ctx, ""); err != nil {
 					return err
+				}
+				if r.Additions, err = st.Additions(ctx); err != nil {
+					return err
+				}
+				if r.Additions == nil {
+					r.Additions = []sessiondb.Addition{}
 				}
 				r.statFiles()
 				lines, err := st.IntegrityCheck(ctx)
@@ -174,6 +206,8 @@ search scans the messages.`,
 	}
 	c.Flags().BoolVar(&rebuild, "rebuild-fts", false, "rebuild the full-text search index from the messages")
 	c.Flags().BoolVar(&optimize, "optimize-fts", false, "merge the search index's segments")
+	c.Flags().BoolVar(&remove, "remove-additions", false, "remove sessiondb's own tables, indexes, triggers and state_meta keys from the file (open with --no-additions after)")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation (--remove-additions)")
 	c.Flags().BoolVar(&strict, "strict", false, "fail on advice too (a store file other users may read)")
 	h.addSynchronousFlag(c)
 	return c
@@ -300,6 +334,17 @@ func (h *group) printDoctor(r *doctorReport) {
 		h.Printf("version skew    %s\n", cli.PrintableLine(sk))
 	}
 	h.Printf("search index    %s\n", cli.PrintableLine(r.FTS))
+	if len(r.Removed) > 0 {
+		h.Printf("removed         %d addition(s) of sessiondb's\n", len(r.Removed))
+	}
+	if len(r.Additions) == 0 {
+		h.Printf("additions       none (every table, index and trigger is Hermes')\n")
+	} else {
+		h.Printf("additions       %d by sessiondb (the rest is Hermes'):\n", len(r.Additions))
+		for _, a := range r.Additions {
+			h.Printf("                %s %s: %s\n", a.Kind, a.Name, a.For)
+		}
+	}
 	if r.RebuiltFTS {
 		h.Printf("                rebuilt\n")
 	}

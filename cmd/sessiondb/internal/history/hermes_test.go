@@ -1,10 +1,13 @@
 package history
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
 	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
@@ -94,9 +97,10 @@ func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
 		name    string
 		db      func() string
 		doctor  int    // exit status of doctor
-		advice  string // in what doctor prints
+		advice  string // in what doctor reports
 		rebuild int    // exit status of doctor --rebuild-fts
 	}{
+		// No index is advice, not a problem: Hermes without FTS5 makes none.
 		{"newer file without messages_fts", func() string { db := newerHermesDB(t); drop(db); return db }, 0, "run Hermes once", cli.ExitInvalid},
 		{"newer file with a damaged index", func() string { db := newerHermesDB(t); damage(db); return db }, cli.ExitInternal, "sessiondb doctor --rebuild-fts", 0},
 		{"our file with a damaged index", func() string { db := exampleDB(t); damage(db); return db }, cli.ExitInternal, "sessiondb doctor --rebuild-fts", 0},
@@ -105,7 +109,7 @@ func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
 			db := tc.db()
 			r := runCLI(t, "", "--db", db, "doctor")
 			if r.Code != tc.doctor || !strings.Contains(r.Stdout, tc.advice) {
-				t.Fatalf("doctor: exit %d, want %d with %q\n%s%s", r.Code, tc.doctor, tc.advice, r.Stdout, r.Stderr)
+				t.Fatalf("doctor: exit %d, want %d and %q\n%s%s", r.Code, tc.doctor, tc.advice, r.Stdout, r.Stderr)
 			}
 			if tc.rebuild != 0 && strings.Contains(r.Stdout, "--rebuild-fts") {
 				t.Errorf("doctor advises --rebuild-fts, which refuses here:\n%s", r.Stdout)
@@ -120,9 +124,120 @@ func TestDoctorAdvisesOnlyWhatWorks(t *testing.T) {
 				}
 				return
 			}
-			if after := runCLI(t, "", "--db", db, "doctor"); after.Code != 0 || strings.Contains(after.Stdout, "problem:") {
-				t.Errorf("doctor after the rebuild: exit %d\n%s%s", after.Code, after.Stdout, after.Stderr)
+			// The advice worked: the file checks clean.
+			if after := runCLI(t, "", "--db", db, "doctor"); after.Code != 0 || strings.Contains(after.Stdout, "problem: ") {
+				t.Errorf("doctor after --rebuild-fts: exit %d\n%s%s", after.Code, after.Stdout, after.Stderr)
 			}
 		})
+	}
+}
+
+// TestDoctorListsAdditions: doctor names what sessiondb added to the file
+// it checks, in text and --json, as the file holds it: on a file
+// sessiondb made, the last-activity table among the rest; after one is
+// dropped behind its back, not that one.
+func TestDoctorListsAdditions(t *testing.T) {
+	db := exampleDB(t)
+	var rep struct {
+		Additions []sessiondb.Addition `json:"additions"`
+	}
+	doctorJSON := func(flags ...string) {
+		t.Helper()
+		r := runCLI(t, "", append(append([]string{"--db", db}, flags...), "doctor", "--json")...)
+		rep.Additions = nil
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+			t.Fatalf("doctor --json: %v\n%s%s", err, r.Stdout, r.Stderr)
+		}
+	}
+	doctorJSON()
+	has := func(kind, name string) bool {
+		for _, a := range rep.Additions {
+			if a.Kind == kind && a.Name == name && a.For != "" {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("table", "sessiondb_last_active") || !has("trigger", "sessiondb_last_active_message_delete") || !has("index", "sessiondb_sessions_roots") {
+		t.Errorf("doctor --json additions: %+v", rep.Additions)
+	}
+	if txt := runCLI(t, "", "--db", db, "doctor").Stdout; !strings.Contains(txt, "additions       ") || !strings.Contains(txt, "table sessiondb_last_active: ") {
+		t.Errorf("doctor's text does not list the additions:\n%s", txt)
+	}
+	// A read-only open, as a writable one adds the index again.
+	sqlitetest.ExecFile(t, db, "DROP INDEX sessiondb_sessions_roots")
+	doctorJSON("--read-only")
+	if has("index", "sessiondb_sessions_roots") {
+		t.Errorf("doctor lists an index the file no longer holds: %+v", rep.Additions)
+	}
+}
+
+// TestNoAdditionsFlag: --no-additions on the commands that open a store
+// leaves a v6 file holding only Hermes' schema as it was: a title set, a session
+// set, a search, a listing and doctor add nothing;
+// doctor lists no additions.
+func TestNoAdditionsFlag(t *testing.T) {
+	db := exampleDB(t)
+	stripAdditions(t, db)
+	schema := func() string {
+		return fmt.Sprint(sqlitetest.QueryFile(t, db, "SELECT type, name, sql FROM sqlite_master ORDER BY name"))
+	}
+	before := schema()
+	for _, args := range [][]string{
+		{"title", "20260509_081244_a3f9e0", "Renamed"},
+		{"search", "docker"},
+		{"sessions"},
+		{"doctor", "--json"},
+	} {
+		r := runCLI(t, "", append([]string{"--db", db, "--no-additions"}, args...)...)
+		if r.Code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, r.Code, r.Stdout, r.Stderr)
+		}
+		if args[0] == "doctor" && !strings.Contains(r.Stdout, `"additions": []`) {
+			t.Errorf("doctor lists additions:\n%s", r.Stdout)
+		}
+	}
+	if after := schema(); after != before {
+		t.Errorf("--no-additions changed the schema:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// stripAdditions takes sessiondb's additions out of a v6 store by hand,
+// leaving what Hermes' v6 schema holds.
+func stripAdditions(t *testing.T, db string) {
+	t.Helper()
+	var names []string
+	for _, r := range sqlitetest.QueryFile(t, db, "SELECT type, name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type IN ('trigger', 'view', 'index') ORDER BY type = 'trigger' DESC") {
+		names = append(names, fmt.Sprintf("DROP %s %s", r[0], r[1]))
+	}
+	for _, r := range sqlitetest.QueryFile(t, db, "SELECT name FROM sqlite_master WHERE name LIKE 'sessiondb%' AND type = 'table' AND sql LIKE 'CREATE TABLE%'") {
+		names = append(names, fmt.Sprintf("DROP TABLE %s", r[0]))
+	}
+	names = append(names, "DROP INDEX idx_messages_session_id", "DROP TABLE IF EXISTS state_meta")
+	for _, q := range names {
+		sqlitetest.ExecFile(t, db, q)
+	}
+}
+
+// TestRemoveAdditionsCommand: doctor --remove-additions --yes (with
+// --no-additions) leaves a v6 file's schema as Hermes' v6 schema is, after
+// a write added sessiondb's objects again, and says what it removed.
+func TestRemoveAdditionsCommand(t *testing.T) {
+	db := exampleDB(t)
+	stripAdditions(t, db)
+	schema := func() string {
+		return fmt.Sprint(sqlitetest.QueryFile(t, db, "SELECT type, name, sql FROM sqlite_master ORDER BY name"))
+	}
+	before := schema()
+	mustCLI(t, "--db", db, "title", "20260509_081244_a3f9e0", "Renamed")
+	if schema() == before {
+		t.Fatal("the write added nothing")
+	}
+	r := runCLI(t, "", "--db", db, "--no-additions", "doctor", "--remove-additions", "--yes", "--json")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"removed_additions"`) || !strings.Contains(r.Stdout, `"additions": []`) {
+		t.Fatalf("doctor --remove-additions: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if after := schema(); after != before {
+		t.Errorf("after --remove-additions:\n%s\nHermes' v6:\n%s", after, before)
 	}
 }
