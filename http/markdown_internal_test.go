@@ -28,3 +28,21 @@ func TestMarkdownHostileIsInert(t *testing.T) {
 		t.Errorf("a text over markdownMax rendered (%d bytes); want plain", len(got))
 	}
 }
+
+// BenchmarkMarkdownRender renders a Markdown text at the size bound, and a
+// 1 MB one (which falls back to plain: the cost is the length check).
+func BenchmarkMarkdownRender(b *testing.B) {
+	md := newMarkdownRenderer()
+	unit := "## Step\n\n- one `code` and **bold**\n- [link](https://example.com)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```go\nfunc f() int { return 1 }\n```\n\n"
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"32KiB", markdownMax}, {"1MB", 1 << 20}} {
+		text := strings.Repeat(unit, c.size/len(unit))
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				md.render(text)
+			}
+		})
+	}
+}
