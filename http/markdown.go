@@ -1,0 +1,147 @@
+package http
+
+import (
+	"bytes"
+	"html/template"
+	"net/url"
+	"strings"
+
+	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
+	"github.com/yuin/goldmark"
+	highlighting "github.com/yuin/goldmark-highlighting/v2"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+
+	"github.com/sessiondb/sessiondb/internal/safetext"
+)
+
+// markdownMax is the longest message text (in bytes) the transcript renders
+// as Markdown. Longer texts show as plain, clipped text with "show all":
+// rendering is linear but a page of megabyte messages would still be slow
+// to send and lay out, and the clip keeps the page light.
+const markdownMax = 32 << 10
+
+// markdownRenderer turns stored message text into HTML that cannot act:
+// raw HTML in the text is shown as text (not passed through, not dropped),
+// link targets other than http, https, mailto and in-page or relative ones
+// are removed, images become links (the page loads no outside image), and
+// fenced code is highlighted with CSS classes (app.css colours them; the
+// Content-Security-Policy allows no inline style).
+type markdownRenderer struct{ md goldmark.Markdown }
+
+func newMarkdownRenderer() *markdownRenderer {
+	md := goldmark.New(
+		goldmark.WithExtensions(extension.GFM,
+			highlighting.NewHighlighting(highlighting.WithFormatOptions(chromahtml.WithClasses(true)))),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100))),
+		goldmark.WithRendererOptions(html.WithHardWraps(),
+			renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 100))),
+	)
+	return &markdownRenderer{md: md}
+}
+
+// render returns s as HTML, or "" when s is too long to render or does
+// not render (the caller then shows it as plain text).
+func (m *markdownRenderer) render(s string) template.HTML {
+	if len(s) > markdownMax || strings.TrimSpace(s) == "" {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := m.md.Convert([]byte(safetext.Text(s)), &b); err != nil {
+		return ""
+	}
+	return template.HTML(b.String()) // #nosec: goldmark output with raw HTML escaped and link targets checked
+}
+
+// safeURL reports whether a link target may stay: a scheme the browser
+// navigates to without running anything, or no scheme at all.
+func safeURL(dest []byte) bool {
+	u, err := url.Parse(strings.TrimSpace(string(dest)))
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "", "http", "https", "mailto":
+		return true
+	}
+	return false
+}
+
+// safeLinks checks every link target.
+type safeLinks struct{}
+
+func (safeLinks) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
+	src := reader.Source()
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Link:
+			if !safeURL(n.Destination) {
+				n.Destination = nil
+			}
+			n.SetAttributeString("rel", []byte("nofollow noreferrer"))
+		case *ast.AutoLink:
+			if !safeURL(n.URL(src)) {
+				// An autolink's target is its text: show the text only.
+				t := ast.NewString(n.Label(src))
+				n.Parent().ReplaceChild(n.Parent(), n, t)
+				return ast.WalkSkipChildren, nil
+			}
+			n.SetAttributeString("rel", []byte("nofollow noreferrer"))
+		}
+		return ast.WalkContinue, nil
+	})
+}
+
+// rawAsText renders raw HTML (inline and block) as the text it is.
+type rawAsText struct{}
+
+func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	// An image shows as a link to it: the page loads no outside image.
+	reg.Register(ast.KindImage, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		img := n.(*ast.Image)
+		if entering {
+			_, _ = w.WriteString("<a rel=\"nofollow noreferrer\" href=\"")
+			if safeURL(img.Destination) {
+				_, _ = w.WriteString(template.HTMLEscapeString(string(util.URLEscape(img.Destination, true))))
+			}
+			_, _ = w.WriteString("\">")
+			return ast.WalkContinue, nil
+		}
+		_, _ = w.WriteString("</a>")
+		return ast.WalkContinue, nil
+	})
+	reg.Register(ast.KindRawHTML, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segs := n.(*ast.RawHTML).Segments
+			for i := 0; i < segs.Len(); i++ {
+				s := segs.At(i)
+				_, _ = w.WriteString(template.HTMLEscapeString(string(s.Value(src))))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		b := n.(*ast.HTMLBlock)
+		_, _ = w.WriteString("<pre class=\"raw-html\">")
+		for i := 0; i < b.Lines().Len(); i++ {
+			l := b.Lines().At(i)
+			_, _ = w.WriteString(template.HTMLEscapeString(string(l.Value(src))))
+		}
+		if b.HasClosure() {
+			_, _ = w.WriteString(template.HTMLEscapeString(string(b.ClosureLine.Value(src))))
+		}
+		_, _ = w.WriteString("</pre>\n")
+		return ast.WalkSkipChildren, nil
+	})
+}
