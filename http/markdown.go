@@ -26,6 +26,30 @@ import (
 // to send and lay out, and the clip keeps the page light.
 const markdownMax = 32 << 10
 
+// Code highlighting is most of the rendering's cost (chroma lexes each
+// block: ~39 ms for a 32 KiB text of ~200 small blocks), so it is bounded
+// per message and per page; a block past a bound shows as plain code,
+// still in its <pre>. A page renders at most markdownPageMax bytes of
+// Markdown: the messages after that show as plain text.
+const (
+	// highlightBlockMax is the longest code block highlighted.
+	highlightBlockMax = 4 << 10
+	// highlightBlocksPerMessage is how many blocks of one message are.
+	highlightBlocksPerMessage = 8
+	// highlightPageMax is how many bytes of code a page highlights.
+	highlightPageMax = 32 << 10
+	// markdownPageMax is how many bytes of text a page renders as Markdown.
+	markdownPageMax = 256 << 10
+)
+
+// mdBudget is what is left of one page's rendering bounds.
+type mdBudget struct{ text, code int }
+
+func newMDBudget() *mdBudget { return &mdBudget{text: markdownPageMax, code: highlightPageMax} }
+
+// budgetKey holds a render's *mdBudget in the parser's context.
+var budgetKey = parser.NewContextKey()
+
 // markdownRenderer turns stored message text into HTML that cannot act:
 // raw HTML in the text is shown as text (not passed through, not dropped),
 // link targets other than http, https, mailto and in-page or relative ones
@@ -38,21 +62,25 @@ func newMarkdownRenderer() *markdownRenderer {
 	md := goldmark.New(
 		goldmark.WithExtensions(extension.GFM,
 			highlighting.NewHighlighting(highlighting.WithFormatOptions(chromahtml.WithClasses(true)))),
-		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100))),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100), util.Prioritized(codeBudget{}, 100))),
 		goldmark.WithRendererOptions(html.WithHardWraps(),
 			renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 100))),
 	)
 	return &markdownRenderer{md: md}
 }
 
-// render returns s as HTML, or "" when s is too long to render or does
-// not render (the caller then shows it as plain text).
-func (m *markdownRenderer) render(s string) template.HTML {
-	if len(s) > markdownMax || strings.TrimSpace(s) == "" {
+// render returns s as HTML, or "" when s is too long to render, the
+// page's budget has no room for it, or it does not render (the caller
+// then shows it as plain text). It takes what it uses from budget.
+func (m *markdownRenderer) render(s string, budget *mdBudget) template.HTML {
+	if len(s) > markdownMax || len(s) > budget.text || strings.TrimSpace(s) == "" {
 		return ""
 	}
+	budget.text -= len(s)
+	pc := parser.NewContext()
+	pc.Set(budgetKey, budget)
 	var b bytes.Buffer
-	if err := m.md.Convert([]byte(safetext.Text(s)), &b); err != nil {
+	if err := m.md.Convert([]byte(safetext.Text(s)), &b, parser.WithContext(pc)); err != nil {
 		return ""
 	}
 	return template.HTML(b.String()) // #nosec: goldmark output with raw HTML escaped and link targets checked
@@ -97,6 +125,37 @@ func (safeLinks) Transform(doc *ast.Document, reader text.Reader, _ parser.Conte
 			n.SetAttributeString("rel", []byte("nofollow noreferrer"))
 		}
 		return ast.WalkContinue, nil
+	})
+}
+
+// codeBudget marks the fenced code blocks past the highlighting bounds
+// "nohl" (goldmark-highlighting then writes them plain) and takes the
+// highlighted ones' bytes from the page's budget.
+type codeBudget struct{}
+
+func (codeBudget) Transform(doc *ast.Document, reader text.Reader, pc parser.Context) {
+	budget, _ := pc.Get(budgetKey).(*mdBudget)
+	if budget == nil {
+		return
+	}
+	blocks := 0
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		code, ok := n.(*ast.FencedCodeBlock)
+		if !entering || !ok {
+			return ast.WalkContinue, nil
+		}
+		size := 0
+		for i := 0; i < code.Lines().Len(); i++ {
+			seg := code.Lines().At(i)
+			size += seg.Len()
+		}
+		blocks++
+		if blocks > highlightBlocksPerMessage || size > highlightBlockMax || size > budget.code {
+			code.SetAttributeString("nohl", true)
+		} else {
+			budget.code -= size
+		}
+		return ast.WalkSkipChildren, nil
 	})
 }
 

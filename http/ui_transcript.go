@@ -168,6 +168,7 @@ func textURL(sessionID string, id int64, kv ...string) string {
 func toMsgViews(msgs []sessiondb.Message, at int64, md *markdownRenderer) []*msgView {
 	var out []*msgView
 	open := map[string]*callView{}
+	budget := newMDBudget()
 	for i := range msgs {
 		m := &msgs[i]
 		v := &msgView{ID: m.ID, SessionID: m.SessionID, Role: m.Role, Time: m.Timestamp,
@@ -182,7 +183,7 @@ func toMsgViews(msgs []sessiondb.Message, at int64, md *markdownRenderer) []*msg
 		v.Text = clip(m.Text(), limRunes, limLines, textURL(m.SessionID, m.ID))
 		if m.Role != "tool" {
 			// Tool output is seldom Markdown: it stays as the tool wrote it.
-			v.Markdown = md.render(m.Text())
+			v.Markdown = md.render(m.Text(), budget)
 		}
 		if r := deref(m.Reasoning); r != "" {
 			v.Reasoning = clip(r, clipRunes, clipLines, textURL(m.SessionID, m.ID, "part", "reasoning"))
