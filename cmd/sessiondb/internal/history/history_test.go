@@ -1175,7 +1175,7 @@ func TestShowLongSessionInPages(t *testing.T) {
 	enc := json.NewEncoder(&want)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(map[string]any{"session": sess, "messages": whole, "has_earlier": false}); err != nil {
+	if err := enc.Encode(map[string]any{"session": sess, "messages": whole, "has_earlier": false, "model_switches": []any{}, "models": []any{}}); err != nil {
 		t.Fatal(err)
 	}
 	// show --json streams what encoding the whole session at once gives,
