@@ -27,14 +27,15 @@ import (
 const markdownMax = 32 << 10
 
 // Code highlighting is most of the rendering's cost (chroma lexes each
-// block: ~39 ms for a 32 KiB text of ~200 small blocks), so it is bounded
+// block: 40-85 ms for a 32 KiB text of ~200 small blocks), so it is bounded
 // per message and per page; a block past a bound shows as plain code,
 // still in its <pre>. A page renders at most markdownPageMax bytes of
 // Markdown: the messages after that show as plain text.
 const (
 	// highlightBlockMax is the longest code block highlighted.
 	highlightBlockMax = 4 << 10
-	// highlightBlocksPerMessage is how many blocks of one message are.
+	// highlightBlocksPerMessage is how many blocks of one message are
+	// highlighted.
 	highlightBlocksPerMessage = 8
 	// highlightPageMax is how many bytes of code a page highlights.
 	highlightPageMax = 32 << 10
@@ -47,26 +48,28 @@ type mdBudget struct{ text, code int }
 
 func newMDBudget() *mdBudget { return &mdBudget{text: markdownPageMax, code: highlightPageMax} }
 
-// budgetKey holds a render's *mdBudget in the parser's context.
-var budgetKey = parser.NewContextKey()
-
 // markdownRenderer turns stored message text into HTML that cannot act:
 // raw HTML in the text is shown as text (not passed through, not dropped),
 // link targets other than http, https, mailto and in-page or relative ones
 // are removed, images become links (the page loads no outside image), and
 // fenced code is highlighted with CSS classes (app.css colours them; the
 // Content-Security-Policy allows no inline style).
-type markdownRenderer struct{ md goldmark.Markdown }
+type markdownRenderer struct {
+	md goldmark.Markdown
+	// budget holds a render's *mdBudget in the parser's context.
+	budget parser.ContextKey
+}
 
 func newMarkdownRenderer() *markdownRenderer {
+	budget := parser.NewContextKey()
 	md := goldmark.New(
 		goldmark.WithExtensions(extension.GFM,
 			highlighting.NewHighlighting(highlighting.WithFormatOptions(chromahtml.WithClasses(true)))),
-		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100), util.Prioritized(codeBudget{}, 100))),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 100), util.Prioritized(codeBudget{budget}, 100))),
 		goldmark.WithRendererOptions(html.WithHardWraps(),
 			renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 100))),
 	)
-	return &markdownRenderer{md: md}
+	return &markdownRenderer{md: md, budget: budget}
 }
 
 // render returns s as HTML, or "" when s is too long to render, the
@@ -78,7 +81,7 @@ func (m *markdownRenderer) render(s string, budget *mdBudget) template.HTML {
 	}
 	budget.text -= len(s)
 	pc := parser.NewContext()
-	pc.Set(budgetKey, budget)
+	pc.Set(m.budget, budget)
 	var b bytes.Buffer
 	if err := m.md.Convert([]byte(safetext.Text(s)), &b, parser.WithContext(pc)); err != nil {
 		return ""
@@ -131,10 +134,10 @@ func (safeLinks) Transform(doc *ast.Document, reader text.Reader, _ parser.Conte
 // codeBudget marks the fenced code blocks past the highlighting bounds
 // "nohl" (goldmark-highlighting then writes them plain) and takes the
 // highlighted ones' bytes from the page's budget.
-type codeBudget struct{}
+type codeBudget struct{ key parser.ContextKey }
 
-func (codeBudget) Transform(doc *ast.Document, reader text.Reader, pc parser.Context) {
-	budget, _ := pc.Get(budgetKey).(*mdBudget)
+func (c codeBudget) Transform(doc *ast.Document, reader text.Reader, pc parser.Context) {
+	budget, _ := pc.Get(c.key).(*mdBudget)
 	if budget == nil {
 		return
 	}
