@@ -51,6 +51,9 @@ type sessionView struct {
 	// page.
 	Models  *sessiondb.SessionModels
 	Pending []sessiondb.ModelSwitch
+	// Archivable is set when the store can archive (canArchive): the
+	// page then offers archive or unarchive.
+	Archivable bool
 }
 
 // msgView is one message as the transcript shows it. A tool result whose
@@ -273,7 +276,8 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := sessionView{S: x, Title: deref(x.Title), Tokens: sessionTokens(x), Cost: sessionCost(x), At: at, Models: models}
+	v := sessionView{S: x, Title: deref(x.Title), Tokens: sessionTokens(x), Cost: sessionCost(x), At: at, Models: models,
+		Archivable: s.canArchive()}
 	var msgs []sessiondb.Message
 	switch {
 	case at > 0:

@@ -315,6 +315,10 @@ func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source
 	return n, nil
 }
 
+// Archivable reports that SetSessionArchived works: the schema always has
+// the archived column (migration 002).
+func (s *Store) Archivable() bool { return true }
+
 // SetSessionArchived archives or unarchives the session's compression
 // lineage (sessiondb.ArchiveLineageSQL) and returns how many sessions it
 // set.

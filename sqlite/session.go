@@ -346,6 +346,11 @@ func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool
 	return n, err
 }
 
+// Archivable reports whether SetSessionArchived can work on this file:
+// whether it has Hermes' archived column (the web UI shows its archive
+// button only then).
+func (s *Store) Archivable() bool { return s.si.sessCols["archived"] }
+
 // noArchivedColumn is the refusal of SetSessionArchived on a file without
 // the column.
 func (s *Store) noArchivedColumn() error {
