@@ -56,6 +56,8 @@ var uiPages = []string{"index", "session", "search", "lineage", "analytics", "ma
 // uiState is the web UI's part of a Server.
 type uiState struct {
 	templates map[string]*template.Template
+	// markdown renders message text (markdown.go).
+	markdown *markdownRenderer
 
 	// facets are the sources and models the session list offers, read
 	// from the usage report at most every facetsTTL: the report groups

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,6 +65,9 @@ type msgView struct {
 	Role      string
 	Time      float64
 	Text      clipped
+	// Markdown is Text rendered (markdown.go), empty when the text is
+	// shown plain: a tool's output, or a text too long to render.
+	Markdown template.HTML
 	// Reasoning is the model's reasoning text, folded on the page;
 	// ReasoningDetails its structured form when there is no text.
 	Reasoning        clipped
@@ -181,9 +185,10 @@ func textURL(sessionID string, id int64, kv ...string) string {
 
 // toMsgViews turns a page of messages into what the transcript shows,
 // putting each tool result inside its call when the call is on the page.
-func toMsgViews(msgs []sessiondb.Message, at int64, models *sessiondb.SessionModels) []*msgView {
+func toMsgViews(msgs []sessiondb.Message, at int64, models *sessiondb.SessionModels, md *markdownRenderer) []*msgView {
 	var out []*msgView
 	open := map[string]*callView{}
+	budget := newMDBudget()
 	for i := range msgs {
 		m := &msgs[i]
 		v := &msgView{ID: m.ID, SessionID: m.SessionID, Role: m.Role, Time: m.Timestamp,
@@ -197,6 +202,10 @@ func toMsgViews(msgs []sessiondb.Message, at int64, models *sessiondb.SessionMod
 			limRunes, limLines = toolClipRunes, toolClipLines
 		}
 		v.Text = clip(m.Text(), limRunes, limLines, textURL(m.SessionID, m.ID))
+		if m.Role != "tool" {
+			// Tool output is seldom Markdown: it stays as the tool wrote it.
+			v.Markdown = md.render(m.Text(), budget)
+		}
 		if r := deref(m.Reasoning); r != "" {
 			v.Reasoning = clip(r, clipRunes, clipLines, textURL(m.SessionID, m.ID, "part", "reasoning"))
 		} else if d := deref(m.ReasoningDetails); d != "" && d != "null" && d != "[]" {
@@ -297,7 +306,7 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		v.Last = after
 	}
-	v.Messages = toMsgViews(msgs, at, models)
+	v.Messages = toMsgViews(msgs, at, models, s.ui.markdown)
 	// An ended session takes no more messages: its last page says when
 	// and why it ended instead of promising new ones.
 	v.Live = !v.HasAfter && v.S.EndedAt == nil
@@ -347,7 +356,7 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request) error {
 	if mp.HasAfter {
 		w.Header().Set("X-Has-More", "1")
 	}
-	return s.fragment(w, "session", "messages", toMsgViews(mp.Messages, 0, models))
+	return s.fragment(w, "session", "messages", toMsgViews(mp.Messages, 0, models, s.ui.markdown))
 }
 
 // uiMessageText: GET /s/{id}/m/{mid}/text?part=&call= answers a

@@ -208,7 +208,8 @@ func phraseWords(text string) string {
 // likeSearch is the substring fallback: every term must occur, ignoring
 // ASCII case as SQLite's LIKE does (ILIKE, served by the trigram index);
 // newest first; the snippet is 120 code points around the first term's
-// first exact occurrence (the start when the match was only by case).
+// first exact occurrence (the start when the match was only by case), its
+// terms marked and its cuts shown (fts.Snippet.Like, as SQLite's).
 func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	terms := fts.LikeTerms(q)
 	if len(terms) == 0 {
@@ -216,7 +217,8 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	}
 	args := []any{terms[0], limit, offset}
 	var b strings.Builder
-	b.WriteString("SELECT " + hitColumns + ", substr(m.content, greatest(1, strpos(m.content, $1) - 40), 120)" +
+	lead, span := strconv.Itoa(fts.LikeLead), strconv.Itoa(fts.LikeSpan+1)
+	b.WriteString("SELECT " + hitColumns + ", (strpos(m.content, $1) > " + lead + "+1)::int::text || substr(m.content, greatest(1, strpos(m.content, $1) - " + lead + "), " + span + ")" +
 		" FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.content IS NOT NULL")
 	for _, t := range terms {
 		args = append(args, "%"+fts.EscapeLike(t)+"%")
@@ -225,7 +227,12 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	filters, args := searchFilters(f, args)
 	b.WriteString(filters)
 	b.WriteString(` ORDER BY m."timestamp" DESC, m.id DESC LIMIT $2 OFFSET $3`)
-	return s.queryHits(ctx, b.String(), args)
+	hits, err := s.queryHits(ctx, b.String(), args)
+	snippet := fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "..."}.Like(terms)
+	for i := range hits {
+		hits[i].Snippet = snippet([]byte(hits[i].Snippet))
+	}
+	return hits, err
 }
 
 // addContext fills each hit's context: the previous message, the hit and
