@@ -339,3 +339,19 @@ type SessionService interface {
 	// without the column (a schema-6 file) is invalid.
 	SetSessionArchived(ctx context.Context, id string, archived bool) (int64, error)
 }
+
+// Archiver is implemented by history stores that say whether
+// SetSessionArchived can work on what they hold: a SQLite file only once a
+// Hermes of schema 17 or later added the archived column. Faces such as the
+// web UI ask for it with a type assertion (CanArchive) to offer archiving
+// only where it works.
+type Archiver interface {
+	CanArchive() bool
+}
+
+// CanArchive reports whether the store can archive sessions: false when it
+// does not say so (Archiver).
+func CanArchive(s any) bool {
+	a, ok := s.(Archiver)
+	return ok && a.CanArchive()
+}

@@ -51,7 +51,7 @@ var staticFS embed.FS
 
 // uiPages are the pages, each parsed with the frame and the shared parts
 // once, when the server is built.
-var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "subagents", "error", "delete"}
+var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "subagents", "error", "delete", "prune"}
 
 // uiState is the web UI's part of a Server.
 type uiState struct {
@@ -249,6 +249,8 @@ func (s *Server) templateFuncs() template.FuncMap {
 			}
 			return safetext.Line(s)
 		},
+		// canArchive: the store can archive sessions (sessiondb.Archiver).
+		"canArchive": func() bool { return sessiondb.CanArchive(s.cfg.History) },
 	}
 }
 

@@ -20,6 +20,10 @@ func (s *Server) routesUIWrites() {
 	s.uiWrite("POST /s/{id}/reopen", s.uiReopen)
 	s.uiWrite("GET /s/{id}/delete", s.uiDeleteConfirm)
 	s.uiWrite("POST /s/{id}/delete", s.uiDelete)
+	s.uiWrite("POST /s/{id}/archive", s.uiArchive(true))
+	s.uiWrite("POST /s/{id}/unarchive", s.uiArchive(false))
+	s.uiWrite("GET /prune", s.uiPrunePreview)
+	s.uiWrite("POST /prune", s.uiPrune)
 }
 
 // uiWrite registers a write form's route: behind the write guard, its

@@ -312,6 +312,10 @@ func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool
 	return n, nil
 }
 
+// CanArchive is true: the PostgreSQL schema always has the archived
+// column (sessiondb.Archiver).
+func (s *Store) CanArchive() bool { return true }
+
 // linkQuerier is what readLinks reads through: the pool or a transaction.
 type linkQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

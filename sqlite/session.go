@@ -399,6 +399,10 @@ func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool
 	return n, err
 }
 
+// CanArchive reports whether the file has the archived column
+// (sessiondb.Archiver).
+func (s *Store) CanArchive() bool { return s.si.sessCols["archived"] }
+
 // noArchivedColumn is the refusal of SetSessionArchived on a file without
 // the column.
 func (s *Store) noArchivedColumn() error {
