@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +69,9 @@ type siteOptions struct {
 	token string
 	// readOnly serves as `serve --read-only` does.
 	readOnly bool
+	// hermes21 serves a copy of the schema-21 file Hermes wrote
+	// (sqlite/testdata/hermes21), which can archive, instead of a new file.
+	hermes21 bool
 }
 
 // newSite builds the stores o asks for and serves them.
@@ -75,6 +79,15 @@ func newSite(t testing.TB, o siteOptions) *site {
 	t.Helper()
 	dir := t.TempDir()
 	s := &site{t: t, path: filepath.Join(dir, "state.db")}
+	if o.hermes21 {
+		b, err := os.ReadFile(filepath.Join("..", "..", "sqlite", "testdata", "hermes21", "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(s.path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := sqlite.Open(ctxb, s.path, sqlite.Options{})
 	s.st = testkit.Opened(t, st, err)
 	s.importExamples()

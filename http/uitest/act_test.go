@@ -1,0 +1,203 @@
+package uitest
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessiondb/sessiondb"
+	sdbhttp "github.com/sessiondb/sessiondb/http"
+)
+
+// archivedOf is the session's archived flag in the store.
+func (s *site) archivedOf(id string) int64 {
+	s.t.Helper()
+	x, err := s.st.GetSession(ctxb, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return x.Archived
+}
+
+// TestBrowserArchive uses the session page's archive button on a file
+// that has Hermes' archived column: refused without the token and from
+// another origin (the flag stays), then with the token archive and
+// unarchive set and clear it on the whole compression lineage. A file
+// without the column, and a read-only server, show no such button.
+func TestBrowserArchive(t *testing.T) {
+	s := newSite(t, siteOptions{examplesOnly: true, hermes21: true})
+	lineage := []string{"h21-lineage-mid", "h21-lineage-root", "h21-lineage-tip"}
+	page := s.url + "/s/" + sdbhttp.SessionPath("h21-lineage-mid")
+	p := newPage(t)
+	p.open(page)
+
+	p.expectConsole("status of 401 (Unauthorized)")
+	p.expectConsole("status of 403 (Forbidden)")
+	p.click("#archive")
+	if msg := errorShown(p); msg != "writes need the server's token" {
+		t.Errorf("archive without the token shows %q", msg)
+	}
+	p.open(page + "?token=" + testToken)
+	p.open(hostilePoster(t, page+"/archive", map[string]string{"x": "y"}))
+	if msg := errorShown(p); !strings.Contains(msg, "another origin") {
+		t.Errorf("archive from another origin shows %q", msg)
+	}
+	for _, id := range lineage {
+		if a := s.archivedOf(id); a != 0 {
+			t.Fatalf("a refused archive set %s archived %d", id, a)
+		}
+	}
+
+	p.open(page)
+	p.click("#archive")
+	p.waitLoaded(`document.querySelector("#unarchive") !== null`)
+	for _, id := range lineage {
+		if a := s.archivedOf(id); a != 1 {
+			t.Errorf("after archive %s has archived %d", id, a)
+		}
+	}
+	p.click("#unarchive")
+	p.waitLoaded(`document.querySelector("#archive") !== null`)
+	for _, id := range lineage {
+		if a := s.archivedOf(id); a != 0 {
+			t.Errorf("after unarchive %s has archived %d", id, a)
+		}
+	}
+
+	// A new file has no archived column: the other controls, no archive.
+	plain := newSite(t, siteOptions{examplesOnly: true})
+	plain.addWritable()
+	p.open(plain.url + "/s/" + sdbhttp.SessionPath(writesID) + "?token=" + testToken)
+	p.waitFor(`document.querySelector("#rename") !== null`)
+	if n := eval[int](p, `document.querySelectorAll("#archive, #unarchive").length`); n != 0 {
+		t.Errorf("a file without the archived column shows %d archive buttons", n)
+	}
+
+	ro := newSite(t, siteOptions{examplesOnly: true, hermes21: true, readOnly: true})
+	p.open(ro.url + "/s/" + sdbhttp.SessionPath("h21-lineage-mid") + "?token=" + testToken)
+	p.waitFor(`document.querySelector("#session-title") !== null`)
+	if n := eval[int](p, `document.querySelectorAll("#archive, #unarchive, form[method=post]").length`); n != 0 {
+		t.Errorf("read-only shows %d archive buttons", n)
+	}
+}
+
+// The example sessions (examples/conversations.jsonl) before and after
+// pruneCut, with their message counts: the four ended ones started
+// before it go; the slack, cron and later telegram ones, and the open
+// cli session, started after it.
+var (
+	pruneCut    = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	pruneBefore = map[string]int{"20260315_092437_c9a6ff": 11, "20260402_140511_4e81b2": 11, "20260402_141202_d07a13": 8, "20260509_081244_a3f9e0": 8}
+	pruneAfter  = []string{"20260617_090003_5b2c7d", "20260701_020000_e1d442", "20260823_113005_6c0b95", "20261006_164519_f28a0c"}
+)
+
+// pruneDaysNow is the age in days that puts a prune's cutoff at pruneCut.
+func pruneDaysNow() string {
+	return fmt.Sprintf("%.4f", time.Since(pruneCut).Hours()/24)
+}
+
+// exists reports whether the session is in the store.
+func (s *site) exists(id string) bool {
+	s.t.Helper()
+	_, err := s.st.GetSession(ctxb, id)
+	if err != nil && sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+		s.t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestBrowserPrune prunes from the web UI: refused without the token and
+// from another origin (nothing goes), then with the token the preview
+// lists what would go (count, sessions, messages) and deletes nothing,
+// a source narrows it, and the confirmation deletes exactly what the
+// preview listed.
+func TestBrowserPrune(t *testing.T) {
+	s := newSite(t, siteOptions{examplesOnly: true})
+	days := pruneDaysNow()
+	all := func() {
+		t.Helper()
+		for id := range pruneBefore {
+			if !s.exists(id) {
+				t.Fatalf("%s is gone", id)
+			}
+		}
+	}
+	p := newPage(t)
+	p.expectConsole("status of 401 (Unauthorized)")
+	p.expectConsole("status of 403 (Forbidden)")
+	p.open(s.url + "/prune?older_than=" + days)
+	if msg := errorShown(p); msg != "writes need the server's token" {
+		t.Errorf("the prune preview without the token shows %q", msg)
+	}
+	resp, err := http.PostForm(s.url+"/prune", url.Values{"older_than": {days}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a prune without the token answers %d", resp.StatusCode)
+	}
+	p.open(s.url + "/?token=" + testToken)
+	p.open(hostilePoster(t, s.url+"/prune", map[string]string{"older_than": "1"}))
+	if msg := errorShown(p); !strings.Contains(msg, "another origin") {
+		t.Errorf("a prune from another origin shows %q", msg)
+	}
+	all()
+
+	p.open(s.url + "/")
+	p.click("#prune-link")
+	p.waitLoaded(`document.body.dataset.page === "prune"`)
+	p.setValue("#prune-days", days)
+	p.click("#prune-preview")
+	p.waitLoaded(`document.querySelector("#prune-count") !== null`)
+	if got := p.text("#prune-count"); got != "4 sessions" {
+		t.Errorf("the preview counts %q", got)
+	}
+	if got := p.text("#prune-messages"); got != "38 messages" {
+		t.Errorf("the preview counts %q", got)
+	}
+	listed := eval[[]string](p, `[...document.querySelectorAll("#prune-sessions tr[data-session]")].map(r => r.dataset.session)`)
+	slices.Sort(listed)
+	var want []string
+	for id := range pruneBefore {
+		want = append(want, id)
+	}
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("the preview lists %v, want %v", listed, want)
+	}
+	p.shot("prune-preview")
+	all()
+
+	p.setValue("#prune-source", "telegram")
+	p.click("#prune-preview")
+	p.waitLoaded(`document.querySelector("#prune-count") !== null && document.querySelector("#prune-count").innerText === "1 session"`)
+	if got := p.text("#prune-messages"); got != "8 messages" {
+		t.Errorf("the telegram preview counts %q", got)
+	}
+	p.click("#prune")
+	p.waitLoaded(`document.querySelector("#prune-done") !== null`)
+	if got := p.text("#prune-done"); got != "Pruned 1 session(s)." {
+		t.Errorf("after the prune the page says %q", got)
+	}
+	for id := range pruneBefore {
+		if gone := !s.exists(id); gone != (id == "20260509_081244_a3f9e0") {
+			t.Errorf("after the telegram prune %s gone: %v", id, gone)
+		}
+	}
+	for _, id := range pruneAfter {
+		if !s.exists(id) {
+			t.Errorf("the prune took %s, which started after the cutoff or is open", id)
+		}
+	}
+
+	p.expectConsole("status of 400 (Bad Request)")
+	p.open(s.url + "/prune?older_than=-3")
+	if msg := errorShown(p); !strings.Contains(msg, "older than") || !strings.Contains(msg, "-3") {
+		t.Errorf("a negative age shows %q", msg)
+	}
+}
