@@ -3,10 +3,14 @@ package http
 import (
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/hostd"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // The web UI's archive and prune controls, registered with the other
@@ -97,5 +101,77 @@ func (s *Server) uiPrune(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	http.Redirect(w, r, withQuery("/prune", "pruned", strconv.Itoa(n)), http.StatusSeeOther)
+	return nil
+}
+
+// The labels of a mailbox session's agent (agentActivity).
+const (
+	activityRunning = "container running"
+	activitySeen    = "recently seen"
+)
+
+// agentActivity says what is known of a mailbox session's agent at now:
+// activityRunning while the host daemon says a container it started runs
+// (what NanoClaw's host calls running, and what a requeue is refused
+// for); activitySeen when its heartbeat is fresher than the stuck ceiling
+// but no such container is known (an agent started elsewhere, or one
+// that just stopped); "" otherwise.
+func agentActivity(x hostd.SessionReport, now time.Time) string {
+	switch {
+	case x.Host != nil && x.Host.Running:
+		return activityRunning
+	case !x.Heartbeat.IsZero() && now.Sub(x.Heartbeat) < mailbox.DefaultStuckCeiling:
+		return activitySeen
+	}
+	return ""
+}
+
+// mailboxURL is the UI page of a session's mailbox.
+func mailboxURL(ref mailbox.SessionRef) string {
+	return "/mailboxes/" + url.PathEscape(ref.AgentGroupID) + "/" + url.PathEscape(ref.SessionID)
+}
+
+// requeueView is the forced requeue's confirmation: the session, what is
+// known of its agent, and the failed rows that go back in line.
+type requeueView struct {
+	Group, Session, URL, Activity string
+	Heartbeat                     time.Time
+	Failed, OutFailed             int
+}
+
+// uiRequeueConfirm: GET /mailboxes/{group}/{session}/requeue names what a
+// forced requeue does (every failed row of the session back in line,
+// whatever runs) and asks; it writes nothing.
+func (s *Server) uiRequeueConfirm(w http.ResponseWriter, r *http.Request) error {
+	ref, err := s.mailboxRef(r)
+	if err != nil {
+		return err
+	}
+	rep, err := s.sessionReport(r.Context(), ref, s.now())
+	if err != nil {
+		return err
+	}
+	s.page(w, r, "requeue", requeueView{Group: ref.AgentGroupID, Session: ref.SessionID, URL: mailboxURL(ref),
+		Activity: agentActivity(rep, s.now()), Heartbeat: rep.Heartbeat, Failed: rep.Failed, OutFailed: rep.OutFailed})
+	return nil
+}
+
+// uiRequeue: POST /mailboxes/{group}/{session}/requeue (force=1) requeues
+// every failed row of the session even while a container runs, as the
+// CLI's requeue --force, and goes back to the mailbox page. Without force
+// it is the refusable requeue.
+func (s *Server) uiRequeue(w http.ResponseWriter, r *http.Request) error {
+	force, err := formValue(w, r, "force")
+	if err != nil {
+		return err
+	}
+	ref, err := s.mailboxRef(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.requeueRows(r.Context(), ref, nil, force == "1"); err != nil {
+		return err
+	}
+	http.Redirect(w, r, mailboxURL(ref), http.StatusSeeOther)
 	return nil
 }

@@ -24,6 +24,10 @@ func (s *Server) routesUIWrites() {
 	s.uiWrite("POST /s/{id}/unarchive", s.uiArchive(false))
 	s.uiWrite("GET /prune", s.uiPrunePreview)
 	s.uiWrite("POST /prune", s.uiPrune)
+	if s.cfg.Mailboxes != nil {
+		s.uiWrite("GET /mailboxes/{group}/{session}/requeue", s.uiRequeueConfirm)
+		s.uiWrite("POST /mailboxes/{group}/{session}/requeue", s.uiRequeue)
+	}
 }
 
 // uiWrite registers a write form's route: behind the write guard, its
