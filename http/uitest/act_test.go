@@ -1,16 +1,21 @@
 package uitest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/hostd"
 	sdbhttp "github.com/sessiondb/sessiondb/http"
+	"github.com/sessiondb/sessiondb/mailbox"
 )
 
 // archivedOf is the session's archived flag in the store.
@@ -199,5 +204,92 @@ func TestBrowserPrune(t *testing.T) {
 	p.open(s.url + "/prune?older_than=-3")
 	if msg := errorShown(p); !strings.Contains(msg, "older than") || !strings.Contains(msg, "-3") {
 		t.Errorf("a negative age shows %q", msg)
+	}
+}
+
+// daemonSays writes the host daemon's status file for the site's data
+// root, fresh, with a container it started running for ref.
+func (s *site) daemonSays(ref mailbox.SessionRef) {
+	s.t.Helper()
+	now := time.Now()
+	st := hostd.Status{PID: os.Getpid(), StartedAt: now, UpdatedAt: now, FullSweep: time.Hour,
+		Sessions: map[string]hostd.SessionHealth{ref.String(): {Running: true}}}
+	b, err := json.Marshal(st)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.root, hostd.StatusFile), b, 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// TestBrowserMailboxForceRequeue: a session whose container the host
+// daemon started is labelled running and its requeue refused, while one
+// only seen by its fresh heartbeat is labelled so; the running one's
+// forced requeue asks first on a page naming the failed rows and the
+// container, is refused without the token and from another origin, and
+// with the token requeues every failed row.
+func TestBrowserMailboxForceRequeue(t *testing.T) {
+	s := newSite(t, siteOptions{mailboxes: true, examplesOnly: true})
+	s.daemonSays(failingRef)
+	p := newPage(t)
+	p.expectConsole("status of 401 (Unauthorized)")
+	p.expectConsole("status of 403 (Forbidden)")
+	p.expectConsole("status of 409 (Conflict)")
+	p.open(s.url + "/mailboxes?token=" + testToken)
+	labels := eval[map[string]string](p, `Object.fromEntries(Array.from(document.querySelectorAll("#mailboxes tbody tr"), r => [r.dataset.mailbox, (r.querySelector("[data-activity]") || {textContent: ""}).textContent]))`)
+	if labels["ag-main/sess-failing"] != "· container running" || labels["ag-main/sess-healthy"] != "· recently seen" {
+		t.Errorf("the agents are labelled %q", labels)
+	}
+
+	page := s.url + "/mailboxes/ag-main/sess-failing"
+	p.open(page)
+	if got := p.text("#mailbox-activity"); got != "container running" {
+		t.Errorf("the mailbox page says the agent is %q", got)
+	}
+	requeue := `#outbound tr[data-row="out-report"] button.requeue`
+	p.click(requeue)
+	p.waitFor(`document.querySelector('#outbound tr[data-row="out-report"] [data-result]').textContent.startsWith("refused")`)
+	if msg := p.text(`#outbound tr[data-row="out-report"] [data-result]`); !strings.Contains(msg, "a container the host daemon started runs") {
+		t.Errorf("the requeue beside a running container shows %q", msg)
+	}
+	if st := s.deliveryOf(failingRef, "out-report"); st != mailbox.DeliveredFailed {
+		t.Fatalf("the refused requeue changed the row to %s", st)
+	}
+
+	p.click("#requeue-force-link")
+	p.waitLoaded(`document.body.dataset.page === "requeue"`)
+	if got := p.text("#requeue-rows"); got != "0 failed inbound rows and 2 failed outbound rows" {
+		t.Errorf("the confirmation counts %q", got)
+	}
+	if got := p.text("#requeue-activity"); !strings.Contains(got, "still runs") {
+		t.Errorf("the confirmation says %q", got)
+	}
+	if st := s.deliveryOf(failingRef, "out-report"); st != mailbox.DeliveredFailed {
+		t.Fatalf("the confirmation page requeued already: %s", st)
+	}
+	p.open(hostilePoster(t, page+"/requeue", map[string]string{"force": "1"}))
+	if msg := errorShown(p); !strings.Contains(msg, "another origin") {
+		t.Errorf("a forced requeue from another origin shows %q", msg)
+	}
+	resp, err := http.PostForm(page+"/requeue", url.Values{"force": {"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a forced requeue without the token answers %d", resp.StatusCode)
+	}
+	if st := s.deliveryOf(failingRef, "out-report"); st != mailbox.DeliveredFailed {
+		t.Fatalf("a refused forced requeue changed the row to %s", st)
+	}
+
+	p.open(page + "/requeue")
+	p.click("#requeue-force")
+	p.waitLoaded(`location.pathname === "/mailboxes/ag-main/sess-failing"`)
+	for _, id := range []string{"out-report", "out-hostile"} {
+		if st := s.deliveryOf(failingRef, id); st != mailbox.DeliveryUndelivered {
+			t.Errorf("after the forced requeue %s is %s", id, st)
+		}
 	}
 }
