@@ -265,6 +265,7 @@ func TestBrowserMailboxForceRequeue(t *testing.T) {
 	if got := p.text("#requeue-activity"); !strings.Contains(got, "still runs") {
 		t.Errorf("the confirmation says %q", got)
 	}
+	p.shot("mailbox-requeue-force")
 	if st := s.deliveryOf(failingRef, "out-report"); st != mailbox.DeliveredFailed {
 		t.Fatalf("the confirmation page requeued already: %s", st)
 	}
