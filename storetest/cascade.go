@@ -152,9 +152,15 @@ func testArchive(t *testing.T, h Harness) {
 		if got := archived(); len(got) != 0 {
 			t.Errorf("archived after a refusal: %v", got)
 		}
+		if sessiondb.CanArchive(e.s) {
+			t.Error("CanArchive is true for a store that refuses to archive")
+		}
 		return
 	}
 	noErr(t, "SetSessionArchived(m)", err)
+	if !sessiondb.CanArchive(e.s) {
+		t.Error("CanArchive is false for a store that archives")
+	}
 	if want := []string{"bb", "m", "r", "tip"}; n != 4 || !slices.Equal(archived(), want) {
 		t.Errorf("archive m: %d set, archived %v; want 4, %v", n, archived(), want)
 	}
