@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -196,25 +197,53 @@ func (u TokenUpdate) Validate() error {
 	return nil
 }
 
-// RichFilter selects sessions for ListSessionsRich. The zero value lists the
-// 20 newest top-level sessions of every source with compression tips
-// projected (set NoProjection to see raw rows), leaving out sessions a
-// newer Hermes archived.
+// RichFilter selects sessions for ListSessionsRich, as Hermes'
+// list_sessions_rich does. The zero value lists the 20 newest sessions
+// Hermes lists (ListableSession: roots and /branch children, never a
+// delegate subagent) of every source with compression tips projected
+// (set NoProjection to see raw rows), leaving out archived sessions.
 type RichFilter struct {
 	Source          string
 	ExcludeSources  []string
 	Limit           int // 0 means 20
 	Offset          int
-	IncludeChildren bool
+	IncludeChildren bool // every session, children of every kind too
 	NoProjection    bool // turns off ProjectCompressionTips (on by default)
 	// IncludeArchived also lists the sessions a newer Hermes archived
 	// (sessions.archived = 1, schema 21 and later), which Hermes' own
 	// listing hides too. A store without that column has none to hide.
 	IncludeArchived bool
+	// ArchivedOnly lists the archived sessions alone.
+	ArchivedOnly bool
+	// Cwd keeps the sessions that ran in that directory or below it
+	// (CwdFilter).
+	Cwd string
+	// MinMessages keeps the sessions whose message_count is at least
+	// this.
+	MinMessages int64
 }
 
-// Validate checks f's Limit and Offset with CheckWindow.
-func (f RichFilter) Validate() error { return CheckWindow(f.Limit, f.Offset) }
+// Validate checks f's Limit and Offset with CheckWindow, and MinMessages.
+func (f RichFilter) Validate() error {
+	if f.MinMessages < 0 {
+		return Errorf(EINVALID, "min messages %d is negative", f.MinMessages)
+	}
+	return CheckWindow(f.Limit, f.Offset)
+}
+
+// CwdFilter is how a listing keeps the sessions under a working directory
+// (Hermes' cwd_prefix): dir without its trailing / and \ (all of it when
+// nothing else is left) is the session's cwd, or a prefix of it followed
+// by / or \. Unlike Hermes' LIKE, the comparison is exact: _ and % are no
+// wildcards and case counts, as in a path. prefixes are what a cwd may
+// start with; exact what it may equal.
+func CwdFilter(dir string) (exact string, prefixes [2]string) {
+	exact = strings.TrimRight(dir, `/\`)
+	if exact == "" {
+		exact = dir
+	}
+	return exact, [2]string{exact + "/", exact + `\`}
+}
 
 // CheckWindow refuses a negative limit or offset of a listing (invalid,
 // naming which); a limit of 0 means the listing's default size. Listings
@@ -338,20 +367,4 @@ type SessionService interface {
 	// keep every row; listings leave them out unless asked. A store
 	// without the column (a schema-6 file) is invalid.
 	SetSessionArchived(ctx context.Context, id string, archived bool) (int64, error)
-}
-
-// Archiver is implemented by history stores that say whether
-// SetSessionArchived can work on what they hold: a SQLite file only once a
-// Hermes of schema 17 or later added the archived column. Faces such as the
-// web UI ask for it with a type assertion (CanArchive) to offer archiving
-// only where it works.
-type Archiver interface {
-	CanArchive() bool
-}
-
-// CanArchive reports whether the store can archive sessions: false when it
-// does not say so (Archiver).
-func CanArchive(s any) bool {
-	a, ok := s.(Archiver)
-	return ok && a.CanArchive()
 }

@@ -55,11 +55,17 @@ const LinksSQL = "SELECT id, parent_session_id, model_config FROM sessions WHERE
 // no session). Hermes' delete fails on a model_config that is not JSON;
 // here such a session simply carries no marker.
 func DelegateMarker(modelConfig string) (name string, ok bool) {
+	return configMarker(modelConfig, "_delegate_from")
+}
+
+// configMarker reads member key of modelConfig as DelegateMarker reads
+// _delegate_from.
+func configMarker(modelConfig, key string) (name string, ok bool) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal([]byte(modelConfig), &obj) != nil {
 		return "", false
 	}
-	raw, ok := obj["_delegate_from"]
+	raw, ok := obj[key]
 	if !ok || string(raw) == "null" {
 		return "", false
 	}
@@ -67,6 +73,23 @@ func DelegateMarker(modelConfig string) (name string, ok bool) {
 		return "", true
 	}
 	return name, true
+}
+
+// ChildKind names what kind of child s is by the markers a newer Hermes
+// writes in its model_config: "branch" (_branched_from), "delegate"
+// (_delegate_from), or "" when it carries neither (a compression
+// continuation, an older Hermes' branch or subagent, or a root).
+func ChildKind(s *Session) string {
+	if s.ModelConfig == nil {
+		return ""
+	}
+	if _, ok := configMarker(*s.ModelConfig, "_branched_from"); ok {
+		return "branch"
+	}
+	if _, ok := configMarker(*s.ModelConfig, "_delegate_from"); ok {
+		return "delegate"
+	}
+	return ""
 }
 
 // Delegates returns the delegate subagent sessions that go with the

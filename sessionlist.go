@@ -16,9 +16,10 @@ type SessionSort string
 const (
 	// SortStarted orders by started_at (the default).
 	SortStarted SessionSort = "started"
-	// SortLastActive orders by the newest visible message's timestamp
+	// SortLastActive orders by the newest message's timestamp
 	// (started_at for a session without one): the RichSession's
-	// LastActive.
+	// LastActive; a compression chain shown on its root by the newest
+	// over the chain, as Hermes' order_by_last_active.
 	SortLastActive SessionSort = "last_active"
 	// SortCost orders by actual_cost_usd when known, else
 	// estimated_cost_usd, else 0 (as UsageReport.Top does).
@@ -56,13 +57,21 @@ type SessionQuery struct {
 	// unless Ascending.
 	Sort      SessionSort
 	Ascending bool
-	// IncludeChildren lists child sessions too; by default only top-level
-	// sessions are listed, and a root that ended in compression shows its
-	// chain's tip as ListSessionsRich does (the row keeps its place by the
-	// root's own key).
+	// IncludeChildren lists child sessions of every kind too; by default
+	// the sessions Hermes lists are listed (roots and /branch children,
+	// never a delegate subagent), and a root that ended in compression
+	// shows its chain's tip as ListSessionsRich does (the row keeps its
+	// place by the root's own key; by last activity, the chain's).
 	IncludeChildren bool
-	// IncludeArchived lists the sessions a newer Hermes archived too.
+	// IncludeArchived lists the sessions a newer Hermes archived too;
+	// ArchivedOnly those alone.
 	IncludeArchived bool
+	ArchivedOnly    bool
+	// Cwd keeps the sessions that ran in that directory or below it
+	// (CwdFilter); MinMessages those whose message_count is at least
+	// that.
+	Cwd         string
+	MinMessages int64
 	// Limit is the page size: 0 means 50, at most MaxSessionPage.
 	Limit int
 	// After is the cursor of the previous page (SessionPage.Next); "" is
@@ -77,6 +86,9 @@ func (q SessionQuery) Validate() error {
 	case "", SortStarted, SortLastActive, SortCost, SortTokens:
 	default:
 		return Errorf(EINVALID, "sort %q is not one of started, last_active, cost, tokens", string(q.Sort))
+	}
+	if q.MinMessages < 0 {
+		return Errorf(EINVALID, "min messages %d is negative", q.MinMessages)
 	}
 	if q.Limit < 0 || q.Limit > MaxSessionPage {
 		return Errorf(EINVALID, "limit %d is out of range (1 to %d, 0 for 50)", q.Limit, MaxSessionPage)
@@ -159,7 +171,8 @@ func (q SessionQuery) filterDigest() string {
 	h := fnv.New64a()
 	for _, s := range []string{q.Source, q.Model, q.UserID, q.ParentID, q.Text,
 		strconv.FormatFloat(q.StartedFrom, 'g', -1, 64), strconv.FormatFloat(q.StartedBefore, 'g', -1, 64),
-		strconv.FormatBool(q.Ascending), strconv.FormatBool(q.IncludeChildren), strconv.FormatBool(q.IncludeArchived)} {
+		strconv.FormatBool(q.Ascending), strconv.FormatBool(q.IncludeChildren), strconv.FormatBool(q.IncludeArchived),
+		strconv.FormatBool(q.ArchivedOnly), q.Cwd, strconv.FormatInt(q.MinMessages, 10)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

@@ -1,10 +1,12 @@
 package http_test
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	sdbhttp "github.com/sessiondb/sessiondb/http"
@@ -15,6 +17,14 @@ import (
 // hermes21Store opens a copy of the schema-21 fixture Hermes wrote.
 func hermes21Store(t *testing.T) *sqlite.Store {
 	t.Helper()
+	st, err := sqlite.Open(ctxb, hermes21Copy(t), sqlite.Options{})
+	return testkit.Opened(t, st, err)
+}
+
+// hermes21Copy copies the schema-21 fixture into a temporary folder and
+// returns the copy's path.
+func hermes21Copy(t *testing.T) string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "sqlite", "testdata", "hermes21", "state.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -23,8 +33,7 @@ func hermes21Store(t *testing.T) *sqlite.Store {
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctxb, p, sqlite.Options{})
-	return testkit.Opened(t, st, err)
+	return p
 }
 
 // listed returns the ids of the sessions /api/v1/sessions lists with the
@@ -87,4 +96,76 @@ func TestArchiveRoutes(t *testing.T) {
 	v6.do("POST", "/api/v1/sessions/s/archive", "", auth...).apiError(t, 400, "invalid")
 	v6.serveReadOnly()
 	v6.do("POST", "/api/v1/sessions/s/archive", "", auth...).apiError(t, 404, "not_found")
+}
+
+// GET /api/v1/sessions lists what Hermes lists (branches shown, delegates
+// not) and takes the newer filters: archived_only, cwd and min_messages;
+// a bad count is refused naming it.
+func TestSessionsNewerFilters(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.serve(sdbhttp.Config{History: hermes21Store(t)})
+	ids := func(q string) []string {
+		rows, _ := f.listing("/api/v1/sessions?limit=100"+q, "sessions")
+		out := []string{}
+		for _, r := range rows {
+			out = append(out, r["id"].(string))
+		}
+		sort.Strings(out)
+		return out
+	}
+	all := ids("")
+	if !slices.Contains(all, "h21-branch") || !slices.Contains(all, "h21-branch-legacy") || slices.Contains(all, "h21-orphan-delegate") || slices.Contains(all, "h21-delegate") {
+		t.Errorf("listing %v: want the branches, no delegate", all)
+	}
+	if got := ids("&archived_only=1"); !slices.Equal(got, []string{"h21-archived-tip"}) {
+		t.Errorf("archived_only: %v", got)
+	}
+	if got := ids("&cwd=" + url.QueryEscape("/home/dev/project/api")); !slices.Equal(got, []string{"h21-compacted"}) {
+		t.Errorf("cwd: %v", got)
+	}
+	if got := ids("&min_messages=4"); len(got) == 0 || len(got) >= len(all) || slices.Contains(got, "h21-cjk") {
+		t.Errorf("min_messages=4: %v of %v", got, all)
+	}
+	if msg := f.get("/api/v1/sessions?min_messages=-2").apiError(t, 400, "invalid"); !strings.Contains(msg, "min_messages") {
+		t.Errorf("min_messages=-2: %q does not name the parameter", msg)
+	}
+}
+
+// The web list shows what Hermes lists, names each child's kind, and has
+// the newer filters in its form, filled in from the query.
+func TestUIListNewerFilters(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.serve(sdbhttp.Config{History: hermes21Store(t)})
+	row := func(html, id string) string {
+		_, after, ok := strings.Cut(html, `data-session="`+id+`"`)
+		if !ok {
+			return ""
+		}
+		r, _, _ := strings.Cut(after, "</tr>")
+		return r
+	}
+	html := f.page("/", 200)
+	if r := row(html, "h21-branch"); !strings.Contains(r, "· branch") {
+		t.Errorf("the marked branch's row does not say branch: %q", r)
+	}
+	if r := row(html, "h21-branch-legacy"); !strings.Contains(r, "· branch") {
+		t.Errorf("the older Hermes' branch's row does not say branch: %q", r)
+	}
+	if row(html, "h21-orphan-delegate") != "" || row(html, "h21-delegate") != "" {
+		t.Error("the list shows a delegate")
+	}
+	html = f.page("/?children=true", 200)
+	if r := row(html, "h21-delegate"); !strings.Contains(r, "· delegate") {
+		t.Errorf("with children, the delegate's row does not say delegate: %q", r)
+	}
+	html = f.page("/?cwd="+url.QueryEscape("/home/dev/project/api")+"&min_messages=2", 200)
+	if row(html, "h21-compacted") == "" || row(html, "h21-main") != "" {
+		t.Error("cwd filter: want h21-compacted alone")
+	}
+	if !strings.Contains(html, `name="cwd" value="/home/dev/project/api"`) || !strings.Contains(html, `name="min_messages" min="0" value="2"`) {
+		t.Error("the form does not keep the cwd and min_messages given")
+	}
+	if html := f.page("/?archived_only=true", 200); row(html, "h21-archived-tip") == "" || row(html, "h21-main") != "" {
+		t.Error("archived_only: want the archived session alone")
+	}
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,13 +20,15 @@ func (s *Server) routesHistory() {
 // sessionQuery reads a session listing's parameters: source, model, user,
 // parent, from/to (a time range on started_at), q (title or id text),
 // sort (started, last_active, cost, tokens), order (desc, asc), children,
-// archived, limit and cursor.
+// archived, archived_only, cwd (a directory: the sessions that ran in it or
+// below it), min_messages, limit and cursor.
 func sessionQuery(p *params) sessiondb.SessionQuery {
 	q := sessiondb.SessionQuery{
 		Source: p.str("source"), Model: p.str("model"), UserID: p.str("user"), ParentID: p.str("parent"),
 		StartedFrom: p.time("from"), StartedBefore: p.time("to"), Text: p.str("q"),
 		Sort:            sessiondb.SessionSort(p.str("sort")),
-		IncludeChildren: p.bool("children"), IncludeArchived: p.bool("archived"),
+		IncludeChildren: p.bool("children"), IncludeArchived: p.bool("archived"), ArchivedOnly: p.bool("archived_only"),
+		Cwd: p.str("cwd"), MinMessages: int64(p.int("min_messages", 0, 0, math.MaxInt32)),
 		Limit: p.int("limit", 50, 1, sessiondb.MaxSessionPage), After: p.str("cursor"),
 	}
 	switch o := p.str("order"); o {

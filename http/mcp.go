@@ -121,8 +121,12 @@ type ListInput struct {
 	Since  string `json:"since,omitempty" jsonschema:"only sessions started at or after this time (RFC 3339 or YYYY-MM-DD)"`
 	Until  string `json:"until,omitempty" jsonschema:"only sessions started before this time (RFC 3339 or YYYY-MM-DD)"`
 	Sort   string `json:"sort,omitempty" jsonschema:"started (default), last_active, cost or tokens; largest first"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"sessions per page, 1 to 100 (default 20)"`
-	Cursor string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
+	// The newer Hermes' listing filters.
+	Cwd          string `json:"cwd,omitempty" jsonschema:"only sessions that ran in this directory or below it"`
+	MinMessages  int64  `json:"min_messages,omitempty" jsonschema:"only sessions with at least this many messages"`
+	ArchivedOnly bool   `json:"archived_only,omitempty" jsonschema:"only the sessions archived (hidden otherwise)"`
+	Limit        int    `json:"limit,omitempty" jsonschema:"sessions per page, 1 to 100 (default 20)"`
+	Cursor       string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
 }
 
 // ListOutput is list_sessions' output.
@@ -154,7 +158,8 @@ func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput
 	}
 	p := paramsOf(map[string][]string{"since": {in.Since}, "until": {in.Until}})
 	q := sessiondb.SessionQuery{Source: in.Source, Model: in.Model, Text: in.Text, StartedFrom: p.time("since"),
-		StartedBefore: p.time("until"), Sort: sessiondb.SessionSort(in.Sort), Limit: in.Limit, After: in.Cursor}
+		StartedBefore: p.time("until"), Sort: sessiondb.SessionSort(in.Sort), Limit: in.Limit, After: in.Cursor,
+		Cwd: in.Cwd, MinMessages: in.MinMessages, ArchivedOnly: in.ArchivedOnly}
 	if p.err != nil {
 		return nil, ListOutput{}, p.err
 	}
@@ -192,6 +197,9 @@ type ReadOutput struct {
 	HasAfter  bool         `json:"has_after"`
 	Before    int64        `json:"before,omitempty"`
 	After     int64        `json:"after,omitempty"`
+	// Models lists, for a session that switched models, each model's
+	// usage in the order of its first call (Hermes' session_model_usage).
+	Models []sessiondb.ModelRoute `json:"models,omitempty"`
 }
 
 // MCPMessage is one message as an agent reads it.
@@ -203,7 +211,25 @@ type MCPMessage struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	ToolCalls  any    `json:"tool_calls,omitempty"`
 	Reasoning  string `json:"reasoning,omitempty"`
-	Time       string `json:"time"`
+	// ReasoningContent is the provider's own reasoning text, when it
+	// differs from Reasoning.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// Observed marks a group message the agent saw but was not
+	// addressed by: context, not a turn of the user.
+	Observed          bool   `json:"observed,omitempty"`
+	PlatformMessageID string `json:"platform_message_id,omitempty"`
+	EffectDisposition string `json:"effect_disposition,omitempty"`
+	// ModelSwitch is set on the message before which the session's calls
+	// went to another model.
+	ModelSwitch *MCPModelSwitch `json:"model_switch,omitempty"`
+	Time        string          `json:"time"`
+}
+
+// MCPModelSwitch is where a session's calls went from one model to
+// another (sessiondb.ReadSessionModels).
+type MCPModelSwitch struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 func (t mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
@@ -229,11 +255,25 @@ func (t mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput
 	if err != nil {
 		return nil, ReadOutput{}, err
 	}
+	models, err := sessiondb.ReadSessionModels(ctx, t.st, id)
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
 	a := toMessagesPage(id, mp)
 	out := ReadOutput{SessionID: id, Messages: []MCPMessage{}, HasBefore: a.HasBefore, HasAfter: a.HasAfter, Before: a.Before, After: a.After}
+	if models.Switched() {
+		out.Models = models.Routes
+	}
 	for _, m := range mp.Messages {
 		x := MCPMessage{ID: m.ID, Role: m.Role, ToolName: deref(m.ToolName), ToolCallID: deref(m.ToolCallID),
-			Reasoning: deref(m.Reasoning), Time: isoTime(m.Timestamp)}
+			Reasoning: deref(m.Reasoning), Observed: m.Observed != 0, PlatformMessageID: deref(m.PlatformMessageID),
+			EffectDisposition: deref(m.EffectDisposition), Time: isoTime(m.Timestamp)}
+		if rc := deref(m.ReasoningContent); strings.TrimSpace(rc) != "" && rc != x.Reasoning {
+			x.ReasoningContent = rc
+		}
+		if sw := models.At(m.ID); sw != nil {
+			x.ModelSwitch = &MCPModelSwitch{From: sw.From.Model, To: sw.To.Model}
+		}
 		if m.Content != nil {
 			x.Content = sessiondb.ContentText(*m.Content)
 		}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -318,5 +320,38 @@ func TestMCPFindsSessionsByTitle(t *testing.T) {
 	// offer is what follows "did you mean".
 	if _, offer, _ := strings.Cut(string(b), "did you mean"); !res.IsError || !strings.Contains(offer, "Lisbon weekend") {
 		t.Errorf("a near miss: IsError %v, content %s; want the close title offered", res.IsError, b)
+	}
+}
+
+// TestMCPListNewerFilters: list_sessions takes the newer Hermes' filters
+// (working directory, at least N messages, archived only) on a file of
+// that Hermes, and lists its /branch children but no delegate.
+func TestMCPListNewerFilters(t *testing.T) {
+	f := newFixture(t, sdbhttp.Config{})
+	f.serve(sdbhttp.Config{History: hermes21Store(t)})
+	cs := f.mcpSession()
+	ids := func(args map[string]any) []string {
+		var list sdbhttp.ListOutput
+		args["limit"] = 100
+		mcpCall(t, cs, "list_sessions", args, &list)
+		out := []string{}
+		for _, s := range list.Sessions {
+			out = append(out, s.ID)
+		}
+		sort.Strings(out)
+		return out
+	}
+	all := ids(map[string]any{})
+	if !slices.Contains(all, "h21-branch") || slices.Contains(all, "h21-delegate") || slices.Contains(all, "h21-orphan-delegate") {
+		t.Errorf("list_sessions: %v; want the branches, no delegate", all)
+	}
+	if got := ids(map[string]any{"cwd": "/home/dev/project/api"}); !slices.Equal(got, []string{"h21-compacted"}) {
+		t.Errorf("cwd: %v", got)
+	}
+	if got := ids(map[string]any{"archived_only": true}); !slices.Equal(got, []string{"h21-archived-tip"}) {
+		t.Errorf("archived_only: %v", got)
+	}
+	if got := ids(map[string]any{"min_messages": 4}); len(got) == 0 || len(got) >= len(all) {
+		t.Errorf("min_messages 4: %v of %v", got, all)
 	}
 }

@@ -17,6 +17,7 @@ func (s *Server) routesRegistry() {
 		s.read("GET /api/v1/registry/approvals", s.listApprovals)
 		s.read("GET /api/v1/registry/questions", s.listQuestions)
 		s.read("GET /api/v1/registry/dropped", s.listDropped)
+		s.routesRegistryAccess()
 	}
 	if s.cfg.Subagents != nil {
 		s.read("GET /api/v1/subagents", s.listSubagents)

@@ -121,6 +121,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.token = httpguard.NewToken(cfg.Token)
 	s.cookie = cookieValue(cfg.Token)
 	s.metrics = newMetrics(s)
+	s.ui.markdown = newMarkdownRenderer()
 	var err error
 	if s.ui.templates, err = s.parseTemplates(); err != nil {
 		return nil, sessiondb.Wrap(sessiondb.EINTERNAL, err, "http server: web UI")

@@ -57,6 +57,8 @@ var uiPages = []string{"index", "session", "search", "lineage", "analytics", "ma
 // uiState is the web UI's part of a Server.
 type uiState struct {
 	templates map[string]*template.Template
+	// markdown renders message text (markdown.go).
+	markdown *markdownRenderer
 
 	// facets are the sources and models the session list offers, read
 	// from the usage report at most every facetsTTL: the report groups
@@ -250,8 +252,6 @@ func (s *Server) templateFuncs() template.FuncMap {
 			}
 			return safetext.Line(s)
 		},
-		// canArchive: the store can archive sessions (sessiondb.Archiver).
-		"canArchive": func() bool { return sessiondb.CanArchive(s.cfg.History) },
 		// activity: what is known of a mailbox session's agent (agentActivity).
 		"activity": func(x hostd.SessionReport) string { return agentActivity(x, s.now()) },
 	}

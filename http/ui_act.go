@@ -16,23 +16,6 @@ import (
 // The web UI's archive and prune controls, registered with the other
 // write forms (routesUIWrites) behind the same guard.
 
-// uiArchive: POST /s/{id}/archive (archived) or /s/{id}/unarchive sets
-// the flag of the session's compression lineage, as the API's archive
-// does; the id is whole.
-func (s *Server) uiArchive(archived bool) uiFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		id := idOfPath(r.PathValue("id"))
-		n, err := s.cfg.History.SetSessionArchived(r.Context(), id, archived)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return sessiondb.Errorf(sessiondb.ENOTFOUND, "no session %q (archive takes a whole id)", id)
-		}
-		return backToSession(w, r, id)
-	}
-}
-
 // pruneView is the prune page's data: the form, and once an age is given
 // the sessions a prune would delete now.
 type pruneView struct {

@@ -18,6 +18,8 @@ type registryView struct {
 	Approvals []sessiondb.PendingApproval
 	Questions []sessiondb.PendingQuestion
 	Dropped   []sessiondb.DroppedSender
+	// Access holds the users, roles, members and destinations.
+	Access registryAccess
 	// NextSessions is the URL of the next page of sessions.
 	NextSessions string
 }
@@ -35,7 +37,8 @@ const registryPage = 100
 // uiRegistry: GET /registry?cursor= shows the central registry: agent
 // groups, chats (messaging groups) and their wirings, the sessions (a page
 // at a time, newest activity first as the registry lists them), pending
-// approvals and questions, and the senders whose messages were dropped.
+// approvals and questions, the senders whose messages were dropped, and
+// the users, roles, members and destinations (ui_registry_access.go).
 func (s *Server) uiRegistry(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	reg := s.cfg.Registry
@@ -78,6 +81,9 @@ func (s *Server) uiRegistry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if v.Dropped, err = reg.ListDropped(ctx, registryPage); err != nil {
+		return err
+	}
+	if v.Access, err = loadRegistryAccess(ctx, reg, v.Groups); err != nil {
 		return err
 	}
 	s.page(w, r, "registry", v)

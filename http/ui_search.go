@@ -80,7 +80,7 @@ const searchPageSize = 20
 
 // uiSearch: GET /search?q=&source=&role=&offset= searches messages and
 // shows the hits best first, each linking to its message in its
-// transcript (/s/{session}?at={id}#m{id}).
+// transcript (/s/{session}?at={id}&hl={match}#m{id}, ui_hitmarks.go).
 func (s *Server) uiSearch(w http.ResponseWriter, r *http.Request) error {
 	p := paramsOf(r.URL.Query())
 	v := searchView{Q: strings.TrimSpace(p.str("q")), Source: p.str("source"), Role: p.str("role"),
@@ -113,11 +113,10 @@ func (s *Server) uiSearch(w http.ResponseWriter, r *http.Request) error {
 			}
 			titles[h.SessionID] = title
 		}
-		id := strconv.FormatInt(h.ID, 10)
+		snippet := snippetSegments(h.Snippet)
 		v.Hits = append(v.Hits, hitView{ID: h.ID, SessionID: h.SessionID, Title: title, Role: h.Role,
 			Source: h.Source, Model: deref(h.Model), Tool: deref(h.ToolName), Time: h.Timestamp,
-			Snippet: snippetSegments(h.Snippet), Context: h.Context,
-			URL: sessionURL(h.SessionID) + "?at=" + id + "#m" + id})
+			Snippet: snippet, Context: h.Context, URL: hitURL(h.SessionID, h.ID, snippet)})
 	}
 	base := r.URL.Path + "?" + r.URL.RawQuery
 	if len(hits) == searchPageSize {

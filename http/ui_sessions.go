@@ -26,16 +26,20 @@ type sessionsView struct {
 // sessionsForm is the filter form's values, as given.
 type sessionsForm struct {
 	Q, Source, Model, User, From, To, Sort, Order string
-	Children, Archived                            bool
+	Cwd, MinMessages                              string
+	Children, Archived, ArchivedOnly              bool
 }
 
 // sessionRow is one session of the list.
 type sessionRow struct {
 	ID, Title, Preview, Source, Model, EndReason string
-	Started, LastActive                          float64
-	Ended, Archived, Child                       bool
-	Messages, ToolCalls, Tokens                  int64
-	Cost                                         float64
+	// Kind names a child's kind (branch, delegate; "child" when its
+	// row does not say); "" for a root.
+	Kind                        string
+	Started, LastActive         float64
+	Ended, Archived, Child      bool
+	Messages, ToolCalls, Tokens int64
+	Cost                        float64
 }
 
 // sortColumn is a column header that sorts: its label, the link that
@@ -55,15 +59,23 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := sessionsView{Form: sessionsForm{Q: q.Text, Source: q.Source, Model: q.Model, User: q.UserID,
 		From: p.str("from"), To: p.str("to"), Sort: string(q.SortOrDefault()), Order: "desc",
-		Children: q.IncludeChildren, Archived: q.IncludeArchived}}
+		Children: q.IncludeChildren, Archived: q.IncludeArchived, ArchivedOnly: q.ArchivedOnly,
+		Cwd: q.Cwd, MinMessages: p.str("min_messages")}}
 	if q.Ascending {
 		v.Form.Order = "asc"
 	}
-	v.Filtered = q.Text != "" || q.Source != "" || q.Model != "" || q.UserID != "" || q.StartedFrom != 0 ||
-		q.StartedBefore != 0 || q.IncludeChildren || q.IncludeArchived
-	v.MoreOpen = q.Model != "" || q.UserID != "" || q.StartedFrom != 0 || q.StartedBefore != 0 || q.IncludeChildren || q.IncludeArchived
+	more := q.Model != "" || q.UserID != "" || q.StartedFrom != 0 || q.StartedBefore != 0 || q.IncludeChildren || q.IncludeArchived ||
+		q.ArchivedOnly || q.Cwd != "" || q.MinMessages != 0
+	v.Filtered = more || q.Text != "" || q.Source != ""
+	v.MoreOpen = more
 	for _, x := range page.Sessions {
-		v.Rows = append(v.Rows, toSessionRow(&x))
+		row := toSessionRow(&x)
+		if row.Kind == "child" && !q.IncludeChildren && q.ParentID == "" {
+			// Listed among the roots: a branch of an older Hermes
+			// (its parent ended "branched" before it started).
+			row.Kind = "branch"
+		}
+		v.Rows = append(v.Rows, row)
 	}
 	base := r.URL.Path + "?" + r.URL.RawQuery
 	if page.Next != "" {
@@ -95,8 +107,20 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 func toSessionRow(x *sessiondb.RichSession) sessionRow {
 	return sessionRow{ID: x.ID, Title: deref(x.Title), Preview: x.Preview, Source: x.Source, Model: deref(x.Model),
 		EndReason: deref(x.EndReason), Started: x.StartedAt, LastActive: x.LastActive,
-		Ended: x.EndedAt != nil, Archived: x.Archived != 0, Child: x.ParentSessionID != nil && *x.ParentSessionID != "",
+		Ended: x.EndedAt != nil, Archived: x.Archived != 0, Child: x.ParentSessionID != nil && *x.ParentSessionID != "", Kind: childKind(&x.Session),
 		Messages: x.MessageCount, ToolCalls: x.ToolCallCount, Tokens: sessionTokens(&x.Session), Cost: sessionCost(&x.Session)}
+}
+
+// childKind is the kind the list names a child by: its marker's, else
+// "child"; "" for a root.
+func childKind(x *sessiondb.Session) string {
+	if x.ParentSessionID == nil || *x.ParentSessionID == "" {
+		return ""
+	}
+	if k := sessiondb.ChildKind(x); k != "" {
+		return k
+	}
+	return "child"
 }
 
 // sessionTokens is the sum of a session's five token columns, as

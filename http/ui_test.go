@@ -212,8 +212,8 @@ func TestUISearchMarks(t *testing.T) {
 	if !strings.Contains(body, `&lt;b&gt;<mark>needle</mark>&lt;/b&gt;`) {
 		t.Errorf("snippet: %.2000s", body)
 	}
-	if !strings.Contains(body, `href="/s/s1?at=`+strconv.FormatInt(id, 10)+`#m`+strconv.FormatInt(id, 10)+`"`) {
-		t.Error("the hit does not link to its message")
+	if !strings.Contains(body, `href="/s/s1?at=`+strconv.FormatInt(id, 10)+`&amp;hl=needle#m`+strconv.FormatInt(id, 10)+`"`) {
+		t.Error("the hit does not link to its message, naming its match")
 	}
 }
 

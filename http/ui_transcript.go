@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,6 +45,15 @@ type sessionView struct {
 	// that has not ended: the page then follows the session's events and
 	// grows. Ended is set on the last page of an ended session.
 	Live, Ended bool
+	// Models are the models the session used (Hermes'
+	// session_model_usage) and where it switched; Pending are the
+	// switches after the last message, shown on an ended session's last
+	// page.
+	Models  *sessiondb.SessionModels
+	Pending []sessiondb.ModelSwitch
+	// Archivable is set when the store can archive (canArchive): the
+	// page then offers archive or unarchive.
+	Archivable bool
 }
 
 // msgView is one message as the transcript shows it. A tool result whose
@@ -55,6 +65,9 @@ type msgView struct {
 	Role      string
 	Time      float64
 	Text      clipped
+	// Markdown is Text rendered (markdown.go), empty when the text is
+	// shown plain: a tool's output, or a text too long to render.
+	Markdown template.HTML
 	// Reasoning is the model's reasoning text, folded on the page;
 	// ReasoningDetails its structured form when there is no text.
 	Reasoning        clipped
@@ -65,6 +78,17 @@ type msgView struct {
 	Finish           string
 	TokenCount       int64
 	Target           bool
+	// Observed marks a group message the agent saw but was not
+	// addressed by (Hermes schema 13): context, not a user's turn.
+	Observed bool
+	// ReasoningContent is the provider's own reasoning text (schema 7)
+	// when it differs from Reasoning.
+	ReasoningContent clipped
+	// PlatformID is the chat platform's message id; Effect a tool
+	// result's effect disposition.
+	PlatformID, Effect string
+	// Switch is the model switch shown before the message.
+	Switch *sessiondb.ModelSwitch
 }
 
 // callView is one tool call of an assistant message: its name, its
@@ -161,13 +185,15 @@ func textURL(sessionID string, id int64, kv ...string) string {
 
 // toMsgViews turns a page of messages into what the transcript shows,
 // putting each tool result inside its call when the call is on the page.
-func toMsgViews(msgs []sessiondb.Message, at int64) []*msgView {
+func toMsgViews(msgs []sessiondb.Message, at int64, models *sessiondb.SessionModels, md *markdownRenderer) []*msgView {
 	var out []*msgView
 	open := map[string]*callView{}
+	budget := newMDBudget()
 	for i := range msgs {
 		m := &msgs[i]
 		v := &msgView{ID: m.ID, SessionID: m.SessionID, Role: m.Role, Time: m.Timestamp,
-			ToolName: deref(m.ToolName), CallID: deref(m.ToolCallID), Finish: deref(m.FinishReason), Target: m.ID == at}
+			ToolName: deref(m.ToolName), CallID: deref(m.ToolCallID), Finish: deref(m.FinishReason), Target: m.ID == at,
+			Observed: m.Observed != 0, PlatformID: deref(m.PlatformMessageID), Effect: deref(m.EffectDisposition), Switch: models.At(m.ID)}
 		if m.TokenCount != nil {
 			v.TokenCount = *m.TokenCount
 		}
@@ -176,10 +202,17 @@ func toMsgViews(msgs []sessiondb.Message, at int64) []*msgView {
 			limRunes, limLines = toolClipRunes, toolClipLines
 		}
 		v.Text = clip(m.Text(), limRunes, limLines, textURL(m.SessionID, m.ID))
+		if m.Role != "tool" {
+			// Tool output is seldom Markdown: it stays as the tool wrote it.
+			v.Markdown = md.render(m.Text(), budget)
+		}
 		if r := deref(m.Reasoning); r != "" {
 			v.Reasoning = clip(r, clipRunes, clipLines, textURL(m.SessionID, m.ID, "part", "reasoning"))
 		} else if d := deref(m.ReasoningDetails); d != "" && d != "null" && d != "[]" {
 			v.ReasoningDetails = argumentsText(json.RawMessage(d))
+		}
+		if rc := deref(m.ReasoningContent); strings.TrimSpace(rc) != "" && rc != deref(m.Reasoning) {
+			v.ReasoningContent = clip(rc, clipRunes, clipLines, textURL(m.SessionID, m.ID, "part", "reasoning_content"))
 		}
 		for j, c := range parseToolCalls(m.ToolCalls) {
 			name := c.Function.Name
@@ -239,7 +272,12 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := sessionView{S: x, Title: deref(x.Title), Tokens: sessionTokens(x), Cost: sessionCost(x), At: at}
+	models, err := sessiondb.ReadSessionModels(ctx, s.cfg.History, id)
+	if err != nil {
+		return err
+	}
+	v := sessionView{S: x, Title: deref(x.Title), Tokens: sessionTokens(x), Cost: sessionCost(x), At: at, Models: models,
+		Archivable: s.canArchive()}
 	var msgs []sessiondb.Message
 	switch {
 	case at > 0:
@@ -268,11 +306,20 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		v.Last = after
 	}
-	v.Messages = toMsgViews(msgs, at)
+	v.Messages = toMsgViews(msgs, at, models, s.ui.markdown)
 	// An ended session takes no more messages: its last page says when
 	// and why it ended instead of promising new ones.
 	v.Live = !v.HasAfter && v.S.EndedAt == nil
 	v.Ended = !v.HasAfter && v.S.EndedAt != nil
+	// A live page gets a switch with the message after it (the live
+	// fragment); an ended session shows it after its last message.
+	if v.Ended {
+		for _, sw := range models.Switches {
+			if sw.Before == 0 {
+				v.Pending = append(v.Pending, sw)
+			}
+		}
+	}
 	s.page(w, r, "session", v)
 	return nil
 }
@@ -297,6 +344,10 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	models, err := sessiondb.ReadSessionModels(r.Context(), s.cfg.History, id)
+	if err != nil {
+		return err
+	}
 	last := after
 	if n := len(mp.Messages); n > 0 {
 		last = mp.Messages[n-1].ID
@@ -305,12 +356,13 @@ func (s *Server) uiLive(w http.ResponseWriter, r *http.Request) error {
 	if mp.HasAfter {
 		w.Header().Set("X-Has-More", "1")
 	}
-	return s.fragment(w, "session", "messages", toMsgViews(mp.Messages, 0))
+	return s.fragment(w, "session", "messages", toMsgViews(mp.Messages, 0, models, s.ui.markdown))
 }
 
 // uiMessageText: GET /s/{id}/m/{mid}/text?part=&call= answers a
 // message's whole text as plain text (what "show all" shows): the content
-// by default, part=reasoning its reasoning, part=call&call=N the
+// by default, part=reasoning its reasoning, part=reasoning_content the
+// provider's reasoning text, part=call&call=N the
 // arguments of its Nth tool call. Control characters are escaped as on
 // the page.
 func (s *Server) uiMessageText(w http.ResponseWriter, r *http.Request) error {
@@ -342,6 +394,8 @@ func (s *Server) uiMessageText(w http.ResponseWriter, r *http.Request) error {
 		text = m.Text()
 	case "reasoning":
 		text = deref(m.Reasoning)
+	case "reasoning_content":
+		text = deref(m.ReasoningContent)
 	case "call":
 		calls := parseToolCalls(m.ToolCalls)
 		if call >= len(calls) {
@@ -349,7 +403,7 @@ func (s *Server) uiMessageText(w http.ResponseWriter, r *http.Request) error {
 		}
 		text = argumentsText(calls[call].Function.Arguments)
 	default:
-		return sessiondb.Errorf(sessiondb.EINVALID, "parameter part: %q is not reasoning or call", part)
+		return sessiondb.Errorf(sessiondb.EINVALID, "parameter part: %q is not reasoning, reasoning_content or call", part)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

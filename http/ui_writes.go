@@ -18,10 +18,10 @@ func (s *Server) routesUIWrites() {
 	s.uiWrite("POST /s/{id}/title", s.uiRename)
 	s.uiWrite("POST /s/{id}/end", s.uiEnd)
 	s.uiWrite("POST /s/{id}/reopen", s.uiReopen)
-	s.uiWrite("GET /s/{id}/delete", s.uiDeleteConfirm)
-	s.uiWrite("POST /s/{id}/delete", s.uiDelete)
 	s.uiWrite("POST /s/{id}/archive", s.uiArchive(true))
 	s.uiWrite("POST /s/{id}/unarchive", s.uiArchive(false))
+	s.uiWrite("GET /s/{id}/delete", s.uiDeleteConfirm)
+	s.uiWrite("POST /s/{id}/delete", s.uiDelete)
 	s.uiWrite("GET /prune", s.uiPrunePreview)
 	s.uiWrite("POST /prune", s.uiPrune)
 	if s.cfg.Mailboxes != nil {
@@ -109,6 +109,32 @@ func (s *Server) uiReopen(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return backToSession(w, r, id)
+}
+
+// archivable is a store that can say whether it can archive (the SQLite
+// store: only a file with Hermes' archived column; PostgreSQL: always).
+type archivable interface{ Archivable() bool }
+
+// canArchive reports whether the store can archive, so the session page
+// offers the control only where it works.
+func (s *Server) canArchive() bool {
+	a, ok := s.cfg.History.(archivable)
+	return ok && a.Archivable()
+}
+
+// uiArchive: POST /s/{id}/archive and /unarchive set Hermes' archived
+// flag on the session's compression lineage, as the API's routes do.
+func (s *Server) uiArchive(archived bool) uiFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := s.sessionID(r)
+		if err != nil {
+			return err
+		}
+		if _, err := s.cfg.History.SetSessionArchived(r.Context(), id, archived); err != nil {
+			return err
+		}
+		return backToSession(w, r, id)
+	}
 }
 
 // deleteView is the delete confirmation's data: the session, whole.

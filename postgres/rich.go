@@ -17,6 +17,53 @@ const richExtra = `, COALESCE((SELECT left(m.content, ` + "63" + `) FROM message
         WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL ORDER BY m.id LIMIT 1), ''),
     COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = s.id), s.started_at)`
 
+// The kinds of child session, as SQL over the session row of alias a
+// (docs/hermes-versions.md): a delegate subagent carries model_config's
+// _delegate_from, a /branch _branched_from or (before the marker) a
+// parent ended "branched" before it started.
+func delegateSQL(a string) string { return configMemberSQL(a, "_delegate_from") + " IS NOT NULL" }
+
+func branchSQL(a string) string {
+	return "(" + configMemberSQL(a, "_branched_from") + " IS NOT NULL OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = " + a +
+		".parent_session_id AND bp.end_reason = 'branched' AND " + a + ".started_at >= bp.ended_at))"
+}
+
+// configMemberSQL is member key of a's model_config (NULL when it is not
+// JSON), the function called only where the text holds the key: a
+// listing sorted by cost reads every session, and most hold no marker.
+func configMemberSQL(a, key string) string {
+	return "(CASE WHEN strpos(" + a + ".model_config, '" + key + "') > 0 THEN sessiondb_config_member(" + a + ".model_config, '" + key + "') END)"
+}
+
+// listable keeps the sessions Hermes' listing shows (alias s): roots and
+// /branch children, never a delegate subagent.
+func listable() string {
+	return "(s.parent_session_id IS NULL OR " + branchSQL("s") + ") AND NOT (" + delegateSQL("s") + ")"
+}
+
+// listConds are the filters both listings share, over alias s: archived
+// sessions hidden (or alone), the working directory (sessiondb.CwdFilter)
+// and the least message count. arg adds an argument and returns its
+// placeholder.
+func listConds(archived, archivedOnly bool, cwd string, minMessages int64, arg func(any) string) []string {
+	var where []string
+	switch {
+	case archivedOnly:
+		where = append(where, "s.archived = 1")
+	case !archived:
+		where = append(where, "s.archived = 0")
+	}
+	if cwd != "" {
+		exact, pre := sessiondb.CwdFilter(cwd)
+		where = append(where, "(s.cwd = "+arg(exact)+" OR left(s.cwd, length("+arg(pre[0])+")) = "+arg(pre[0])+
+			" OR left(s.cwd, length("+arg(pre[1])+")) = "+arg(pre[1])+")")
+	}
+	if minMessages > 0 {
+		where = append(where, "COALESCE(s.message_count, 0) >= "+arg(minMessages))
+	}
+	return where
+}
+
 func scanRich(r pgx.Row) (*sessiondb.RichSession, error) {
 	var raw string
 	var last float64
@@ -35,20 +82,23 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	}
 	var where []string
 	args := []any{sessiondb.PageSize(f.Limit), f.Offset}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
 	if !f.IncludeChildren {
-		where = append(where, "parent_session_id IS NULL")
+		where = append(where, listable())
 	}
 	if f.Source != "" {
-		args = append(args, f.Source)
-		where = append(where, "source = $"+strconv.Itoa(len(args)))
+		where = append(where, "s.source = "+arg(f.Source))
 	}
 	if len(f.ExcludeSources) > 0 {
-		args = append(args, f.ExcludeSources)
-		where = append(where, "source <> ALL($"+strconv.Itoa(len(args))+")")
+		where = append(where, "s.source <> ALL("+arg(f.ExcludeSources)+")")
 	}
+	where = append(where, listConds(f.IncludeArchived, f.ArchivedOnly, f.Cwd, f.MinMessages, arg)...)
 	// The page is cut first, on the listing index alone, so previews and
 	// last activity are computed for its rows only.
-	page := "SELECT id, started_at, seq FROM sessions"
+	page := "SELECT s.id, s.started_at, s.seq FROM sessions s"
 	if len(where) > 0 {
 		page += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -119,8 +169,9 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	case q.ParentID != "":
 		where = append(where, "s.parent_session_id = "+arg(q.ParentID))
 	case !q.IncludeChildren:
-		where = append(where, "s.parent_session_id IS NULL")
+		where = append(where, listable())
 	}
+	where = append(where, listConds(q.IncludeArchived, q.ArchivedOnly, q.Cwd, q.MinMessages, arg)...)
 	for _, f := range []struct{ col, v string }{{"source", q.Source}, {"model", q.Model}, {"user_id", q.UserID}} {
 		if f.v != "" {
 			where = append(where, "s."+f.col+" = "+arg(f.v))

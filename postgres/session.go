@@ -200,24 +200,43 @@ func (s *Store) countRows(ctx context.Context, what, table, col, v string) (int6
 	return n, nil
 }
 
-const nextContinuationSQL = `SELECT c.id FROM sessions c
+// nextContinuationSQL is the next hop of a compression chain from $1, as
+// Hermes' get_compression_tip takes it: among the children of a session
+// ended by compression that are no branch, delegate or tool session, the
+// one that itself ended by compression, else a live one, else any; the
+// latest active first, then the latest started.
+func nextContinuationSQL() string {
+	return `SELECT c.id FROM sessions c
 WHERE c.parent_session_id = $1
-  AND c.started_at >= (SELECT p.ended_at FROM sessions p WHERE p.id = $1 AND p.end_reason = 'compression')
-ORDER BY c.started_at DESC, c.seq LIMIT 1`
+  AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = $1 AND p.end_reason = 'compression')
+  AND ` + configMemberSQL("c", "_branched_from") + ` IS NULL
+  AND ` + configMemberSQL("c", "_delegate_from") + ` IS NULL
+  AND COALESCE(c.source, '') <> 'tool'
+ORDER BY CASE WHEN c.end_reason = 'compression' THEN 0 WHEN c.ended_at IS NULL THEN 1 ELSE 2 END,
+  COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = c.id), c.started_at) DESC,
+  c.started_at DESC, c.id COLLATE "C" DESC LIMIT 1`
+}
 
-// CompressionTip follows compression continuations from id at most 100
-// hops and returns the last; id itself when there is none.
+// CompressionTip follows compression continuations from id
+// (nextContinuationSQL) at most sessiondb.MaxCompressionHops hops and
+// returns the last; id itself when there is none. A hop back to a session
+// already walked (a cycle of parents) ends the walk.
 func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
 	cur := id
+	seen := map[string]bool{id: true}
 	for i := 0; i < sessiondb.MaxCompressionHops; i++ {
 		var next string
-		err := s.pool.QueryRow(ctx, nextContinuationSQL, cur).Scan(&next)
+		err := s.pool.QueryRow(ctx, nextContinuationSQL(), cur).Scan(&next)
 		if noRows(err) {
 			break
 		}
 		if err != nil {
 			return "", s.readErr(err, "compression tip of %s", id)
 		}
+		if seen[next] {
+			break
+		}
+		seen[next] = true
 		cur = next
 	}
 	return cur, nil
@@ -296,6 +315,10 @@ func (s *Store) PruneSessions(ctx context.Context, olderThanDays float64, source
 	return n, nil
 }
 
+// Archivable reports that SetSessionArchived works: the schema always has
+// the archived column (migration 002).
+func (s *Store) Archivable() bool { return true }
+
 // SetSessionArchived archives or unarchives the session's compression
 // lineage (sessiondb.ArchiveLineageSQL) and returns how many sessions it
 // set.
@@ -311,10 +334,6 @@ func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool
 	}
 	return n, nil
 }
-
-// CanArchive is true: the PostgreSQL schema always has the archived
-// column (sessiondb.Archiver).
-func (s *Store) CanArchive() bool { return true }
 
 // linkQuerier is what readLinks reads through: the pool or a transaction.
 type linkQuerier interface {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -611,5 +612,75 @@ func TestHermes21ExportAllRows(t *testing.T) {
 	}
 	if n != len(want) {
 		t.Errorf("we export %d sessions, Hermes %d", n, len(want))
+	}
+}
+
+// Hermes' listings of the fixture (list_sessions_rich with each of its
+// filters: roots and /branch children, never a delegate, orphaned or not;
+// archived hidden, with or alone; a working directory; at least N
+// messages; sources; a page by offset), and ours with the same filter:
+// the same rows in the same order, field by field. Hermes' id_query and
+// search_query (a match anywhere in a compression chain) have no
+// counterpart in ours and are not compared.
+func TestHermes21Listings(t *testing.T) {
+	s, ctx := openHermes21(t), context.Background()
+	calls := hermesCalls(t, "list_sessions_rich.json")
+	filters := map[string]sessiondb.RichFilter{
+		"default":           {},
+		"include_archived":  {IncludeArchived: true},
+		"archived_only":     {ArchivedOnly: true},
+		"no_projection":     {NoProjection: true},
+		"cwd_project":       {Cwd: "/home/dev/project"},
+		"cwd_project_slash": {Cwd: "/home/dev/project/"},
+		"cwd_project_api":   {Cwd: "/home/dev/project/api"},
+		"min_messages_4":    {MinMessages: 4},
+		"source_telegram":   {Source: "telegram"},
+		"exclude_telegram":  {ExcludeSources: []string{"telegram"}},
+		"limit_offset":      {Limit: 3, Offset: 2},
+	}
+	keys := append([]string{"preview", "last_active"}, sessionV6Keys...)
+	for name, f := range filters {
+		call, ok := calls[name]
+		if !ok {
+			t.Fatalf("the fixture has no listing %q", name)
+		}
+		got, err := s.ListSessionsRich(ctx, f)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w, g := call.Result.([]any), asJSON(t, got).([]any)
+		var wantIDs, gotIDs []any
+		for _, r := range w {
+			wantIDs = append(wantIDs, r.(map[string]any)["id"])
+		}
+		for _, r := range g {
+			gotIDs = append(gotIDs, r.(map[string]any)["id"])
+		}
+		if !reflect.DeepEqual(wantIDs, gotIDs) {
+			t.Errorf("%s: ours %v, Hermes %v", name, gotIDs, wantIDs)
+			continue
+		}
+		for i := range w {
+			for _, d := range fieldDiffs(w[i].(map[string]any), g[i].(map[string]any), keys) {
+				t.Errorf("%s row %d (%v): %s", name, i, w[i].(map[string]any)["id"], d)
+			}
+		}
+	}
+	// By last activity: ours is the keyset listing's order.
+	for _, name := range []string{"order_by_last_active", "order_by_last_active_archived"} {
+		page, err := s.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortLastActive, IncludeArchived: name != "order_by_last_active", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantIDs, gotIDs []any
+		for _, r := range calls[name].Result.([]any) {
+			wantIDs = append(wantIDs, r.(map[string]any)["id"])
+		}
+		for _, r := range page.Sessions {
+			gotIDs = append(gotIDs, r.ID)
+		}
+		if !reflect.DeepEqual(wantIDs, gotIDs) {
+			t.Errorf("%s: ours %v, Hermes %v", name, gotIDs, wantIDs)
+		}
 	}
 }

@@ -37,47 +37,217 @@ func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64}, nil
 }
 
-// ListSessionsRich lists sessions newest first with their preview and last
-// activity (spec 5.2). Without IncludeChildren only top-level sessions are
-// listed, and a root that ended in compression shows its chain's tip
-// (unless NoProjection), keeping its own started_at.
+// listFilter is what a listing selects besides the kind of child: the
+// filters ListSessionsRich and ListSessions share.
+type listFilter struct {
+	source, model, userID string
+	exclude               []string
+	from, before          float64
+	text                  string
+	archived, onlyArch    bool
+	cwd                   string
+	minMessages           int64
+}
+
+// conds returns the conditions of f over alias s, keyed being the alias
+// whose source column an index orders (s, or the last-activity table a).
+// A filter on a column the file lacks keeps nothing.
+func (s *Store) conds(keyed string, f listFilter) ([]string, []any) {
+	var where []string
+	var args []any
+	col := func(name string) string {
+		if s.si.sessCols[name] {
+			return "s." + name
+		}
+		return "NULL"
+	}
+	switch {
+	case f.onlyArch && s.q.archived == "":
+		where = append(where, "0")
+	case f.onlyArch:
+		where = append(where, s.q.archived)
+	case !f.archived && s.q.archived != "":
+		// Hidden as Hermes' own listing hides them.
+		where = append(where, "NOT "+s.q.archived)
+	}
+	for _, c := range []struct{ col, v string }{{"source", f.source}, {"model", f.model}, {"user_id", f.userID}} {
+		if c.v == "" {
+			continue
+		}
+		alias := "s"
+		if c.col == "source" {
+			alias = keyed
+		}
+		if !s.si.sessCols[c.col] {
+			where = append(where, "0")
+			continue
+		}
+		where = append(where, alias+"."+c.col+" = ?")
+		args = append(args, c.v)
+	}
+	if len(f.exclude) > 0 {
+		where = append(where, "s.source NOT IN ("+placeholders(len(f.exclude))+")")
+		for _, x := range f.exclude {
+			args = append(args, x)
+		}
+	}
+	if f.from != 0 {
+		where = append(where, "s.started_at >= ?")
+		args = append(args, f.from)
+	}
+	if f.before != 0 {
+		where = append(where, "s.started_at < ?")
+		args = append(args, f.before)
+	}
+	if f.text != "" {
+		where = append(where, "(instr(lower("+col("title")+"), lower(?)) > 0 OR instr(s.id, ?) > 0)")
+		args = append(args, f.text, f.text)
+	}
+	if f.cwd != "" {
+		exact, pre := sessiondb.CwdFilter(f.cwd)
+		cwd := col("cwd")
+		where = append(where, "("+cwd+" = ? OR substr("+cwd+", 1, length(?)) = ? OR substr("+cwd+", 1, length(?)) = ?)")
+		args = append(args, exact, pre[0], pre[0], pre[1], pre[1])
+	}
+	if f.minMessages > 0 {
+		where = append(where, "COALESCE(s.message_count, 0) >= ?")
+		args = append(args, f.minMessages)
+	}
+	return where, args
+}
+
+// listArm is one part of a listing's page (listPage): the rows of from
+// that where admits, with their sort key k and tie-breaker t.
+type listArm struct {
+	from, id, k, t string
+	where          []string
+	args           []any
+}
+
+// listPage is the SQL of a listing's page, as rowids with sort keys:
+// the union of the arms' rows, each arm cut by the cursor and to n rows
+// in the page's order (so an index gives each arm in order), then the
+// union ordered and cut to n, after offset. order orders the page's
+// columns rid, id, k and t.
+func listPage(arms []listArm, order, cursor string, cursorArgs []any, n, offset int) (string, []any) {
+	var parts []string
+	var args []any
+	for _, a := range arms {
+		inner := "SELECT s.rowid AS rid, " + a.id + " AS id, " + a.k + " AS k, " + a.t + " AS t FROM " + a.from
+		if len(a.where) > 0 {
+			inner += " WHERE " + strings.Join(a.where, " AND ")
+		}
+		part := "SELECT rid, id, k, t FROM (" + inner + ")"
+		args = append(args, a.args...)
+		if cursor != "" {
+			part += " WHERE " + cursor
+			args = append(args, cursorArgs...)
+		}
+		if len(arms) == 1 {
+			return part + " ORDER BY " + order + " LIMIT ? OFFSET ?", append(args, n, offset)
+		}
+		parts = append(parts, "SELECT * FROM ("+part+" ORDER BY "+order+" LIMIT ?)")
+		args = append(args, n+offset)
+	}
+	return strings.Join(parts, " UNION ALL ") + " ORDER BY " + order + " LIMIT ? OFFSET ?", append(args, n, offset)
+}
+
+// listArms splits a listing into arms an index can serve in order. With
+// children, one arm of every session; else, as Hermes lists
+// (ListableSession), never a delegate subagent, and: the roots (a seek of
+// the roots' index), the /branch children that carry the marker (the
+// partial index sessiondb_sessions_branch_marked holds them alone) and the
+// children of a parent ended "branched" that started after it ended (the
+// partial index sessiondb_sessions_branched holds those parents). Each
+// arm reads only what it lists, so a file with many children of other
+// kinds (compression continuations, delegates) lists as fast as one
+// without. parent is the alias whose parent column an index orders.
+// childWhere and childArgs are base's conditions over alias s alone, for
+// the branch arms, which read sessions only; childKey is their sort key.
+func (s *Store) listArms(ctx context.Context, base listArm, childWhere []string, childArgs []any, parent string, children bool, childKey string) ([]listArm, error) {
+	if children {
+		return []listArm{base}, nil
+	}
+	notDelegate := "NOT (" + s.delegate("s") + ")"
+	if !s.si.indexes["sessiondb_sessions_branch_marked"] || !s.si.indexes["sessiondb_sessions_branched"] || !s.si.indexes["sessiondb_sessions_root_delegates"] {
+		// A file without our indexes (a newer Hermes' file, or one
+		// opened read-only) is read as Hermes reads it: one walk in
+		// the listing's order that stops at the page's end.
+		one := base
+		one.where = append(append([]string(nil), base.where...), notDelegate)
+		if s.si.sessCols["parent_session_id"] {
+			one.where = append(one.where, "("+parent+".parent_session_id IS NULL OR "+s.branch("s")+")")
+		}
+		return []listArm{one}, nil
+	}
+	// Most files hold no branch and no orphaned delegate: three probes
+	// of the partial indexes say so, and the page is then the roots'
+	// index alone, as fast as a listing that knew no kinds.
+	var branches, legacy, rootDelegates bool
+	err := sqlitedb.Each(ctx, readers{s}, "SELECT EXISTS (SELECT 1 FROM sessions s INDEXED BY sessiondb_sessions_branch_marked WHERE s.parent_session_id IS NOT NULL AND "+branchMarkedHint+
+		"), EXISTS (SELECT 1 FROM sessions bp INDEXED BY sessiondb_sessions_branched WHERE "+branchedParentHint+
+		"), EXISTS (SELECT 1 FROM sessions rd INDEXED BY sessiondb_sessions_root_delegates WHERE "+rootDelegateHint+")", nil,
+		func(r sqlitedb.Row) error { return r.Scan(&branches, &legacy, &rootDelegates) })
+	if err != nil {
+		return nil, err
+	}
+	roots := base
+	roots.where = append(append([]string(nil), base.where...), parent+".parent_session_id IS NULL")
+	if rootDelegates {
+		// Found in their partial index, so the roots' index still
+		// answers the arm without reading a row.
+		roots.where = append(roots.where, "s.id NOT IN (SELECT rd.id FROM sessions rd INDEXED BY sessiondb_sessions_root_delegates WHERE "+
+			rootDelegateHint+" AND "+s.delegate("rd")+")")
+	}
+	arms := []listArm{roots}
+	child := func(extra ...string) listArm {
+		return listArm{from: "sessions s", id: "s.id", k: childKey, t: base.t,
+			where: append(append(append([]string(nil), childWhere...), notDelegate), extra...), args: append([]any(nil), childArgs...)}
+	}
+	marked := s.branchMarked("s")
+	if branches {
+		a := child("s.parent_session_id IS NOT NULL", branchMarkedHint, marked)
+		// Named: ordered by started_at, SQLite would rather walk
+		// idx_sessions_started, every session, to save the sort of the
+		// few branches.
+		a.from = "sessions s INDEXED BY sessiondb_sessions_branch_marked"
+		arms = append(arms, a)
+	}
+	if legacy {
+		arms = append(arms, child("s.parent_session_id IN (SELECT bp.id FROM sessions bp INDEXED BY sessiondb_sessions_branched WHERE "+branchedParentHint+")",
+			"s.started_at >= (SELECT bp.ended_at FROM sessions bp WHERE bp.id = s.parent_session_id)", "NOT ("+marked+")"))
+	}
+	return arms, nil
+}
+
+// ListSessionsRich lists sessions as Hermes' list_sessions_rich does, with
+// their preview and last activity (spec 5.2), newest first. Without
+// IncludeChildren the sessions Hermes lists are listed (roots and /branch
+// children, never a delegate subagent), and a root that ended in
+// compression shows its chain's tip (unless NoProjection), keeping its own
+// started_at.
 func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([]sessiondb.RichSession, error) {
 	if err := f.Validate(); err != nil {
 		return nil, sessiondb.Wrap("", err, "list sessions")
 	}
 	limit, offset := sessiondb.PageSize(f.Limit), f.Offset
-	var where []string
-	var args []any
-	if !f.IncludeChildren {
-		where = append(where, "s.parent_session_id IS NULL")
+	where, args := s.conds("s", listFilter{source: f.Source, exclude: f.ExcludeSources, archived: f.IncludeArchived, onlyArch: f.ArchivedOnly,
+		cwd: f.Cwd, minMessages: f.MinMessages})
+	// The page is cut first, on rowids and keys alone, so the sort handles
+	// no row bodies (system prompts can be large) and preview and last
+	// activity are computed for its rows only. Ties in started_at keep the
+	// order of the started_at index (rowid); by last activity, Hermes'
+	// ties: started_at, then id, newest first.
+	base := listArm{from: "sessions s", id: "s.id", k: "s.started_at", t: "0", where: where, args: args}
+	order := "k DESC, rid"
+	arms, err := s.listArms(ctx, base, where, args, "s", f.IncludeChildren, base.k)
+	if err != nil {
+		return nil, s.readErr(err, "list sessions")
 	}
-	if s.q.archived != "" && !f.IncludeArchived {
-		// Hidden as Hermes' own listing hides them (_session_filter_where).
-		where = append(where, "NOT "+s.q.archived)
-	}
-	if f.Source != "" {
-		where = append(where, "s.source = ?")
-		args = append(args, f.Source)
-	}
-	if len(f.ExcludeSources) > 0 {
-		where = append(where, "s.source NOT IN ("+placeholders(len(f.ExcludeSources))+")")
-		for _, x := range f.ExcludeSources {
-			args = append(args, x)
-		}
-	}
-	// The page is cut first, so preview and last activity are computed for
-	// its rows only, not for every session before sorting.
-	// The page holds rowids only, so the sort handles no row bodies (system
-	// prompts can be large). Ties in started_at keep the order of the
-	// started_at index (rowid).
-	page := "SELECT s.rowid AS rid FROM sessions s"
-	if len(where) > 0 {
-		page += " WHERE " + strings.Join(where, " AND ")
-	}
-	page += " ORDER BY s.started_at DESC, s.rowid LIMIT ? OFFSET ?"
-	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY s.started_at DESC, s.rowid"
-	args = append(args, limit, offset)
-	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.RichSession{}, func(row sqlitedb.Row) (sessiondb.RichSession, error) {
+	page, pargs := listPage(arms, order, "", nil, limit, offset)
+	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY " +
+		strings.NewReplacer("k ", "p.k ", "t ", "p.t ", "id ", "s.id ", "rid", "p.rid").Replace(order+" ")
+	out, err := sqlitedb.Append(ctx, readers{s}, q, pargs, []sessiondb.RichSession{}, func(row sqlitedb.Row) (sessiondb.RichSession, error) {
 		r, err := s.scanRich(row)
 		if err != nil {
 			return sessiondb.RichSession{}, err
@@ -178,8 +348,10 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	// where the file has it: its indexes hold the key with the columns the
 	// listing filters on most (parent, source), so a page is a seek there
 	// and a primary-key lookup of each of its sessions.
-	from, key, id, keyed := "sessions s", s.sortKey(q.SortOrDefault()), "s.id", "s"
-	if q.SortOrDefault() == sessiondb.SortLastActive && s.q.lastActive {
+	byActivity := q.SortOrDefault() == sessiondb.SortLastActive
+	base := listArm{from: "sessions s", id: "s.id", k: s.sortKey(q.SortOrDefault()), t: "0"}
+	keyed := "s"
+	if byActivity && s.q.lastActive {
 		// The table is caught up first (appends do not write it); a
 		// read-only store that cannot catch it up computes the key.
 		current, err := s.syncLastActive(ctx)
@@ -187,74 +359,39 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 			return nil, err
 		}
 		if current {
-			from, key, id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
+			base.from, base.k, base.id, keyed = lastActiveTable+" a CROSS JOIN sessions s ON s.id = a.session_id", "a.last_active", "a.session_id", "a"
 		}
 	}
-	var where []string
-	var args []any
-	switch {
-	case q.ParentID != "":
-		where = append(where, keyed+".parent_session_id = ?")
-		args = append(args, q.ParentID)
-	case !q.IncludeChildren:
-		where = append(where, keyed+".parent_session_id IS NULL")
-	}
-	if s.q.archived != "" && !q.IncludeArchived {
-		where = append(where, "NOT "+s.q.archived)
-	}
-	for _, f := range []struct{ col, v string }{{"source", q.Source}, {"model", q.Model}, {"user_id", q.UserID}} {
-		if f.v == "" {
-			continue
-		}
-		if !s.si.sessCols[f.col] {
-			where = append(where, "0")
-			continue
-		}
-		alias := "s"
-		if f.col == "source" {
-			alias = keyed
-		}
-		where = append(where, alias+"."+f.col+" = ?")
-		args = append(args, f.v)
-	}
-	if q.StartedFrom != 0 {
-		where = append(where, "s.started_at >= ?")
-		args = append(args, q.StartedFrom)
-	}
-	if q.StartedBefore != 0 {
-		where = append(where, "s.started_at < ?")
-		args = append(args, q.StartedBefore)
-	}
-	if q.Text != "" {
-		title := "NULL"
-		if s.si.sessCols["title"] {
-			title = "s.title"
-		}
-		where = append(where, "(instr(lower("+title+"), lower(?)) > 0 OR instr(s.id, ?) > 0)")
-		args = append(args, q.Text, q.Text)
+	filter := listFilter{source: q.Source, model: q.Model, userID: q.UserID, from: q.StartedFrom, before: q.StartedBefore,
+		text: q.Text, archived: q.IncludeArchived, onlyArch: q.ArchivedOnly, cwd: q.Cwd, minMessages: q.MinMessages}
+	base.where, base.args = s.conds(keyed, filter)
+	children := q.IncludeChildren
+	if q.ParentID != "" {
+		base.where = append(base.where, keyed+".parent_session_id = ?")
+		base.args = append(base.args, q.ParentID)
+		children = true
 	}
 	dir, cmp := "DESC", "<"
 	if q.Ascending {
 		dir, cmp = "ASC", ">"
 	}
-	inner := "SELECT s.rowid AS rid, " + id + " AS id, " + key + " AS k FROM " + from
-	if len(where) > 0 {
-		inner += " WHERE " + strings.Join(where, " AND ")
-	}
-	page := "SELECT rid, k FROM (" + inner + ")"
+	cursor, cargs := "", []any(nil)
 	if cur != nil {
 		// A row value: SQLite seeks the (started_at, id) listing indexes
 		// to it, where an OR of the two comparisons walks every row before.
-		page += " WHERE (k, id) " + cmp + " (?, ?)"
-		args = append(args, cur.Key, cur.ID)
+		cursor, cargs = "(k, id) "+cmp+" (?, ?)", []any{cur.Key, cur.ID}
 	}
 	limit := q.PageLimit()
-	page += " ORDER BY k " + dir + ", id " + dir + " LIMIT ?"
-	args = append(args, limit+1)
+	childWhere, childArgs := s.conds("s", filter)
+	arms, err := s.listArms(ctx, base, childWhere, childArgs, keyed, children, s.sortKey(q.SortOrDefault()))
+	if err != nil {
+		return nil, s.readErr(err, "list sessions")
+	}
+	page, args := listPage(arms, "k "+dir+", id "+dir, cursor, cargs, limit+1, 0)
 	sel := "SELECT " + s.q.sessSel + s.richExtra() + ", p.k FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY p.k " + dir + ", s.id " + dir
 	var rows []sessiondb.RichSession
 	var keys []float64
-	err := sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
+	err = sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
 		var raw string
 		var last, key sql.NullFloat64
 		x, err := scanSession(row, &raw, &last, &key)
@@ -269,7 +406,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 		return nil, s.readErr(err, "list sessions")
 	}
 	out := q.Page(rows, keys)
-	if q.IncludeChildren || q.ParentID != "" {
+	if children {
 		return out, nil
 	}
 	if out.Sessions, err = s.projectTips(ctx, out.Sessions); err != nil {

@@ -197,6 +197,15 @@ var readIndexes = []struct{ name, ddl string }{
 	// one source, in keyset order (started_at, id).
 	{"sessiondb_sessions_roots", "CREATE INDEX IF NOT EXISTS sessiondb_sessions_roots ON sessions(parent_session_id, started_at DESC, id DESC)"},
 	{"sessiondb_sessions_source_roots", "CREATE INDEX IF NOT EXISTS sessiondb_sessions_source_roots ON sessions(source, parent_session_id, started_at DESC, id DESC)"},
+	// The /branch children a listing shows beside the roots (listArms):
+	// those that carry the marker, and the parents ended "branched" whose
+	// later children are branches; and the orphaned delegates it leaves
+	// out of the roots. Partial, so each holds only the few rows it
+	// serves, and a listing never walks the other children.
+	{"sessiondb_sessions_branch_marked", "CREATE INDEX IF NOT EXISTS sessiondb_sessions_branch_marked ON sessions(started_at DESC, id DESC) WHERE parent_session_id IS NOT NULL AND " + strings.ReplaceAll(branchMarkedHint, "s.", "")},
+	{"sessiondb_sessions_branched", "CREATE INDEX IF NOT EXISTS sessiondb_sessions_branched ON sessions(id) WHERE " + strings.ReplaceAll(branchedParentHint, "bp.", "")},
+	// The roots a listing leaves out: delegates whose parent is gone.
+	{"sessiondb_sessions_root_delegates", "CREATE INDEX IF NOT EXISTS sessiondb_sessions_root_delegates ON sessions(id) WHERE " + strings.ReplaceAll(rootDelegateHint, "rd.", "")},
 }
 
 // needsReadIndexes reports whether a writable open should add readIndexes.

@@ -616,7 +616,7 @@ func (s *Store) syncRecent(ctx context.Context) error {
 // likeSearch is the substring fallback: every term must occur (escaped
 // LIKE, IMP-6), newest first; the snippet is 120 code points around the
 // first term's first exact occurrence (the start when the match was only
-// case-insensitive).
+// case-insensitive), its terms marked and its cuts shown (fts.Snippet.Like).
 func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilter, limit, offset int) ([]sessiondb.SearchHit, error) {
 	terms := fts.LikeTerms(q)
 	if len(terms) == 0 {
@@ -624,8 +624,9 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	}
 	filters, fargs := s.searchFilters(f)
 	var b strings.Builder
-	args := []any{terms[0]}
-	b.WriteString("SELECT m.id, substr(m.content, max(1, instr(m.content, ?) - 40), 120), " + hitColumns +
+	args := []any{terms[0], terms[0]}
+	lead, span := strconv.Itoa(fts.LikeLead), strconv.Itoa(fts.LikeSpan+1)
+	b.WriteString("SELECT m.id, (instr(m.content, ?) > " + lead + "+1) || substr(m.content, max(1, instr(m.content, ?) - " + lead + "), " + span + "), " + hitColumns +
 		" FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.content IS NOT NULL")
 	for _, t := range terms {
 		b.WriteString(` AND m.content LIKE ? ESCAPE '\'`)
@@ -635,7 +636,8 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	args = append(args, fargs...)
 	b.WriteString(" ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?")
 	args = append(args, limit, offset)
-	return queryHits(ctx, readers{s}, asText, b.String(), args...)
+	snippet := fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "..."}.Like(terms)
+	return queryHits(ctx, readers{s}, snippet, b.String(), args...)
 }
 
 // addContext fills each hit's context, the previous message, the hit and

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strconv"
 
 	"github.com/sessiondb/sessiondb"
@@ -232,58 +231,6 @@ func (s *Store) MessageCount(ctx context.Context, sessionID string) (int64, erro
 	return n, nil
 }
 
-// compressionTipsSQL walks the compression chains from every id in the
-// JSON array ?1 at once: from each session, the next hop is its newest
-// child started at or after the session ended with reason compression. It
-// returns each start with the last session reached (SQLite gives the bare
-// column of the row holding max()), at most sessiondb.MaxCompressionHops hops on.
-const compressionTipsSQL = `WITH RECURSIVE chain(root, cur, hops) AS (
-    SELECT value, value, 0 FROM json_each(?1)
-    UNION ALL
-    SELECT chain.root, (SELECT c.id FROM sessions c
-        WHERE c.parent_session_id = chain.cur
-          AND c.started_at >= (SELECT p.ended_at FROM sessions p WHERE p.id = chain.cur AND p.end_reason = 'compression')
-        ORDER BY c.started_at DESC LIMIT 1), chain.hops + 1
-    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ?2
-)
-SELECT root, cur, max(hops) FROM chain WHERE cur IS NOT NULL GROUP BY root`
-
-// compressionTips returns the tip of each id's compression chain (the id
-// itself when it has none), in one query.
-func (s *Store) compressionTips(ctx context.Context, ids []string) (map[string]string, error) {
-	tips := make(map[string]string, len(ids))
-	err := sqlitedb.Each(ctx, readers{s}, compressionTipsSQL, []any{jsonStrings(ids), sessiondb.MaxCompressionHops}, func(r sqlitedb.Row) error {
-		var root, tip string
-		var hops int
-		if err := r.Scan(&root, &tip, &hops); err != nil {
-			return err
-		}
-		tips[root] = tip
-		return nil
-	})
-	return tips, err
-}
-
-// jsonStrings is ids as a JSON array, for json_each.
-func jsonStrings(ids []string) string {
-	b, _ := json.Marshal(ids)
-	return string(b)
-}
-
-// CompressionTip follows compression continuations from id (a child started
-// after its parent ended with reason "compression", newest child first) at
-// most 100 hops and returns the last; id itself when there is none.
-func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
-	tips, err := s.compressionTips(ctx, []string{id})
-	if err != nil {
-		return "", s.readErr(err, "compression tip of %s", id)
-	}
-	if tip, ok := tips[id]; ok {
-		return tip, nil
-	}
-	return id, nil
-}
-
 // ClearMessages deletes the session's messages and zeroes its message and
 // tool call counters (token counters are kept). Unknown ids are a no-op.
 func (s *Store) ClearMessages(ctx context.Context, id string) error {
@@ -399,9 +346,10 @@ func (s *Store) SetSessionArchived(ctx context.Context, id string, archived bool
 	return n, err
 }
 
-// CanArchive reports whether the file has the archived column
-// (sessiondb.Archiver).
-func (s *Store) CanArchive() bool { return s.si.sessCols["archived"] }
+// Archivable reports whether SetSessionArchived can work on this file:
+// whether it has Hermes' archived column (the web UI shows its archive
+// button only then).
+func (s *Store) Archivable() bool { return s.si.sessCols["archived"] }
 
 // noArchivedColumn is the refusal of SetSessionArchived on a file without
 // the column.

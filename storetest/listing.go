@@ -208,3 +208,48 @@ func testLineage(t *testing.T, h Harness) {
 		t.Errorf("orphaned lineage = %s, want grand(great*)", got)
 	}
 }
+
+// testListingKinds: both listings show the sessions Hermes' listing shows
+// (roots and /branch children, by marker or by a parent ended "branched"
+// before they started) and never a delegate subagent, orphaned or not, a
+// compression continuation or an untagged child; MinMessages keeps the
+// sessions with at least that many messages.
+func testListingKinds(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.delegateFamily() // p, q roots; b a marked branch; d1, d2, x, qd delegates; u, u2, n untagged
+	e.create("old", "cli")
+	e.end("old", "branched")
+	e.child("lb", "old") // a branch from before the marker
+	e.compressionChain("r", "rc")
+	e.msg("p", "user", "a second message of p")
+	kept := []string{"rc", "lb", "old", "b", "q", "p"} // newest first; r shows its tip rc
+	rich := func(f sessiondb.RichFilter) []string {
+		rows, err := e.s.ListSessionsRich(e.ctx, f)
+		noErr(t, "ListSessionsRich", err)
+		ids := []string{}
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	if got := rich(sessiondb.RichFilter{Limit: 50}); !reflect.DeepEqual(got, kept) {
+		t.Errorf("ListSessionsRich: %v, want %v", got, kept)
+	}
+	if got := walkSessions(t, e, sessiondb.SessionQuery{}, 0); !reflect.DeepEqual(got, kept) {
+		t.Errorf("ListSessions: %v, want %v", got, kept)
+	}
+	if got := walkSessions(t, e, sessiondb.SessionQuery{}, 1); !reflect.DeepEqual(got, kept) {
+		t.Errorf("ListSessions page by page: %v, want %v", got, kept)
+	}
+	if got, want := walkSessions(t, e, sessiondb.SessionQuery{Source: "cli", Sort: sessiondb.SortLastActive}, 0), []string{"p", "rc", "lb", "old", "b", "q"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ListSessions by last activity: %v, want %v", got, want)
+	}
+	if got, want := rich(sessiondb.RichFilter{MinMessages: 2}), []string{"p"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ListSessionsRich, at least 2 messages: %v, want %v", got, want)
+	}
+	if got, want := walkSessions(t, e, sessiondb.SessionQuery{MinMessages: 1}, 0), []string{"b", "q", "p"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ListSessions, at least 1 message: %v, want %v", got, want)
+	}
+	_, err := e.s.ListSessionsRich(e.ctx, sessiondb.RichFilter{MinMessages: -1})
+	wantCode(t, "negative MinMessages", err, sessiondb.EINVALID)
+}

@@ -368,15 +368,18 @@ func testSearch(t *testing.T, h Harness) {
 			want    []int64 // in order
 			snippet string  // of the first hit, when set
 		}{
-			{name: "substring", q: "大别山项目", want: []int64{project}, snippet: "我们的大别山项目很好"},
+			// The substring search's snippet marks its terms and shows
+			// its cuts, as the word index's does.
+			{name: "substring", q: "大别山项目", want: []int64{project}, snippet: "我们的>>>大别山项目<<<很好"},
+			{name: "every term marked", q: "我们 很好", want: []int64{project}, snippet: ">>>我们<<<的大别山项目>>>很好<<<"},
 			{name: "quoted", q: `"大别山项目"`, want: []int64{project}},
 			{name: "substring in another session", q: "别山很", want: []int64{newer}},
 			{name: "source filter", q: "大别山玩", f: sessiondb.SearchFilter{Sources: []string{"telegram"}}, want: []int64{}},
 			{name: "timestamp order", q: "别山", f: sessiondb.SearchFilter{Roles: []string{"assistant", "user"}, Sources: []string{"cli", "telegram"}, Limit: 3}, want: []int64{undX, und, pctX}},
 			{name: "role filter", q: "大别山", f: sessiondb.SearchFilter{Roles: []string{"assistant"}}, want: []int64{older}},
 			{name: "exclude source", q: "大别山很美", f: sessiondb.SearchFilter{ExcludeSources: []string{"telegram"}}, want: []int64{}},
-			{name: "snippet window", q: "长江大桥", want: []int64{long}, snippet: strings.Repeat("中", 40) + "长江大桥" + strings.Repeat("中", 76)},
-			{name: "tokens are ANDed", q: "我们 很好", want: []int64{project}},
+			{name: "snippet window", q: "长江大桥", want: []int64{long}, snippet: "..." + strings.Repeat("中", 40) + ">>>长江大桥<<<" + strings.Repeat("中", 76) + "..."},
+			{name: "ASCII case ignored", q: "大别山 x", want: []int64{undX, pctX}, snippet: ">>>大别山<<<1>>>X<<<2项目"},
 			{name: "every token must match", q: "我们 不在", want: []int64{}},
 			{name: "percent escaped", q: "山100%项", want: []int64{pct}},
 			{name: "underscore escaped", q: "山1_2项", want: []int64{und}},

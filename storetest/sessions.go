@@ -543,11 +543,35 @@ func testCompressionTip(t *testing.T, h Harness) {
 			e.create("a", "cli")
 			e.child("b", "a")
 		}, from: "a", want: "a"},
-		{name: "child started before parent ended ignored", build: func(e *env) {
+		// Current Hermes follows a continuation made before its parent's
+		// end was written (a gateway race), where v6 required the child
+		// to start at or after the end.
+		{name: "child started before parent ended followed", build: func(e *env) {
 			e.create("a", "cli")
 			e.child("b", "a")
 			e.end("a", "compression")
+		}, from: "a", want: "b"},
+		{name: "branch, delegate and tool children not followed", build: func(e *env) {
+			e.create("a", "cli")
+			e.end("a", "compression")
+			e.createWith(sessiondb.NewSession{ID: "br", Source: "cli", ParentSessionID: "a", ModelConfig: map[string]any{"_branched_from": "a"}})
+			e.createWith(sessiondb.NewSession{ID: "de", Source: "cli", ParentSessionID: "a", ModelConfig: map[string]any{"_delegate_from": "a"}})
+			e.createWith(sessiondb.NewSession{ID: "to", Source: "tool", ParentSessionID: "a"})
 		}, from: "a", want: "a"},
+		{name: "a compressed continuation before a live one", build: func(e *env) {
+			e.create("a", "cli")
+			e.end("a", "compression")
+			e.child("b", "a")
+			e.end("b", "compression")
+			e.child("c", "a")
+		}, from: "a", want: "b"},
+		{name: "a live continuation before a closed one", build: func(e *env) {
+			e.create("a", "cli")
+			e.end("a", "compression")
+			e.child("live", "a")
+			e.child("stale", "a")
+			e.end("stale", "ws_orphan_reap")
+		}, from: "a", want: "live"},
 		{name: "child started at the end counts", build: func(e *env) {
 			e.create("a", "cli")
 			noErr(e.t, "EndSession", e.s.EndSession(e.ctx, "a", "compression"))

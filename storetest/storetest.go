@@ -59,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"Titles", testTitles},
 		{"ListSessionsRich", testRich},
 		{"ListSessions", testListSessions},
+		{"ListingKinds", testListingKinds},
 		{"Lineage", testLineage},
 		{"ListSessionsUnderWrites", testListSessionsUnderWrites},
 		{"Messages", testMessages},

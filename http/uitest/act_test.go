@@ -14,81 +14,8 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/hostd"
-	sdbhttp "github.com/sessiondb/sessiondb/http"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
-
-// archivedOf is the session's archived flag in the store.
-func (s *site) archivedOf(id string) int64 {
-	s.t.Helper()
-	x, err := s.st.GetSession(ctxb, id)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return x.Archived
-}
-
-// TestBrowserArchive uses the session page's archive button on a file
-// that has Hermes' archived column: refused without the token and from
-// another origin (the flag stays), then with the token archive and
-// unarchive set and clear it on the whole compression lineage. A file
-// without the column, and a read-only server, show no such button.
-func TestBrowserArchive(t *testing.T) {
-	s := newSite(t, siteOptions{examplesOnly: true, hermes21: true})
-	lineage := []string{"h21-lineage-mid", "h21-lineage-root", "h21-lineage-tip"}
-	page := s.url + "/s/" + sdbhttp.SessionPath("h21-lineage-mid")
-	p := newPage(t)
-	p.open(page)
-
-	p.expectConsole("status of 401 (Unauthorized)")
-	p.expectConsole("status of 403 (Forbidden)")
-	p.click("#archive")
-	if msg := errorShown(p); msg != "writes need the server's token" {
-		t.Errorf("archive without the token shows %q", msg)
-	}
-	p.open(page + "?token=" + testToken)
-	p.open(hostilePoster(t, page+"/archive", map[string]string{"x": "y"}))
-	if msg := errorShown(p); !strings.Contains(msg, "another origin") {
-		t.Errorf("archive from another origin shows %q", msg)
-	}
-	for _, id := range lineage {
-		if a := s.archivedOf(id); a != 0 {
-			t.Fatalf("a refused archive set %s archived %d", id, a)
-		}
-	}
-
-	p.open(page)
-	p.click("#archive")
-	p.waitLoaded(`document.querySelector("#unarchive") !== null`)
-	for _, id := range lineage {
-		if a := s.archivedOf(id); a != 1 {
-			t.Errorf("after archive %s has archived %d", id, a)
-		}
-	}
-	p.click("#unarchive")
-	p.waitLoaded(`document.querySelector("#archive") !== null`)
-	for _, id := range lineage {
-		if a := s.archivedOf(id); a != 0 {
-			t.Errorf("after unarchive %s has archived %d", id, a)
-		}
-	}
-
-	// A new file has no archived column: the other controls, no archive.
-	plain := newSite(t, siteOptions{examplesOnly: true})
-	plain.addWritable()
-	p.open(plain.url + "/s/" + sdbhttp.SessionPath(writesID) + "?token=" + testToken)
-	p.waitFor(`document.querySelector("#rename") !== null`)
-	if n := eval[int](p, `document.querySelectorAll("#archive, #unarchive").length`); n != 0 {
-		t.Errorf("a file without the archived column shows %d archive buttons", n)
-	}
-
-	ro := newSite(t, siteOptions{examplesOnly: true, hermes21: true, readOnly: true})
-	p.open(ro.url + "/s/" + sdbhttp.SessionPath("h21-lineage-mid") + "?token=" + testToken)
-	p.waitFor(`document.querySelector("#session-title") !== null`)
-	if n := eval[int](p, `document.querySelectorAll("#archive, #unarchive, form[method=post]").length`); n != 0 {
-		t.Errorf("read-only shows %d archive buttons", n)
-	}
-}
 
 // The example sessions (examples/conversations.jsonl) before and after
 // pruneCut, with their message counts: the four ended ones started

@@ -348,7 +348,7 @@ func TestBrowserDotIDs(t *testing.T) {
 			t.Errorf("the link of session %q leads to %q (%s)", id, h, eval[string](p, `location.href`))
 			continue
 		}
-		if body := p.text("#transcript > article pre.body"); body != "I am session "+id {
+		if body := p.text("#transcript > article .text.md"); body != "I am session "+id {
 			t.Errorf("session %q shows %q", id, body)
 		}
 		p.waitFor(`!document.getElementById("live-status").hidden`)

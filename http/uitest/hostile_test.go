@@ -49,6 +49,11 @@ func TestBrowserHostileText(t *testing.T) {
 	p.do(chromedp.Click(chromedp.CSS(`details.call > summary`)), chromedp.Click(chromedp.CSS(`details.reasoning > summary`)))
 	p.waitFor(`document.querySelector("details.call").open && document.querySelector("details.reasoning").open`)
 	p.shot("hostile")
+	// The hostile user and assistant texts went through the Markdown
+	// renderer (the checks above then cover its output).
+	if n := eval[int](p, `document.querySelectorAll("#transcript .text.md").length`); n == 0 {
+		t.Errorf("no message text rendered as Markdown")
+	}
 	checks := []struct{ sel, want string }{
 		{"#transcript > article:first-child pre.body", hostileUser},
 		{"details.call > summary .tool-name", hostileName},

@@ -31,7 +31,8 @@ func TestBrowserLive(t *testing.T) {
 
 	id, _ := a.append(appendCmd{Session: liveID, Role: "assistant", Content: "Deploying now, from another process."})
 	p.waitFor(`!!document.getElementById("m` + strconv.FormatInt(id, 10) + `")`)
-	if txt := p.text("#m" + strconv.FormatInt(id, 10) + " pre.body"); txt != "Deploying now, from another process." {
+	// The text shows rendered as Markdown (its raw text folded below it).
+	if txt := p.text("#m" + strconv.FormatInt(id, 10) + " .text.md"); txt != "Deploying now, from another process." {
 		t.Errorf("live message shows %q", txt)
 	}
 

@@ -19,9 +19,15 @@ import (
 // registry page.
 const hostileSender = `<img src=x onerror=pwned=30>Mallory</td></tr><script>pwned=31</script>`
 
-// newRegistry builds a central registry with a group, two chats, their
-// wirings, a session, a pending approval and question, and a dropped
-// sender.
+// hostileMember is a user's display name crafted to break out of the
+// registry page's users, roles and members.
+const hostileMember = `<svg onload=pwned=32>Eve</code></td></tr><script>pwned=33</script>`
+
+// newRegistry builds a central registry with two groups, two chats, their
+// wirings (which add the chats as destinations), a session, a pending
+// approval and question, a dropped sender, an owner, a member (whose name
+// is hostileMember) who administers the main group, and a destination to
+// the other group.
 func newRegistry(t testing.TB) *sqlite.Central {
 	t.Helper()
 	reg, err := sqlite.OpenCentral(ctxb, filepath.Join(t.TempDir(), "v2.db"), sqlite.CentralOptions{})
@@ -53,6 +59,20 @@ func newRegistry(t testing.TB) *sqlite.Central {
 	must(err)
 	must(reg.RecordDroppedMessage(ctxb, sessiondb.DroppedMessage{ChannelType: "telegram", PlatformID: "666", UserID: "tg:666",
 		SenderName: hostileSender, Reason: sessiondb.DropUnknownSenderStrict}))
+	_, err = reg.CreateAgentGroup(ctxb, sessiondb.NewAgentGroup{ID: "ag-review", Name: "Code reviewer", Folder: "review"})
+	must(err)
+	_, _, err = reg.EnsureUser(ctxb, sessiondb.NewUser{ID: "telegram:1001", DisplayName: "Dana"})
+	must(err)
+	_, _, err = reg.EnsureUser(ctxb, sessiondb.NewUser{ID: "slack:U042", DisplayName: hostileMember})
+	must(err)
+	_, err = reg.GrantRole(ctxb, sessiondb.NewRoleGrant{UserID: "telegram:1001", Role: sessiondb.RoleOwner})
+	must(err)
+	_, err = reg.GrantRole(ctxb, sessiondb.NewRoleGrant{UserID: "slack:U042", Role: sessiondb.RoleAdmin, AgentGroupID: "ag-main", GrantedBy: "telegram:1001"})
+	must(err)
+	_, err = reg.AddMember(ctxb, "slack:U042", "ag-main", "telegram:1001")
+	must(err)
+	_, err = reg.AddDestination(ctxb, sessiondb.NewDestination{AgentGroupID: "ag-main", LocalName: "reviewer", TargetType: sessiondb.TargetAgent, TargetID: "ag-review"})
+	must(err)
 	return reg
 }
 
@@ -120,5 +140,48 @@ func TestBrowserRegistry(t *testing.T) {
 	dropped := eval[string](p, `document.querySelector("#dropped-table tbody td.title").firstChild.textContent`)
 	if dropped != hostileSender {
 		t.Errorf("dropped sender shows %q", dropped)
+	}
+}
+
+// TestBrowserRegistryAccess reads the registry page's users, roles,
+// members and destinations, added with the store, and finds the hostile
+// member's name shown as text.
+func TestBrowserRegistryAccess(t *testing.T) {
+	_, p := visit(t, siteOptions{registry: true}, "/registry#users")
+	rows := func(table string) [][]string {
+		return eval[[][]string](p, `Array.from(document.querySelectorAll("#`+table+` tbody tr"), r => Array.from(r.cells, c => c.innerText.replace(/\s+/g, " ").trim()))`)
+	}
+	for _, c := range []struct {
+		table string
+		want  [][]string // each row's cells but the last (a time), sorted by the first
+	}{
+		{"users-table", [][]string{{hostileMember + " slack:U042", "slack"}, {"Dana telegram:1001", "telegram"}}},
+		{"roles-table", [][]string{{hostileMember + " slack:U042", "admin", "agent group Main assistant ag-main", "telegram:1001"}, {"Dana telegram:1001", "owner", "global", "-"}}},
+		{"members-table", [][]string{{hostileMember + " slack:U042", "Main assistant ag-main", "telegram:1001"}}},
+		{"destinations-table", [][]string{
+			{"Main assistant ag-main → dana", "channel", "Dana (telegram) mg-dana"},
+			{"Main assistant ag-main → ops", "channel", "#ops (slack) mg-ops"},
+			{"Main assistant ag-main → reviewer", "agent", "Code reviewer ag-review"},
+		}},
+	} {
+		got := rows(c.table)
+		// Sorted, so that rows stored in the same instant compare in any
+		// order.
+		slices.SortFunc(got, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+		if len(got) != len(c.want) {
+			t.Errorf("%s: rows %q, want %d", c.table, got, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !slices.Equal(got[i][:len(w)], w) {
+				t.Errorf("%s row %d: %q, want %q", c.table, i, got[i], w)
+			}
+		}
+	}
+	if ran := eval[string](p, `typeof window.pwned`); ran != "undefined" {
+		t.Errorf("a payload ran (window.pwned is %s)", ran)
+	}
+	if n := eval[int](p, `document.querySelectorAll("main svg, main td script").length`); n != 0 {
+		t.Errorf("the hostile name made %d elements", n)
 	}
 }

@@ -69,9 +69,11 @@ type siteOptions struct {
 	token string
 	// readOnly serves as `serve --read-only` does.
 	readOnly bool
-	// hermes21 serves a copy of the schema-21 file Hermes wrote
-	// (sqlite/testdata/hermes21), which can archive, instead of a new file.
+	// hermes21 serves a copy of the schema-21 fixture Hermes wrote
+	// (sqlite/testdata/hermes21) instead of the examples; plant runs on
+	// the copy's path before it is opened.
 	hermes21 bool
+	plant    func(path string)
 }
 
 // newSite builds the stores o asks for and serves them.
@@ -81,17 +83,22 @@ func newSite(t testing.TB, o siteOptions) *site {
 	s := &site{t: t, path: filepath.Join(dir, "state.db")}
 	if o.hermes21 {
 		b, err := os.ReadFile(filepath.Join("..", "..", "sqlite", "testdata", "hermes21", "state.db"))
+		if err == nil {
+			err = os.WriteFile(s.path, b, 0o600)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(s.path, b, 0o600); err != nil {
-			t.Fatal(err)
+		if o.plant != nil {
+			o.plant(s.path)
 		}
 	}
 	st, err := sqlite.Open(ctxb, s.path, sqlite.Options{})
 	s.st = testkit.Opened(t, st, err)
-	s.importExamples()
-	if !o.examplesOnly {
+	if !o.hermes21 {
+		s.importExamples()
+	}
+	if !o.examplesOnly && !o.hermes21 {
 		s.addHostile()
 		s.addLong()
 	}

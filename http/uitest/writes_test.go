@@ -189,3 +189,68 @@ func (p *page) setValue(sel, v string) {
 	p.waitFor(`document.querySelector(` + jsString(sel) + `) !== null`)
 	eval[bool](p, `(() => { document.querySelector(`+jsString(sel)+`).value = `+jsString(v)+`; return true })()`)
 }
+
+// TestBrowserArchive archives and unarchives from the session page of a
+// file a newer Hermes wrote: refused without the token and from another
+// origin, then with the token the lineage leaves the list and comes back.
+// A schema-6 store, which cannot archive, shows no archive button.
+func TestBrowserArchive(t *testing.T) {
+	const id = "h21-lineage-mid"
+	s := newSite(t, siteOptions{hermes21: true})
+	v6 := newSite(t, siteOptions{examplesOnly: true})
+	v6.addWritable()
+	p := newPage(t)
+	page := s.url + "/s/" + sdbhttp.SessionPath(id)
+	archived := func() bool {
+		t.Helper()
+		x, err := s.st.GetSession(ctxb, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Archived != 0
+	}
+	p.open(page)
+	p.expectConsole("status of 401 (Unauthorized)")
+	p.expectConsole("status of 403 (Forbidden)")
+	p.click("#archive")
+	if msg := errorShown(p); msg != "writes need the server's token" {
+		t.Errorf("archive without the token shows %q", msg)
+	}
+	p.open(page + "?token=" + testToken)
+	p.open(hostilePoster(t, page+"/archive", map[string]string{"x": "y"}))
+	if msg := errorShown(p); !strings.Contains(msg, "another origin") {
+		t.Errorf("archive from another origin shows %q", msg)
+	}
+	if archived() {
+		t.Fatal("a refused archive archived the session")
+	}
+
+	p.open(page)
+	p.click("#archive")
+	p.waitLoaded(`document.querySelector("#unarchive") !== null`)
+	if !archived() {
+		t.Fatal("the archive button did not archive")
+	}
+	if got := p.text("#archived-mark"); !strings.Contains(got, "hidden from listings") {
+		t.Errorf("the archived session's page says %q", got)
+	}
+	p.open(s.url + "/")
+	if n := eval[int](p, `document.querySelectorAll('tr[data-session^="h21-lineage"]').length`); n != 0 {
+		t.Errorf("the list shows %d rows of the archived lineage", n)
+	}
+	p.open(page)
+	p.click("#unarchive")
+	p.waitLoaded(`document.querySelector("#archive") !== null`)
+	if archived() {
+		t.Fatal("the unarchive button left the session archived")
+	}
+
+	p = newPage(t)
+	p.open(v6.url + "/s/" + sdbhttp.SessionPath(writesID) + "?token=" + testToken)
+	if n := eval[int](p, `document.querySelectorAll('#archive, #unarchive').length`); n != 0 {
+		t.Errorf("a schema-6 store's page shows %d archive buttons", n)
+	}
+	if n := eval[int](p, `document.querySelectorAll('#rename').length`); n != 1 {
+		t.Errorf("the schema-6 page has %d rename buttons: the controls did not render", n)
+	}
+}

@@ -231,3 +231,41 @@
     });
   }
 })();
+
+// A search hit's transcript marks, in the hit's message, the texts the
+// search marked in its snippet (hl=, ui_hitmarks.go): the snippet's marks
+// are what matched, CJK substrings included. Each match becomes a <mark>
+// holding a piece of a text node, so the text stays text.
+(function () {
+  var target = document.querySelector("#transcript article.target");
+  var words = new URLSearchParams(window.location.search).getAll("hl").filter(function (w) { return w !== ""; });
+  if (!target || !words.length) return;
+  words.sort(function (a, b) { return b.length - a.length; });
+  var lower = words.map(function (w) { return w.toLowerCase(); });
+  var nodes = [];
+  var walker = document.createTreeWalker(target, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  nodes.forEach(function (node) {
+    if (node.parentNode.closest("header, summary")) return;
+    var text = node.nodeValue;
+    var low = text.toLowerCase();
+    if (low.length !== text.length) low = text; // a case change moved the offsets
+    var frag = document.createDocumentFragment();
+    var from = 0, i = 0, found = false;
+    while (i < text.length) {
+      var k = 0;
+      while (k < lower.length && !low.startsWith(lower[k], i)) k++;
+      if (k === lower.length) { i++; continue; }
+      frag.appendChild(document.createTextNode(text.slice(from, i)));
+      var mark = document.createElement("mark");
+      mark.textContent = text.substr(i, lower[k].length);
+      frag.appendChild(mark);
+      i += lower[k].length;
+      from = i;
+      found = true;
+    }
+    if (!found) return;
+    frag.appendChild(document.createTextNode(text.slice(from)));
+    node.parentNode.replaceChild(frag, node);
+  });
+})();

@@ -241,3 +241,57 @@ func TestRemoveAdditionsCommand(t *testing.T) {
 		t.Errorf("after --remove-additions:\n%s\nHermes' v6:\n%s", after, before)
 	}
 }
+
+// TestSessionsNewerFilters: --archived-only, --cwd (a directory and what
+// is below it, not a name that merely starts the same) and --min-messages
+// keep what they say, and a negative count is refused.
+func TestSessionsNewerFilters(t *testing.T) {
+	db := newerHermesDB(t)
+	const lisbon = "20260509_081244_a3f9e0"
+	sqlitetest.ExecFile(t, db, "ALTER TABLE sessions ADD COLUMN cwd TEXT")
+	sqlitetest.ExecFile(t, db, "UPDATE sessions SET cwd = '/home/ana/src/api/cmd' WHERE id = ?", dockerID)
+	sqlitetest.ExecFile(t, db, "UPDATE sessions SET cwd = '/home/ana/src/apiary' WHERE id = ?", lisbon)
+	ids := func(args ...string) []string {
+		var rows []struct{ ID string }
+		mustCLI(t, append([]string{"--db", db, "--json", "sessions", "--limit", "100"}, args...)...).Decode(t, &rows)
+		out := []string{}
+		for _, r := range rows {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids("--archived-only"); !reflect.DeepEqual(got, []string{lisbon}) {
+		t.Errorf("--archived-only: %v, want [%s]", got, lisbon)
+	}
+	if got := ids("--cwd", "/home/ana/src/api/", "--archived"); !reflect.DeepEqual(got, []string{dockerID}) {
+		t.Errorf("--cwd /home/ana/src/api/: %v, want [%s] (not the apiary session)", got, dockerID)
+	}
+	var all, many []struct {
+		ID           string
+		MessageCount int64 `json:"message_count"`
+	}
+	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100").Decode(t, &all)
+	mustCLI(t, "--db", db, "--json", "sessions", "--limit", "100", "--min-messages", "8").Decode(t, &many)
+	want := 0
+	for _, r := range all {
+		if r.MessageCount >= 8 {
+			want++
+		}
+	}
+	if len(many) != want || want == 0 || want == len(all) {
+		t.Errorf("--min-messages 8 lists %d of %d sessions, want %d", len(many), len(all), want)
+	}
+	for _, r := range many {
+		if r.MessageCount < 8 {
+			t.Errorf("--min-messages 8 lists %s with %d messages", r.ID, r.MessageCount)
+		}
+	}
+	// A /branch child is listed among the roots, and marked.
+	sqlitetest.ExecFile(t, db, "UPDATE sessions SET model_config = '{\"_branched_from\": \"x\"}', parent_session_id = ? WHERE id = ?", lisbon, dockerID)
+	if text := mustCLI(t, "--db", db, "sessions", "--archived").Stdout; !strings.Contains(text, "[branch] ") {
+		t.Errorf("the table does not mark the branch:\n%s", text)
+	}
+	if r := runCLI(t, "", "--db", db, "sessions", "--min-messages", "-1"); r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "--min-messages") {
+		t.Errorf("--min-messages -1: exit %d, %q", r.Code, r.Stderr)
+	}
+}

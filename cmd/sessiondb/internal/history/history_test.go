@@ -415,6 +415,26 @@ func TestSearch(t *testing.T) {
 	}
 }
 
+// TestSearchCJKMarked: a CJK search (the substring fallback) marks its
+// matches in the printed hits as a word search does, and a hit from the
+// middle of a text starts with "...".
+func TestSearchCJKMarked(t *testing.T) {
+	db := exampleDB(t)
+	text := mustCLI(t, "--db", db, "search", "大别山").Stdout
+	for _, want := range []string{"> user: 下周末想去[大别山]徒步", "> tool: ...景区：主峰海拔1729米", "白马尖：[大别山]主峰"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("search 大别山 prints no %q:\n%s", want, text)
+		}
+	}
+	var out struct{ Hits []struct{ Snippet string } }
+	mustCLI(t, "--db", db, "--json", "search", "大别山").Decode(t, &out)
+	for _, h := range out.Hits {
+		if !strings.Contains(h.Snippet, ">>>大别山<<<") {
+			t.Errorf("--json snippet %q does not mark the match", h.Snippet)
+		}
+	}
+}
+
 func TestTitle(t *testing.T) {
 	db := exampleDB(t)
 	tests := []struct {
@@ -1155,7 +1175,7 @@ func TestShowLongSessionInPages(t *testing.T) {
 	enc := json.NewEncoder(&want)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(map[string]any{"session": sess, "messages": whole, "has_earlier": false}); err != nil {
+	if err := enc.Encode(map[string]any{"session": sess, "messages": whole, "has_earlier": false, "model_switches": []any{}, "models": []any{}}); err != nil {
 		t.Fatal(err)
 	}
 	// show --json streams what encoding the whole session at once gives,

@@ -92,7 +92,7 @@ nothing is installed, and how to install the binary.`,
 				h.Printf("\n")
 				h.Printf("%s\n\n", listedLine(total, len(rows), run))
 				h.Printf("$ %s sessions\n", run)
-				if err := h.printSessions(rows); err != nil {
+				if err := h.printSessions(rows, false); err != nil {
 					return err
 				}
 				h.Printf("\n$ %s search %s --limit 3\n", run, shellQuote(query))

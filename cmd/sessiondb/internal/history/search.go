@@ -27,7 +27,8 @@ after it in the same session.
 The query takes FTS5 syntax: words (all must match), "exact phrases",
 prefix*, OR, NOT; content:word is a column filter on the one column, the
 same as word. Punctuation that FTS5 would reject is quoted for you, and
-text in Chinese, Japanese or Korean is matched as a substring.
+text in Chinese, Japanese or Korean is matched as a substring (highlighted
+the same way, with ... where the snippet cuts the text).
 
 The query is cleaned as Hermes cleans it, byte for byte: an AND, OR or NOT
 at either end is dropped ("NOT docker" searches docker: name what to find

@@ -25,21 +25,30 @@ func (h *group) sessionsCmd() *cobra.Command {
 activity, message and tool-call counts, tokens (input + output), cost and the
 first words of the first user message.
 
-A compression chain (a session ended with end_reason=compression and its
-continuations) shows as one row: the newest continuation's id and counters
-with the root's start time. --children lists every session as stored.
+The sessions listed are those Hermes' own listing shows: conversations
+started fresh and /branch children; a delegate subagent's run is left out
+(it shows under its parent in lineage). A compression chain (a session
+ended with end_reason=compression and its continuations) shows as one row:
+the newest continuation's id and counters with the root's start time.
+--children lists every session as stored.
 
 Sessions a newer Hermes archived are left out, as Hermes' own listing does;
---archived lists them too, marked [archived].`,
+--archived lists them too, marked [archived], and --archived-only lists
+them alone. --cwd keeps the sessions that ran in a directory or below it
+(a newer Hermes records it); --min-messages those with at least N messages.`,
 		Example: `  sessiondb sessions
   sessiondb sessions --source telegram --limit 50
   sessiondb sessions --exclude-source cron --exclude-source slack
   sessiondb sessions --children --json | jq '.[].id'
-  sessiondb --db ~/.hermes/state.db sessions --archived`,
+  sessiondb --db ~/.hermes/state.db sessions --archived
+  sessiondb --db ~/.hermes/state.db sessions --cwd ~/src/api --min-messages 10`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cli.CheckPaging(f.Limit, f.Offset); err != nil {
 				return err
+			}
+			if f.MinMessages < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--min-messages %d: want 0 or more", f.MinMessages)
 			}
 			return h.withStore(c.Context(), cli.ReadStore, func(st sessiondb.Store) error {
 				rows, err := st.ListSessionsRich(c.Context(), f)
@@ -54,7 +63,7 @@ Sessions a newer Hermes archived are left out, as Hermes' own listing does;
 					fmt.Fprintln(h.Err, "no sessions match")
 					return nil
 				}
-				return h.printSessions(rows)
+				return h.printSessions(rows, f.IncludeChildren)
 			})
 		},
 	}
@@ -64,16 +73,30 @@ Sessions a newer Hermes archived are left out, as Hermes' own listing does;
 	c.Flags().IntVar(&f.Offset, "offset", 0, "skip this many sessions first (for paging)")
 	c.Flags().BoolVar(&f.IncludeChildren, "children", false, "also list child sessions (continuations, forks) as rows of their own")
 	c.Flags().BoolVar(&f.IncludeArchived, "archived", false, "also list sessions a newer Hermes archived (hidden by default), marked [archived]")
+	c.Flags().BoolVar(&f.ArchivedOnly, "archived-only", false, "list only the sessions a newer Hermes archived")
+	c.Flags().StringVar(&f.Cwd, "cwd", "", "only sessions that ran in this directory or below it")
+	c.Flags().Int64Var(&f.MinMessages, "min-messages", 0, "only sessions with at least this many messages")
 	return c
 }
 
-// printSessions writes the session table of `sessions`.
-func (h *group) printSessions(rows []sessiondb.RichSession) error {
+// printSessions writes the session table of `sessions`. Without
+// children, a child listed is a /branch, and is marked so; with them,
+// each child is marked by its kind.
+func (h *group) printSessions(rows []sessiondb.RichSession, children bool) error {
 	var t cli.Table
 	t.Row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS", "COST", "PREVIEW")
 	for i := range rows {
 		r := &rows[i]
 		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
+		if r.ParentSessionID != nil && *r.ParentSessionID != "" {
+			kind := sessiondb.ChildKind(&r.Session)
+			if kind == "" && !children {
+				kind = "branch" // an older Hermes' branch: its parent ended "branched"
+			}
+			if kind != "" {
+				title = "[" + kind + "] " + title
+			}
+		}
 		if r.Archived != 0 {
 			title = "[archived] " + title
 		}
@@ -93,8 +116,16 @@ func (h *group) showCmd() *cobra.Command {
 		Long: `Print a session as a readable transcript: each message with its place in the
 session and its id ("#3 (id 33)"), role and time, the assistant's tool calls
 with their arguments, the tool results, and the model's reasoning (labelled,
-and dimmed on a terminal). --json gives each message its "position" (1 for
-the first) beside its "id".
+and dimmed on a terminal; "reasoning (provider)" is the provider's own text
+when it differs). A group message the agent only observed reads "user
+(observed)"; a chat platform's message id and a tool's effect follow the
+time; multimodal parts are named ("[image: image/png]"). A session that
+switched models lists each model's calls, tokens and cost in the header and
+marks the switch with a "── model A → B" line before the first user message
+after A's last call (Hermes' session_model_usage). --json gives each message
+its "position" (1 for the first) beside its "id", the usage rows as "models"
+and each switch as "model_switches" ({"before": message id, 0 after the
+last; "from"; "to"}).
 
 The session is found by exact id, then by a unique id prefix, then by title
 (a title finds the newest session of its lineage: "proj" finds "proj #2"),
@@ -114,6 +145,10 @@ the error names the titles close to what was typed. Message ids are what
 			ctx := c.Context()
 			return h.withSession(ctx, cli.ReadStore, args[0], true, func(st sessiondb.Store, s *sessiondb.Session) error {
 				id := s.ID
+				models, err := sessiondb.ReadSessionModels(ctx, st, id)
+				if err != nil {
+					return err
+				}
 				if last > 0 {
 					p, err := st.GetMessagesPage(ctx, id, sessiondb.Page{Limit: last})
 					if err != nil {
@@ -130,14 +165,15 @@ the error names the titles close to what was typed. Message ids are what
 						first = max(1, n-int64(len(p.Messages))+1)
 					}
 					if h.JSON {
-						return h.printShowJSON(s, p.HasBefore, first, func() ([]sessiondb.Message, error) {
+						return h.printShowJSON(s, models, p.HasBefore, first, func() ([]sessiondb.Message, error) {
 							msgs := p.Messages
 							p.Messages = nil
 							return msgs, nil
 						})
 					}
-					t := h.newTranscript(s, p.HasBefore, full, first)
+					t := h.newTranscript(s, models, p.HasBefore, full, first)
 					t.messages(p.Messages)
+					t.end()
 					return nil
 				}
 				// The whole session, a page at a time: a long session is
@@ -145,13 +181,17 @@ the error names the titles close to what was typed. Message ids are what
 				// encoded at once).
 				next := showPages(ctx, st, id)
 				if h.JSON {
-					return h.printShowJSON(s, false, 1, next)
+					return h.printShowJSON(s, models, false, 1, next)
 				}
-				t := h.newTranscript(s, false, full, 1)
+				t := h.newTranscript(s, models, false, full, 1)
 				for {
 					msgs, err := next()
-					if err != nil || msgs == nil {
+					if err != nil {
 						return err
+					}
+					if msgs == nil {
+						t.end()
+						return nil
 					}
 					t.messages(msgs)
 				}
@@ -218,9 +258,10 @@ func (m shownMessage) MarshalJSON() ([]byte, error) {
 }
 
 // printShowJSON writes show's JSON object, {"has_earlier", "messages",
-// "session"} exactly as PrintJSON lays it out, taking the messages a page
-// at a time from next (nil ends them); the first is at position first.
-func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, first int64, next func() ([]sessiondb.Message, error)) error {
+// "model_switches", "models", "session"} exactly as PrintJSON lays it
+// out, taking the messages a page at a time from next (nil ends them);
+// the first is at position first.
+func (h *group) printShowJSON(s *sessiondb.Session, models *sessiondb.SessionModels, earlier bool, first int64, next func() ([]sessiondb.Message, error)) error {
 	w := bufio.NewWriterSize(h.Out, 1<<16)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -261,7 +302,33 @@ func (h *group) printShowJSON(s *sessiondb.Session, earlier bool, first int64, n
 	if n > 0 {
 		w.WriteString("\n  ")
 	}
-	w.WriteString("],\n  \"session\": ")
+	// Where the session's calls went to another model: before is the id
+	// of the message the switch comes before (0: after the last one).
+	type shownSwitch struct {
+		Before int64  `json:"before"`
+		From   string `json:"from"`
+		To     string `json:"to"`
+	}
+	switches := []shownSwitch{}
+	for _, sw := range models.Switches {
+		switches = append(switches, shownSwitch{sw.Before, sw.From.Model, sw.To.Model})
+	}
+	routes := models.Routes
+	if routes == nil {
+		routes = []sessiondb.ModelRoute{}
+	}
+	w.WriteString("],")
+	for _, kv := range []struct {
+		key string
+		v   any
+	}{{"model_switches", switches}, {"models", routes}} {
+		fmt.Fprintf(w, "\n  %q: ", kv.key)
+		if err := put("  ", kv.v); err != nil {
+			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
+		}
+		w.WriteString(",")
+	}
+	w.WriteString("\n  \"session\": ")
 	if err := put("  ", s); err != nil {
 		return sessiondb.Wrap(sessiondb.EINTERNAL, err, "write output")
 	}
@@ -280,11 +347,13 @@ type transcript struct {
 	full bool
 	day  string // the local day of the last message printed
 	pos  int64  // the place in the session of the next message, from 1
+	// models are the models the session used and where it switched.
+	models *sessiondb.SessionModels
 }
 
 // newTranscript prints the session's header and returns the printer of
 // its messages, the first of which is at position first.
-func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool, first int64) *transcript {
+func (h *group) newTranscript(s *sessiondb.Session, models *sessiondb.SessionModels, earlier, full bool, first int64) *transcript {
 	tty := h.Styled()
 	// Every stored value is escaped before it is styled (cli.Printable):
 	// a title or message must not reach the terminal as a control sequence.
@@ -303,10 +372,46 @@ func (h *group) newTranscript(s *sessiondb.Session, earlier, full bool, first in
 	if p := deref(s.ParentSessionID); p != "" {
 		h.Printf("  continues %s\n", line(p))
 	}
+	if models.Switched() {
+		// Usage by model (Hermes' session_model_usage), in the order
+		// the session first called each.
+		h.Printf("  models, in order of first use:\n")
+		for _, r := range models.Routes {
+			h.Printf("    %s · %d calls · %s in / %s out tokens · %s\n", line(r.Model), r.APICalls,
+				fmtCount(r.InputTokens), fmtCount(r.OutputTokens), fmtCost(routeCost(r)))
+		}
+	}
 	if earlier {
 		h.Printf("\n  … earlier messages not shown (drop --last to see them all)\n")
 	}
-	return &transcript{h: h, tty: tty, full: full, pos: first}
+	return &transcript{h: h, tty: tty, full: full, pos: first, models: models}
+}
+
+// routeCost is what a model's calls cost: the billed figure when there
+// is one, else the estimate (as sessionCost).
+func routeCost(r sessiondb.ModelRoute) float64 {
+	if r.ActualCostUSD != 0 {
+		return r.ActualCostUSD
+	}
+	return r.EstimatedCostUSD
+}
+
+// modelSwitch prints the line that marks where the session's calls went
+// from one model to the next.
+func (t *transcript) modelSwitch(sw *sessiondb.ModelSwitch, note string) {
+	l := fmt.Sprintf("── model %s → %s (first call %s)%s ──", cli.PrintableLine(sw.From.Model), cli.PrintableLine(sw.To.Model),
+		fmtClock(sw.To.FirstSeen, ""), note)
+	t.h.Printf("\n%s\n", cli.Style(t.tty, cli.Bold, l))
+}
+
+// end closes the transcript: a switch to a model whose stretch holds no
+// message yet is shown after the last message.
+func (t *transcript) end() {
+	for i := range t.models.Switches {
+		if sw := &t.models.Switches[i]; sw.Before == 0 {
+			t.modelSwitch(sw, "; no message since")
+		}
+	}
 }
 
 // messages prints msgs, the next in the transcript.
@@ -316,15 +421,36 @@ func (t *transcript) messages(msgs []sessiondb.Message) {
 		m := &msgs[i]
 		// Messages are numbered in the session; the id (what fork --at
 		// takes) counts every session's messages, so it stays beside.
+		if sw := t.models.At(m.ID); sw != nil {
+			t.modelSwitch(sw, "")
+		}
 		head := fmt.Sprintf("#%d (id %d) %s", t.pos, m.ID, line(m.Role))
 		t.pos++
+		if m.Observed != 0 {
+			// A group message the agent saw but was not addressed by:
+			// context, not a turn of the user (Hermes schema 13).
+			head += " (observed)"
+		}
 		if m.Role == "tool" {
 			head += fmt.Sprintf(" %s ← %s", line(cli.OrDash(deref(m.ToolName))), line(cli.OrDash(deref(m.ToolCallID))))
 		}
-		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, fmtClock(m.Timestamp, t.day)))
+		meta := fmtClock(m.Timestamp, t.day)
+		if p := deref(m.PlatformMessageID); p != "" {
+			meta += " · platform id " + line(p)
+		}
+		if e := deref(m.EffectDisposition); e != "" {
+			meta += " · effect " + line(e)
+		}
+		h.Printf("\n%s  %s\n", cli.Style(tty, cli.Bold, head), cli.Style(tty, cli.Dim, meta))
 		t.day = sessiondb.FromEpochSeconds(m.Timestamp).Local().Format("2006-01-02")
-		if r := deref(m.Reasoning); r != "" {
+		r := deref(m.Reasoning)
+		if r != "" {
 			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent(cli.Printable("reasoning: "+r), "  │ ")))
+		}
+		// The provider's own reasoning text (schema 7), when it says
+		// more than the reasoning above.
+		if rc := deref(m.ReasoningContent); strings.TrimSpace(rc) != "" && rc != r {
+			h.Printf("%s\n", cli.Style(tty, cli.Dim, indent(cli.Printable("reasoning (provider): "+rc), "  │ ")))
 		}
 		// Multimodal content of a newer Hermes shows its text and names
 		// its other parts; --json keeps the stored form.

@@ -1,0 +1,125 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb"
+)
+
+// The kinds of child session a newer Hermes tells apart
+// (docs/hermes-versions.md 4.5), as SQL over a session row of alias a:
+// a delegate subagent carries model_config's _delegate_from; a /branch
+// carries _branched_from, or (before the marker) its parent ended
+// "branched" before it started; a compression continuation is any other
+// child of a parent ended "compression" that is not of source tool.
+
+// configMember is member key of a's model_config, NULL when there is none
+// or model_config is not JSON: one bad row never fails a listing, where
+// Hermes' json_extract would.
+func (s *Store) configMember(a, key string) string {
+	if !s.si.sessCols["model_config"] {
+		return "NULL"
+	}
+	return "(CASE WHEN json_valid(" + a + ".model_config) THEN json_extract(" + a + ".model_config, '$." + key + "') END)"
+}
+
+// delegate is true for a delegate subagent (orphaned ones too).
+func (s *Store) delegate(a string) string {
+	return s.configMember(a, "_delegate_from") + " IS NOT NULL"
+}
+
+// branch is true for a /branch child.
+func (s *Store) branch(a string) string {
+	return "(" + s.configMember(a, "_branched_from") + " IS NOT NULL OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = " + a +
+		".parent_session_id AND bp.end_reason = 'branched' AND " + a + ".started_at >= bp.ended_at))"
+}
+
+// continuation is true for a child c of a compression-ended parent that
+// carries the conversation on: not a branch, not a delegate, not of
+// source tool (Hermes' get_compression_tip).
+func (s *Store) continuation(c string) string {
+	return s.configMember(c, "_branched_from") + " IS NULL AND " + s.configMember(c, "_delegate_from") + " IS NULL AND COALESCE(" + c + ".source, '') <> 'tool'"
+}
+
+// branchMarked is true for a child of alias a that carries the /branch
+// marker.
+func (s *Store) branchMarked(a string) string {
+	return s.configMember(a, "_branched_from") + " IS NOT NULL"
+}
+
+// branchMarkedHint, branchedParentHint and rootDelegateHint are the
+// conditions of the partial indexes sessiondb_sessions_branch_marked,
+// sessiondb_sessions_branched and sessiondb_sessions_root_delegates, written in a query as they are in the
+// index so SQLite reads the index: every row the exact test
+// (branchMarked, the parent's end_reason) keeps is in them. instr, not
+// json_extract: an index expression is evaluated on every write to the
+// table, Hermes' own too, and instr cannot fail on a model_config that is
+// not JSON.
+const (
+	branchMarkedHint   = "instr(s.model_config, '_branched_from') > 0"
+	branchedParentHint = "bp.end_reason = 'branched'"
+	rootDelegateHint   = "rd.parent_session_id IS NULL AND instr(rd.model_config, '_delegate_from') > 0"
+)
+
+// compressionTipsSQL walks the compression chains from every id in the
+// JSON array ?1 at once, as Hermes' get_compression_tip walks one: from a
+// session ended by compression, the next hop is the continuation that
+// itself ended by compression, else a live one, else any, the latest
+// active first, then the latest started. At most ?2 hops; where a hop
+// comes back to a session already walked (a cycle of parents), the walk
+// ends before it. It returns each start with its tip.
+func (s *Store) compressionTipsSQL() string {
+	next := `(SELECT c.id FROM sessions c
+        WHERE c.parent_session_id = chain.cur AND ` + s.continuation("c") + `
+          AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = chain.cur AND p.end_reason = 'compression')
+        ORDER BY CASE WHEN c.end_reason = 'compression' THEN 0 WHEN c.ended_at IS NULL THEN 1 ELSE 2 END,
+          ` + lastActiveOf("c.id", "c.started_at") + ` DESC, c.started_at DESC, c.id DESC LIMIT 1)`
+	return `WITH RECURSIVE chain(root, cur, hops) AS (
+    SELECT value, value, 0 FROM json_each(?1)
+    UNION ALL
+    SELECT chain.root, ` + next + `, chain.hops + 1
+    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ?2
+)
+SELECT root, cur, max(hops) FROM chain c1
+WHERE cur IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chain c2 WHERE c2.root = c1.root AND c2.cur = c1.cur AND c2.hops < c1.hops)
+GROUP BY root`
+}
+
+// compressionTips returns the tip of each id's compression chain (the id
+// itself when it has none), in one query.
+func (s *Store) compressionTips(ctx context.Context, ids []string) (map[string]string, error) {
+	tips := make(map[string]string, len(ids))
+	err := sqlitedb.Each(ctx, readers{s}, s.compressionTipsSQL(), []any{jsonStrings(ids), sessiondb.MaxCompressionHops}, func(r sqlitedb.Row) error {
+		var root, tip string
+		var hops int
+		if err := r.Scan(&root, &tip, &hops); err != nil {
+			return err
+		}
+		tips[root] = tip
+		return nil
+	})
+	return tips, err
+}
+
+// jsonStrings is ids as a JSON array, for json_each.
+func jsonStrings(ids []string) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// CompressionTip follows compression continuations from id as Hermes'
+// get_compression_tip does (see compressionTipsSQL), at most
+// sessiondb.MaxCompressionHops hops, and returns the last; id itself
+// when there is none.
+func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
+	tips, err := s.compressionTips(ctx, []string{id})
+	if err != nil {
+		return "", s.readErr(err, "compression tip of %s", id)
+	}
+	if tip, ok := tips[id]; ok {
+		return tip, nil
+	}
+	return id, nil
+}
