@@ -280,6 +280,13 @@ type RichSession struct {
 	Preview       string  `json:"preview"`
 	LastActive    float64 `json:"last_active"`
 	LineageRootID string  `json:"_lineage_root_id,omitempty"`
+	// Chain is set on a compression root shown as its chain's tip
+	// (ShowTip): the whole chain's figures, Key the root's id, Sessions
+	// the chain's length, counters and costs summed over its sessions.
+	// The row's own fields stay Hermes' projection (the tip's counts,
+	// the root's tokens and cost), so a face shows a chain's row from
+	// Chain alone, every figure a total, and says so.
+	Chain *UsageRow `json:"chain,omitempty"`
 }
 
 // ShowTip shows on r, the root of a compression chain, the chain's tip t

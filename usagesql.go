@@ -63,11 +63,32 @@ func (d UsageSQL) cost(table, a, name string) string {
 
 // billed is CostRule's condition on a session of alias s: the provider
 // reported a cost.
-func (d UsageSQL) billed() string {
+func (d UsageSQL) billed() string { return d.billedOf("s") }
+
+func (d UsageSQL) billedOf(a string) string {
 	if !d.has("sessions", "actual_cost_usd") {
 		return "1 = 0"
 	}
-	return "s.actual_cost_usd IS NOT NULL"
+	return a + ".actual_cost_usd IS NOT NULL"
+}
+
+// SessionCostSQL is the SQL of what a session of alias a cost by CostRule
+// (a float): the key a listing sorts by cost on.
+func (d UsageSQL) SessionCostSQL(a string) string {
+	est := "0.0"
+	if d.has("sessions", "estimated_cost_usd") {
+		est = "COALESCE(" + a + ".estimated_cost_usd, 0)"
+	}
+	if !d.has("sessions", "actual_cost_usd") {
+		return est
+	}
+	return "COALESCE(" + a + ".actual_cost_usd, " + est + ")"
+}
+
+// SessionTokensSQL is the SQL of a session's tokens (see Tokens: input +
+// output) of alias a: the key a listing sorts by tokens on.
+func (d UsageSQL) SessionTokensSQL(a string) string {
+	return "(" + d.col("sessions", a, "input_tokens") + " + " + d.col("sessions", a, "output_tokens") + ")"
 }
 
 func (d UsageSQL) sum(x string) string { return "COALESCE(SUM(" + x + "), 0)" }

@@ -147,6 +147,10 @@ type MCPSession struct {
 	MessageCount int64    `json:"message_count"`
 	Preview      string   `json:"preview,omitempty"`
 	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	// ChainSessions is set on a compression chain listed as one row: the
+	// number of its sessions, MessageCount and CostUSD then being the
+	// chain's totals (sessiondb.RichSession's Chain).
+	ChainSessions int64 `json:"chain_sessions,omitempty"`
 }
 
 func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
@@ -174,6 +178,9 @@ func (t mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput
 		if s.ActualCostUSD != nil || s.EstimatedCostUSD != nil {
 			c := sessionCost(&s.Session)
 			m.CostUSD = &c
+		}
+		if c := s.Chain; c != nil {
+			m.MessageCount, m.CostUSD, m.ChainSessions = c.Messages, &c.CostUSD, c.Sessions
 		}
 		out.Sessions = append(out.Sessions, m)
 	}

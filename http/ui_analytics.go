@@ -24,6 +24,32 @@ type analyticsView struct {
 	CostChart         *barChart
 	ByModel, BySource []groupRow
 	Top               []topRow
+	// Daily is one row per day with usage, newest first (Hermes'
+	// dashboard's daily breakdown).
+	Daily []dayRow
+	// CacheHit is the share of prompt tokens read from the cache:
+	// cache read / (input + cache read); Hermes counts input apart from
+	// cache reads. HasCacheHit is false when no prompt token was counted.
+	CacheHit    float64
+	HasCacheHit bool
+	CostRule    string
+}
+
+// dayRow is one day of the daily table.
+type dayRow struct {
+	sessiondb.UsageRow
+	CacheHit    float64
+	HasCacheHit bool
+}
+
+// cacheHitShare is cache read / (input + cache read) in percent, and
+// whether any prompt token was counted.
+func cacheHitShare(x sessiondb.UsageRow) (float64, bool) {
+	prompt := x.InputTokens + x.CacheReadTokens
+	if prompt == 0 {
+		return 0, false
+	}
+	return round1(100 * float64(x.CacheReadTokens) / float64(prompt)), true
 }
 
 // rangeLink is one of the time ranges the page offers.
@@ -140,6 +166,13 @@ func (s *Server) uiAnalytics(w http.ResponseWriter, r *http.Request) error {
 	v.CostChart = dayChart("Cost per day (USD, actual where billed, else estimated)", days, []series{
 		{"cost", "s4", rowCost},
 	}, dollars)
+	v.CostRule = sessiondb.CostRule
+	v.CacheHit, v.HasCacheHit = cacheHitShare(v.Totals)
+	for i := len(rep.ByDay) - 1; i >= 0; i-- {
+		d := dayRow{UsageRow: rep.ByDay[i]}
+		d.CacheHit, d.HasCacheHit = cacheHitShare(d.UsageRow)
+		v.Daily = append(v.Daily, d)
+	}
 	v.ByModel = groupRows(rep.ByModel, "(no model)")
 	v.BySource = groupRows(rep.BySource, "(none)")
 	for _, x := range rep.Top {
@@ -153,18 +186,12 @@ func (s *Server) uiAnalytics(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func rowTokens(x sessiondb.UsageRow) int64 {
-	return x.InputTokens + x.OutputTokens + x.CacheReadTokens + x.CacheWriteTokens + x.ReasoningTokens
-}
+// rowTokens is a group's tokens, input + output (sessiondb.Tokens).
+func rowTokens(x sessiondb.UsageRow) int64 { return x.Tokens() }
 
-// rowCost is a group's cost: the actual cost where it is known, else the
-// estimate (as the session list's cost is).
-func rowCost(x sessiondb.UsageRow) float64 {
-	if x.ActualCostUSD > 0 {
-		return x.ActualCostUSD
-	}
-	return x.EstimatedCostUSD
-}
+// rowCost is a group's cost by sessiondb.CostRule, summed per session: a
+// group mixing billed and estimated sessions counts both.
+func rowCost(x sessiondb.UsageRow) float64 { return x.CostUSD }
 
 func groupRows(rows []sessiondb.UsageRow, blank string) []groupRow {
 	var maxTok int64
@@ -176,7 +203,7 @@ func groupRows(rows []sessiondb.UsageRow, blank string) []groupRow {
 	out := make([]groupRow, 0, len(rows))
 	for _, x := range rows {
 		g := groupRow{UsageRow: x, Tokens: rowTokens(x), Cost: rowCost(x), Label: x.Key,
-			EstimatedOnly: x.ActualCostUSD == 0 && x.EstimatedCostUSD > 0}
+			EstimatedOnly: x.CostEstimatedUSD > 0 && x.CostEstimatedUSD == x.CostUSD}
 		if g.Label == "" {
 			g.Label = blank
 		}

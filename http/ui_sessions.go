@@ -40,6 +40,10 @@ type sessionRow struct {
 	Ended, Archived, Child      bool
 	Messages, ToolCalls, Tokens int64
 	Cost                        float64
+	// Chain is the number of sessions of a compression chain the row
+	// folds (0 for a single session): its figures are then the chain's
+	// totals (sessiondb.RichSession's Chain).
+	Chain int64
 }
 
 // sortColumn is a column header that sorts: its label, the link that
@@ -86,7 +90,7 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, c := range []struct{ label, sort string }{
 		{"Started", string(sessiondb.SortStarted)}, {"Last active", string(sessiondb.SortLastActive)},
-		{"Tokens", string(sessiondb.SortTokens)}, {"Cost", string(sessiondb.SortCost)},
+		{"Tokens (in+out)", string(sessiondb.SortTokens)}, {"Cost", string(sessiondb.SortCost)},
 	} {
 		col := sortColumn{Label: c.label, Sort: c.sort, URL: withQuery(base, "sort", c.sort, "order", "", "cursor", "")}
 		if c.sort == v.Form.Sort {
@@ -104,11 +108,19 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// toSessionRow is a list row: a compression chain's row shows the
+// chain's totals for every figure, with the root's start and the tip's
+// last activity, where Hermes' projection mixes the root's tokens and
+// cost with the tip's counts.
 func toSessionRow(x *sessiondb.RichSession) sessionRow {
-	return sessionRow{ID: x.ID, Title: deref(x.Title), Preview: x.Preview, Source: x.Source, Model: deref(x.Model),
+	row := sessionRow{ID: x.ID, Title: deref(x.Title), Preview: x.Preview, Source: x.Source, Model: deref(x.Model),
 		EndReason: deref(x.EndReason), Started: x.StartedAt, LastActive: x.LastActive,
 		Ended: x.EndedAt != nil, Archived: x.Archived != 0, Child: x.ParentSessionID != nil && *x.ParentSessionID != "", Kind: childKind(&x.Session),
-		Messages: x.MessageCount, ToolCalls: x.ToolCallCount, Tokens: sessionTokens(&x.Session), Cost: sessionCost(&x.Session)}
+		Messages: x.MessageCount, ToolCalls: x.ToolCallCount, Tokens: x.Tokens(), Cost: sessionCost(&x.Session)}
+	if c := x.Chain; c != nil {
+		row.Messages, row.ToolCalls, row.Tokens, row.Cost, row.Chain = c.Messages, c.ToolCalls, c.Tokens(), c.CostUSD, c.Sessions
+	}
+	return row
 }
 
 // childKind is the kind the list names a child by: its marker's, else
@@ -123,20 +135,9 @@ func childKind(x *sessiondb.Session) string {
 	return "child"
 }
 
-// sessionTokens is the sum of a session's five token columns, as
-// ListSessions sorts by.
-func sessionTokens(x *sessiondb.Session) int64 {
-	return x.InputTokens + x.OutputTokens + x.CacheReadTokens + x.CacheWriteTokens + x.ReasoningTokens
-}
-
-// sessionCost is the actual cost when known, else the estimate, as
+// sessionCost is what a session cost by sessiondb.CostRule, as
 // ListSessions sorts by.
 func sessionCost(x *sessiondb.Session) float64 {
-	switch {
-	case x.ActualCostUSD != nil:
-		return *x.ActualCostUSD
-	case x.EstimatedCostUSD != nil:
-		return *x.EstimatedCostUSD
-	}
-	return 0
+	usd, _ := sessiondb.SessionCost(x)
+	return usd
 }

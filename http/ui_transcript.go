@@ -276,7 +276,7 @@ func (s *Server) uiSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := sessionView{S: x, Title: deref(x.Title), Tokens: sessionTokens(x), Cost: sessionCost(x), At: at, Models: models,
+	v := sessionView{S: x, Title: deref(x.Title), Tokens: x.Tokens(), Cost: sessionCost(x), At: at, Models: models,
 		Archivable: s.canArchive()}
 	var msgs []sessiondb.Message
 	switch {

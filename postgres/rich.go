@@ -123,13 +123,14 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 		if r.EndReason == nil || *r.EndReason != "compression" {
 			continue
 		}
-		tip, err := s.CompressionTip(ctx, r.ID)
+		chain, err := s.compressionChain(ctx, r.ID)
 		if err != nil {
 			return nil, err
 		}
-		if tip == r.ID {
+		if len(chain) == 1 {
 			continue
 		}
+		tip := chain[len(chain)-1]
 		t, err := scanRich(s.pool.QueryRow(ctx, "SELECT "+sessionColumnsOf("s")+richExtra+" FROM sessions s WHERE s.id = $1", tip))
 		if noRows(err) {
 			continue
@@ -137,18 +138,44 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 		if err != nil {
 			return nil, s.readErr(err, "list sessions: tip of %s", r.ID)
 		}
+		totals, err := s.usageRows(ctx, "list sessions: chain totals", "SELECT $1::text, '', "+sessiondb.UsageSums(usageSQL)+
+			" FROM sessions s WHERE s.id = ANY($2)", []any{r.ID, chain})
+		if err != nil {
+			return nil, err
+		}
 		r.ShowTip(t)
+		r.Chain = &totals[0]
 	}
 	return out, nil
 }
 
-// sortKeys are the SQL expressions of the listings' sort keys, alias s.
-var sortKeys = map[sessiondb.SessionSort]string{
-	sessiondb.SortStarted:    "s.started_at",
-	sessiondb.SortLastActive: `COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = s.id), s.started_at)`,
-	sessiondb.SortCost:       "COALESCE(s.actual_cost_usd, s.estimated_cost_usd, 0)",
-	sessiondb.SortTokens: "(COALESCE(s.input_tokens, 0) + COALESCE(s.output_tokens, 0) + COALESCE(s.cache_read_tokens, 0)" +
-		" + COALESCE(s.cache_write_tokens, 0) + COALESCE(s.reasoning_tokens, 0))::double precision",
+// sortKey is the SQL expression of a listing's sort key, alias s. Where q
+// shows a compression chain as one row (sessiondb.RichSession's Chain),
+// its cost and tokens are the chain's totals, which the row shows.
+func sortKey(q sessiondb.SessionQuery) string {
+	var each func(a string) string
+	switch q.SortOrDefault() {
+	case sessiondb.SortLastActive:
+		return `COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = s.id), s.started_at)`
+	case sessiondb.SortCost:
+		each = usageSQL.SessionCostSQL
+	case sessiondb.SortTokens:
+		each = func(a string) string { return usageSQL.SessionTokensSQL(a) + "::double precision" }
+	default:
+		return "s.started_at"
+	}
+	if q.IncludeChildren || q.ParentID != "" {
+		return each("s")
+	}
+	// The walk of compressionChain (nextContinuationSQL), from s; a chain
+	// that cycles walks a session twice, and each counts once.
+	next := strings.ReplaceAll(nextContinuationSQL(), "$1", "chain.cur")
+	return `CASE WHEN s.end_reason = 'compression' THEN (WITH RECURSIVE chain(cur, hops) AS (
+    SELECT s.id, 0
+    UNION ALL
+    SELECT (` + next + `), chain.hops + 1
+    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ` + strconv.Itoa(sessiondb.MaxCompressionHops) + `
+) SELECT SUM(` + each("x") + `) FROM (SELECT DISTINCT cur FROM chain WHERE cur IS NOT NULL) d JOIN sessions x ON x.id = d.cur) ELSE ` + each("s") + " END"
 }
 
 // ListSessions lists one page of the sessions q selects, in q's order, by
@@ -192,7 +219,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	if q.Ascending {
 		dir, cmp = "ASC", ">"
 	}
-	inner := "SELECT s.id AS id, " + sortKeys[q.SortOrDefault()] + " AS k FROM sessions s"
+	inner := "SELECT s.id AS id, " + sortKey(q) + " AS k FROM sessions s"
 	if len(where) > 0 {
 		inner += " WHERE " + strings.Join(where, " AND ")
 	}

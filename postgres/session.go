@@ -222,24 +222,34 @@ ORDER BY CASE WHEN c.end_reason = 'compression' THEN 0 WHEN c.ended_at IS NULL T
 // returns the last; id itself when there is none. A hop back to a session
 // already walked (a cycle of parents) ends the walk.
 func (s *Store) CompressionTip(ctx context.Context, id string) (string, error) {
-	cur := id
+	chain, err := s.compressionChain(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return chain[len(chain)-1], nil
+}
+
+// compressionChain is id and the continuations CompressionTip follows, in
+// order, each once: id alone when there is none.
+func (s *Store) compressionChain(ctx context.Context, id string) ([]string, error) {
+	chain := []string{id}
 	seen := map[string]bool{id: true}
 	for i := 0; i < sessiondb.MaxCompressionHops; i++ {
 		var next string
-		err := s.pool.QueryRow(ctx, nextContinuationSQL(), cur).Scan(&next)
+		err := s.pool.QueryRow(ctx, nextContinuationSQL(), chain[len(chain)-1]).Scan(&next)
 		if noRows(err) {
 			break
 		}
 		if err != nil {
-			return "", s.readErr(err, "compression tip of %s", id)
+			return nil, s.readErr(err, "compression tip of %s", id)
 		}
 		if seen[next] {
 			break
 		}
 		seen[next] = true
-		cur = next
+		chain = append(chain, next)
 	}
-	return cur, nil
+	return chain, nil
 }
 
 // ClearMessages deletes the session's messages and zeroes its message and

@@ -71,20 +71,29 @@ const (
 // comes back to a session already walked (a cycle of parents), the walk
 // ends before it. It returns each start with its tip.
 func (s *Store) compressionTipsSQL() string {
+	return s.compressionWalk("SELECT value, value, 0 FROM json_each(?1)", "?2") + `
+SELECT root, cur, max(hops) FROM chain c1
+WHERE cur IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chain c2 WHERE c2.root = c1.root AND c2.cur = c1.cur AND c2.hops < c1.hops)
+GROUP BY root`
+}
+
+// compressionWalk is the recursive table chain(root, cur, hops) of the
+// walk of compressionTipsSQL from the rows start selects (root, root, 0),
+// at most maxHops hops on: every session of each root's chain, a session
+// again where the chain cycles, and a NULL past its end. chainTotals and
+// the listings' sort keys sum a chain over it.
+func (s *Store) compressionWalk(start, maxHops string) string {
 	next := `(SELECT c.id FROM sessions c
         WHERE c.parent_session_id = chain.cur AND ` + s.continuation("c") + `
           AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = chain.cur AND p.end_reason = 'compression')
         ORDER BY CASE WHEN c.end_reason = 'compression' THEN 0 WHEN c.ended_at IS NULL THEN 1 ELSE 2 END,
           ` + lastActiveOf("c.id", "c.started_at") + ` DESC, c.started_at DESC, c.id DESC LIMIT 1)`
 	return `WITH RECURSIVE chain(root, cur, hops) AS (
-    SELECT value, value, 0 FROM json_each(?1)
+    ` + start + `
     UNION ALL
     SELECT chain.root, ` + next + `, chain.hops + 1
-    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ?2
-)
-SELECT root, cur, max(hops) FROM chain c1
-WHERE cur IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chain c2 WHERE c2.root = c1.root AND c2.cur = c1.cur AND c2.hops < c1.hops)
-GROUP BY root`
+    FROM chain WHERE chain.cur IS NOT NULL AND chain.hops < ` + maxHops + `
+)`
 }
 
 // compressionTips returns the tip of each id's compression chain (the id

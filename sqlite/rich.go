@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -301,39 +302,63 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 	for _, t := range rows {
 		byID[t.ID] = t
 	}
+	totals, err := s.chainTotals(ctx, roots)
+	if err != nil {
+		return nil, err
+	}
 	for i := range out {
 		r := &out[i]
 		t := byID[tips[r.ID]]
 		if t == nil || t.ID == r.ID {
 			continue
 		}
+		chain := totals[r.ID]
 		r.ShowTip(t)
+		r.Chain = &chain
+	}
+	return out, nil
+}
+
+// chainTotals sums each root's compression chain (sessiondb.RichSession's
+// Chain), in one query.
+func (s *Store) chainTotals(ctx context.Context, roots []string) (map[string]sessiondb.UsageRow, error) {
+	// A chain that cycles walks a session twice: each counts once.
+	q := s.compressionWalk("SELECT value, value, 0 FROM json_each(?1)", "?2") + "\nSELECT chain.root, '', " + sessiondb.UsageSums(s.usageSQL()) +
+		" FROM (SELECT DISTINCT root, cur FROM chain WHERE cur IS NOT NULL) chain JOIN sessions s ON s.id = chain.cur GROUP BY chain.root"
+	rows, err := s.usageRows(ctx, "list sessions: chain totals", q, []any{jsonStrings(roots), sessiondb.MaxCompressionHops})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]sessiondb.UsageRow, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r
 	}
 	return out, nil
 }
 
 // sortKey is the SQL expression of a listing's sort key, alias s, reading
-// a column the file lacks as 0.
-func (s *Store) sortKey(sort sessiondb.SessionSort) string {
-	col := func(name string) string {
-		if s.si.sessCols[name] {
-			return "s." + name
-		}
-		return "NULL"
-	}
-	switch sort {
+// a column the file lacks as 0. Where q shows a compression chain as one
+// row (sessiondb.RichSession's Chain), its cost and tokens are the chain's
+// totals, which the row shows.
+func (s *Store) sortKey(q sessiondb.SessionQuery) string {
+	d := s.usageSQL()
+	var each func(a string) string
+	switch q.SortOrDefault() {
 	case sessiondb.SortLastActive:
 		return lastActiveOf("s.id", "s.started_at")
 	case sessiondb.SortCost:
-		return "COALESCE(" + col("actual_cost_usd") + ", " + col("estimated_cost_usd") + ", 0)"
+		each = d.SessionCostSQL
 	case sessiondb.SortTokens:
-		var sum []string
-		for _, c := range []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"} {
-			sum = append(sum, "COALESCE("+col(c)+", 0)")
-		}
-		return "(" + strings.Join(sum, " + ") + ")"
+		each = d.SessionTokensSQL
+	default:
+		return "s.started_at"
 	}
-	return "s.started_at"
+	if q.IncludeChildren || q.ParentID != "" {
+		return each("s")
+	}
+	return "CASE WHEN s.end_reason = 'compression' THEN (" +
+		s.compressionWalk("SELECT s.id, s.id, 0", strconv.Itoa(sessiondb.MaxCompressionHops)) +
+		" SELECT SUM(" + each("x") + ") FROM (SELECT DISTINCT cur FROM chain WHERE cur IS NOT NULL) d JOIN sessions x ON x.id = d.cur) ELSE " + each("s") + " END"
 }
 
 // ListSessions lists one page of the sessions q selects, in q's order, by
@@ -349,7 +374,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	// listing filters on most (parent, source), so a page is a seek there
 	// and a primary-key lookup of each of its sessions.
 	byActivity := q.SortOrDefault() == sessiondb.SortLastActive
-	base := listArm{from: "sessions s", id: "s.id", k: s.sortKey(q.SortOrDefault()), t: "0"}
+	base := listArm{from: "sessions s", id: "s.id", k: s.sortKey(q), t: "0"}
 	keyed := "s"
 	if byActivity && s.q.lastActive {
 		// The table is caught up first (appends do not write it); a
@@ -383,7 +408,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	}
 	limit := q.PageLimit()
 	childWhere, childArgs := s.conds("s", filter)
-	arms, err := s.listArms(ctx, base, childWhere, childArgs, keyed, children, s.sortKey(q.SortOrDefault()))
+	arms, err := s.listArms(ctx, base, childWhere, childArgs, keyed, children, s.sortKey(q))
 	if err != nil {
 		return nil, s.readErr(err, "list sessions")
 	}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -226,6 +227,55 @@ func testProjection(h Harness) func(t *testing.T) {
 			for _, r := range rows {
 				if r.LineageRootID != "" {
 					t.Errorf("row %s gained _lineage_root_id %q with IncludeChildren", r.ID, r.LineageRootID)
+				}
+			}
+		})
+		t.Run("chain totals", func(t *testing.T) {
+			// r → m → tip, each with its own tokens, cost and messages; m
+			// billed. The row shows the tip, and Chain sums all three.
+			e := newEnv(t, h)
+			e.compressionChain("r", "m", "tip")
+			e.create("plain", "cli")
+			for i, id := range []string{"r", "m", "tip"} {
+				u := sessiondb.TokenUpdate{Input: int64(100 * (i + 1)), Output: int64(10 * (i + 1)), CacheRead: 1000, EstimatedCostUSD: f64(0.01 * float64(i+1))}
+				if id == "m" {
+					u.ActualCostUSD = f64(0.5)
+				}
+				noErr(t, "UpdateTokenCounts", e.s.UpdateTokenCounts(e.ctx, id, u))
+				for j := 0; j <= i; j++ {
+					e.msg(id, "user", "words")
+				}
+			}
+			want := sessiondb.UsageRow{Key: "r", Sessions: 3, Messages: 6, InputTokens: 600, OutputTokens: 60, CacheReadTokens: 3000,
+				EstimatedCostUSD: 0.06, ActualCostUSD: 0.5, CostUSD: 0.54, CostEstimatedUSD: 0.04}
+			page, err := e.s.ListSessions(e.ctx, sessiondb.SessionQuery{})
+			noErr(t, "ListSessions", err)
+			for what, rows := range map[string][]sessiondb.RichSession{"ListSessionsRich": listRich(t, e, sessiondb.RichFilter{}), "ListSessions": page.Sessions} {
+				if len(rows) != 2 || rows[1].ID != "tip" || rows[1].Chain == nil || rows[0].Chain != nil {
+					t.Fatalf("%s: rows %+v, want plain without Chain and the tip with one", what, rows)
+				}
+				got := *rows[1].Chain
+				if math.Abs(got.CostUSD-want.CostUSD) > 1e-9 || math.Abs(got.CostEstimatedUSD-want.CostEstimatedUSD) > 1e-9 ||
+					math.Abs(got.EstimatedCostUSD-want.EstimatedCostUSD) > 1e-9 {
+					t.Errorf("%s: chain costs %+v, want %+v", what, got, want)
+				}
+				got.CostUSD, got.CostEstimatedUSD, got.EstimatedCostUSD = want.CostUSD, want.CostEstimatedUSD, want.EstimatedCostUSD
+				if got != want {
+					t.Errorf("%s: Chain = %+v\nwant %+v", what, got, want)
+				}
+			}
+			for _, r := range listRich(t, e, sessiondb.RichFilter{IncludeChildren: true}) {
+				if r.Chain != nil {
+					t.Errorf("row %s has Chain with IncludeChildren", r.ID)
+				}
+			}
+			// plain costs and holds more than any one session of the chain
+			// but less than the chain: sorted by cost or by tokens, the
+			// chain's row ranks by the totals it shows.
+			noErr(t, "UpdateTokenCounts", e.s.UpdateTokenCounts(e.ctx, "plain", sessiondb.TokenUpdate{Input: 500, EstimatedCostUSD: f64(0.3)}))
+			for _, sort := range []sessiondb.SessionSort{sessiondb.SortCost, sessiondb.SortTokens} {
+				if got := walkSessions(t, e, sessiondb.SessionQuery{Sort: sort}, 1); !reflect.DeepEqual(got, []string{"tip", "plain"}) {
+					t.Errorf("by %s: %v, want the chain (its totals) before plain", sort, got)
 				}
 			}
 		})

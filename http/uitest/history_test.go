@@ -361,3 +361,39 @@ func TestBrowserDotIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserAnalyticsPhone opens Analytics on a phone-sized screen: the
+// page is no wider than the screen, each chart shows its newest day
+// without scrolling (it starts scrolled there), and the daily table and
+// the cache-hit share show.
+func TestBrowserAnalyticsPhone(t *testing.T) {
+	s := newSite(t, siteOptions{})
+	p := newPage(t)
+	p.phone()
+	p.open(s.url + "/analytics?days=0")
+	if w := eval[int](p, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("analytics is %d px wide on a 390 px screen", w)
+	}
+	// The last day's hover area (rect.hit, one per day, in order) of each
+	// chart lies within the screen.
+	edges := eval[[][]float64](p, `Array.from(document.querySelectorAll("figure.chart svg"), svg => {
+		const hits = svg.querySelectorAll("rect.hit"), r = hits[hits.length - 1].getBoundingClientRect();
+		return [r.left, r.right];
+	})`)
+	if len(edges) != 2 {
+		t.Fatalf("%d charts, want 2", len(edges))
+	}
+	for i, e := range edges {
+		if e[0] < 0 || e[1] > 390 {
+			t.Errorf("chart %d: the newest day spans %.0f..%.0f px, off the 390 px screen", i, e[0], e[1])
+		}
+	}
+	days := p.texts("#daily tbody td.title")
+	if len(days) == 0 || !slices.IsSortedFunc(days, func(a, b string) int { return strings.Compare(b, a) }) {
+		t.Errorf("daily table days %q, want newest first", days)
+	}
+	if hit := p.text("#cache-hit .figure"); !strings.HasSuffix(hit, "%") {
+		t.Errorf("cache-hit share %q", hit)
+	}
+	p.shot("analytics-phone")
+}

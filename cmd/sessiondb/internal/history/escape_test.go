@@ -48,6 +48,7 @@ func TestHumanOutputEscapesStoredText(t *testing.T) {
 		{"title", []string{"title", dockerID}, clitest.Plain},
 		{"lineage", []string{"lineage", dockerID}, clitest.Plain},
 		{"stats", []string{"stats"}, "model" + clitest.Plain},
+		{"stats top sessions' titles", []string{"stats"}, "Docker " + clitest.Plain + "  " + dockerID},
 		{"prune --dry-run", []string{"prune", "--older-than", "1", "--dry-run"}, clitest.Plain},
 		{"end (already ended)", []string{"end", dockerID}, "reason" + clitest.Plain},
 	}

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -78,29 +77,13 @@ func fmtCount(n int64) string {
 	}
 }
 
-// fmtCost formats dollars with enough digits for sub-cent sessions.
-func fmtCost(usd float64) string {
-	switch {
-	case usd == 0:
-		return "$0"
-	case usd < 0.01:
-		return fmt.Sprintf("$%.4f", usd)
-	case usd < 100:
-		return fmt.Sprintf("$%.3f", usd)
-	}
-	return fmt.Sprintf("$%.2f", usd)
-}
+// fmtCost formats dollars as every face does (sessiondb.FormatUSD).
+func fmtCost(usd float64) string { return sessiondb.FormatUSD(usd) }
 
-// sessionCost is what a session cost: the provider's actual figure when
-// there is one, else the estimate.
+// sessionCost is what a session cost by sessiondb.CostRule.
 func sessionCost(s *sessiondb.Session) float64 {
-	if s.ActualCostUSD != nil {
-		return *s.ActualCostUSD
-	}
-	if s.EstimatedCostUSD != nil {
-		return *s.EstimatedCostUSD
-	}
-	return 0
+	usd, _ := sessiondb.SessionCost(s)
+	return usd
 }
 
 func deref(s *string) string {

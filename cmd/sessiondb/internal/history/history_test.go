@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -555,6 +556,51 @@ func TestStats(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("stats text lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestStatsText: the human report counts cost by one rule and says so,
+// prints money as money, tokens as input + output by that name, and lists
+// the costliest sessions by title with no count of sessions.
+func TestStatsText(t *testing.T) {
+	db := exampleDB(t)
+	text := mustCLI(t, "--db", db, "stats").Stdout
+	lines := map[string]string{} // first cell → the line
+	var top []string
+	inTop := false
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			inTop = false
+			continue
+		}
+		if f[0] == "TOP" {
+			inTop = true
+			if strings.Contains(l, "SESSIONS  SESSIONS") || strings.Count(l, "SESSIONS") != 1 {
+				t.Errorf("top sessions header counts sessions: %q", l)
+			}
+			continue
+		}
+		if inTop {
+			top = append(top, l)
+		}
+		lines[f[0]] = l
+	}
+	// The Lisbon weekend was billed $0.001069 (estimate $0.001018) and the
+	// backup check estimated at $0.000558: by model, gpt-4.1-mini cost
+	// $0.001627, the billed figure where billed, and $0.0006 of it is an
+	// estimate.
+	if l := lines["openai/gpt-4.1-mini"]; !strings.Contains(l, "$0.0016  $0.0006") {
+		t.Errorf("gpt-4.1-mini: %q, want cost $0.0016 of which $0.0006 estimated", l)
+	}
+	if !strings.Contains(text, "COST: actual where billed, else estimated") || !strings.Contains(text, "TOKENS (IN+OUT)") {
+		t.Errorf("stats does not name its cost rule or its tokens:\n%s", text)
+	}
+	if regexp.MustCompile(`\d\.\d{5,}`).MatchString(text) {
+		t.Errorf("stats prints an unformatted number:\n%s", text)
+	}
+	if len(top) != exampleSessions || !strings.HasPrefix(top[0], "proj ") || !regexp.MustCompile(`(?m)^Lisbon weekend +20260509_081244_a3f9e0 +8 `).MatchString(strings.Join(top, "\n")) {
+		t.Errorf("top sessions not listed by title:\n%s", strings.Join(top, "\n"))
 	}
 }
 
@@ -1199,5 +1245,49 @@ func TestShowLongSessionInPages(t *testing.T) {
 	}
 	if c := strings.Count(text, "\n#"); c != len(whole) {
 		t.Errorf("the transcript shows %d messages, want %d", c, len(whole))
+	}
+}
+
+// TestSessionsChainRow: the proj chain (proj, compressed into proj #2)
+// shows as one row whose every figure is the chain's total, marked as a
+// chain of two, with the root's start; --json keeps Hermes' projection and
+// adds the totals as "chain".
+func TestSessionsChainRow(t *testing.T) {
+	db := exampleDB(t)
+	const rootID, tipID = "20260402_140511_4e81b2", "20260402_141202_d07a13"
+	var row string
+	for _, l := range strings.Split(mustCLI(t, "--db", db, "sessions").Stdout, "\n") {
+		if strings.HasPrefix(l, tipID) {
+			row = l
+		}
+	}
+	// proj: 11 messages, 3 tool calls, 3.1k tokens, $0.0421; proj #2: 8, 2,
+	// 2.1k, $0.0209 (both estimated).
+	f := strings.Fields(row)
+	if !strings.Contains(row, "[chain of 2] proj #2") || len(f) < 16 || f[12] != "19" || f[13] != "5" || f[14] != "5.2k" || f[15] != "$0.0630" {
+		t.Errorf("chain row %q (fields %q), want [chain of 2] with 19 messages, 5 tools, 5.2k tokens, $0.0630", row, f)
+	}
+	var rows []struct {
+		ID           string  `json:"id"`
+		StartedAt    float64 `json:"started_at"`
+		MessageCount int64   `json:"message_count"`
+		Chain        *struct {
+			Key      string  `json:"key"`
+			Sessions int64   `json:"sessions"`
+			Messages int64   `json:"messages"`
+			CostUSD  float64 `json:"cost_usd"`
+		} `json:"chain"`
+	}
+	mustCLI(t, "--db", db, "--json", "sessions").Decode(t, &rows)
+	for _, r := range rows {
+		if r.ID != tipID {
+			if r.Chain != nil {
+				t.Errorf("%s: chain %+v on a session without continuations", r.ID, r.Chain)
+			}
+			continue
+		}
+		if r.MessageCount != 8 || r.Chain == nil || r.Chain.Key != rootID || r.Chain.Sessions != 2 || r.Chain.Messages != 19 {
+			t.Errorf("--json chain row: %+v chain %+v", r, r.Chain)
+		}
 	}
 }

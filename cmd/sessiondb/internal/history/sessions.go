@@ -22,14 +22,17 @@ func (h *group) sessionsCmd() *cobra.Command {
 		Use:   "sessions",
 		Short: "List sessions, newest first",
 		Long: `List sessions newest first with their title, source, model, start and last
-activity, message and tool-call counts, tokens (input + output), cost and the
-first words of the first user message.
+activity, message and tool-call counts, tokens (input + output), cost (actual
+where billed, else estimated) and the first words of the first user message.
 
 The sessions listed are those Hermes' own listing shows: conversations
 started fresh and /branch children; a delegate subagent's run is left out
 (it shows under its parent in lineage). A compression chain (a session
-ended with end_reason=compression and its continuations) shows as one row:
-the newest continuation's id and counters with the root's start time.
+ended with end_reason=compression and its continuations) shows as one row,
+its title marked [chain of N]: the newest continuation's id, title and
+preview, the root's start, the newest's last activity, and the whole chain's
+totals for messages, tools, tokens and cost. --json keeps Hermes' projection
+on the row and gives the totals as "chain".
 --children lists every session as stored.
 
 Sessions a newer Hermes archived are left out, as Hermes' own listing does;
@@ -84,7 +87,7 @@ them alone. --cwd keeps the sessions that ran in a directory or below it
 // each child is marked by its kind.
 func (h *group) printSessions(rows []sessiondb.RichSession, children bool) error {
 	var t cli.Table
-	t.Row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS", "COST", "PREVIEW")
+	t.Row("ID", "TITLE", "SOURCE", "MODEL", "STARTED", "LAST ACTIVE", "MSGS", "TOOLS", "TOKENS (IN+OUT)", "COST", "PREVIEW")
 	for i := range rows {
 		r := &rows[i]
 		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
@@ -100,9 +103,16 @@ func (h *group) printSessions(rows []sessiondb.RichSession, children bool) error
 		if r.Archived != 0 {
 			title = "[archived] " + title
 		}
+		// A chain's row shows its totals, every figure of one kind (Hermes'
+		// projection mixes the root's tokens and cost with the tip's counts).
+		msgs, tools, tokens, cost := r.MessageCount, r.ToolCallCount, r.Tokens(), sessionCost(&r.Session)
+		if c := r.Chain; c != nil {
+			title = fmt.Sprintf("[chain of %d] %s", c.Sessions, title)
+			msgs, tools, tokens, cost = c.Messages, c.ToolCalls, c.Tokens(), c.CostUSD
+		}
 		t.Row(r.ID, title, r.Source, cli.OrDash(deref(r.Model)),
-			fmtTime(r.StartedAt), fmtTime(r.LastActive), strconv.FormatInt(r.MessageCount, 10), strconv.FormatInt(r.ToolCallCount, 10),
-			fmtCount(r.InputTokens+r.OutputTokens), fmtCost(sessionCost(&r.Session)), r.Preview)
+			fmtTime(r.StartedAt), fmtTime(r.LastActive), strconv.FormatInt(msgs, 10), strconv.FormatInt(tools, 10),
+			fmtCount(tokens), fmtCost(cost), r.Preview)
 	}
 	return t.Write(h.Out)
 }

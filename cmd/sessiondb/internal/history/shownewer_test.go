@@ -44,7 +44,7 @@ func TestShowHermes21Marks(t *testing.T) {
 
 	ms := mustCLI(t, "--db", db, "show", "h21-model-switch").Stdout
 	divider := "── model anthropic/claude-sonnet-4 → gpt-5-codex (first call "
-	before(t, ms, "models, in order of first use:\n    anthropic/claude-sonnet-4 · 2 calls · 6.4k in / 430 out tokens · $0.026\n    gpt-5-codex · 2 calls · 8.6k in / 360 out tokens · $0\n", "#1 (id 49)")
+	before(t, ms, "models, in order of first use:\n    anthropic/claude-sonnet-4 · 2 calls · 6.4k in / 430 out tokens · $0.0257\n    gpt-5-codex · 2 calls · 8.6k in / 360 out tokens · $0\n", "#1 (id 49)")
 	before(t, ms, "#2 (id 50) assistant", divider)
 	before(t, ms, divider, "#3 (id 51) user")
 	if n := strings.Count(ms, "── model "); n != 1 {

@@ -16,10 +16,15 @@ func (h *group) statsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "stats",
 		Short: "Token use and cost by model and by source, and the costliest sessions",
-		Long: `Sum the token counters (input, output, cache read and write, reasoning) and
-the costs of sessions, grouped by model and by source, and list the sessions
-that cost most. The estimated cost comes from the pricing table the agent
-used; the actual cost is what a provider reported, where it did.`,
+		Long: `Sum the token counters and the costs of sessions, grouped by model and by
+source, and list the sessions that cost most, by title.
+
+TOKENS (IN+OUT) is input + output tokens, the figure every face shows; cache
+reads and writes and reasoning tokens have columns of their own. COST is
+counted by one rule everywhere: each session's actual cost where a provider
+billed it, else its estimate (from the pricing table the agent used), summed;
+EST. PART is how much of COST is estimated. --json gives every counter and
+both stored cost sums as well.`,
 		Example: `  sessiondb stats
   sessiondb stats --since 30d
   sessiondb stats --source telegram --top 3
@@ -69,10 +74,15 @@ used; the actual cost is what a provider reported, where it did.`,
 					if i > 0 {
 						h.Printf("\n")
 					}
-					if err := usageTable(t.key, t.rows).Write(h.Out); err != nil {
+					tab := usageTable(t.key, t.rows)
+					if t.key == "TOP SESSIONS" {
+						tab = topTable(t.rows)
+					}
+					if err := tab.Write(h.Out); err != nil {
 						return err
 					}
 				}
+				h.Printf("\nCOST: %s.\n", sessiondb.CostRule)
 				return nil
 			})
 		},
@@ -86,26 +96,37 @@ used; the actual cost is what a provider reported, where it did.`,
 // usageTable lays out one group of usage rows with a total line.
 func usageTable(key string, rows []sessiondb.UsageRow) *cli.Table {
 	t := &cli.Table{}
-	t.Row(key, "SESSIONS", "MESSAGES", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "REASONING", "EST. COST", "ACTUAL COST")
+	t.Row(key, "SESSIONS", "MESSAGES", "TOKENS (IN+OUT)", "CACHE READ", "CACHE WRITE", "REASONING", "COST", "EST. PART")
 	var sum sessiondb.UsageRow
+	line := func(key string, r sessiondb.UsageRow) {
+		t.Row(key, strconv.FormatInt(r.Sessions, 10), strconv.FormatInt(r.Messages, 10), fmtCount(r.Tokens()),
+			fmtCount(r.CacheReadTokens), fmtCount(r.CacheWriteTokens), fmtCount(r.ReasoningTokens),
+			fmtCost(r.CostUSD), fmtCost(r.CostEstimatedUSD))
+	}
 	for _, r := range rows {
-		usageLine(t, cli.OrDash(r.Key), r)
+		line(cli.OrDash(r.Key), r)
 		sum.Add(r)
 	}
-	if key != "TOP SESSIONS" && len(rows) > 1 {
-		usageLine(t, "total", sum)
+	if len(rows) > 1 {
+		line("total", sum)
 	}
 	return t
 }
 
-func usageLine(t *cli.Table, key string, r sessiondb.UsageRow) {
-	actual := "-" // no provider reported one
-	if r.ActualCostUSD != 0 {
-		actual = fmtCost(r.ActualCostUSD)
+// topTable lists the costliest sessions by title (the id beside it): each
+// row is one session, so it has no count of sessions.
+func topTable(rows []sessiondb.UsageRow) *cli.Table {
+	t := &cli.Table{}
+	t.Row("TOP SESSIONS", "ID", "MESSAGES", "TOKENS (IN+OUT)", "CACHE READ", "COST")
+	for _, r := range rows {
+		cost := fmtCost(r.CostUSD)
+		if r.CostEstimatedUSD != 0 {
+			cost += " est."
+		}
+		t.Row(cli.OrDash(cli.Cut(r.Title, 40)), r.Key, strconv.FormatInt(r.Messages, 10), fmtCount(r.Tokens()),
+			fmtCount(r.CacheReadTokens), cost)
 	}
-	t.Row(key, strconv.FormatInt(r.Sessions, 10), strconv.FormatInt(r.Messages, 10),
-		fmtCount(r.InputTokens), fmtCount(r.OutputTokens), fmtCount(r.CacheReadTokens),
-		fmtCount(r.CacheWriteTokens), fmtCount(r.ReasoningTokens), fmtCost(r.EstimatedCostUSD), actual)
+	return t
 }
 
 // noSessionsIn says that the range stats was asked for holds no session,
