@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -210,4 +211,24 @@ func EachSession(ctx context.Context, s SessionService, source string, fn func(*
 			return nil
 		}
 	}
+}
+
+// PruneCandidates lists the sessions PruneSessions(olderThanDays, source)
+// would delete at now (PruneCondition's selection: ended, of source if
+// given, started before the cutoff), reading only: the previews of a
+// prune (the CLI's --dry-run and question, the web UI's confirmation)
+// show them.
+func PruneCandidates(ctx context.Context, s SessionService, now time.Time, olderThanDays float64, source string) ([]Session, error) {
+	if err := CheckPruneDays(olderThanDays); err != nil {
+		return nil, err
+	}
+	cutoff := EpochSeconds(now) - olderThanDays*86400
+	doomed := []Session{}
+	err := EachSession(ctx, s, source, func(x *Session) bool {
+		if x.EndedAt != nil && x.StartedAt < cutoff {
+			doomed = append(doomed, *x)
+		}
+		return true
+	})
+	return doomed, err
 }

@@ -377,10 +377,17 @@ func (d *Daemon) tick(ctx context.Context) {
 	snow := d.h.Now()
 	health := d.sweeper.health(refs, snow)
 	d.drainer.health(refs, snow, health)
-	for ref := range running {
-		hh := health[ref]
-		hh.Running = true
-		health[ref] = hh
+	// The file's Running names a container the runtime knows runs, as
+	// NanoClaw's host calls running only a container it started and has
+	// not seen exit. A HeartbeatRuntime only infers a live agent from a
+	// fresh heartbeat: readers show that as "recently seen", from the
+	// heartbeat itself, and do not refuse a requeue for it.
+	if _, inferred := d.rt.(*HeartbeatRuntime); !inferred {
+		for ref := range running {
+			hh := health[ref]
+			hh.Running = true
+			health[ref] = hh
+		}
 	}
 	d.status.write(health, snow, full)
 }

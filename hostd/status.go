@@ -42,6 +42,9 @@ type Status struct {
 
 // SessionHealth is the daemon's view of one session.
 type SessionHealth struct {
+	// Running is true while a container the daemon's runtime started runs
+	// (ExecWaker); never for one only inferred from a fresh heartbeat
+	// (HeartbeatRuntime).
 	Running           bool      `json:"running,omitempty"`
 	Quarantined       bool      `json:"quarantined,omitempty"`
 	SweepFailures     int       `json:"sweep_failures,omitempty"`

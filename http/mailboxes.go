@@ -192,13 +192,15 @@ func (s *Server) mailboxOf(r *http.Request, limit int) (*mailboxAnswer, error) {
 	return s.mailbox(r.Context(), ref, limit)
 }
 
-// requeue: POST /api/v1/mailboxes/{group}/{session}/requeue {"ids":[...]}
-// puts failed rows back in line (all failed rows when ids is empty). It
-// refuses (conflict) while the host daemon says a container runs for the
-// session: requeueing writes the agent's outbound.db.
+// requeue: POST /api/v1/mailboxes/{group}/{session}/requeue
+// {"ids":[...],"force":bool} puts failed rows back in line (all failed
+// rows when ids is empty). It refuses (conflict) while the host daemon
+// says a container it started runs for the session, unless force (as the
+// CLI's --force): requeueing writes the agent's outbound.db.
 func (s *Server) requeue(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
-		IDs []string `json:"ids"`
+		IDs   []string `json:"ids"`
+		Force bool     `json:"force"`
 	}
 	if r.ContentLength != 0 {
 		if err := readJSON(w, r, &body); err != nil {
@@ -209,9 +211,24 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if hs, found, err := hostd.ReadStatus(s.cfg.DataRoot); err == nil && found && hs.Live(s.now()) && hs.Sessions[ref.String()].Running {
-		return sessiondb.Errorf(sessiondb.ECONFLICT, "a container runs for %s: requeue when it has stopped", ref)
-	}
-	res, err := s.cfg.Mailboxes.Requeue(r.Context(), ref, body.IDs)
+	res, err := s.requeueRows(r.Context(), ref, body.IDs, body.Force)
 	return answer(w, res, err)
+}
+
+// requeueRows requeues the rows ids of ref (all failed rows when none),
+// refused while a container the host daemon started runs for it, unless
+// force.
+func (s *Server) requeueRows(ctx context.Context, ref mailbox.SessionRef, ids []string, force bool) (mailbox.RequeueResult, error) {
+	if !force && s.containerRuns(ref) {
+		return mailbox.RequeueResult{}, sessiondb.Errorf(sessiondb.ECONFLICT, "a container the host daemon started runs for %s: requeue when it has stopped, or force it", ref)
+	}
+	return s.cfg.Mailboxes.Requeue(ctx, ref, ids)
+}
+
+// containerRuns reports whether the running host daemon says a container
+// it started runs for ref (hostd.SessionHealth.Running; a fresh heartbeat
+// alone is not one).
+func (s *Server) containerRuns(ref mailbox.SessionRef) bool {
+	hs, found, err := hostd.ReadStatus(s.cfg.DataRoot)
+	return err == nil && found && hs.Live(s.now()) && hs.Sessions[ref.String()].Running
 }

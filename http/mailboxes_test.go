@@ -141,6 +141,12 @@ func TestRequeueRefusedWhileContainerRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.do("POST", "/api/v1/mailboxes/g1/s2/requeue", "", auth...).apiError(t, 409, "conflict")
+	// Forced, as the CLI's --force, it goes ahead.
+	var forced mailbox.RequeueResult
+	m.do("POST", "/api/v1/mailboxes/g1/s2/requeue", `{"force":true}`, auth...).ok(t, &forced)
+	if forced.Outbound != 1 {
+		t.Errorf("the forced requeue %+v, want the failed delivery", forced)
+	}
 	var all mailboxesAnswer
 	m.get("/api/v1/mailboxes").ok(t, &all)
 	if !all.HostRunning || all.Sessions[1].Host == nil || !all.Sessions[1].Host.Running {

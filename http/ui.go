@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/hostd"
 	"github.com/sessiondb/sessiondb/internal/safetext"
 	"github.com/sessiondb/sessiondb/mailbox"
 )
@@ -51,7 +52,7 @@ var staticFS embed.FS
 
 // uiPages are the pages, each parsed with the frame and the shared parts
 // once, when the server is built.
-var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "subagents", "error", "delete"}
+var uiPages = []string{"index", "session", "search", "lineage", "analytics", "mailboxes", "mailbox", "registry", "subagents", "error", "delete", "prune", "requeue"}
 
 // uiState is the web UI's part of a Server.
 type uiState struct {
@@ -251,6 +252,8 @@ func (s *Server) templateFuncs() template.FuncMap {
 			}
 			return safetext.Line(s)
 		},
+		// activity: what is known of a mailbox session's agent (agentActivity).
+		"activity": func(x hostd.SessionReport) string { return agentActivity(x, s.now()) },
 	}
 }
 

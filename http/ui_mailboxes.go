@@ -46,7 +46,7 @@ func (s *Server) uiMailboxes(w http.ResponseWriter, r *http.Request) error {
 	v := mailboxesView{Now: now, Host: rep.Host, HostRunning: rep.HostRunning}
 	for _, x := range rep.Sessions {
 		row := mailboxRow{SessionReport: x, Trouble: trouble(x, now),
-			URL: "/mailboxes/" + url.PathEscape(x.Ref.AgentGroupID) + "/" + url.PathEscape(x.Ref.SessionID)}
+			URL: mailboxURL(x.Ref)}
 		if x.Host != nil {
 			row.BackoffUntil = x.Host.BackoffUntil()
 		}
@@ -139,7 +139,7 @@ func (s *Server) uiMailbox(w http.ResponseWriter, r *http.Request) error {
 	ref := a.Session.Ref
 	base := "/api/v1/mailboxes/" + url.PathEscape(ref.AgentGroupID) + "/" + url.PathEscape(ref.SessionID)
 	v := mailboxView{Now: a.Now, Group: ref.AgentGroupID, Session: ref.SessionID,
-		mailboxRow: mailboxRow{SessionReport: a.Session, Trouble: trouble(a.Session, a.Now)},
+		mailboxRow: mailboxRow{SessionReport: a.Session, Trouble: trouble(a.Session, a.Now), URL: mailboxURL(ref)},
 		RequeueURL: base + "/requeue", EventsURL: base + "/events"}
 	if a.Session.Host != nil {
 		v.BackoffUntil = a.Session.Host.BackoffUntil()

@@ -22,6 +22,12 @@ func (s *Server) routesUIWrites() {
 	s.uiWrite("POST /s/{id}/unarchive", s.uiArchive(false))
 	s.uiWrite("GET /s/{id}/delete", s.uiDeleteConfirm)
 	s.uiWrite("POST /s/{id}/delete", s.uiDelete)
+	s.uiWrite("GET /prune", s.uiPrunePreview)
+	s.uiWrite("POST /prune", s.uiPrune)
+	if s.cfg.Mailboxes != nil {
+		s.uiWrite("GET /mailboxes/{group}/{session}/requeue", s.uiRequeueConfirm)
+		s.uiWrite("POST /mailboxes/{group}/{session}/requeue", s.uiRequeue)
+	}
 }
 
 // uiWrite registers a write form's route: behind the write guard, its

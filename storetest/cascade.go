@@ -131,6 +131,13 @@ func (e *env) archivedIDs(ids ...string) []string {
 	return out
 }
 
+// archivable reports whether the store says it can archive (the web UI
+// offers archiving only then).
+func archivable(s any) bool {
+	a, ok := s.(interface{ Archivable() bool })
+	return ok && a.Archivable()
+}
+
 // testArchive covers SetSessionArchived: Hermes' set_session_archived on
 // a compression lineage. A store without the column (a schema-6 file)
 // refuses it whole.
@@ -152,9 +159,15 @@ func testArchive(t *testing.T, h Harness) {
 		if got := archived(); len(got) != 0 {
 			t.Errorf("archived after a refusal: %v", got)
 		}
+		if archivable(e.s) {
+			t.Error("Archivable is true for a store that refuses to archive")
+		}
 		return
 	}
 	noErr(t, "SetSessionArchived(m)", err)
+	if !archivable(e.s) {
+		t.Error("Archivable is false for a store that archives")
+	}
 	if want := []string{"bb", "m", "r", "tip"}; n != 4 || !slices.Equal(archived(), want) {
 		t.Errorf("archive m: %d set, archived %v; want 4, %v", n, archived(), want)
 	}

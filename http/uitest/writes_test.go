@@ -164,9 +164,10 @@ func TestBrowserReadOnlyHasNoWriteControl(t *testing.T) {
 	s.addWritable()
 	p := newPage(t)
 	p.open(s.url + "/?token=" + testToken)
-	for _, path := range []string{"/", "/s/" + sdbhttp.SessionPath(writesID), "/search?q=one", "/analytics", "/mailboxes", "/mailboxes/ag-main/sess-failing"} {
+	p.expectConsole("status of 404 (Not Found)") // /prune: no such page
+	for _, path := range []string{"/", "/s/" + sdbhttp.SessionPath(writesID), "/search?q=one", "/analytics", "/mailboxes", "/mailboxes/ag-main/sess-failing", "/prune", "/mailboxes/ag-main/sess-failing/requeue"} {
 		p.open(s.url + path)
-		n := eval[int](p, `document.querySelectorAll('form[method=post], button.requeue, a[href$="/delete"], #session-controls').length`)
+		n := eval[int](p, `document.querySelectorAll('form[method=post], button.requeue, a[href$="/delete"], a[href^="/prune"], #session-controls, #archive, #requeue-force-link').length`)
 		if n != 0 {
 			t.Errorf("read-only %s shows %d write controls", path, n)
 		}

@@ -493,18 +493,10 @@ nobody can answer and it goes ahead.`,
 	return c
 }
 
-// prunable lists the sessions prune would delete: ended, of source (if
-// given), started more than days ago by the command's clock.
+// prunable lists the sessions prune would delete by the command's clock
+// (sessiondb.PruneCandidates).
 func (h *group) prunable(ctx context.Context, st sessiondb.Store, days float64, source string) ([]sessiondb.Session, error) {
-	cutoff := sessiondb.EpochSeconds(h.Now()) - days*86400
-	doomed := []sessiondb.Session{}
-	err := sessiondb.EachSession(ctx, st, source, func(s *sessiondb.Session) bool {
-		if s.EndedAt != nil && s.StartedAt < cutoff {
-			doomed = append(doomed, *s)
-		}
-		return true
-	})
-	return doomed, err
+	return sessiondb.PruneCandidates(ctx, st, h.Now(), days, source)
 }
 
 // pruneTable lists sessions prune would delete (no rows: an empty table).
