@@ -51,7 +51,10 @@ INSERT INTO messages (session_id, role, content, timestamp) SELECT printf('s%06d
 			_, err := s.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortLastActive})
 			return err
 		}},
-		{"by tokens", func() error { _, err := s.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortTokens}); return err }},
+		{"by tokens", func() error {
+			_, err := s.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortTokens})
+			return err
+		}},
 		{"rich offset 1000", func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Offset: 1000}); return err }},
 	}
 	if first.Next == "" {
