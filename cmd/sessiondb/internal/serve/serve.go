@@ -244,7 +244,11 @@ func (g *group) run(ctx context.Context, o options) error {
 		open = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	url := "http://" + open + "/"
-	if madeToken {
+	if madeToken && (!g.ReadOnly || open != bound) {
+		// A read-only server reached by its loopback address has
+		// nothing a token would let a browser do (reads there need
+		// none), so the URL to open holds none to copy or leak. Named
+		// otherwise (--listen NAME), its reads need the token.
 		url += "?token=" + o.token
 	}
 	fmt.Fprintf(g.Out, "sessiondb: serving on http://%s/ (Ctrl-C to stop)\n", bound)

@@ -63,6 +63,28 @@ func startStoppable(t *testing.T, args ...string) (base string, out *testkit.Buf
 	return m[1], out, stop
 }
 
+// A read-only server prints the address to open without a token: it has
+// no write a token would allow, and its reads need none on loopback.
+func TestServeReadOnlyPrintsNoToken(t *testing.T) {
+	db := store(t)
+	base, out := start(t, "--db", db, "--read-only", "serve", "--listen", "127.0.0.1:0")
+	testkit.WaitFor(t, "serve to print the address to open", func() bool { return strings.Contains(out.String(), "open http://") })
+	if strings.Contains(out.String(), "token=") {
+		t.Errorf("a read-only server prints a token:\n%s", out)
+	}
+	if !strings.Contains(out.String(), "open "+base+"/\n") {
+		t.Errorf("the address to open is not the bare %s/:\n%s", base, out)
+	}
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("the list answers %d without a token", resp.StatusCode)
+	}
+}
+
 func TestServeOnLoopbackMakesAToken(t *testing.T) {
 	db := store(t)
 	base, out := start(t, "--db", db, "serve", "--listen", "127.0.0.1:0")
