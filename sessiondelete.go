@@ -75,6 +75,23 @@ func configMarker(modelConfig, key string) (name string, ok bool) {
 	return name, true
 }
 
+// ListedChildKind names what kind of child a listed session is, "" for a
+// root: its marker's kind (ChildKind), else, when the listing holds only
+// what Hermes lists (everyChild false), "branch": an unmarked child among
+// the roots is an older Hermes' branch, whose parent ended "branched"
+// before it started. With every child listed, an unmarked one is "child".
+func ListedChildKind(s *Session, everyChild bool) string {
+	switch k := ChildKind(s); {
+	case s.ParentSessionID == nil || *s.ParentSessionID == "":
+		return ""
+	case k != "":
+		return k
+	case !everyChild:
+		return "branch"
+	}
+	return "child"
+}
+
 // ChildKind names what kind of child s is by the markers a newer Hermes
 // writes in its model_config: "branch" (_branched_from), "delegate"
 // (_delegate_from), or "" when it carries neither (a compression

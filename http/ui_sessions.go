@@ -74,11 +74,7 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 	v.MoreOpen = more
 	for _, x := range page.Sessions {
 		row := toSessionRow(&x)
-		if row.Kind == "child" && !q.IncludeChildren && q.ParentID == "" {
-			// Listed among the roots: a branch of an older Hermes
-			// (its parent ended "branched" before it started).
-			row.Kind = "branch"
-		}
+		row.Kind = sessiondb.ListedChildKind(&x.Session, q.IncludeChildren || q.ParentID != "")
 		v.Rows = append(v.Rows, row)
 	}
 	base := r.URL.Path + "?" + r.URL.RawQuery
@@ -115,24 +111,12 @@ func (s *Server) uiSessions(w http.ResponseWriter, r *http.Request) error {
 func toSessionRow(x *sessiondb.RichSession) sessionRow {
 	row := sessionRow{ID: x.ID, Title: deref(x.Title), Preview: x.Preview, Source: x.Source, Model: deref(x.Model),
 		EndReason: deref(x.EndReason), Started: x.StartedAt, LastActive: x.LastActive,
-		Ended: x.EndedAt != nil, Archived: x.Archived != 0, Child: x.ParentSessionID != nil && *x.ParentSessionID != "", Kind: childKind(&x.Session),
+		Ended: x.EndedAt != nil, Archived: x.Archived != 0, Child: x.ParentSessionID != nil && *x.ParentSessionID != "",
 		Messages: x.MessageCount, ToolCalls: x.ToolCallCount, Tokens: x.Tokens(), Cost: sessionCost(&x.Session)}
 	if c := x.Chain; c != nil {
 		row.Messages, row.ToolCalls, row.Tokens, row.Cost, row.Chain = c.Messages, c.ToolCalls, c.Tokens(), c.CostUSD, c.Sessions
 	}
 	return row
-}
-
-// childKind is the kind the list names a child by: its marker's, else
-// "child"; "" for a root.
-func childKind(x *sessiondb.Session) string {
-	if x.ParentSessionID == nil || *x.ParentSessionID == "" {
-		return ""
-	}
-	if k := sessiondb.ChildKind(x); k != "" {
-		return k
-	}
-	return "child"
 }
 
 // sessionCost is what a session cost by sessiondb.CostRule, as

@@ -32,7 +32,7 @@ func (s *Store) delegate(a string) string {
 
 // branch is true for a /branch child.
 func (s *Store) branch(a string) string {
-	return "(" + s.configMember(a, "_branched_from") + " IS NOT NULL OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = " + a +
+	return "(" + s.branchMarked(a) + " OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = " + a +
 		".parent_session_id AND bp.end_reason = 'branched' AND " + a + ".started_at >= bp.ended_at))"
 }
 

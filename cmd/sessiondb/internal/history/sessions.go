@@ -91,14 +91,9 @@ func (h *group) printSessions(rows []sessiondb.RichSession, children bool) error
 	for i := range rows {
 		r := &rows[i]
 		title := cli.OrDash(cli.Cut(deref(r.Title), 32))
-		if r.ParentSessionID != nil && *r.ParentSessionID != "" {
-			kind := sessiondb.ChildKind(&r.Session)
-			if kind == "" && !children {
-				kind = "branch" // an older Hermes' branch: its parent ended "branched"
-			}
-			if kind != "" {
-				title = "[" + kind + "] " + title
-			}
+		// An unmarked child among every child is left unmarked here.
+		if kind := sessiondb.ListedChildKind(&r.Session, children); kind != "" && kind != "child" {
+			title = "[" + kind + "] " + title
 		}
 		if r.Archived != 0 {
 			title = "[archived] " + title
