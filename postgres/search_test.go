@@ -245,3 +245,77 @@ func FuzzSearchQuery(f *testing.F) {
 		}
 	})
 }
+
+// TestTrigramIndexHoldsCJKRowsOnly: the SQL twin of sessiondb.ContainsCJK
+// agrees with it on each range's edges and their neighbours, the trigram
+// index keeps only the rows holding CJK text, and a CJK substring search
+// still finds every row it should, mixed with Latin text.
+func TestTrigramIndexHoldsCJKRowsOnly(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	edges := []rune{0x3000, 0x303F, 0x3040, 0x309F, 0x30A0, 0x30FF, 0x3400, 0x4DBF, 0x4E00, 0x9FFF, 0xAC00, 0xD7AF, 0x20000, 0x2A6DF}
+	for _, e := range edges {
+		for _, r := range []rune{e - 1, e, e + 1} {
+			text := "a" + string(r) + "b"
+			var got bool
+			if err := conn.QueryRow(ctx, "SELECT sessiondb_has_cjk($1)", text).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if want := sessiondb.ContainsCJK(text); got != want {
+				t.Errorf("sessiondb_has_cjk(U+%04X) = %v, sessiondb.ContainsCJK = %v", r, got, want)
+			}
+		}
+	}
+
+	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "cjk", Source: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"plain deploy notes", "naïve café — “quoted”", "部署 the 长江大桥 today", "長江大橋 (traditional)", "カタカナ 长江大桥"}
+	for _, c := range texts {
+		if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "cjk", Role: "user", Content: strp(c)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var with, without int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FILTER (WHERE sessiondb_has_cjk(content)), count(*) FILTER (WHERE NOT sessiondb_has_cjk(content)) FROM messages").Scan(&with, &without); err != nil {
+		t.Fatal(err)
+	}
+	if with != 3 || without != 2 {
+		t.Errorf("rows with CJK %d, without %d; want 3 and 2", with, without)
+	}
+	var pred string
+	if err := conn.QueryRow(ctx, "SELECT pg_get_expr(indpred, indrelid) FROM pg_index WHERE indexrelid = 'messages_trgm'::regclass").Scan(&pred); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pred, "sessiondb_has_cjk") {
+		t.Errorf("messages_trgm predicate = %q, want the rows holding CJK text only", pred)
+	}
+	// Substrings of a word the word index keeps whole: the word search
+	// finds nothing and the substring search runs.
+	hits, err := s.SearchMessages(ctx, "江大桥 today", sessiondb.SearchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].ID != 3 {
+		t.Errorf("search 江大桥 today = %+v, want the one row holding both", hits)
+	}
+	hits, err = s.SearchMessages(ctx, "江大", sessiondb.SearchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 3 {
+		t.Errorf("search 江大 found %d rows, want 3", len(hits))
+	}
+}
