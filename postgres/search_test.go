@@ -319,3 +319,44 @@ func TestTrigramIndexHoldsCJKRowsOnly(t *testing.T) {
 		t.Errorf("search 江大 found %d rows, want 3", len(hits))
 	}
 }
+
+// TestFTSTextKeepsVectors: migration 005's sessiondb_fts_text, which
+// leaves spaces alone, gives every text the tsvector 001's gave (every run
+// of non-alphanumeric ASCII, spaces included, made one space), so vectors
+// stored before the upgrade and after it agree. Over the search corpus and
+// random strings of separators, letters, digits and non-ASCII letters.
+func TestFTSTextKeepsVectors(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	texts := searchCorpus()
+	alphabet := []string{" ", "  ", "\t", "\n", ".", "-", "_", "@", "/", ":", "'", "\"", "#", "+", "<b>", "://", "a", "Z", "x1", "2", "é", "ü", "ß", "İ", "ﬁ", "長", "١", "v1", ".2", "e", "E"}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 3000; i++ {
+		var b strings.Builder
+		for j := r.IntN(40); j >= 0; j-- {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	var differ []string
+	err = conn.QueryRow(ctx, `SELECT coalesce(array_agg(t), '{}') FROM unnest($1::text[]) AS u(t)
+WHERE to_tsvector('sessiondb_fts', sessiondb_fts_text(t)) IS DISTINCT FROM
+      to_tsvector('sessiondb_fts', regexp_replace(t, '[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+', ' ', 'g'))`, texts).Scan(&differ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(differ) > 0 {
+		t.Errorf("%d of %d texts get another tsvector than before, the first %q", len(differ), len(texts), differ[0])
+	}
+}
