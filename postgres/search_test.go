@@ -360,3 +360,79 @@ WHERE to_tsvector('sessiondb_fts', sessiondb_fts_text(t)) IS DISTINCT FROM
 		t.Errorf("%d of %d texts get another tsvector than before, the first %q", len(differ), len(texts), differ[0])
 	}
 }
+
+// TestIndexUpkeepMigratesAFilledStore: migration 005 on a store that holds
+// messages from before it (the whole-content trigram index, the former
+// text function, the vectors it stored) leaves the index holding the CJK
+// rows only, every stored vector equal to what the new function gives,
+// and both searches finding what they found.
+func TestIndexUpkeepMigratesAFilledStore(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The schema as 004 left it, before any message was written.
+	var trgm string
+	if err := conn.QueryRow(ctx, "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'").Scan(&trgm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DROP INDEX messages_trgm;
+CREATE INDEX messages_trgm ON messages USING gin (content `+trgm+`.gin_trgm_ops);
+CREATE OR REPLACE FUNCTION sessiondb_fts_text(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT regexp_replace(coalesce(t, ''), '[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+', ' ', 'g') $$;
+DROP FUNCTION sessiondb_has_cjk(text);
+DELETE FROM sessiondb_migrations WHERE version = 5`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "old", Source: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range searchCorpus()[:200] {
+		if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "old", Role: "user", Content: strp(c)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	wordBefore := pgtest.Count(t, pgtest.WithSearchPath(url, schema), "SELECT count(*) FROM messages WHERE fts @@ to_tsquery('sessiondb_fts', 'deploy')")
+
+	s, err = postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var pred string
+	if err := conn.QueryRow(ctx, "SELECT coalesce(pg_get_expr(indpred, indrelid), '') FROM pg_index WHERE indexrelid = 'messages_trgm'::regclass").Scan(&pred); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pred, "sessiondb_has_cjk") {
+		t.Errorf("after the upgrade messages_trgm's predicate = %q, want the CJK rows only", pred)
+	}
+	stale := pgtest.Count(t, pgtest.WithSearchPath(url, schema), "SELECT count(*) FROM messages WHERE fts IS DISTINCT FROM to_tsvector('sessiondb_fts', sessiondb_fts_text(content))")
+	if stale != 0 {
+		t.Errorf("%d stored vectors differ from what the new text function gives", stale)
+	}
+	if after := pgtest.Count(t, pgtest.WithSearchPath(url, schema), "SELECT count(*) FROM messages WHERE fts @@ to_tsquery('sessiondb_fts', 'deploy')"); after != wordBefore || after == 0 {
+		t.Errorf("rows holding deploy: %d after the upgrade, %d before", after, wordBefore)
+	}
+	want := 0
+	for _, c := range searchCorpus()[:200] {
+		if strings.Contains(c, "江大") {
+			want++
+		}
+	}
+	hits, err := s.SearchMessages(ctx, "江大", sessiondb.SearchFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != want || want == 0 {
+		t.Errorf("substring search after the upgrade found %d, want %d", len(hits), want)
+	}
+}
