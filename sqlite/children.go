@@ -71,11 +71,20 @@ const (
 // comes back to a session already walked (a cycle of parents), the walk
 // ends before it. It returns each start with its tip.
 func (s *Store) compressionTipsSQL() string {
-	return s.compressionWalk("SELECT value, value, 0 FROM json_each(?1)", "?2") + `
-SELECT root, cur, max(hops) FROM chain c1
-WHERE cur IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chain c2 WHERE c2.root = c1.root AND c2.cur = c1.cur AND c2.hops < c1.hops)
-GROUP BY root`
+	return s.compressionWalk("SELECT value, value, 0 FROM json_each(?1)", "?2") + ",\n" + chainFirsts + `
+SELECT root, cur, max(hops) FROM firsts GROUP BY root`
 }
+
+// chainFirsts follows compressionWalk's chain: firsts(root, cur, hops)
+// holds each session of a root's chain once, at the hop that first
+// reached it, so a chain that cycles counts each session once and its tip
+// is the session first reached last (max(hops), whose bare column SQLite
+// takes from the same row). Grouping costs less than asking, for every
+// row, whether the walk reached it earlier: that built an index on the
+// walk each time (a listing page at ten million messages: 0.3 ms of 0.9).
+// Materialized, so a statement reading it twice walks once.
+const chainFirsts = `firsts(root, cur, hops) AS MATERIALIZED (
+    SELECT root, cur, min(hops) FROM chain WHERE cur IS NOT NULL GROUP BY root, cur)`
 
 // compressionWalk is the recursive table chain(root, cur, hops) of the
 // walk of compressionTipsSQL from the rows start selects (root, root, 0),
