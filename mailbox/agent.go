@@ -72,15 +72,20 @@ type Agent struct {
 	out *sql.DB
 	w   *sqlitedb.Writer
 
-	mu         sync.Mutex
-	lastInSeq  int64
-	inSeqSig   filesig.Sig
-	modes      modes
-	inSelect   string // messages_in select list, probed once
-	hasOnWake  bool
-	watcher    *Watcher
-	closed     bool
-	malformedN int
+	mu        sync.Mutex
+	lastInSeq int64
+	inSeqSig  filesig.Sig
+	modes     modes
+	inSelect  string // messages_in select list, probed once
+	hasOnWake bool
+	watcher   *Watcher
+	// Inbound changes, counted by the watcher (inboundChanged): changed is
+	// closed and replaced at each; pollSaw is the count the latest poll's
+	// read saw, waitSaw the count the latest wait returned at.
+	changes, pollSaw, waitSaw uint64
+	changed                   chan struct{}
+	closed                    bool
+	malformedN                int
 }
 
 // OpenAgent opens the session folder dir as its agent: outbound.db read-write
@@ -95,7 +100,8 @@ func OpenAgent(ctx context.Context, dir string, opts AgentOptions) (*Agent, erro
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "agent: session folder %s does not exist", dir)
 	}
-	a := &Agent{dir: dir, opts: opts, inboundPath: filepath.Join(dir, InboundFile), outboundPath: filepath.Join(dir, OutboundFile)}
+	a := &Agent{dir: dir, opts: opts, inboundPath: filepath.Join(dir, InboundFile), outboundPath: filepath.Join(dir, OutboundFile),
+		changed: make(chan struct{})}
 	a.now = opts.Now
 	if a.now == nil {
 		a.now = time.Now

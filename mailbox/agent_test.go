@@ -385,8 +385,7 @@ func TestAwaitResponsesWokenByChange(t *testing.T) {
 	must(t, err)
 	defer a.Close()
 	// Start the watcher before the write so the change is seen.
-	_, err = a.inboundWatcher()
-	must(t, err)
+	must(t, a.watchInbound())
 	done := make(chan struct{})
 	var got InboundRow
 	var werr error

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/filewatch"
 )
 
 // AwaitQuestionResponse waits (timeout ≤ 0: 300 s) for a pending, unacked
@@ -41,6 +42,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
+		seen := a.inboundSeen()
 		var cands []InboundRow
 		err := a.withInbound(ctx, func(q queryer) error {
 			sel, _, err := a.inboundSelect(q)
@@ -67,7 +69,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 				}
 			}
 		}
-		if err := a.WaitInbound(ctx); err != nil {
+		if err := a.waitInbound(ctx, seen); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return InboundRow{}, sessiondb.Wrap(sessiondb.ENOTFOUND, err, "no %s within %s", what, timeout)
 			}
@@ -77,29 +79,88 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 }
 
 // WaitInbound blocks until inbound.db changes, PollInterval passes (rows
-// also become due by time alone), or ctx ends (then ctx's error).
+// also become due by time alone), or ctx ends (then ctx's error). A change
+// the agent's latest poll read, or one an earlier WaitInbound returned for,
+// does not wake it: a poll that met the host's commit and read past it has
+// seen what the commit's wake would have made it read again.
 func (a *Agent) WaitInbound(ctx context.Context) error {
-	w, err := a.inboundWatcher()
-	if err != nil {
-		return err
-	}
-	_, err = w.Wait(ctx, a.opts.PollInterval)
-	return err
+	a.mu.Lock()
+	seen := max(a.pollSaw, a.waitSaw)
+	a.mu.Unlock()
+	return a.waitInbound(ctx, seen)
 }
 
-func (a *Agent) inboundWatcher() (*Watcher, error) {
+// waitInbound waits for an inbound change counted after seen (see
+// inboundChanged), PollInterval, or the end of ctx.
+func (a *Agent) waitInbound(ctx context.Context, seen uint64) error {
+	if err := a.watchInbound(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(a.opts.PollInterval)
+	defer t.Stop()
+	for {
+		a.mu.Lock()
+		n, changed := a.changes, a.changed
+		if n > seen {
+			a.waitSaw = max(a.waitSaw, n)
+			a.mu.Unlock()
+			return nil
+		}
+		a.mu.Unlock()
+		select {
+		case <-changed:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// inboundSeen is the count of inbound changes so far: a read that begins
+// after it sees every change it counts.
+func (a *Agent) inboundSeen() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changes
+}
+
+// polled records, from inside a poll's read transaction on inbound.db, that
+// the poll sees every change counted so far: no commit can end while the
+// read holds the file, so the changes counted were all committed before it.
+func (a *Agent) polled() {
+	a.mu.Lock()
+	a.pollSaw = max(a.pollSaw, a.changes)
+	a.mu.Unlock()
+}
+
+// watchInbound starts, once, the watcher that counts inbound changes.
+func (a *Agent) watchInbound() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return nil, sessiondb.Errorf(sessiondb.EINVALID, "agent is closed")
+		return sessiondb.Errorf(sessiondb.EINVALID, "agent is closed")
 	}
 	if a.watcher == nil {
-		w, err := NewWatcher(a.dir, []string{InboundFile, InboundFile + "-journal"},
-			WatchOptions{Interval: a.opts.PollInterval, NoNotify: a.opts.NoNotify})
+		w, err := filewatch.Notify(a.dir, []string{InboundFile, InboundFile + "-journal"},
+			WatchOptions{Interval: a.opts.PollInterval, NoNotify: a.opts.NoNotify}, a.inboundChanged)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a.watcher = w
 	}
-	return a.watcher, nil
+	return nil
+}
+
+// inboundChanged counts one inbound change (wakes coalesce: one count may
+// stand for several commits) and wakes every waiter.
+func (a *Agent) inboundChanged() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.changes++
+	close(a.changed)
+	a.changed = make(chan struct{})
 }
