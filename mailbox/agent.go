@@ -79,13 +79,11 @@ type Agent struct {
 	inSelect  string // messages_in select list, probed once
 	hasOnWake bool
 	watcher   *Watcher
-	// Inbound changes, counted by the watcher (inboundChanged): changed is
-	// closed and replaced at each; pollSaw is the count the latest poll's
-	// read saw, waitSaw the count the latest wait returned at.
-	changes, pollSaw, waitSaw uint64
-	changed                   chan struct{}
-	closed                    bool
-	malformedN                int
+	// pollSaw is the watcher's count of changes (Watcher.Changes) that the
+	// latest poll's read saw, waitSaw the count the latest wait returned at.
+	pollSaw, waitSaw uint64
+	closed           bool
+	malformedN       int
 }
 
 // OpenAgent opens the session folder dir as its agent: outbound.db read-write
@@ -100,8 +98,7 @@ func OpenAgent(ctx context.Context, dir string, opts AgentOptions) (*Agent, erro
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "agent: session folder %s does not exist", dir)
 	}
-	a := &Agent{dir: dir, opts: opts, inboundPath: filepath.Join(dir, InboundFile), outboundPath: filepath.Join(dir, OutboundFile),
-		changed: make(chan struct{})}
+	a := &Agent{dir: dir, opts: opts, inboundPath: filepath.Join(dir, InboundFile), outboundPath: filepath.Join(dir, OutboundFile)}
 	a.now = opts.Now
 	if a.now == nil {
 		a.now = time.Now

@@ -385,7 +385,8 @@ func TestAwaitResponsesWokenByChange(t *testing.T) {
 	must(t, err)
 	defer a.Close()
 	// Start the watcher before the write so the change is seen.
-	must(t, a.watchInbound())
+	_, err = a.inboundWatcher()
+	must(t, err)
 	done := make(chan struct{})
 	var got InboundRow
 	var werr error

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sessiondb/sessiondb"
-	"github.com/sessiondb/sessiondb/internal/filewatch"
 )
 
 // AwaitQuestionResponse waits (timeout ≤ 0: 300 s) for a pending, unacked
@@ -91,9 +90,10 @@ func (a *Agent) WaitInbound(ctx context.Context) error {
 }
 
 // waitInbound waits for an inbound change counted after seen (see
-// inboundChanged), PollInterval, or the end of ctx.
+// Watcher.Changes), PollInterval, or the end of ctx.
 func (a *Agent) waitInbound(ctx context.Context, seen uint64) error {
-	if err := a.watchInbound(); err != nil {
+	w, err := a.inboundWatcher()
+	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -102,16 +102,14 @@ func (a *Agent) waitInbound(ctx context.Context, seen uint64) error {
 	t := time.NewTimer(a.opts.PollInterval)
 	defer t.Stop()
 	for {
-		a.mu.Lock()
-		n, changed := a.changes, a.changed
-		if n > seen {
+		if n := w.Changes(); n > seen {
+			a.mu.Lock()
 			a.waitSaw = max(a.waitSaw, n)
 			a.mu.Unlock()
 			return nil
 		}
-		a.mu.Unlock()
 		select {
-		case <-changed:
+		case <-w.C():
 		case <-t.C:
 			return nil
 		case <-ctx.Done():
@@ -125,7 +123,10 @@ func (a *Agent) waitInbound(ctx context.Context, seen uint64) error {
 func (a *Agent) inboundSeen() uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.changes
+	if a.watcher == nil {
+		return 0
+	}
+	return a.watcher.Changes()
 }
 
 // polled records, from inside a poll's read transaction on inbound.db, that
@@ -133,34 +134,25 @@ func (a *Agent) inboundSeen() uint64 {
 // read holds the file, so the changes counted were all committed before it.
 func (a *Agent) polled() {
 	a.mu.Lock()
-	a.pollSaw = max(a.pollSaw, a.changes)
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	if a.watcher != nil {
+		a.pollSaw = max(a.pollSaw, a.watcher.Changes())
+	}
 }
 
-// watchInbound starts, once, the watcher that counts inbound changes.
-func (a *Agent) watchInbound() error {
+func (a *Agent) inboundWatcher() (*Watcher, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
-		return sessiondb.Errorf(sessiondb.EINVALID, "agent is closed")
+		return nil, sessiondb.Errorf(sessiondb.EINVALID, "agent is closed")
 	}
 	if a.watcher == nil {
-		w, err := filewatch.Notify(a.dir, []string{InboundFile, InboundFile + "-journal"},
-			WatchOptions{Interval: a.opts.PollInterval, NoNotify: a.opts.NoNotify}, a.inboundChanged)
+		w, err := NewWatcher(a.dir, []string{InboundFile, InboundFile + "-journal"},
+			WatchOptions{Interval: a.opts.PollInterval, NoNotify: a.opts.NoNotify})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		a.watcher = w
 	}
-	return nil
-}
-
-// inboundChanged counts one inbound change (wakes coalesce: one count may
-// stand for several commits) and wakes every waiter.
-func (a *Agent) inboundChanged() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.changes++
-	close(a.changed)
-	a.changed = make(chan struct{})
+	return a.watcher, nil
 }

@@ -284,3 +284,33 @@ func sequentialTrips(b *testing.B, n int) []time.Duration {
 		return handed
 	})
 }
+
+// BenchmarkEmptyRead measures a read that finds nothing, on the fresh
+// connections the contract asks for: the agent's poll (inbound.db opened
+// read-only) and the host's drain (outbound.db read-only, inbound.db
+// attached). They are the reads a wake adds to a round trip; their cost,
+// mostly the schema parse of each fresh connection, is what separates the
+// two drivers in BenchmarkRoundTrip/notify.
+func BenchmarkEmptyRead(b *testing.B) {
+	ctx := context.Background()
+	h, ref, _, a := benchAgent(b, AgentOptions{PollInterval: time.Second})
+	defer a.Close()
+	d := DelivererFunc(func(context.Context, SessionRef, OutboundRow) (string, error) {
+		b.Fatal("an empty session delivered a row")
+		return "", nil
+	})
+	b.Run("poll", func(b *testing.B) {
+		for b.Loop() {
+			if batch, err := a.Poll(ctx, PollOptions{}); err != nil || len(batch) != 0 {
+				b.Fatalf("poll: %d rows, %v", len(batch), err)
+			}
+		}
+	})
+	b.Run("drain", func(b *testing.B) {
+		for b.Loop() {
+			if r, err := h.Drain(ctx, ref, d); err != nil || r.Delivered != 0 {
+				b.Fatalf("drain: %+v, %v", r, err)
+			}
+		}
+	})
+}

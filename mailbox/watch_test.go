@@ -44,7 +44,8 @@ func TestWaitInboundSkipsWhatThePollSaw(t *testing.T) {
 	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: time.Hour})
 	must(t, err)
 	defer a.Close()
-	must(t, a.watchInbound())
+	_, err = a.inboundWatcher()
+	must(t, err)
 	if !a.watcher.Notifying() {
 		t.Fatal("this test needs file-change notification")
 	}
