@@ -161,6 +161,8 @@ func TestIndexesServeEveryQuery(t *testing.T) {
 	must("SearchMessages filtered", err)
 	_, err = s.SearchMessages(ctx, "长江大桥", sessiondb.SearchFilter{})
 	must("SearchMessages CJK", err)
+	_, err = s.SearchMessages(ctx, "江大桥", sessiondb.SearchFilter{}) // a substring: the word search finds nothing
+	must("SearchMessages CJK substring", err)
 	_, err = s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "s000042", Role: "user", Content: strPtr("hello")})
 	must("AppendMessage", err)
 	_, err = s.SetSessionTitle(ctx, "s000043", "a new title")

@@ -220,9 +220,17 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	lead, span := strconv.Itoa(fts.LikeLead), strconv.Itoa(fts.LikeSpan+1)
 	b.WriteString("SELECT " + hitColumns + ", (strpos(m.content, $1) > " + lead + "+1)::int::text || substr(m.content, greatest(1, strpos(m.content, $1) - " + lead + "), " + span + ")" +
 		" FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.content IS NOT NULL")
+	cjk := false
 	for _, t := range terms {
 		args = append(args, "%"+fts.EscapeLike(t)+"%")
 		b.WriteString(" AND m.content ILIKE $" + strconv.Itoa(len(args)) + ` ESCAPE '\'`)
+		cjk = cjk || sessiondb.ContainsCJK(t)
+	}
+	if cjk {
+		// Every match holds the CJK term, so it is among the rows the
+		// trigram index keeps (migration 005); naming its condition lets
+		// the planner use it.
+		b.WriteString(" AND sessiondb_has_cjk(m.content)")
 	}
 	filters, args := searchFilters(f, args)
 	b.WriteString(filters)

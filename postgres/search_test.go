@@ -245,3 +245,194 @@ func FuzzSearchQuery(f *testing.F) {
 		}
 	})
 }
+
+// TestTrigramIndexHoldsCJKRowsOnly: the SQL twin of sessiondb.ContainsCJK
+// agrees with it on each range's edges and their neighbours, the trigram
+// index keeps only the rows holding CJK text, and a CJK substring search
+// still finds every row it should, mixed with Latin text.
+func TestTrigramIndexHoldsCJKRowsOnly(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	edges := []rune{0x3000, 0x303F, 0x3040, 0x309F, 0x30A0, 0x30FF, 0x3400, 0x4DBF, 0x4E00, 0x9FFF, 0xAC00, 0xD7AF, 0x20000, 0x2A6DF}
+	for _, e := range edges {
+		for _, r := range []rune{e - 1, e, e + 1} {
+			text := "a" + string(r) + "b"
+			var got bool
+			if err := conn.QueryRow(ctx, "SELECT sessiondb_has_cjk($1)", text).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if want := sessiondb.ContainsCJK(text); got != want {
+				t.Errorf("sessiondb_has_cjk(U+%04X) = %v, sessiondb.ContainsCJK = %v", r, got, want)
+			}
+		}
+	}
+
+	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "cjk", Source: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"plain deploy notes", "naïve café — “quoted”", "部署 the 长江大桥 today", "長江大橋 (traditional)", "カタカナ 长江大桥"}
+	for _, c := range texts {
+		if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "cjk", Role: "user", Content: strp(c)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var with, without int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FILTER (WHERE sessiondb_has_cjk(content)), count(*) FILTER (WHERE NOT sessiondb_has_cjk(content)) FROM messages").Scan(&with, &without); err != nil {
+		t.Fatal(err)
+	}
+	if with != 3 || without != 2 {
+		t.Errorf("rows with CJK %d, without %d; want 3 and 2", with, without)
+	}
+	var pred string
+	if err := conn.QueryRow(ctx, "SELECT pg_get_expr(indpred, indrelid) FROM pg_index WHERE indexrelid = 'messages_trgm'::regclass").Scan(&pred); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pred, "sessiondb_has_cjk") {
+		t.Errorf("messages_trgm predicate = %q, want the rows holding CJK text only", pred)
+	}
+	// Substrings of a word the word index keeps whole: the word search
+	// finds nothing and the substring search runs.
+	hits, err := s.SearchMessages(ctx, "江大桥 today", sessiondb.SearchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].ID != 3 {
+		t.Errorf("search 江大桥 today = %+v, want the one row holding both", hits)
+	}
+	hits, err = s.SearchMessages(ctx, "江大", sessiondb.SearchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 3 {
+		t.Errorf("search 江大 found %d rows, want 3", len(hits))
+	}
+}
+
+// TestFTSTextKeepsVectors: migration 005's sessiondb_fts_text, which
+// leaves spaces alone, gives every text the tsvector 001's gave (every run
+// of non-alphanumeric ASCII, spaces included, made one space), so vectors
+// stored before the upgrade and after it agree. Over the search corpus and
+// random strings of separators, letters, digits and non-ASCII letters.
+func TestFTSTextKeepsVectors(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	texts := searchCorpus()
+	alphabet := []string{" ", "  ", "\t", "\n", ".", "-", "_", "@", "/", ":", "'", "\"", "#", "+", "<b>", "://", "a", "Z", "x1", "2", "é", "ü", "ß", "İ", "ﬁ", "長", "١", "v1", ".2", "e", "E"}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 3000; i++ {
+		var b strings.Builder
+		for j := r.IntN(40); j >= 0; j-- {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	var differ []string
+	err = conn.QueryRow(ctx, `SELECT coalesce(array_agg(t), '{}') FROM unnest($1::text[]) AS u(t)
+WHERE to_tsvector('sessiondb_fts', sessiondb_fts_text(t)) IS DISTINCT FROM
+      to_tsvector('sessiondb_fts', regexp_replace(t, '[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+', ' ', 'g'))`, texts).Scan(&differ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(differ) > 0 {
+		t.Errorf("%d of %d texts get another tsvector than before, the first %q", len(differ), len(texts), differ[0])
+	}
+}
+
+// TestIndexUpkeepMigratesAFilledStore: migration 005 on a store that holds
+// messages from before it (the whole-content trigram index, the former
+// text function, the vectors it stored) leaves the index holding the CJK
+// rows only, every stored vector equal to what the new function gives,
+// and both searches finding what they found.
+func TestIndexUpkeepMigratesAFilledStore(t *testing.T) {
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The schema as 004 left it, before any message was written.
+	var trgm string
+	if err := conn.QueryRow(ctx, "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'").Scan(&trgm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DROP INDEX messages_trgm;
+CREATE INDEX messages_trgm ON messages USING gin (content `+trgm+`.gin_trgm_ops);
+CREATE OR REPLACE FUNCTION sessiondb_fts_text(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT regexp_replace(coalesce(t, ''), '[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+', ' ', 'g') $$;
+DROP FUNCTION sessiondb_has_cjk(text);
+DELETE FROM sessiondb_migrations WHERE version = 5`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "old", Source: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range searchCorpus()[:200] {
+		if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "old", Role: "user", Content: strp(c)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	wordBefore := pgtest.Count(t, pgtest.WithSearchPath(url, schema), "SELECT count(*) FROM messages WHERE fts @@ to_tsquery('sessiondb_fts', 'deploy')")
+
+	s, err = postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var pred string
+	if err := conn.QueryRow(ctx, "SELECT coalesce(pg_get_expr(indpred, indrelid), '') FROM pg_index WHERE indexrelid = 'messages_trgm'::regclass").Scan(&pred); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pred, "sessiondb_has_cjk") {
+		t.Errorf("after the upgrade messages_trgm's predicate = %q, want the CJK rows only", pred)
+	}
+	stale := pgtest.Count(t, pgtest.WithSearchPath(url, schema), "SELECT count(*) FROM messages WHERE fts IS DISTINCT FROM to_tsvector('sessiondb_fts', sessiondb_fts_text(content))")
+	if stale != 0 {
+		t.Errorf("%d stored vectors differ from what the new text function gives", stale)
+	}
+	if after := pgtest.Count(t, pgtest.WithSearchPath(url, schema), "SELECT count(*) FROM messages WHERE fts @@ to_tsquery('sessiondb_fts', 'deploy')"); after != wordBefore || after == 0 {
+		t.Errorf("rows holding deploy: %d after the upgrade, %d before", after, wordBefore)
+	}
+	want := 0
+	for _, c := range searchCorpus()[:200] {
+		if strings.Contains(c, "江大") {
+			want++
+		}
+	}
+	hits, err := s.SearchMessages(ctx, "江大", sessiondb.SearchFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != want || want == 0 {
+		t.Errorf("substring search after the upgrade found %d, want %d", len(hits), want)
+	}
+}

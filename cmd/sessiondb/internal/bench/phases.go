@@ -328,9 +328,7 @@ func (b *bencher) exportForImport(ctx context.Context, st sessiondb.Store) error
 		if err := json.Unmarshal(raw, &back); err != nil {
 			return sessiondb.Wrap(sessiondb.EINTERNAL, err, "decode exported session")
 		}
-		if m, ok := back["messages"].([]any); ok {
-			b.importMsgs += len(m)
-		}
+		b.importMsgs += sessiondb.RecordMessages(back)
 		b.importRecs = append(b.importRecs, back)
 		return nil
 	})
@@ -355,11 +353,18 @@ func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	bar := b.p.counter("import", len(b.importRecs), "sessions")
 	b.settle()
 	start := b.cfg.now()
-	for i, rec := range b.importRecs {
-		if _, err := st.ImportSession(ctx, rec, sessiondb.ImportOptions{}); err != nil {
-			return sessiondb.Wrap("", err, "import session %v", rec["id"])
+	// In batches, as `sessiondb import` commits a file.
+	for i := 0; i < len(b.importRecs); {
+		j, msgs := i, 0
+		for j < len(b.importRecs) && !sessiondb.ImportBatchFull(j-i, msgs) {
+			msgs += sessiondb.RecordMessages(b.importRecs[j])
+			j++
 		}
-		bar.Set(int64(i + 1))
+		if _, err := st.ImportSessions(ctx, b.importRecs[i:j], sessiondb.ImportOptions{}); err != nil {
+			return sessiondb.Wrap("", err, "import sessions %v to %v", b.importRecs[i]["id"], b.importRecs[j-1]["id"])
+		}
+		bar.Set(int64(j))
+		i = j
 	}
 	took := b.since(start)
 	bar.Done()

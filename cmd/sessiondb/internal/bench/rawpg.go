@@ -16,7 +16,7 @@ const rawPGIncludes = "one INSERT INTO messages of the 13 columns an append writ
 	"(autocommit: the INSERT and its COMMIT in one round trip, the commit waiting for its WAL flush), " +
 	"prepared once, one pgx connection per client, tool_calls encoded to JSON; " +
 	"into a schema the store made: the same columns (the generated tsvector too), the primary key, " +
-	"messages_session, the GIN word index, the trigram index and the foreign key to sessions. " +
+	"messages_session, the GIN word index, the trigram index (of the messages with CJK text) and the foreign key to sessions. " +
 	"Not included: the session counters, the change notification, the store's validation, its pool and its group commit"
 
 // rawPGInsert is the bare loop's one statement.

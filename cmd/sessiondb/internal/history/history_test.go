@@ -137,6 +137,13 @@ func TestImportInputs(t *testing.T) {
 			imported: 2, present: []string{projID, proj2ID},
 		},
 		{
+			// Both in one batch: the child's parent check commits the
+			// batch holding the parent first.
+			name:     "a parent before its continuation",
+			input:    []string{lines[projID], lines[proj2ID], lines[dockerID]},
+			imported: 3, present: []string{projID, proj2ID, dockerID},
+		},
+		{
 			name: "a newer Hermes export with columns v6 lacks",
 			input: []string{strings.Replace(strings.Replace(lines[dockerID], `{"actual_cost_usd"`, `{"api_call_count":3,"actual_cost_usd"`, 1),
 				`"codex_reasoning_items":null,"content"`, `"active":1,"codex_reasoning_items":null,"content"`, 1)},
@@ -167,6 +174,17 @@ func TestImportInputs(t *testing.T) {
 			wantCode: cli.ExitInvalid, imported: 3, failed: 3, failLines: []int{3, 4, 5},
 			errorsHave: []string{"title: Title too long (1000000 chars, max 100)", "started_at must be epoch seconds", "messages[0].tool_calls must be JSON"},
 			present:    []string{dockerID, cronID, "esc"},
+		},
+		{
+			// The first is found when its batch commits, the second when
+			// it is read: the report keeps the file's order.
+			name: "failures named in the file's order",
+			input: []string{lines[dockerID],
+				`{"id":"tc","source":"cli","started_at":1700000000,"messages":[{"role":"assistant","timestamp":1700000001,"tool_calls":"notjson"}]}`,
+				"{not json", lines[cronID]},
+			wantCode: cli.ExitInvalid, imported: 2, failed: 2, failLines: []int{2, 3},
+			errorsHave: []string{"messages[0].tool_calls must be JSON", "not a JSON object"},
+			present:    []string{dockerID, cronID},
 		},
 		{
 			name: "values of the wrong kind are named in JSON's words, not Go's",

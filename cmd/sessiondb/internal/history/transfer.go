@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -161,7 +162,10 @@ chat_id, chat_type, thread_id, display_name, origin_json, expiry_finalized,
 handoff_*, compression_failure_*, compression_fallback_streak and
 rewind_count keep their defaults (copy keeps them). Hermes' own export
 (hermes sessions export) is read as it is: content given as a list of parts
-is stored as Hermes stores it. Each session commits on its own; a bad line is
+is stored as Hermes stores it. Sessions commit in batches (up to 50
+sessions or 5,000 messages, and whatever has been read before the input
+makes it wait), each session all or nothing; interrupted, the command keeps
+the batches committed and says how many sessions they hold. A bad line is
 reported with its line number and what was wrong, the lines around it are
 still imported, and the command exits with status 2. A continuation that
 comes before its parent in the file is held back until the parent is in; one
@@ -257,6 +261,9 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 	res := &importReport{Errors: []lineError{}, Dropped: []sessiondb.DroppedField{}}
 	bar := cli.NewProgressLine(h.Err, h.Now, "importing", size, "bytes")
 	defer bar.Done()
+	// A line's failure is found when it is read, or when its batch
+	// commits; the report names them in the file's order.
+	defer func() { slices.SortStableFunc(res.Errors, func(a, b lineError) int { return a.Line - b.Line }) }()
 	fail := func(line int, id string, err error) {
 		res.Failed++
 		res.Errors = append(res.Errors, lineError{Line: line, Session: id, Error: err.Error()})
@@ -264,7 +271,20 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 	// present caches sessions known to be in the store, so a chain of
 	// continuations does not cost a lookup per record.
 	present := map[string]bool{}
+	// Records are committed in batches (sessiondb.ImportBatchFull, and
+	// whenever the input read so far is used up), one transaction each;
+	// queued names the ids waiting in the batch.
+	var queue []pendingLine
+	queued, queuedMsgs := map[string]bool{}, 0
+	var flush func() error
 	hasSession := func(id string) (bool, error) {
+		if queued[id] {
+			// A child of a session still in the batch: commit the
+			// batch first, so the parent's outcome is known.
+			if err := flush(); err != nil {
+				return false, err
+			}
+		}
 		if present[id] {
 			return true, nil
 		}
@@ -298,11 +318,61 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		}
 		return nil
 	}
+	flush = func() error {
+		if len(queue) == 0 {
+			return nil
+		}
+		recs := make([]map[string]any, len(queue))
+		for i, p := range queue {
+			recs[i] = p.rec
+		}
+		results, err := st.ImportSessions(ctx, recs, sessiondb.ImportOptions{})
+		for i, r := range results {
+			res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
+			if r.Imported {
+				res.Imported++
+			} else {
+				res.Skipped++
+			}
+			present[queue[i].id] = true
+		}
+		rest := queue[len(results):]
+		queue, queuedMsgs = nil, 0
+		clear(queued)
+		if err != nil {
+			// The batch stopped at rest[0] (the sessions before it are
+			// committed) or failed whole: the rest go one at a time,
+			// each failure named by its line as before.
+			for _, p := range rest {
+				if err := importOne(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	enqueue := func(p pendingLine) error {
+		queue = append(queue, p)
+		queued[p.id] = true
+		queuedMsgs += sessiondb.RecordMessages(p.rec)
+		if sessiondb.ImportBatchFull(len(queue), queuedMsgs) {
+			return flush()
+		}
+		return nil
+	}
 
 	var held []pendingLine
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := bufio.NewReaderSize(r, 1<<20)
 	var read int64
 	for line := 1; ; line++ {
+		// Before a read that may wait (a pipe whose writer is slow, a
+		// person at a terminal), what was read is committed: a batch
+		// waits for input no longer than it takes to arrive.
+		if br.Buffered() == 0 {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
 		raw, rerr := br.ReadBytes('\n')
 		// Checked after the read, which may have waited long on stdin: no
 		// new session starts once the user has asked to stop.
@@ -326,7 +396,7 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 				}
 				if !ok {
 					held = append(held, p)
-				} else if err := importOne(p); err != nil {
+				} else if err := enqueue(p); err != nil {
 					return res, err
 				}
 			}
@@ -335,6 +405,9 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		if rerr == io.EOF {
 			break
 		}
+	}
+	if err := flush(); err != nil {
+		return res, err
 	}
 	// Records whose parent came later in the file (an export is newest
 	// first, so continuations precede their parents): retry until a round
