@@ -181,7 +181,7 @@ func New(h *mailbox.Host, cfg Config) (*Daemon, error) {
 	}
 	d.drainer = newDrainer(drainerConfig{host: h, deliverer: deliverer,
 		workers: cfg.DrainWorkers, backoffMin: d.sweeper.cfg.BackoffMin, backoffMax: d.sweeper.cfg.BackoffMax, log: d.log, serves: serves, observer: cfg.Observer})
-	d.watchers = newWatchSet(h.Layout(), cfg.Poll, d.RequestDrain)
+	d.watchers = newWatchSet(h.Layout(), cfg.Poll, d.drainer.changed)
 	d.status = &statusWriter{root: h.Layout().Root, fullSweep: cfg.FullSweep, log: d.log}
 	return d, nil
 }

@@ -52,9 +52,12 @@ type drainer struct {
 // drainSlot is the drainer's bookkeeping for one session.
 type drainSlot struct {
 	queued, active, again bool
-	outSig                filesig.Sig
-	failures              int
-	backoffUntil          time.Time
+	// changed is an outbound change reported while a drain ran and before
+	// its read: the read saw that commit, so it is dropped there (sawRead).
+	changed      bool
+	outSig       filesig.Sig
+	failures     int
+	backoffUntil time.Time
 	// retryAt is when a delivery retry or a deliver_after falls due.
 	retryAt time.Time
 	lastErr string
@@ -86,7 +89,7 @@ func (d *drainer) stop() {
 	d.closed = true
 	d.queue = nil
 	for _, s := range d.slots {
-		s.queued, s.again = false, false
+		s.queued, s.again, s.changed = false, false, false
 	}
 	d.mu.Unlock()
 	close(d.wakeQ)
@@ -111,6 +114,36 @@ func (d *drainer) request(ref mailbox.SessionRef) {
 		return
 	}
 	d.enqueueLocked(ref, s)
+}
+
+// changed asks for a drain of ref after a commit to its outbound.db (the
+// watcher's wake). It is request, except while a drain of ref runs: then
+// one more drain is owed only for a commit that ended after the running
+// drain's read, which drops the changes reported until then (sawRead); a
+// commit the read saw needs no second drain.
+func (d *drainer) changed(ref mailbox.SessionRef) {
+	if ref.Validate() != nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	s := d.slot(ref)
+	if s.active {
+		s.changed = true
+		return
+	}
+	d.enqueueLocked(ref, s)
+}
+
+// sawRead is called inside a drain's read of ref's outbound.db
+// (mailbox.DrainOptions.Read): the changes reported until then are in it.
+func (d *drainer) sawRead(ref mailbox.SessionRef) {
+	d.mu.Lock()
+	d.slot(ref).changed = false
+	d.mu.Unlock()
 }
 
 // enqueueLocked queues ref once; d.mu must be held.
@@ -208,7 +241,7 @@ func (d *drainer) work(ctx context.Context) {
 		if !ok {
 			return
 		}
-		res, err := h.Drain(ctx, ref, del)
+		res, err := h.DrainWith(ctx, ref, del, mailbox.DrainOptions{Read: func() { d.sawRead(ref) }})
 		if d.cfg.observer != nil {
 			d.cfg.observer.Drained(ref, res, err)
 		}
@@ -216,26 +249,7 @@ func (d *drainer) work(ctx context.Context) {
 		if err == nil {
 			retryAt, err = h.NextDeliveryDue(ctx, ref)
 		}
-		now := h.Now()
-		d.mu.Lock()
-		s := d.slot(ref)
-		s.active = false
-		if err != nil {
-			s.failures++
-			s.backoffUntil = now.Add(backoff.Exponential(s.failures, d.cfg.backoffMin, d.cfg.backoffMax))
-			s.lastErr = err.Error()
-			s.again = false
-		} else {
-			s.failures, s.backoffUntil, s.lastErr = 0, time.Time{}, ""
-			s.retryAt = retryAt
-		}
-		// A follow-up is queued in the same critical section, so the slot
-		// never looks idle while one is owed.
-		if (s.again || res.Skipped) && !d.closed {
-			d.enqueueLocked(ref, s)
-		}
-		s.again = false
-		d.mu.Unlock()
+		d.finish(ref, res, err, retryAt, h.Now())
 		switch {
 		case err != nil && !d.stopping.Load():
 			d.cfg.log.Warn("mailbox: drain failed; backing off", "session", ref.String(), "code", sqlitedb.Code(err), "err", err)
@@ -244,6 +258,31 @@ func (d *drainer) work(ctx context.Context) {
 				"failed", res.Failed, "retrying", res.Retrying, "deferred", res.Deferred)
 		}
 	}
+}
+
+// finish records the end of a drain of ref at now: its error or the next
+// due retry, and queues one more drain when one was asked for meanwhile (a
+// request, a change its read did not see) or the drain was skipped.
+func (d *drainer) finish(ref mailbox.SessionRef, res mailbox.DrainResult, err error, retryAt, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.slot(ref)
+	s.active = false
+	if err != nil {
+		s.failures++
+		s.backoffUntil = now.Add(backoff.Exponential(s.failures, d.cfg.backoffMin, d.cfg.backoffMax))
+		s.lastErr = err.Error()
+		s.again, s.changed = false, false
+	} else {
+		s.failures, s.backoffUntil, s.lastErr = 0, time.Time{}, ""
+		s.retryAt = retryAt
+	}
+	// A follow-up is queued in the same critical section, so the slot
+	// never looks idle while one is owed.
+	if (s.again || s.changed || res.Skipped) && !d.closed {
+		d.enqueueLocked(ref, s)
+	}
+	s.again, s.changed = false, false
 }
 
 // health adds the drainer's failures among refs to out (a drain error

@@ -72,15 +72,18 @@ type Agent struct {
 	out *sql.DB
 	w   *sqlitedb.Writer
 
-	mu         sync.Mutex
-	lastInSeq  int64
-	inSeqSig   filesig.Sig
-	modes      modes
-	inSelect   string // messages_in select list, probed once
-	hasOnWake  bool
-	watcher    *Watcher
-	closed     bool
-	malformedN int
+	mu        sync.Mutex
+	lastInSeq int64
+	inSeqSig  filesig.Sig
+	modes     modes
+	inSelect  string // messages_in select list, probed once
+	hasOnWake bool
+	watcher   *Watcher
+	// pollSaw is the watcher's count of changes (Watcher.Changes) that the
+	// latest poll's read saw, waitSaw the count the latest wait returned at.
+	pollSaw, waitSaw uint64
+	closed           bool
+	malformedN       int
 }
 
 // OpenAgent opens the session folder dir as its agent: outbound.db read-write

@@ -108,6 +108,9 @@ func (a *Agent) due(ctx context.Context, firstPoll, withSystem bool) ([]InboundR
 		cands, err = collectInbound(q, "SELECT "+sel+` FROM messages_in
  WHERE status = 'pending' AND (process_after IS NULL OR datetime(process_after) <= datetime(?))`+where+
 			` ORDER BY seq DESC, timestamp DESC`, FormatTime(a.now()))
+		if err == nil {
+			a.polled()
+		}
 		return err
 	}, "agent: read inbound")
 	if err := a.countMalformed(err); err != nil {

@@ -41,6 +41,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
+		seen := a.inboundSeen()
 		var cands []InboundRow
 		err := a.withInbound(ctx, func(q queryer) error {
 			sel, _, err := a.inboundSelect(q)
@@ -67,7 +68,7 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 				}
 			}
 		}
-		if err := a.WaitInbound(ctx); err != nil {
+		if err := a.waitInbound(ctx, seen); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return InboundRow{}, sessiondb.Wrap(sessiondb.ENOTFOUND, err, "no %s within %s", what, timeout)
 			}
@@ -77,14 +78,66 @@ func (a *Agent) await(ctx context.Context, timeout time.Duration, what, where st
 }
 
 // WaitInbound blocks until inbound.db changes, PollInterval passes (rows
-// also become due by time alone), or ctx ends (then ctx's error).
+// also become due by time alone), or ctx ends (then ctx's error). A change
+// the agent's latest poll read, or one an earlier WaitInbound returned for,
+// does not wake it: a poll that met the host's commit and read past it has
+// seen what the commit's wake would have made it read again.
 func (a *Agent) WaitInbound(ctx context.Context) error {
+	a.mu.Lock()
+	seen := max(a.pollSaw, a.waitSaw)
+	a.mu.Unlock()
+	return a.waitInbound(ctx, seen)
+}
+
+// waitInbound waits for an inbound change counted after seen (see
+// Watcher.Changes), PollInterval, or the end of ctx.
+func (a *Agent) waitInbound(ctx context.Context, seen uint64) error {
 	w, err := a.inboundWatcher()
 	if err != nil {
 		return err
 	}
-	_, err = w.Wait(ctx, a.opts.PollInterval)
-	return err
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(a.opts.PollInterval)
+	defer t.Stop()
+	for {
+		if n := w.Changes(); n > seen {
+			a.mu.Lock()
+			a.waitSaw = max(a.waitSaw, n)
+			a.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-w.C():
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// inboundSeen is the count of inbound changes so far: a read that begins
+// after it sees every change it counts.
+func (a *Agent) inboundSeen() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.watcher == nil {
+		return 0
+	}
+	return a.watcher.Changes()
+}
+
+// polled records, from inside a poll's read transaction on inbound.db, that
+// the poll sees every change counted so far: no commit can end while the
+// read holds the file, so the changes counted were all committed before it.
+func (a *Agent) polled() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.watcher != nil {
+		a.pollSaw = max(a.pollSaw, a.watcher.Changes())
+	}
 }
 
 func (a *Agent) inboundWatcher() (*Watcher, error) {

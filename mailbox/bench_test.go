@@ -165,8 +165,16 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int, back
 			delivered <- row.ID
 			return "P", nil
 		})
+		// As the daemon's drainer does, a drain drops the wakes of the
+		// commits its read saw.
+		o := DrainOptions{Read: func() {
+			select {
+			case <-w.C():
+			default:
+			}
+		}}
 		for ctx.Err() == nil {
-			if r, _ := h.Drain(ctx, ref, d); r.Delivered > 0 {
+			if r, _ := h.DrainWith(ctx, ref, d, o); r.Delivered > 0 {
 				settled <- struct{}{}
 			}
 			w.Wait(ctx, interval)
@@ -274,5 +282,35 @@ func sequentialTrips(b *testing.B, n int) []time.Duration {
 			b.Fatalf("delivered %q, want re-%s", got, id)
 		}
 		return handed
+	})
+}
+
+// BenchmarkEmptyRead measures a read that finds nothing, on the fresh
+// connections the contract asks for: the agent's poll (inbound.db opened
+// read-only) and the host's drain (outbound.db read-only, inbound.db
+// attached). They are the reads a wake adds to a round trip; their cost,
+// mostly the schema parse of each fresh connection, is what separates the
+// two drivers in BenchmarkRoundTrip/notify.
+func BenchmarkEmptyRead(b *testing.B) {
+	ctx := context.Background()
+	h, ref, _, a := benchAgent(b, AgentOptions{PollInterval: time.Second})
+	defer a.Close()
+	d := DelivererFunc(func(context.Context, SessionRef, OutboundRow) (string, error) {
+		b.Fatal("an empty session delivered a row")
+		return "", nil
+	})
+	b.Run("poll", func(b *testing.B) {
+		for b.Loop() {
+			if batch, err := a.Poll(ctx, PollOptions{}); err != nil || len(batch) != 0 {
+				b.Fatalf("poll: %d rows, %v", len(batch), err)
+			}
+		}
+	})
+	b.Run("drain", func(b *testing.B) {
+		for b.Loop() {
+			if r, err := h.Drain(ctx, ref, d); err != nil || r.Delivered != 0 {
+				b.Fatalf("drain: %+v, %v", r, err)
+			}
+		}
 	})
 }

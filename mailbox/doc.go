@@ -22,7 +22,8 @@
 //	h.RecoverInbound(ctx, ref)                    // at start, per active session
 //	h.Enqueue(ctx, ref, msg)                      // on every inbound event
 //	h.PrepareSpawn(ctx, ref, spawn)               // before each container start
-//	h.Drain(ctx, ref, deliverer)                  // on outbound change (Watcher)
+//	h.Drain(ctx, ref, deliverer)                  // on outbound change (Watcher; DrainWith's
+//	                                              // Read drops the wakes its read saw)
 //	h.CheckSession(ctx, ref, running)             // every tick: acks, due work, claims
 //	h.Upkeep(ctx, ref)                            // every tick: recurrences, expiry
 //

@@ -59,6 +59,25 @@ type attemptRow struct {
 // d receives kind='system' rows too (the host action registry): it should
 // return "", nil for an unknown action so the row is marked delivered.
 func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainResult, error) {
+	return h.DrainWith(ctx, ref, d, DrainOptions{})
+}
+
+// DrainOptions configure Host.DrainWith.
+type DrainOptions struct {
+	// Read, when set, is called inside the drain's read of outbound.db,
+	// after its reads, while the read lock is held: every outbound commit
+	// that ended before the call is in what the drain delivers, and none
+	// ends during it. A caller woken by outbound changes drops there the
+	// wakes it has had: the commit a drain met and waited for in its read
+	// (the agent's reply, right after the claim that woke the drain) then
+	// starts no second drain that finds nothing. A wake still on its way
+	// only costs a drain that finds nothing; one that comes after the call
+	// is for a commit the drain did not see. It must not block.
+	Read func()
+}
+
+// DrainWith is Drain with options.
+func (h *Host) DrainWith(ctx context.Context, ref SessionRef, d Deliverer, o DrainOptions) (DrainResult, error) {
 	var res DrainResult
 	dir, err := h.layout.SessionDir(ref)
 	if err != nil {
@@ -129,8 +148,13 @@ func (h *Host) Drain(ctx context.Context, ref SessionRef, d Deliverer) (DrainRes
 			if err := st.read(q, all, cands, outIDs); err != nil {
 				return err
 			}
-			ackSync, err = acksToSync(q)
-			return err
+			if ackSync, err = acksToSync(q); err != nil {
+				return err
+			}
+			if o.Read != nil {
+				o.Read()
+			}
+			return nil
 		}, attachment{inboundAlias, inPath})
 	}
 	err = read()

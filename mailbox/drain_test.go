@@ -368,3 +368,42 @@ func TestDrainLogsWhyARowFailedForGood(t *testing.T) {
 		t.Errorf("the reason reached the log with a raw escape: %q", line)
 	}
 }
+
+// DrainOptions.Read runs while the drain's read holds outbound.db: a reply
+// committed before it is delivered by this drain, and one whose commit
+// begins during it ends only after the read, so its wake (the journal's
+// removal) comes after the call, for the next drain. Were Read called
+// after the read, the second reply could commit meanwhile and a caller
+// dropping its wakes there would never deliver it.
+func TestDrainReadHookRunsUnderTheReadLock(t *testing.T) {
+	f := newFixture(t)
+	a := f.openAgent()
+	f.send("o1", `{"text":"first"}`)
+	var sent atomic.Bool
+	done := make(chan error, 1)
+	var duringRead bool
+	d := &scripted{fn: func(OutboundRow) (string, error) { return "P1", nil }}
+	res, err := f.host.DrainWith(ctxb, f.ref, d, DrainOptions{Read: func() {
+		go func() {
+			_, err := a.Send(ctxb, OutboundMessage{ID: "o2", Content: json.RawMessage(`{"text":"second"}`), Routing: Routing{ChannelType: "slack", PlatformID: "C1"}})
+			sent.Store(true)
+			done <- err
+		}()
+		// Long enough for the reply to commit had nothing held it back.
+		time.Sleep(300 * time.Millisecond)
+		duringRead = !sent.Load()
+	}})
+	if err != nil || res.Delivered != 1 || len(d.calls) != 1 || d.calls[0].ID != "o1" {
+		t.Fatalf("drain: %+v, %v, calls %v; want o1 delivered alone", res, err, d.calls)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !duringRead {
+		t.Fatal("the agent committed a reply while Read ran: Read is not inside the drain's read transaction")
+	}
+	res, err = f.host.Drain(ctxb, f.ref, d)
+	if err != nil || res.Delivered != 1 || d.calls[1].ID != "o2" {
+		t.Fatalf("next drain: %+v, %v; want o2 delivered", res, err)
+	}
+}

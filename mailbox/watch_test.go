@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,5 +33,45 @@ func TestWatcherWaitsForTheJournalRemoval(t *testing.T) {
 	must(t, os.WriteFile(db, []byte("y"), 0o600))
 	if changed, err := w.Wait(ctxb, 10*time.Second); err != nil || !changed {
 		t.Fatalf("plain write did not wake: %v, %v", changed, err)
+	}
+}
+
+// A host commit that a poll read past does not wake WaitInbound: the poll
+// saw it (the delivery record a poll met right after the agent's reply would
+// otherwise start a poll that finds nothing). A commit after the poll does.
+func TestWaitInboundSkipsWhatThePollSaw(t *testing.T) {
+	f := newFixture(t)
+	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: time.Hour})
+	must(t, err)
+	defer a.Close()
+	_, err = a.inboundWatcher()
+	must(t, err)
+	if !a.watcher.Notifying() {
+		t.Fatal("this test needs file-change notification")
+	}
+	f.enqueue(chat("m1", "one"))
+	// The commit's wake is counted before the poll reads.
+	for deadline := time.Now().Add(10 * time.Second); a.inboundSeen() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the enqueue's commit was never seen by the watcher")
+		}
+	}
+	batch, err := a.Poll(ctxb, PollOptions{})
+	if err != nil || len(batch) != 1 {
+		t.Fatalf("poll: %v, %v", ids(batch), err)
+	}
+	ctx, cancel := context.WithTimeout(ctxb, 300*time.Millisecond)
+	defer cancel()
+	if err := a.WaitInbound(ctx); err == nil {
+		t.Fatal("WaitInbound woke for a commit the poll had read")
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.WaitInbound(ctxb) }()
+	f.enqueue(chat("m2", "two"))
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a commit after the poll did not wake WaitInbound")
 	}
 }

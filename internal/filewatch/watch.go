@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -101,6 +102,7 @@ type group struct {
 // notification only makes the wake earlier.
 type Watcher struct {
 	c       chan struct{}
+	changes atomic.Uint64 // wakes, counted before they coalesce in c
 	done    chan struct{}
 	once    sync.Once
 	notify  bool
@@ -343,6 +345,7 @@ func (g *group) signal() {
 }
 
 func (w *Watcher) signal() {
+	w.changes.Add(1)
 	select {
 	case w.c <- struct{}{}:
 	default:
@@ -408,6 +411,11 @@ func (g *group) poll(wg *sync.WaitGroup, last []filesig.Sig) {
 
 // Notifying reports whether OS file-change notification is in use.
 func (w *Watcher) Notifying() bool { return w.notify }
+
+// Changes counts the changes w was woken for, before they coalesce in C. A
+// reader that notes it while it holds what it reads (a read transaction)
+// can tell afterwards whether a wake is for a change it has already read.
+func (w *Watcher) Changes() uint64 { return w.changes.Load() }
 
 // C delivers one value (coalesced) after each change.
 func (w *Watcher) C() <-chan struct{} { return w.c }

@@ -55,3 +55,30 @@ func TestNotifyCallsOnChangeAndCloseDoesNotWaitForTheCall(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// Changes counts every wake, also those that coalesce into one value of C:
+// three writes with nobody reading C leave one value there and a count of
+// at least three.
+func TestChangesCountsWakesThatCoalesce(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWatcher(dir, []string{"watched.db"}, Options{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !w.Notifying() {
+		t.Fatal("this test needs file-change notification")
+	}
+	if n := w.Changes(); n != 0 {
+		t.Fatalf("Changes = %d before any write, want 0", n)
+	}
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(dir, "watched.db"), bytes.Repeat([]byte("x"), i+1), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, "the write's wake", func() bool { return w.Changes() > uint64(i) })
+	}
+	if len(w.C()) != 1 {
+		t.Fatalf("%d values in C after three wakes nobody read, want 1 (coalesced)", len(w.C()))
+	}
+}
