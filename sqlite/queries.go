@@ -13,7 +13,12 @@ import (
 // says so and otherwise ignored.
 type queries struct {
 	sessSel string // the 26 v6 session columns and newerSessionColumns, alias s
-	msgSel  string // the 13 v6 message columns and newerMessageColumns, alias m
+	// sessNewer: sessSel holds newerSessionColumns. A file with none of
+	// them (Hermes v6's, and every store sessiondb makes) reads the 26
+	// alone: their defaults are the Session fields' zero values, and
+	// scanning 19 constants a row was a third of a listing page's time.
+	sessNewer bool
+	msgSel    string // the 13 v6 message columns and newerMessageColumns, alias m
 	// live is "" or an AND clause keeping the rows of the live
 	// conversation (active = 1, docs/hermes-versions.md 4.1), alias m:
 	// what Hermes' get_messages and replay read.
@@ -70,7 +75,13 @@ func buildQueries(si *schemaInfo) queries {
 		// sessions.system_prompt NULL.
 		override["system_prompt"] = "COALESCE(s.system_prompt, (SELECT sp.prompt FROM system_prompts sp WHERE sp.hash = s.system_prompt_hash))"
 	}
-	q.sessSel = selectList("s", sessionColumns, si.sessCols, override) + ", " + newerList("s", newerSessionColumns, si.sessCols)
+	q.sessSel = selectList("s", sessionColumns, si.sessCols, override)
+	for _, c := range newerSessionColumns {
+		q.sessNewer = q.sessNewer || si.sessCols[c.name]
+	}
+	if q.sessNewer {
+		q.sessSel += ", " + newerList("s", newerSessionColumns, si.sessCols)
+	}
 	q.msgSel = selectList("m", messageColumns, si.msgCols, nil) + ", " + newerList("m", newerMessageColumns, si.msgCols)
 	q.lastActive = si.usesLastActive()
 	if si.sessCols["archived"] {
@@ -116,7 +127,7 @@ func intPtr(n sql.NullInt64) *int64 {
 }
 
 // scanSession reads the columns of q.sessSel followed by extra.
-func scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
+func (q queries) scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
 	var (
 		x                                                           sessiondb.Session
 		id, source                                                  sql.NullString
@@ -130,10 +141,12 @@ func scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
 		cooldown                                                    sql.NullFloat64
 	)
 	dest := []any{&id, &source, &userID, &model, &modelConfig, &systemPrompt, &parent, &started, &ended, &endReason,
-		&mc, &tc, &in, &out, &cr, &cw, &rt, &bp, &bu, &bm, &est, &act, &cs, &csrc, &pv, &title,
-		&x.APICallCount, &cwd, &branch, &root, &x.Archived, &x.RewindCount,
-		&key, &chat, &chatType, &thread, &display, &origin, &x.ExpiryFinalized,
-		&hState, &hPlatform, &hErr, &cooldown, &cErr, &x.CompressionFallbackStreak}
+		&mc, &tc, &in, &out, &cr, &cw, &rt, &bp, &bu, &bm, &est, &act, &cs, &csrc, &pv, &title}
+	if q.sessNewer {
+		dest = append(dest, &x.APICallCount, &cwd, &branch, &root, &x.Archived, &x.RewindCount,
+			&key, &chat, &chatType, &thread, &display, &origin, &x.ExpiryFinalized,
+			&hState, &hPlatform, &hErr, &cooldown, &cErr, &x.CompressionFallbackStreak)
+	}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func (s *Store) richExtra() string {
 func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
 	var raw string
 	var last sql.NullFloat64
-	x, err := scanSession(sc, &raw, &last)
+	x, err := s.q.scanSession(sc, &raw, &last)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +422,7 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	err = sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
 		var raw string
 		var last, key sql.NullFloat64
-		x, err := scanSession(row, &raw, &last, &key)
+		x, err := s.q.scanSession(row, &raw, &last, &key)
 		if err != nil {
 			return err
 		}

@@ -130,7 +130,7 @@ func (s *Store) UpdateTokenCounts(ctx context.Context, id string, u sessiondb.To
 // GetSession returns every v6 column of the session, model_config as its
 // JSON text; a missing session is not_found.
 func (s *Store) GetSession(ctx context.Context, id string) (*sessiondb.Session, error) {
-	x, err := scanSession(s.queryRow(ctx, "SELECT "+s.q.sessSel+" FROM sessions s WHERE s.id = ?", id))
+	x, err := s.q.scanSession(s.queryRow(ctx, "SELECT "+s.q.sessSel+" FROM sessions s WHERE s.id = ?", id))
 	if err == sql.ErrNoRows {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "session %q not found", id)
 	}
@@ -188,7 +188,7 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 	q += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
 	args = append(args, limit, offset)
 	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.Session{}, func(r sqlitedb.Row) (sessiondb.Session, error) {
-		x, err := scanSession(r)
+		x, err := s.q.scanSession(r)
 		if err != nil {
 			return sessiondb.Session{}, err
 		}

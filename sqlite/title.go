@@ -92,7 +92,7 @@ func (s *Store) GetSessionByTitle(ctx context.Context, title string) (*sessiondb
 	if !s.hasTitles() {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no session titled %q (this file's schema has no titles)", title)
 	}
-	x, err := scanSession(s.queryRow(ctx, "SELECT "+s.q.sessSel+" FROM sessions s WHERE s.title = ?", title))
+	x, err := s.q.scanSession(s.queryRow(ctx, "SELECT "+s.q.sessSel+" FROM sessions s WHERE s.title = ?", title))
 	if err == sql.ErrNoRows {
 		return nil, sessiondb.Errorf(sessiondb.ENOTFOUND, "no session titled %q", title)
 	}

@@ -49,3 +49,40 @@ func TestChainWalkCountsACycleOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionReadsANewerColumnAlone: a file with one column of a newer
+// Hermes and none of the others reads that column (the session select
+// takes the newer columns whenever the file has any), and a file with
+// none reads their defaults.
+func TestSessionReadsANewerColumnAlone(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openTestStore(t, path, Options{})
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: id, Source: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.GetSession(ctx, "a")
+	if err != nil || got.Archived != 0 || got.APICallCount != 0 || got.Cwd != nil {
+		t.Fatalf("on a v6 file: %+v, %v; want the newer columns' defaults", got, err)
+	}
+	if _, err := s.db.ExecContext(ctx, "ALTER TABLE sessions ADD COLUMN rewind_count INTEGER DEFAULT 0; UPDATE sessions SET rewind_count = 3 WHERE id = 'a'"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTestStore(t, path, Options{})
+	got, err = s.GetSession(ctx, "a")
+	if err != nil || got.RewindCount != 3 {
+		t.Errorf("with rewind_count alone: %+v, %v; want rewind_count 3", got, err)
+	}
+	page, err := s.ListSessions(ctx, sessiondb.SessionQuery{})
+	if err != nil || len(page.Sessions) != 2 {
+		t.Fatalf("list: %+v, %v", page, err)
+	}
+	for _, r := range page.Sessions {
+		if want := map[string]int64{"a": 3, "b": 0}[r.ID]; r.RewindCount != want {
+			t.Errorf("listed %s rewind_count %d, want %d", r.ID, r.RewindCount, want)
+		}
+	}
+}
