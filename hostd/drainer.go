@@ -99,29 +99,17 @@ func (d *drainer) stop() {
 // request asks for one drain of ref soon; while a drain of ref runs,
 // requests coalesce into one more drain after it. After stop it does
 // nothing.
-func (d *drainer) request(ref mailbox.SessionRef) {
-	if ref.Validate() != nil {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return
-	}
-	s := d.slot(ref)
-	if s.active {
-		s.again = true
-		return
-	}
-	d.enqueueLocked(ref, s)
-}
+func (d *drainer) request(ref mailbox.SessionRef) { d.ask(ref, false) }
 
 // changed asks for a drain of ref after a commit to its outbound.db (the
 // watcher's wake). It is request, except while a drain of ref runs: then
 // one more drain is owed only for a commit that ended after the running
 // drain's read, which drops the changes reported until then (sawRead); a
 // commit the read saw needs no second drain.
-func (d *drainer) changed(ref mailbox.SessionRef) {
+func (d *drainer) changed(ref mailbox.SessionRef) { d.ask(ref, true) }
+
+// ask is request (change false) and changed (change true).
+func (d *drainer) ask(ref mailbox.SessionRef, change bool) {
 	if ref.Validate() != nil {
 		return
 	}
@@ -131,11 +119,14 @@ func (d *drainer) changed(ref mailbox.SessionRef) {
 		return
 	}
 	s := d.slot(ref)
-	if s.active {
+	switch {
+	case s.active && change:
 		s.changed = true
-		return
+	case s.active:
+		s.again = true
+	default:
+		d.enqueueLocked(ref, s)
 	}
-	d.enqueueLocked(ref, s)
 }
 
 // sawRead is called inside a drain's read of ref's outbound.db
