@@ -251,19 +251,8 @@ func FuzzSearchQuery(f *testing.F) {
 // index keeps only the rows holding CJK text, and a CJK substring search
 // still finds every row it should, mixed with Latin text.
 func TestTrigramIndexHoldsCJKRowsOnly(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.Schema(t, url)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	s, conn, _, _ := freshSchema(t)
 
 	edges := []rune{0x3000, 0x303F, 0x3040, 0x309F, 0x30A0, 0x30FF, 0x3400, 0x4DBF, 0x4E00, 0x9FFF, 0xAC00, 0xD7AF, 0x20000, 0x2A6DF}
 	for _, e := range edges {
@@ -326,19 +315,8 @@ func TestTrigramIndexHoldsCJKRowsOnly(t *testing.T) {
 // stored before the upgrade and after it agree. Over the search corpus and
 // random strings of separators, letters, digits and non-ASCII letters.
 func TestFTSTextKeepsVectors(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.Schema(t, url)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	_, conn, _, _ := freshSchema(t)
 	texts := searchCorpus()
 	alphabet := []string{" ", "  ", "\t", "\n", ".", "-", "_", "@", "/", ":", "'", "\"", "#", "+", "<b>", "://", "a", "Z", "x1", "2", "é", "ü", "ß", "İ", "ﬁ", "長", "١", "v1", ".2", "e", "E"}
 	r := rand.New(rand.NewPCG(5, 6))
@@ -350,7 +328,7 @@ func TestFTSTextKeepsVectors(t *testing.T) {
 		texts = append(texts, b.String())
 	}
 	var differ []string
-	err = conn.QueryRow(ctx, `SELECT coalesce(array_agg(t), '{}') FROM unnest($1::text[]) AS u(t)
+	err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(t), '{}') FROM unnest($1::text[]) AS u(t)
 WHERE to_tsvector('sessiondb_fts', sessiondb_fts_text(t)) IS DISTINCT FROM
       to_tsvector('sessiondb_fts', regexp_replace(t, '[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+', ' ', 'g'))`, texts).Scan(&differ)
 	if err != nil {
@@ -367,18 +345,8 @@ WHERE to_tsvector('sessiondb_fts', sessiondb_fts_text(t)) IS DISTINCT FROM
 // rows only, every stored vector equal to what the new function gives,
 // and both searches finding what they found.
 func TestIndexUpkeepMigratesAFilledStore(t *testing.T) {
-	url := pgtest.URL(t)
-	schema := pgtest.Schema(t, url)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	s, conn, url, schema := freshSchema(t)
 	// The schema as 004 left it, before any message was written.
 	var trgm string
 	if err := conn.QueryRow(ctx, "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'").Scan(&trgm); err != nil {
@@ -403,7 +371,7 @@ DELETE FROM sessiondb_migrations WHERE version = 5`); err != nil {
 	s.Close()
 	wordBefore := pgtest.Count(t, pgtest.WithSearchPath(url, schema), "SELECT count(*) FROM messages WHERE fts @@ to_tsquery('sessiondb_fts', 'deploy')")
 
-	s, err = postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,4 +403,24 @@ DELETE FROM sessiondb_migrations WHERE version = 5`); err != nil {
 	if len(hits) != want || want == 0 {
 		t.Errorf("substring search after the upgrade found %d, want %d", len(hits), want)
 	}
+}
+
+// freshSchema opens a store on a fresh schema, and a connection of its own
+// whose search path is that schema; both close with the test.
+func freshSchema(t *testing.T) (*postgres.Store, *pgx.Conn, string, string) {
+	t.Helper()
+	url := pgtest.URL(t)
+	schema := pgtest.Schema(t, url)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{Schema: schema, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	conn, err := pgx.Connect(ctx, pgtest.WithSearchPath(url, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	return s, conn, url, schema
 }
