@@ -81,9 +81,10 @@ func configMarker(modelConfig, key string) (name string, ok bool) {
 // the roots is an older Hermes' branch, whose parent ended "branched"
 // before it started. With every child listed, an unmarked one is "child".
 func ListedChildKind(s *Session, everyChild bool) string {
+	if s.ParentSessionID == nil || *s.ParentSessionID == "" {
+		return "" // a root: its model_config is not read
+	}
 	switch k := ChildKind(s); {
-	case s.ParentSessionID == nil || *s.ParentSessionID == "":
-		return ""
 	case k != "":
 		return k
 	case !everyChild:

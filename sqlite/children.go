@@ -82,7 +82,6 @@ SELECT root, cur, max(hops) FROM firsts GROUP BY root`
 // takes from the same row). Grouping costs less than asking, for every
 // row, whether the walk reached it earlier: that built an index on the
 // walk each time (a listing page at ten million messages: 0.3 ms of 0.9).
-// Materialized, so a statement reading it twice walks once.
 const chainFirsts = `firsts(root, cur, hops) AS MATERIALIZED (
     SELECT root, cur, min(hops) FROM chain WHERE cur IS NOT NULL GROUP BY root, cur)`
 

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -76,9 +77,7 @@ func buildQueries(si *schemaInfo) queries {
 		override["system_prompt"] = "COALESCE(s.system_prompt, (SELECT sp.prompt FROM system_prompts sp WHERE sp.hash = s.system_prompt_hash))"
 	}
 	q.sessSel = selectList("s", sessionColumns, si.sessCols, override)
-	for _, c := range newerSessionColumns {
-		q.sessNewer = q.sessNewer || si.sessCols[c.name]
-	}
+	q.sessNewer = slices.ContainsFunc(newerSessionColumns, func(c newerColumn) bool { return si.sessCols[c.name] })
 	if q.sessNewer {
 		q.sessSel += ", " + newerList("s", newerSessionColumns, si.sessCols)
 	}
