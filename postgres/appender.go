@@ -143,15 +143,21 @@ const countSQL = `UPDATE sessions s SET message_count = COALESCE(s.message_count
 FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, n, t) WHERE s.id = v.id`
 
 // notifySQL announces appends to listeners (see notify.go) in a
-// transaction of its own that does not wait for its WAL flush. A
-// notifying transaction holds a cluster-wide lock from its commit's start
-// to its end (PostgreSQL serializes NOTIFY's queue writes: async.c,
+// transaction of its own that does not wait for its WAL flush, and only
+// while some listener is registered in sessiondb_listeners. A notifying
+// transaction holds a cluster-wide lock from its commit's start to its
+// end (PostgreSQL serializes NOTIFY's queue writes: async.c,
 // PreCommit_Notify), so a NOTIFY inside the append's transaction made
 // every appending process of the cluster wait its turn through the
 // others' WAL flushes, and their commits could not share one. Sent right
 // behind the append in the same pipeline, it commits right after it, and
-// costs no flush: a notification is never durable anyway.
-const notifySQL = `SELECT pg_notify($1, k) FROM (SELECT set_config('synchronous_commit', 'off', true)) AS c, unnest($2::text[]) AS k`
+// costs no flush: a notification is never durable anyway. With no
+// listener it calls no pg_notify, so its transaction takes no lock and
+// writes nothing, and four appending processes no longer take turns on
+// that lock for a notification no one reads. Why no wake is lost when a
+// listener registers meanwhile: notifier.subscribe.
+const notifySQL = `SELECT pg_notify($1, k) FROM (SELECT set_config('synchronous_commit', 'off', true)) AS c, unnest($2::text[]) AS k
+WHERE EXISTS (SELECT 1 FROM sessiondb_listeners)`
 
 // runOne writes a lone append: the appendOneSQL statement and the
 // notification, two transactions in one round trip (a pipeline).
