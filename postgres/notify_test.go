@@ -1,0 +1,346 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/pgtest"
+)
+
+// rawListener LISTENs on the store's channel on a connection of its own,
+// without registering as a listener.
+func rawListener(t *testing.T, ctx context.Context, url string, s *Store) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, "LISTEN "+quoteIdent(s.channel())); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// nextPayload is the payload of the next notification conn receives.
+func nextPayload(t *testing.T, ctx context.Context, conn *pgx.Conn) string {
+	t.Helper()
+	n, err := conn.WaitForNotification(ctx)
+	if err != nil {
+		t.Fatalf("waiting for a notification: %v", err)
+	}
+	return n.Payload
+}
+
+// appendText appends one user message to session id.
+func appendText(t *testing.T, ctx context.Context, s *Store, id, text string) int64 {
+	t.Helper()
+	mid, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: id, Role: "user", Content: &text})
+	if err != nil {
+		t.Fatalf("append to %s: %v", id, err)
+	}
+	return mid
+}
+
+// startWaiting has s wait for a message of session id after afterID, and
+// returns once s's listener is registered and the wait is in place.
+func startWaiting(t *testing.T, ctx context.Context, s *Store, id string, afterID int64) chan error {
+	t.Helper()
+	woke := make(chan error, 1)
+	go func() {
+		_, err := s.WaitForMessages(ctx, id, afterID)
+		woke <- err
+	}()
+	for {
+		s.notify.mu.Lock()
+		n := len(s.notify.waiters)
+		s.notify.mu.Unlock()
+		if n > 0 {
+			return woke
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the waiter never registered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// listenerRows counts the rows of sessiondb_listeners.
+func listenerRows(t *testing.T, url string) int {
+	t.Helper()
+	return pgtest.Count(t, url, "SELECT count(*) FROM sessiondb_listeners")
+}
+
+// TestNoListenerNoNotification: while no process is registered as a
+// listener, appends (a lone one and a group commit) send no notification:
+// a connection that LISTENs without registering receives a marker sent
+// after them first. Once a store waits (registered), an append's
+// notification comes again, before the next marker.
+func TestNoListenerNoNotification(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw := rawListener(t, ctx, url, s)
+	marker := func(text string) {
+		pgtest.Exec(t, url, "SELECT pg_notify($1, $2)", s.channel(), text)
+	}
+
+	appendText(t, ctx, s, "good", "lone")
+	text := "together"
+	batch := []*appendReq{
+		{sessionID: "good", args: []any{"user", &text, nil, nil, nil, nil, s.epochNow(), nil, nil, nil, nil, nil}, done: make(chan struct{})},
+		{sessionID: "bad", args: []any{"user", &text, nil, nil, nil, nil, s.epochNow(), nil, nil, nil, nil, nil}, done: make(chan struct{})},
+	}
+	s.app.run(batch)
+	for _, r := range batch {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	marker("marker-1")
+	if got := nextPayload(t, ctx, raw); got != "marker-1" {
+		t.Errorf("with no listener registered, the first notification was %q, want the marker sent after the appends", got)
+	}
+
+	// A second process waits on session bad: registered, so appends
+	// notify again.
+	waiter, err := Open(ctx, url, Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	woke := startWaiting(t, ctx, waiter, "bad", 1<<60)
+	if n := listenerRows(t, url); n != 1 {
+		t.Errorf("%d listener rows while one store waits, want 1", n)
+	}
+	appendText(t, ctx, s, "good", "heard")
+	marker("marker-2")
+	if got := nextPayload(t, ctx, raw); got != notifyKey("good") {
+		t.Errorf("with a listener registered, the first notification was %q, want the append's %q", got, notifyKey("good"))
+	}
+	select {
+	case err := <-woke:
+		t.Errorf("the waiter of session bad returned (%v) though bad got no message after its id", err)
+	default:
+	}
+}
+
+// TestEveryAppendWakesANewListener: a store in another process (here a
+// second Store) that starts waiting while appends are in flight, with no
+// other listener registered, is woken by the append it waits for, round
+// after round: the append either sees its registration and notifies, or
+// committed before the registration and the wait's first look finds it.
+func TestEveryAppendWakesANewListener(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// Other appends keep the writer's pipeline busy all along.
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "bad", Role: "user", Content: strPtr("noise")}); err != nil {
+				t.Errorf("background append: %v", err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); bg.Wait() }()
+
+	last := int64(0)
+	for round := range 40 {
+		w, err := Open(ctx, url, Options{MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := listenerRows(t, url); n != 0 {
+			t.Fatalf("round %d: %d listener rows before the waiter starts, want 0", round, n)
+		}
+		woke := make(chan int64, 1)
+		go func() {
+			id, err := w.WaitForMessages(ctx, "good", last)
+			if err != nil {
+				t.Errorf("round %d: WaitForMessages: %v", round, err)
+			}
+			woke <- id
+		}()
+		// Vary the order of the wait's start and the append.
+		time.Sleep(time.Duration(round%4) * time.Millisecond)
+		id := appendText(t, ctx, s, "good", fmt.Sprintf("round %d", round))
+		select {
+		case got := <-woke:
+			if got < id {
+				t.Errorf("round %d: the waiter woke with message %d, want %d", round, got, id)
+			}
+		case <-ctx.Done():
+			t.Fatalf("round %d: the waiter was never woken by message %d", round, id)
+		}
+		w.Close()
+		last = id
+	}
+}
+
+// TestDeadListenerRowsArePruned: a listener's registration deletes the
+// rows of listeners whose backend is gone (a pid no backend has, a live
+// pid with another start: the pid reused) and keeps a live one's.
+func TestDeadListenerRowsArePruned(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	live, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close(context.Background())
+	if _, err := live.Exec(ctx, `INSERT INTO sessiondb_listeners (pid, backend_start)
+SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid();
+INSERT INTO sessiondb_listeners (pid, backend_start)
+SELECT pid, backend_start - interval '1 hour' FROM pg_stat_activity WHERE pid = pg_backend_pid();
+INSERT INTO sessiondb_listeners (pid, backend_start) VALUES (2147483000, now() - interval '1 day')`); err != nil {
+		t.Fatal(err)
+	}
+	appendText(t, ctx, s, "good", "there")
+	// A wait for what is there already returns at once, its listener
+	// registered.
+	if _, err := s.WaitForMessages(ctx, "good", 0); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := live.Query(ctx, `SELECT l.pid = pg_backend_pid(), l.backend_start = a.backend_start, a.application_name
+FROM sessiondb_listeners l LEFT JOIN pg_stat_activity a ON a.pid = l.pid ORDER BY 1 DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		mine, sameStart bool
+		app             *string
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.mine, &x.sameStart, &x.app)
+		return x, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[0].mine || !got[0].sameStart || got[1].mine || !got[1].sameStart || got[1].app == nil || *got[1].app != s.Schema() {
+		t.Errorf("listener rows after a registration = %+v; want the live connection's own row and the store's listener, the dead and reused-pid rows gone", got)
+	}
+}
+
+// TestClosedStoreRemovesItsListenerRow: a store that waited deletes its
+// listener row when it closes, so appends stop notifying.
+func TestClosedStoreRemovesItsListenerRow(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := Open(ctx, url, Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	startWaiting(t, ctx, w, "good", 1<<60)
+	if n := listenerRows(t, url); n != 1 {
+		t.Fatalf("%d listener rows while a store waits, want 1", n)
+	}
+	w.Close()
+	if n := listenerRows(t, url); n != 0 {
+		t.Errorf("%d listener rows after the waiting store closed, want 0", n)
+	}
+	// And appends stop notifying.
+	raw := rawListener(t, ctx, url, s)
+	appendText(t, ctx, s, "good", "after close")
+	pgtest.Exec(t, url, "SELECT pg_notify($1, 'marker')", s.channel())
+	if got := nextPayload(t, ctx, raw); got != "marker" {
+		t.Errorf("after the waiter closed, the first notification was %q, want the marker", got)
+	}
+}
+
+// TestReadOnlyStoreRegisters: a read-only store's waiter registers its
+// listener (the registration is the one write a read-only store makes)
+// and is woken by another store's append.
+func TestReadOnlyStoreRegisters(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ro, err := Open(ctx, url, Options{ReadOnly: true, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	woke := startWaiting(t, ctx, ro, "good", 0)
+	if n := listenerRows(t, url); n != 1 {
+		t.Errorf("%d listener rows while a read-only store waits, want 1", n)
+	}
+	appendText(t, ctx, s, "good", "for the reader")
+	if err := <-woke; err != nil {
+		t.Fatalf("the read-only store's waiter: %v", err)
+	}
+}
+
+// TestUnregisteredListenerStillWakes: a store whose role may not write
+// the listeners' table listens unregistered, and its waiter still wakes
+// on another store's append, which sends no notification (no listener is
+// registered): it looks again every pollEvery.
+func TestUnregisteredListenerStillWakes(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	role := s.Schema() + "_reader"
+	pgtest.Exec(t, url, "CREATE ROLE "+role+" LOGIN; GRANT USAGE ON SCHEMA "+s.Schema()+" TO "+role+
+		"; GRANT SELECT ON ALL TABLES IN SCHEMA "+s.Schema()+" TO "+role)
+	t.Cleanup(func() { pgtest.Exec(t, url, "DROP OWNED BY "+role+"; DROP ROLE "+role) })
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(ctx, url+"&user="+role, Options{ReadOnly: true, MaxConns: 2})
+	if err != nil {
+		t.Fatalf("open as %s (server user %s): %v", role, cfg.User, err)
+	}
+	defer ro.Close()
+	woke := startWaiting(t, ctx, ro, "good", 0)
+	// Let the wait's first look pass, so that only a later look can see
+	// the append.
+	time.Sleep(200 * time.Millisecond)
+	if n := listenerRows(t, url); n != 0 {
+		t.Errorf("%d listener rows while only a role that may not register waits, want 0", n)
+	}
+	appendText(t, ctx, s, "good", "unannounced")
+	select {
+	case err := <-woke:
+		if err != nil {
+			t.Fatalf("the unregistered waiter: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the unregistered waiter never woke")
+	}
+}
+
+// TestAppendWithoutListenersTable: appends never fail for want of the
+// listeners' table (a schema damaged by hand): the notification is
+// dropped, the rows commit.
+func TestAppendWithoutListenersTable(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	appendText(t, ctx, s, "good", "before")
+	pgtest.Exec(t, url, "DROP TABLE sessiondb_listeners")
+	appendText(t, ctx, s, "good", "after")
+	if n := pgtest.Count(t, url, "SELECT count(*) FROM messages WHERE session_id = 'good'"); n != 2 {
+		t.Errorf("session good holds %d messages, want 2", n)
+	}
+}
