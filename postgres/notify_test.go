@@ -162,7 +162,7 @@ func TestEveryAppendWakesANewListener(t *testing.T) {
 	defer func() { close(stop); bg.Wait() }()
 
 	last := int64(0)
-	for round := range 40 {
+	for round := range 60 {
 		w, err := Open(ctx, url, Options{MaxConns: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -170,24 +170,36 @@ func TestEveryAppendWakesANewListener(t *testing.T) {
 		if n := listenerRows(t, url); n != 0 {
 			t.Fatalf("round %d: %d listener rows before the waiter starts, want 0", round, n)
 		}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
 		woke := make(chan int64, 1)
 		go func() {
-			id, err := w.WaitForMessages(ctx, "good", last)
+			id, err := w.WaitForMessages(rctx, "good", last)
 			if err != nil {
 				t.Errorf("round %d: WaitForMessages: %v", round, err)
 			}
 			woke <- id
 		}()
-		// Vary the order of the wait's start and the append.
-		time.Sleep(time.Duration(round%4) * time.Millisecond)
-		id := appendText(t, ctx, s, "good", fmt.Sprintf("round %d", round))
-		select {
-		case got := <-woke:
-			if got < id {
-				t.Errorf("round %d: the waiter woke with message %d, want %d", round, got, id)
+		// Vary the order of the wait's first look and the append: the
+		// append right away (usually before the listener is in place),
+		// or once the wait is registered, 0 to 4 ms later (around its
+		// first look).
+		if mode := round % 6; mode > 0 {
+			for {
+				w.notify.mu.Lock()
+				n := len(w.notify.waiters)
+				w.notify.mu.Unlock()
+				if n > 0 || rctx.Err() != nil {
+					break
+				}
+				time.Sleep(100 * time.Microsecond)
 			}
-		case <-ctx.Done():
-			t.Fatalf("round %d: the waiter was never woken by message %d", round, id)
+			time.Sleep(time.Duration(mode-1) * time.Millisecond)
+		}
+		id := appendText(t, ctx, s, "good", fmt.Sprintf("round %d", round))
+		got := <-woke
+		rcancel()
+		if got < id {
+			t.Fatalf("round %d: the waiter woke with message %d, want %d: a lost wake", round, got, id)
 		}
 		w.Close()
 		last = id
@@ -219,7 +231,7 @@ INSERT INTO sessiondb_listeners (pid, backend_start) VALUES (2147483000, now() -
 	if _, err := s.WaitForMessages(ctx, "good", 0); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := live.Query(ctx, `SELECT l.pid = pg_backend_pid(), l.backend_start = a.backend_start, a.application_name
+	rows, err := live.Query(ctx, `SELECT l.pid = pg_backend_pid(), coalesce(l.backend_start = a.backend_start, false), a.application_name
 FROM sessiondb_listeners l LEFT JOIN pg_stat_activity a ON a.pid = l.pid ORDER BY 1 DESC`)
 	if err != nil {
 		t.Fatal(err)
