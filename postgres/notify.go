@@ -191,7 +191,9 @@ func (n *notifier) subscribe(ctx context.Context, conn *pgx.Conn) (registered bo
 		}
 		return nil
 	})
-	if err == nil || !refused(err) {
+	if err == nil || !refused(err) || retryable(err) {
+		// A lost race (two listeners pruning the same rows) is tried
+		// again on a new connection, registered.
 		return err == nil, err
 	}
 	n.s.log.Warn("message notifications: cannot register as a listener; waiters look again every "+pollEvery.String(), "err", err)
