@@ -101,8 +101,6 @@ var wholeTable = []string{
 	"SELECT count(*) FROM sessions",
 	"COALESCE(SUM(message_count), 0)",
 	"ORDER BY COALESCE(actual_cost_usd",
-	// The listeners' table holds a row per listening process: a handful.
-	"sessiondb_listeners",
 }
 
 // TestIndexesServeEveryQuery runs the store's reads and writes on a seeded

@@ -167,14 +167,18 @@ const pollEvery = time.Second
 
 // subscribe LISTENs on conn and records conn's backend in
 // sessiondb_listeners, in one transaction, and prunes the rows of
-// listeners that are gone. Appends notify only while a row exists
-// (notifySQL), and no wake is lost in between: the row and the LISTEN
-// commit together before the first waiter's first look at the messages
-// (register waits for ready). An append commits its rows before its
-// notifying statement takes its snapshot. So either that snapshot sees the
-// row, and the notification comes (the LISTEN committed before the notify
-// did), or the row committed after the append's rows did, and the waiter's
-// first look, which comes after the row's commit, sees them.
+// listeners that are gone. Appends notify only when their transaction saw
+// a row (listeningSQL, appender.settle), and no wake is lost while a
+// listener starts. Its transaction first locks the table against every
+// reader: it waits for the appends whose transaction read the table to
+// commit, and holds back the appends that read it after, until it
+// commits. The row and the LISTEN commit together before the first
+// waiter's first look at the messages (register waits for ready). So an
+// append either read the table before the lock, committed before the row
+// did, and the first look finds its message; or it read the table after
+// the row's commit (a statement takes its snapshot after its locks), saw
+// the row, and notifies after its own commit, when the LISTEN is in
+// place.
 //
 // The transaction is read-write even in a read-only store: its waiters
 // need the row. A role that may not write the table still LISTENs,
@@ -184,7 +188,7 @@ const pollEvery = time.Second
 func (n *notifier) subscribe(ctx context.Context, conn *pgx.Conn) (registered bool, err error) {
 	listen := "LISTEN " + quoteIdent(n.s.channel())
 	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{AccessMode: pgx.ReadWrite}, func(tx pgx.Tx) error {
-		for _, q := range []string{listen, pruneListenersSQL, registerListenerSQL} {
+		for _, q := range []string{"LOCK TABLE sessiondb_listeners IN ACCESS EXCLUSIVE MODE", listen, pruneListenersSQL, registerListenerSQL} {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return err
 			}

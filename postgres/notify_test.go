@@ -342,17 +342,45 @@ func TestUnregisteredListenerStillWakes(t *testing.T) {
 	}
 }
 
-// TestAppendWithoutListenersTable: appends never fail for want of the
-// listeners' table (a schema damaged by hand): the notification is
-// dropped, the rows commit.
-func TestAppendWithoutListenersTable(t *testing.T) {
+// TestNotifyFollowsTheListeners: the appender carries the notification in
+// an append's pipeline only while the last append saw a listener. The
+// first append after a listener registers still notifies (after its
+// commit, having seen the row), and once the listener is gone appends
+// stop notifying, the one that first sees no row included.
+func TestNotifyFollowsTheListeners(t *testing.T) {
 	s, url := batchStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	appendText(t, ctx, s, "good", "before")
-	pgtest.Exec(t, url, "DROP TABLE sessiondb_listeners")
-	appendText(t, ctx, s, "good", "after")
-	if n := pgtest.Count(t, url, "SELECT count(*) FROM messages WHERE session_id = 'good'"); n != 2 {
-		t.Errorf("session good holds %d messages, want 2", n)
+	raw := rawListener(t, ctx, url, s)
+	marker := func(text string) {
+		pgtest.Exec(t, url, "SELECT pg_notify($1, $2)", s.channel(), text)
+	}
+	expect := func(step, want string) {
+		t.Helper()
+		if got := nextPayload(t, ctx, raw); got != want {
+			t.Errorf("%s: the next notification was %q, want %q", step, got, want)
+		}
+	}
+	appendText(t, ctx, s, "good", "unheard")
+	marker("m1")
+	expect("no listener", "m1")
+
+	if _, err := raw.Exec(ctx, "INSERT INTO sessiondb_listeners (pid, backend_start) SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		appendText(t, ctx, s, "good", "heard")
+		marker("m2")
+		expect(fmt.Sprintf("append %d after the listener registered", i+1), notifyKey("good"))
+		expect("its marker", "m2")
+	}
+
+	if _, err := raw.Exec(ctx, "DELETE FROM sessiondb_listeners"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		appendText(t, ctx, s, "good", "unheard again")
+		marker("m3")
+		expect(fmt.Sprintf("append %d after the listener left", i+1), "m3")
 	}
 }
