@@ -384,3 +384,78 @@ func TestNotifyFollowsTheListeners(t *testing.T) {
 		expect(fmt.Sprintf("append %d after the listener left", i+1), "m3")
 	}
 }
+
+// TestListenerStartingDuringAnAppendWakes: an append whose transaction
+// read the listeners' table before a listener registered, and commits
+// after that listener's first look, still reaches the waiter: the
+// registration waits for that transaction to commit. The append is held
+// between its read and its commit by a lock on its session's row.
+func TestListenerStartingDuringAnAppendWakes(t *testing.T) {
+	s, url := batchStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lock, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close(context.Background())
+	tx, err := lock.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM sessions WHERE id = 'good' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	// Read on a connection of its own: a transaction sees one snapshot
+	// of pg_stat_activity.
+	lockWaits := func() int {
+		return pgtest.Count(t, url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", s.Schema())
+	}
+	appended := make(chan int64, 1)
+	go func() {
+		text := "held"
+		id, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "good", Role: "user", Content: &text})
+		if err != nil {
+			t.Errorf("append: %v", err)
+		}
+		appended <- id
+	}()
+	for lockWaits() < 1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w, err := Open(ctx, url, Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	woke := make(chan int64, 1)
+	go func() {
+		id, err := w.WaitForMessages(wctx, "good", 0)
+		if err != nil {
+			t.Errorf("WaitForMessages: %v", err)
+		}
+		woke <- id
+	}()
+	// The listener either waits for the append (a second lock wait) or,
+	// registered without waiting, has its waiter in place; then give its
+	// first look time to pass.
+	for {
+		w.notify.mu.Lock()
+		n := len(w.notify.waiters)
+		w.notify.mu.Unlock()
+		if n > 0 || lockWaits() >= 2 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := <-appended
+	if got := <-woke; got != id || id == 0 {
+		t.Errorf("the waiter woke with message %d, want %d: a lost wake", got, id)
+	}
+}
