@@ -161,5 +161,6 @@ func (n *inotify) event(evs []event, wd int32, mask uint32, name string) []event
 	case name == "":
 		return evs // a change of the folder's own attributes
 	}
-	return append(evs, event{path: dir + "/" + name, gone: mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0})
+	return append(evs, event{path: dir + "/" + name, gone: mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0,
+		commit: mask&commitEvents != 0})
 }

@@ -35,7 +35,8 @@ func listen(h *Hub, fw *fsnotify.Watcher) {
 			if !ok {
 				return
 			}
-			h.dispatch([]event{{path: ev.Name, gone: ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)}})
+			gone := ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)
+			h.dispatch([]event{{path: ev.Name, gone: gone, commit: gone || ev.Op.Has(fsnotify.Create)}})
 		case _, ok := <-fw.Errors:
 			if !ok {
 				return

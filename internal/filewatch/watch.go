@@ -102,6 +102,10 @@ type notifier interface {
 type event struct {
 	path string // the file or folder it names
 	gone bool   // path was removed or renamed away
+	// commit: the event is of a kind a commits-only watch asks for. A
+	// folder's watch asks for every change while any group of it wants
+	// them; its commits-only groups skip the rest.
+	commit bool
 	self bool   // path is a watched folder that was removed, renamed or unmounted
 	all  bool   // events were lost (the OS's queue overflowed): wake every group
 }
@@ -429,6 +433,9 @@ const journalSuffix = "-journal"
 // them for milliseconds; so changes to a database file wake only when no
 // journal is beside it, and the journal's removal always wakes.
 func (g *group) relevant(ev event) bool {
+	if g.key.commitsOnly && !ev.commit {
+		return false
+	}
 	base := filepath.Base(ev.path)
 	if db, ok := strings.CutSuffix(base, journalSuffix); ok {
 		if len(g.want) > 0 && !g.want[db] && !g.want[base] {
