@@ -7,8 +7,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sessiondb/sessiondb/internal/sqlitedb"
 	"github.com/sessiondb/sessiondb/internal/testkit"
@@ -28,6 +31,44 @@ func openDB(t *testing.T, path, journalMode string) *sql.DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// watchMasks returns the event masks of the inotify watches this process
+// holds on dir's inode (from /proc/self/fdinfo).
+func watchMasks(t *testing.T, dir string) []uint32 {
+	t.Helper()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := " ino:" + strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 16) + " "
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var masks []uint32
+	for _, fd := range fds {
+		if link, err := os.Readlink("/proc/self/fd/" + fd.Name()); err != nil || link != "anon_inode:inotify" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if !strings.HasPrefix(line, "inotify wd:") || !strings.Contains(line, ino) {
+				continue
+			}
+			_, m, _ := strings.Cut(line, " mask:")
+			m, _, _ = strings.Cut(m, " ")
+			v, err := strconv.ParseUint(m, 16, 32)
+			if err != nil {
+				t.Fatalf("fdinfo line %q: %v", line, err)
+			}
+			masks = append(masks, uint32(v))
+		}
+	}
+	return masks
 }
 
 func woken(t *testing.T, w *Watcher, what string) {
@@ -73,6 +114,16 @@ func TestCommitsOnlyWakesAtACommitNotAtWrites(t *testing.T) {
 	if !commits.Notifying() || !own.Notifying() {
 		t.Fatal("this test needs file-change notification")
 	}
+	// The two watches of the folder (the Hub's, own's) ask for no write.
+	masks := watchMasks(t, dir)
+	if len(masks) != 2 {
+		t.Fatalf("%d watches of the folder, want 2", len(masks))
+	}
+	for _, m := range masks {
+		if m&(unix.IN_MODIFY|unix.IN_ATTRIB|unix.IN_CREATE) != 0 || m&unix.IN_DELETE == 0 {
+			t.Fatalf("a commits-only watch has the mask %#x: it asks for writes, or not for removals", m)
+		}
+	}
 
 	for i := range 3 {
 		if _, err := db.Exec("INSERT INTO t VALUES (?)", i); err != nil {
@@ -99,6 +150,9 @@ func TestCommitsOnlyWakesAtACommitNotAtWrites(t *testing.T) {
 	if _, err := f.WriteAt([]byte("not a commit"), 1<<20); err != nil {
 		t.Fatal(err)
 	}
+	if m := watchMasks(t, dir); len(m) != 2 || (m[0]|m[1])&unix.IN_MODIFY == 0 {
+		t.Fatalf("with a watcher of every change, the folder's watches have the masks %#x: none asks for writes", m)
+	}
 	woken(t, all, "a write, asking for every change")
 	notWoken(t, commits, "a write that commits nothing, beside a watcher asking for every change")
 	notWoken(t, own, "a write that commits nothing")
@@ -112,6 +166,11 @@ func TestCommitsOnlyWakesAtACommitNotAtWrites(t *testing.T) {
 	// With the watcher of every change gone, the folder's watch asks for
 	// commits alone again; a commit still wakes.
 	all.Close()
+	for _, m := range watchMasks(t, dir) {
+		if m&unix.IN_MODIFY != 0 {
+			t.Fatalf("the watcher of every change went, yet a watch of the folder still asks for writes (mask %#x)", m)
+		}
+	}
 	if _, err := f.WriteAt([]byte("again"), 1<<20); err != nil {
 		t.Fatal(err)
 	}

@@ -106,8 +106,8 @@ type event struct {
 	// folder's watch asks for every change while any group of it wants
 	// them; its commits-only groups skip the rest.
 	commit bool
-	self bool   // path is a watched folder that was removed, renamed or unmounted
-	all  bool   // events were lost (the OS's queue overflowed): wake every group
+	self   bool // path is a watched folder that was removed, renamed or unmounted
+	all    bool // events were lost (the OS's queue overflowed): wake every group
 }
 
 // groupKey names the watchers that can share one poll and one relevance
