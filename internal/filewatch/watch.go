@@ -133,9 +133,9 @@ type group struct {
 }
 
 // Watcher wakes waiters when chosen files of one folder change. Its folder
-// is watched, not the files (SQLite's DELETE journal mode
-// creates and deletes the journal beside the file, and replaced files would
-// orphan a file watch), and the files' size and mtime are also polled every
+// is watched, not the files (SQLite's DELETE journal mode creates and
+// deletes the journal beside the file, and replaced files would orphan a
+// file watch), and the files' size and mtime are also polled every
 // Interval, because notifications do not cross every mount (virtiofs, NFS):
 // notification only makes the wake earlier.
 type Watcher struct {
@@ -431,7 +431,9 @@ const journalSuffix = "-journal"
 // journal: the deletion is the commit. Waking on the earlier events would
 // send readers into the writer's lock, where SQLite's busy handler sleeps
 // them for milliseconds; so changes to a database file wake only when no
-// journal is beside it, and the journal's removal always wakes.
+// journal is beside it, and the journal's removal always wakes. A
+// commits-only group skips the events it did not ask for, which reach it
+// while another group of its folder asks for every change.
 func (g *group) relevant(ev event) bool {
 	if g.key.commitsOnly && !ev.commit {
 		return false
