@@ -20,6 +20,10 @@ type queries struct {
 	// scanning 19 constants a row was a third of a listing page's time.
 	sessNewer bool
 	msgSel    string // the 13 v6 message columns and newerMessageColumns, alias m
+	// msgNewer: msgSel holds newerMessageColumns. A file with none of
+	// them reads the 13 alone, as sessNewer does for sessions: their
+	// defaults are what messageScanner leaves.
+	msgNewer bool
 	// live is "" or an AND clause keeping the rows of the live
 	// conversation (active = 1, docs/hermes-versions.md 4.1), alias m:
 	// what Hermes' get_messages and replay read.
@@ -81,7 +85,11 @@ func buildQueries(si *schemaInfo) queries {
 	if q.sessNewer {
 		q.sessSel += ", " + newerList("s", newerSessionColumns, si.sessCols)
 	}
-	q.msgSel = selectList("m", messageColumns, si.msgCols, nil) + ", " + newerList("m", newerMessageColumns, si.msgCols)
+	q.msgSel = selectList("m", messageColumns, si.msgCols, nil)
+	q.msgNewer = slices.ContainsFunc(newerMessageColumns, func(c newerColumn) bool { return si.msgCols[c.name] })
+	if q.msgNewer {
+		q.msgSel += ", " + newerList("m", newerMessageColumns, si.msgCols)
+	}
 	q.lastActive = si.usesLastActive()
 	if si.sessCols["archived"] {
 		q.archived = "COALESCE(s.archived, 0) <> 0"
@@ -172,9 +180,6 @@ type rawMessage struct {
 	toolCalls sql.NullString
 }
 
-// scanMessage reads the columns of q.msgSel from one row.
-func scanMessage(sc scanner) (*rawMessage, error) { return newMessageScanner().scan(sc) }
-
 // messageScanner reads rows of q.msgSel. Its scan destinations are made
 // once and reused for every row: Scan takes ...any, so fresh locals would
 // each escape to the heap, an allocation a column on the hottest read.
@@ -188,11 +193,16 @@ type messageScanner struct {
 	dest                                       []any
 }
 
-func newMessageScanner() *messageScanner {
-	m := &messageScanner{}
+// newMessageScanner reads q.msgSel. Without the newer columns their
+// fields keep newerMessageColumns' defaults: NULL, and a live row
+// (active 1).
+func (q queries) newMessageScanner() *messageScanner {
+	m := &messageScanner{active: 1}
 	m.dest = []any{&m.id, &m.sid, &m.role, &m.content, &m.tcid, &m.toolCalls, &m.tname, &m.ts, &m.tokens,
-		&m.finish, &m.reasoning, &m.rd, &m.codex,
-		&m.rc, &m.codexMsg, &m.platformID, &m.observed, &m.effect, &m.active, &m.compacted}
+		&m.finish, &m.reasoning, &m.rd, &m.codex}
+	if q.msgNewer {
+		m.dest = append(m.dest, &m.rc, &m.codexMsg, &m.platformID, &m.observed, &m.effect, &m.active, &m.compacted)
+	}
 	return m
 }
 
