@@ -182,9 +182,9 @@ func (s *Store) listArms(ctx context.Context, base listArm, childWhere []string,
 		return []listArm{base}, nil
 	}
 	notDelegate := "NOT (" + s.delegate("s") + ")"
-	if !s.si.indexes["sessiondb_sessions_branch_marked"] || !s.si.indexes["sessiondb_sessions_branched"] || !s.si.indexes["sessiondb_sessions_root_delegates"] {
-		// A file without our indexes (a newer Hermes' file, or one
-		// opened read-only) is read as Hermes reads it: one walk in
+	if !s.si.readIndex("sessiondb_sessions_branch_marked") || !s.si.readIndex("sessiondb_sessions_branched") || !s.si.readIndex("sessiondb_sessions_root_delegates") {
+		// A file without our indexes as they are now (a newer Hermes'
+		// file, or one opened read-only) is read as Hermes reads it: one walk in
 		// the listing's order that stops at the page's end.
 		one := base
 		one.where = append(append([]string(nil), base.where...), notDelegate)
