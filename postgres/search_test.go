@@ -357,7 +357,7 @@ CREATE INDEX messages_trgm ON messages USING gin (content `+trgm+`.gin_trgm_ops)
 CREATE OR REPLACE FUNCTION sessiondb_fts_text(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT regexp_replace(coalesce(t, ''), '[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+', ' ', 'g') $$;
 DROP FUNCTION sessiondb_has_cjk(text);
-DELETE FROM sessiondb_migrations WHERE version = 5`); err != nil {
+DELETE FROM sessiondb_migrations WHERE version >= 5`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: "old", Source: "cli"}); err != nil {
