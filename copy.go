@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// CopyBatch is how many sessions Copy hands to ImportSessions at once,
+// CopyBatch is the most sessions Copy hands to ImportSessions at once,
 // and the most an import of a file puts in one transaction.
 const CopyBatch = 50
 
@@ -29,10 +29,16 @@ func ImportBatchFull(sessions, messages int) bool {
 	return sessions >= CopyBatch || messages >= ImportBatchMessages
 }
 
-// RecordMessages is how many messages an import record carries.
+// RecordMessages is how many messages an import record carries: a record
+// read from JSON ([]any) or one a store exported ([]map[string]any).
 func RecordMessages(rec map[string]any) int {
-	m, _ := rec["messages"].([]any)
-	return len(m)
+	switch m := rec["messages"].(type) {
+	case []any:
+		return len(m)
+	case []map[string]any:
+		return len(m)
+	}
+	return 0
 }
 
 // CopyReport says what Copy did and what it verified.
@@ -58,8 +64,9 @@ type CopyReport struct {
 // row (its live gateway state too: ImportOptions.KeepLiveState), every
 // message row with all its columns (hidden ones with their marks), its
 // usage rows by model, and its parent link, through the import service:
-// parents before their children, CopyBatch sessions per ImportSessions
-// call, each session all-or-nothing. What to has no place for is left
+// parents before their children, batches cut by ImportBatchFull (at most
+// CopyBatch sessions, about ImportBatchMessages messages) per
+// ImportSessions call, each session all-or-nothing. What to has no place for is left
 // out and named in the report's Dropped. Sessions already in to are
 // skipped, so a copy that was interrupted is resumed by running it again,
 // and running it twice changes nothing. progress, when not nil, is called
@@ -117,21 +124,19 @@ func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (
 	}
 
 	rep := &CopyReport{Sessions: len(order)}
-	for start := 0; start < len(order); start += CopyBatch {
-		end := min(start+CopyBatch, len(order))
-		recs := make([]map[string]any, 0, end-start)
-		for _, id := range order[start:end] {
-			rec, err := from.ExportSession(ctx, id)
-			if ErrorCode(err) == ENOTFOUND {
-				continue // deleted since the listing
-			}
-			if err != nil {
-				return rep, Wrap("", err, "copy: read session %s", id)
-			}
-			recs = append(recs, rec)
+	var recs []map[string]any
+	msgs, reported := 0, 0
+	report := func(done int) {
+		if progress != nil && done > reported {
+			progress(done, len(order))
 		}
-		done, err := to.ImportSessions(ctx, recs, ImportOptions{KeepLiveState: true})
-		for _, r := range done {
+		reported = done
+	}
+	// flush imports the batch read so far; done is how many of order it
+	// has seen.
+	flush := func(done int) error {
+		res, err := to.ImportSessions(ctx, recs, ImportOptions{KeepLiveState: true})
+		for _, r := range res {
 			if r.Imported {
 				rep.Copied++
 				rep.Dropped = MergeDropped(rep.Dropped, r.Dropped)
@@ -140,12 +145,35 @@ func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (
 			}
 		}
 		if err != nil {
-			return rep, Wrap("", err, "copy")
+			return Wrap("", err, "copy")
 		}
-		if progress != nil {
-			progress(end, len(order))
+		recs, msgs = nil, 0
+		report(done)
+		return nil
+	}
+	for i, id := range order {
+		rec, err := from.ExportSession(ctx, id)
+		if ErrorCode(err) == ENOTFOUND {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return rep, Wrap("", err, "copy: read session %s", id)
+		}
+		// Batches are cut as an import's are (ImportBatchFull), so long
+		// sessions never hold more than one batch of messages in memory.
+		recs, msgs = append(recs, rec), msgs+RecordMessages(rec)
+		if ImportBatchFull(len(recs), msgs) {
+			if err := flush(i + 1); err != nil {
+				return rep, err
+			}
 		}
 	}
+	if len(recs) > 0 {
+		if err := flush(len(order)); err != nil {
+			return rep, err
+		}
+	}
+	report(len(order)) // sessions deleted since the listing end it too
 
 	c, err := CompareCopies(ctx, from, to, order)
 	if err != nil {

@@ -51,7 +51,7 @@ func (s *watchSet) sync(live map[mailbox.SessionRef]bool) {
 		if err != nil {
 			continue
 		}
-		w, err := s.hub.Notify(dir, []string{mailbox.OutboundFile, mailbox.OutboundFile + "-journal"}, filewatch.Options{Interval: s.poll},
+		w, err := s.hub.Notify(dir, []string{mailbox.OutboundFile, mailbox.OutboundFile + "-journal"}, filewatch.Options{Interval: s.poll, CommitsOnly: true},
 			func() { s.onChange(ref) })
 		if err != nil {
 			continue

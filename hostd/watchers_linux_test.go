@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +96,52 @@ func TestDaemonWatchesManySessionsOnOneInstance(t *testing.T) {
 	if inst, watches := testkit.Inotify(t); inst != baseInst || watches != baseWatches {
 		t.Fatalf("after the daemon stopped: %d inotify instances and %d watches, want %d and %d", inst, watches, baseInst, baseWatches)
 	}
+}
+
+// TestWatchSetSleepsThroughWritesThatCommitNothing: the daemon's watcher of
+// a running session's outbound.db calls for a drain at the agent's commits
+// (the journal's removal), not at each write to the file: a pwrite into the
+// open file (the same bytes again) calls for none.
+func TestWatchSetSleepsThroughWritesThatCommitNothing(t *testing.T) {
+	h, err := mailbox.NewHost(mailbox.HostOptions{Layout: mailbox.Layout{Root: filepath.Join(t.TempDir(), "v2-sessions")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := mailbox.SessionRef{AgentGroupID: "g", SessionID: "s"}
+	if err := h.InitSession(ctxb, ref); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	s := newWatchSet(h.Layout(), time.Hour, func(mailbox.SessionRef) { calls.Add(1) })
+	defer s.close()
+	s.sync(map[mailbox.SessionRef]bool{ref: true})
+	dir, _ := h.Layout().SessionDir(ref)
+	f, err := os.OpenFile(filepath.Join(dir, mailbox.OutboundFile), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	if _, err := f.ReadAt(page, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := f.WriteAt(page, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // give a wrong call the time to come
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d drains called for by writes that commit nothing", n)
+	}
+	a, err := mailbox.OpenAgent(ctxb, dir, mailbox.AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Send(ctxb, mailbox.OutboundMessage{ID: "reply", Content: json.RawMessage(`{"text":"hi"}`),
+		Routing: mailbox.Routing{ChannelType: "slack", PlatformID: "C1"}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "a drain called for by the agent's commit", func() bool { return calls.Load() > 0 })
 }

@@ -148,7 +148,7 @@ func (a *Agent) inboundWatcher() (*Watcher, error) {
 	}
 	if a.watcher == nil {
 		w, err := NewWatcher(a.dir, []string{InboundFile, InboundFile + "-journal"},
-			WatchOptions{Interval: a.opts.PollInterval, NoNotify: a.opts.NoNotify})
+			WatchOptions{Interval: a.opts.PollInterval, NoNotify: a.opts.NoNotify, CommitsOnly: true})
 		if err != nil {
 			return nil, err
 		}

@@ -153,7 +153,7 @@ func roundTrips(b *testing.B, noNotify bool, interval time.Duration, n int, back
 	// The host's drain loop, woken like the daemon's.
 	delivered := make(chan string, n)
 	settled := make(chan struct{}, n)
-	w, err := NewWatcher(dir, []string{OutboundFile}, WatchOptions{Interval: interval, NoNotify: noNotify})
+	w, err := NewWatcher(dir, []string{OutboundFile}, WatchOptions{Interval: interval, NoNotify: noNotify, CommitsOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}

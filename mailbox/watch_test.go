@@ -75,3 +75,40 @@ func TestWaitInboundSkipsWhatThePollSaw(t *testing.T) {
 		t.Fatal("a commit after the poll did not wake WaitInbound")
 	}
 }
+
+// TestAgentWatcherSleepsThroughWritesThatCommitNothing: the agent's inbound
+// watcher is woken by the host's commits (the journal's removal), not by
+// each write to inbound.db: a pwrite into the open file (the same bytes
+// again, so the file stays whole) leaves it asleep. Each write of a
+// transaction woke both sides' watchers before, some 80 a round trip.
+func TestAgentWatcherSleepsThroughWritesThatCommitNothing(t *testing.T) {
+	f := newFixture(t)
+	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: time.Hour})
+	must(t, err)
+	defer a.Close()
+	_, err = a.inboundWatcher()
+	must(t, err)
+	if !a.watcher.Notifying() {
+		t.Fatal("this test needs file-change notification")
+	}
+	file, err := os.OpenFile(filepath.Join(f.dir, InboundFile), os.O_RDWR, 0)
+	must(t, err)
+	defer file.Close()
+	page := make([]byte, 4096)
+	_, err = file.ReadAt(page, 0)
+	must(t, err)
+	for range 5 {
+		_, err = file.WriteAt(page, 0)
+		must(t, err)
+	}
+	time.Sleep(300 * time.Millisecond) // give a wrong wake the time to come
+	if n := a.inboundSeen(); n != 0 {
+		t.Fatalf("the agent's watcher was woken %d times by writes that commit nothing", n)
+	}
+	f.enqueue(chat("m1", "one"))
+	for deadline := time.Now().Add(10 * time.Second); a.inboundSeen() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the enqueue's commit did not wake the agent's watcher")
+		}
+	}
+}

@@ -29,10 +29,11 @@ func branchSQL(a string) string {
 }
 
 // configMemberSQL is member key of a's model_config (NULL when it is not
-// JSON), the function called only where the text holds the key: a
+// JSON), the function called only where the text holds the key or a
+// backslash (the key may be written with JSON escapes): a
 // listing sorted by cost reads every session, and most hold no marker.
 func configMemberSQL(a, key string) string {
-	return "(CASE WHEN strpos(" + a + ".model_config, '" + key + "') > 0 THEN sessiondb_config_member(" + a + ".model_config, '" + key + "') END)"
+	return "(CASE WHEN strpos(" + a + ".model_config, '" + key + "') > 0 OR strpos(" + a + ".model_config, E'\\\\') > 0 THEN sessiondb_config_member(" + a + ".model_config, '" + key + "') END)"
 }
 
 // listable keeps the sessions Hermes' listing shows (alias s): roots and

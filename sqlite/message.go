@@ -103,7 +103,7 @@ func (s *Store) decodeToolCalls(r *rawMessage) {
 // queryMessages runs q, which selects s.q.msgSel, and returns its messages
 // with tool_calls decoded; what names the operation in errors.
 func (s *Store) queryMessages(ctx context.Context, what, q string, args ...any) ([]sessiondb.Message, error) {
-	ms := newMessageScanner()
+	ms := s.q.newMessageScanner()
 	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.Message{}, func(row sqlitedb.Row) (sessiondb.Message, error) {
 		r, err := ms.scan(row)
 		if err != nil {
@@ -200,7 +200,7 @@ func (s *Store) GetMessagesAsConversation(ctx context.Context, sessionID string,
 	if err := sessiondb.CheckLastN(sessionID, lastN); err != nil {
 		return nil, err
 	}
-	ms := newMessageScanner()
+	ms := s.q.newMessageScanner()
 	raws, err := sqlitedb.Append(ctx, readers{s}, s.sessionMessagesSQL(), []any{sessionID}, nil, func(row sqlitedb.Row) (*rawMessage, error) {
 		return ms.scan(row)
 	})

@@ -20,6 +20,10 @@ type queries struct {
 	// scanning 19 constants a row was a third of a listing page's time.
 	sessNewer bool
 	msgSel    string // the 13 v6 message columns and newerMessageColumns, alias m
+	// msgNewer: msgSel holds newerMessageColumns. A file with none of
+	// them reads the 13 alone, as sessNewer does for sessions: their
+	// defaults are what messageScanner leaves.
+	msgNewer bool
 	// live is "" or an AND clause keeping the rows of the live
 	// conversation (active = 1, docs/hermes-versions.md 4.1), alias m:
 	// what Hermes' get_messages and replay read.
@@ -81,7 +85,11 @@ func buildQueries(si *schemaInfo) queries {
 	if q.sessNewer {
 		q.sessSel += ", " + newerList("s", newerSessionColumns, si.sessCols)
 	}
-	q.msgSel = selectList("m", messageColumns, si.msgCols, nil) + ", " + newerList("m", newerMessageColumns, si.msgCols)
+	q.msgSel = selectList("m", messageColumns, si.msgCols, nil)
+	q.msgNewer = slices.ContainsFunc(newerMessageColumns, func(c newerColumn) bool { return si.msgCols[c.name] })
+	if q.msgNewer {
+		q.msgSel += ", " + newerList("m", newerMessageColumns, si.msgCols)
+	}
 	q.lastActive = si.usesLastActive()
 	if si.sessCols["archived"] {
 		q.archived = "COALESCE(s.archived, 0) <> 0"
@@ -125,44 +133,65 @@ func intPtr(n sql.NullInt64) *int64 {
 	return &v
 }
 
-// scanSession reads the columns of q.sessSel followed by extra.
+// scanSession reads the columns of q.sessSel followed by extra, from one
+// row.
 func (q queries) scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
-	var (
-		x                                                           sessiondb.Session
-		id, source                                                  sql.NullString
-		userID, model, modelConfig, systemPrompt, parent, endReason sql.NullString
-		started                                                     sql.NullFloat64
-		ended, est, act                                             sql.NullFloat64
-		mc, tc, in, out, cr, cw, rt                                 sql.NullInt64
-		bp, bu, bm, cs, csrc, pv, title                             sql.NullString
-		cwd, branch, root, key, chat, chatType, thread, display     sql.NullString
-		origin, hState, hPlatform, hErr, cErr                       sql.NullString
-		cooldown                                                    sql.NullFloat64
-	)
-	dest := []any{&id, &source, &userID, &model, &modelConfig, &systemPrompt, &parent, &started, &ended, &endReason,
-		&mc, &tc, &in, &out, &cr, &cw, &rt, &bp, &bu, &bm, &est, &act, &cs, &csrc, &pv, &title}
+	return q.newSessionScanner(extra...).scan(sc)
+}
+
+// sessionScanner reads rows of q.sessSel followed by extra. Its scan
+// destinations are made once and reused for every row, as
+// messageScanner's are: fresh locals would each escape to the heap, 26
+// to 45 allocations a row of a listing page.
+type sessionScanner struct {
+	x                                                           sessiondb.Session
+	id, source                                                  sql.NullString
+	userID, model, modelConfig, systemPrompt, parent, endReason sql.NullString
+	started                                                     sql.NullFloat64
+	ended, est, act                                             sql.NullFloat64
+	mc, tc, in, out, cr, cw, rt                                 sql.NullInt64
+	bp, bu, bm, cs, csrc, pv, title                             sql.NullString
+	cwd, branch, root, key, chat, chatType, thread, display     sql.NullString
+	origin, hState, hPlatform, hErr, cErr                       sql.NullString
+	cooldown                                                    sql.NullFloat64
+	dest                                                        []any
+}
+
+func (q queries) newSessionScanner(extra ...any) *sessionScanner {
+	ss := &sessionScanner{}
+	x := &ss.x
+	ss.dest = []any{&ss.id, &ss.source, &ss.userID, &ss.model, &ss.modelConfig, &ss.systemPrompt, &ss.parent, &ss.started, &ss.ended, &ss.endReason,
+		&ss.mc, &ss.tc, &ss.in, &ss.out, &ss.cr, &ss.cw, &ss.rt, &ss.bp, &ss.bu, &ss.bm, &ss.est, &ss.act, &ss.cs, &ss.csrc, &ss.pv, &ss.title}
 	if q.sessNewer {
-		dest = append(dest, &x.APICallCount, &cwd, &branch, &root, &x.Archived, &x.RewindCount,
-			&key, &chat, &chatType, &thread, &display, &origin, &x.ExpiryFinalized,
-			&hState, &hPlatform, &hErr, &cooldown, &cErr, &x.CompressionFallbackStreak)
+		ss.dest = append(ss.dest, &x.APICallCount, &ss.cwd, &ss.branch, &ss.root, &x.Archived, &x.RewindCount,
+			&ss.key, &ss.chat, &ss.chatType, &ss.thread, &ss.display, &ss.origin, &x.ExpiryFinalized,
+			&ss.hState, &ss.hPlatform, &ss.hErr, &ss.cooldown, &ss.cErr, &x.CompressionFallbackStreak)
 	}
-	if err := sc.Scan(append(dest, extra...)...); err != nil {
+	ss.dest = append(ss.dest, extra...)
+	return ss
+}
+
+// scan reads one row into a new Session (the scanner's own fields are
+// overwritten by the next row).
+func (ss *sessionScanner) scan(sc scanner) (*sessiondb.Session, error) {
+	if err := sc.Scan(ss.dest...); err != nil {
 		return nil, err
 	}
-	x.ID, x.Source = id.String, source.String
-	x.UserID, x.Model, x.ModelConfig, x.SystemPrompt = strPtr(userID), strPtr(model), strPtr(modelConfig), strPtr(systemPrompt)
-	x.ParentSessionID, x.EndReason = strPtr(parent), strPtr(endReason)
-	x.StartedAt, x.EndedAt = started.Float64, floatPtr(ended)
-	x.MessageCount, x.ToolCallCount = mc.Int64, tc.Int64
-	x.InputTokens, x.OutputTokens, x.CacheReadTokens, x.CacheWriteTokens, x.ReasoningTokens = in.Int64, out.Int64, cr.Int64, cw.Int64, rt.Int64
-	x.BillingProvider, x.BillingBaseURL, x.BillingMode = strPtr(bp), strPtr(bu), strPtr(bm)
-	x.EstimatedCostUSD, x.ActualCostUSD = floatPtr(est), floatPtr(act)
-	x.CostStatus, x.CostSource, x.PricingVersion, x.Title = strPtr(cs), strPtr(csrc), strPtr(pv), strPtr(title)
-	x.Cwd, x.GitBranch, x.GitRepoRoot = strPtr(cwd), strPtr(branch), strPtr(root)
-	x.SessionKey, x.ChatID, x.ChatType, x.ThreadID = strPtr(key), strPtr(chat), strPtr(chatType), strPtr(thread)
-	x.DisplayName, x.OriginJSON = strPtr(display), strPtr(origin)
-	x.HandoffState, x.HandoffPlatform, x.HandoffError = strPtr(hState), strPtr(hPlatform), strPtr(hErr)
-	x.CompressionFailureCooldownUntil, x.CompressionFailureError = floatPtr(cooldown), strPtr(cErr)
+	x := ss.x // the newer numeric columns, scanned in place
+	x.ID, x.Source = ss.id.String, ss.source.String
+	x.UserID, x.Model, x.ModelConfig, x.SystemPrompt = strPtr(ss.userID), strPtr(ss.model), strPtr(ss.modelConfig), strPtr(ss.systemPrompt)
+	x.ParentSessionID, x.EndReason = strPtr(ss.parent), strPtr(ss.endReason)
+	x.StartedAt, x.EndedAt = ss.started.Float64, floatPtr(ss.ended)
+	x.MessageCount, x.ToolCallCount = ss.mc.Int64, ss.tc.Int64
+	x.InputTokens, x.OutputTokens, x.CacheReadTokens, x.CacheWriteTokens, x.ReasoningTokens = ss.in.Int64, ss.out.Int64, ss.cr.Int64, ss.cw.Int64, ss.rt.Int64
+	x.BillingProvider, x.BillingBaseURL, x.BillingMode = strPtr(ss.bp), strPtr(ss.bu), strPtr(ss.bm)
+	x.EstimatedCostUSD, x.ActualCostUSD = floatPtr(ss.est), floatPtr(ss.act)
+	x.CostStatus, x.CostSource, x.PricingVersion, x.Title = strPtr(ss.cs), strPtr(ss.csrc), strPtr(ss.pv), strPtr(ss.title)
+	x.Cwd, x.GitBranch, x.GitRepoRoot = strPtr(ss.cwd), strPtr(ss.branch), strPtr(ss.root)
+	x.SessionKey, x.ChatID, x.ChatType, x.ThreadID = strPtr(ss.key), strPtr(ss.chat), strPtr(ss.chatType), strPtr(ss.thread)
+	x.DisplayName, x.OriginJSON = strPtr(ss.display), strPtr(ss.origin)
+	x.HandoffState, x.HandoffPlatform, x.HandoffError = strPtr(ss.hState), strPtr(ss.hPlatform), strPtr(ss.hErr)
+	x.CompressionFailureCooldownUntil, x.CompressionFailureError = floatPtr(ss.cooldown), strPtr(ss.cErr)
 	return &x, nil
 }
 
@@ -171,9 +200,6 @@ type rawMessage struct {
 	sessiondb.Message
 	toolCalls sql.NullString
 }
-
-// scanMessage reads the columns of q.msgSel from one row.
-func scanMessage(sc scanner) (*rawMessage, error) { return newMessageScanner().scan(sc) }
 
 // messageScanner reads rows of q.msgSel. Its scan destinations are made
 // once and reused for every row: Scan takes ...any, so fresh locals would
@@ -188,11 +214,16 @@ type messageScanner struct {
 	dest                                       []any
 }
 
-func newMessageScanner() *messageScanner {
-	m := &messageScanner{}
+// newMessageScanner reads q.msgSel. Without the newer columns their
+// fields keep newerMessageColumns' defaults: NULL, and a live row
+// (active 1).
+func (q queries) newMessageScanner() *messageScanner {
+	m := &messageScanner{active: 1}
 	m.dest = []any{&m.id, &m.sid, &m.role, &m.content, &m.tcid, &m.toolCalls, &m.tname, &m.ts, &m.tokens,
-		&m.finish, &m.reasoning, &m.rd, &m.codex,
-		&m.rc, &m.codexMsg, &m.platformID, &m.observed, &m.effect, &m.active, &m.compacted}
+		&m.finish, &m.reasoning, &m.rd, &m.codex}
+	if q.msgNewer {
+		m.dest = append(m.dest, &m.rc, &m.codexMsg, &m.platformID, &m.observed, &m.effect, &m.active, &m.compacted)
+	}
 	return m
 }
 

@@ -28,14 +28,26 @@ func (s *Store) richExtra() string {
         ORDER BY m.id LIMIT 1), ''), ` + lastActiveOf("s.id", "s.started_at")
 }
 
-func (s *Store) scanRich(sc scanner) (*sessiondb.RichSession, error) {
-	var raw string
-	var last sql.NullFloat64
-	x, err := s.q.scanSession(sc, &raw, &last)
+// richScanner reads rows of sessSel and richExtra, then extra, with one
+// set of scan destinations for all (see sessionScanner).
+type richScanner struct {
+	ss   *sessionScanner
+	raw  string
+	last sql.NullFloat64
+}
+
+func (s *Store) newRichScanner(extra ...any) *richScanner {
+	r := &richScanner{}
+	r.ss = s.q.newSessionScanner(append([]any{&r.raw, &r.last}, extra...)...)
+	return r
+}
+
+func (r *richScanner) scan(sc scanner) (sessiondb.RichSession, error) {
+	x, err := r.ss.scan(sc)
 	if err != nil {
-		return nil, err
+		return sessiondb.RichSession{}, err
 	}
-	return &sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64}, nil
+	return sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(r.raw), LastActive: r.last.Float64}, nil
 }
 
 // listFilter is what a listing selects besides the kind of child: the
@@ -170,9 +182,9 @@ func (s *Store) listArms(ctx context.Context, base listArm, childWhere []string,
 		return []listArm{base}, nil
 	}
 	notDelegate := "NOT (" + s.delegate("s") + ")"
-	if !s.si.indexes["sessiondb_sessions_branch_marked"] || !s.si.indexes["sessiondb_sessions_branched"] || !s.si.indexes["sessiondb_sessions_root_delegates"] {
-		// A file without our indexes (a newer Hermes' file, or one
-		// opened read-only) is read as Hermes reads it: one walk in
+	if !s.si.readIndex("sessiondb_sessions_branch_marked") || !s.si.readIndex("sessiondb_sessions_branched") || !s.si.readIndex("sessiondb_sessions_root_delegates") {
+		// A file without our indexes as they are now (a newer Hermes'
+		// file, or one opened read-only) is read as Hermes reads it: one walk in
 		// the listing's order that stops at the page's end.
 		one := base
 		one.where = append(append([]string(nil), base.where...), notDelegate)
@@ -248,12 +260,9 @@ func (s *Store) ListSessionsRich(ctx context.Context, f sessiondb.RichFilter) ([
 	page, pargs := listPage(arms, order, "", nil, limit, offset)
 	q := "SELECT " + s.q.sessSel + s.richExtra() + " FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY " +
 		strings.NewReplacer("k ", "p.k ", "t ", "p.t ", "id ", "s.id ", "rid", "p.rid").Replace(order+" ")
+	rs := s.newRichScanner()
 	out, err := sqlitedb.Append(ctx, readers{s}, q, pargs, []sessiondb.RichSession{}, func(row sqlitedb.Row) (sessiondb.RichSession, error) {
-		r, err := s.scanRich(row)
-		if err != nil {
-			return sessiondb.RichSession{}, err
-		}
-		return *r, nil
+		return rs.scan(row)
 	})
 	if err != nil {
 		return nil, s.readErr(err, "list sessions")
@@ -293,8 +302,12 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 	if len(ids) == 0 {
 		return out, nil
 	}
+	rs := s.newRichScanner()
 	rows, err := sqlitedb.Append(ctx, readers{s}, "SELECT "+s.q.sessSel+s.richExtra()+" FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
-		[]any{jsonStrings(ids)}, nil, func(row sqlitedb.Row) (*sessiondb.RichSession, error) { return s.scanRich(row) })
+		[]any{jsonStrings(ids)}, nil, func(row sqlitedb.Row) (*sessiondb.RichSession, error) {
+			r, err := rs.scan(row)
+			return &r, err
+		})
 	if err != nil {
 		return nil, s.readErr(err, "list sessions: tips")
 	}
@@ -419,14 +432,14 @@ func (s *Store) ListSessions(ctx context.Context, q sessiondb.SessionQuery) (*se
 	sel := "SELECT " + s.q.sessSel + s.richExtra() + ", p.k FROM (" + page + ") p JOIN sessions s ON s.rowid = p.rid ORDER BY p.k " + dir + ", s.id " + dir
 	var rows []sessiondb.RichSession
 	var keys []float64
+	var key sql.NullFloat64
+	rs := s.newRichScanner(&key)
 	err = sqlitedb.Each(ctx, readers{s}, sel, args, func(row sqlitedb.Row) error {
-		var raw string
-		var last, key sql.NullFloat64
-		x, err := s.q.scanSession(row, &raw, &last, &key)
+		r, err := rs.scan(row)
 		if err != nil {
 			return err
 		}
-		rows = append(rows, sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(raw), LastActive: last.Float64})
+		rows = append(rows, r)
 		keys = append(keys, key.Float64)
 		return nil
 	})

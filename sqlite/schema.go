@@ -214,11 +214,30 @@ func (si *schemaInfo) needsReadIndexes() bool {
 		return false
 	}
 	for _, ix := range readIndexes {
-		if !si.indexes[ix.name] {
+		if !si.hasIndex(ix.name, ix.ddl) {
 			return true
 		}
 	}
 	return si.wantsLastActive() && !si.hasLastActive()
+}
+
+// hasIndex reports whether the file holds the index name as ddl makes it
+// now. An index of ours made by an older sessiondb under another
+// definition is not it: its partial condition may leave out rows a
+// query naming the index needs.
+func (si *schemaInfo) hasIndex(name, ddl string) bool {
+	return si.indexes[name] && si.indexSQL[name] == strings.Replace(ddl, "CREATE INDEX IF NOT EXISTS ", "CREATE INDEX ", 1)
+}
+
+// readIndex reports whether the file holds the read index name, as
+// readIndexes defines it now.
+func (si *schemaInfo) readIndex(name string) bool {
+	for _, ix := range readIndexes {
+		if ix.name == name {
+			return si.hasIndex(ix.name, ix.ddl)
+		}
+	}
+	return false
 }
 
 // addReadIndexes creates the missing readIndexes and the last-activity
@@ -235,6 +254,12 @@ func addReadIndexes(tx txRunner) error {
 		return nil
 	}
 	for _, ix := range readIndexes {
+		if si.indexes[ix.name] && !si.hasIndex(ix.name, ix.ddl) {
+			// Made by an older sessiondb under another definition.
+			if err := tx.ExecScript("DROP INDEX " + ix.name); err != nil {
+				return sqlitedb.Wrap(err, "replace index %s", ix.name)
+			}
+		}
 		if err := tx.ExecScript(ix.ddl); err != nil {
 			return sqlitedb.Wrap(err, "create index %s", ix.name)
 		}
@@ -250,6 +275,7 @@ type schemaInfo struct {
 	hasVersion bool // a version row exists
 	tables     map[string]bool
 	indexes    map[string]bool
+	indexSQL   map[string]string // by name, as sqlite_master holds it
 	triggers   map[string]bool
 	sessCols   map[string]bool
 	msgCols    map[string]bool
@@ -299,7 +325,7 @@ func (si *schemaInfo) fresh() bool {
 // inspect reads the file's schema through q: the reader pool before any
 // lock, and again inside the migration transaction.
 func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
-	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, triggers: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, usageCols: map[string]bool{}, colTypes: map[string]string{}}
+	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, indexSQL: map[string]string{}, triggers: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, usageCols: map[string]bool{}, colTypes: map[string]string{}}
 	err := sqlitedb.Each(ctx, q, "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')", nil, func(r sqlitedb.Row) error {
 		var typ, name string
 		var text sql.NullString
@@ -315,6 +341,7 @@ func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 		switch typ {
 		case "index":
 			si.indexes[name] = true
+			si.indexSQL[name] = text.String
 		case "trigger":
 			si.triggers[name] = true
 		default:

@@ -187,8 +187,9 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 	}
 	q += " ORDER BY s.started_at DESC LIMIT ? OFFSET ?"
 	args = append(args, limit, offset)
+	ss := s.q.newSessionScanner()
 	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.Session{}, func(r sqlitedb.Row) (sessiondb.Session, error) {
-		x, err := s.q.scanSession(r)
+		x, err := ss.scan(r)
 		if err != nil {
 			return sessiondb.Session{}, err
 		}

@@ -257,3 +257,34 @@ func testListingKinds(t *testing.T, h Harness) {
 	_, err := e.s.ListSessionsRich(e.ctx, sessiondb.RichFilter{MinMessages: -1})
 	wantCode(t, "negative MinMessages", err, sessiondb.EINVALID)
 }
+
+// testListingEscapedMarkers: a marker whose key is written with JSON
+// escapes is the marker, as json_extract reads it: the escaped branch is
+// listed beside the roots, the escaped orphaned delegate is not.
+func testListingEscapedMarkers(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	for _, rec := range []map[string]any{
+		{"id": "pe", "source": "cli", "started_at": 1000.0},
+		{"id": "be", "source": "cli", "started_at": 1001.0, "parent_session_id": "pe", "model_config": `{"\u005fbranched_from": "pe"}`},
+		{"id": "xe", "source": "cli", "started_at": 1002.0, "model_config": `{"_delegate\u005ffrom": "gone"}`},
+		{"id": "ue", "source": "cli", "started_at": 1003.0, "parent_session_id": "pe", "model_config": `{"path": "C:\\work"}`},
+	} {
+		r, err := e.s.ImportSession(e.ctx, rec, sessiondb.ImportOptions{})
+		if err != nil || !r.Imported {
+			t.Fatalf("import %v: %+v, %v", rec["id"], r, err)
+		}
+	}
+	want := []string{"be", "pe"} // newest first; xe a delegate, ue an untagged child
+	if got := walkSessions(t, e, sessiondb.SessionQuery{}, 0); !reflect.DeepEqual(got, want) {
+		t.Errorf("ListSessions: %v, want %v", got, want)
+	}
+	rows, err := e.s.ListSessionsRich(e.ctx, sessiondb.RichFilter{Limit: 50})
+	noErr(t, "ListSessionsRich", err)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.ID)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ListSessionsRich: %v, want %v", got, want)
+	}
+}

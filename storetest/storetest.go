@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListSessionsRich", testRich},
 		{"ListSessions", testListSessions},
 		{"ListingKinds", testListingKinds},
+		{"ListingEscapedMarkers", testListingEscapedMarkers},
 		{"Lineage", testLineage},
 		{"ListSessionsUnderWrites", testListSessionsUnderWrites},
 		{"Messages", testMessages},

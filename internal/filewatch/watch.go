@@ -1,8 +1,8 @@
 // Package filewatch wakes waiters when files of one folder change: by
-// file-change notification (fsnotify) where the OS gives it, and by
-// polling size and mtime as the fallback. The mailbox sides wait on their
-// SQLite files with it, and the history store's change notification on its
-// state.db and WAL.
+// file-change notification where the OS gives it (inotify of our own on
+// Linux, fsnotify elsewhere), and by polling size and mtime as the
+// fallback. The mailbox sides wait on their SQLite files with it, and the
+// history store's change notification on its state.db and WAL.
 //
 // A process part that watches many folders, or one folder for many
 // clients (the web server's event streams, the host daemon's running
@@ -18,12 +18,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/sessiondb/sessiondb/internal/filesig"
 )
@@ -38,8 +37,16 @@ var ErrClosed = errors.New("filewatch: the hub is closed")
 type Options struct {
 	// Interval is the polling fallback; default DefaultInterval.
 	Interval time.Duration
-	// NoNotify disables fsnotify: polling only.
+	// NoNotify disables file-change notification: polling only.
 	NoNotify bool
+	// CommitsOnly says the files are SQLite databases in DELETE journal
+	// mode (the mailbox files), so only files made, removed and renamed
+	// in the folder need notification: a commit removes its journal, and
+	// a whole file is published by a rename. The writes inside a
+	// transaction are not listened to (on Linux; fsnotify cannot choose).
+	// A change made in place any other way (a WAL, a plain rewrite, an
+	// mtime) is then seen by the poll alone.
+	CommitsOnly bool
 }
 
 // Hub gives out Watchers that share what can be shared: one OS
@@ -51,13 +58,14 @@ type Options struct {
 // concurrent use.
 type Hub struct {
 	// mu guards the groups and the notification watches, and orders the
-	// calls that add and remove watches. listen never takes it: fsnotify
-	// may hold its own lock while it hands listen an error, so a watch
-	// added or removed under a lock listen waits for could deadlock.
+	// calls that add and remove watches. The notifier's reading goroutine
+	// never takes it: fsnotify may hold its own lock while it hands an
+	// error over, so a watch added or removed under a lock the reader
+	// waits for could deadlock.
 	mu     sync.Mutex
-	fw     *fsnotify.Watcher
+	nt     notifier
 	groups map[groupKey]*group
-	dirs   map[string]int // notifying groups per folder
+	dirs   map[string]*dirUse // the notifying groups of each folder
 	closed bool
 
 	// routeMu guards routes: the notifying groups of each folder, which
@@ -70,16 +78,46 @@ type Hub struct {
 
 // NewHub returns a Hub. It holds no OS resource until its first watcher.
 func NewHub() *Hub {
-	return &Hub{groups: map[groupKey]*group{}, dirs: map[string]int{}, routes: map[string][]*group{}}
+	return &Hub{groups: map[groupKey]*group{}, dirs: map[string]*dirUse{}, routes: map[string][]*group{}}
+}
+
+// dirUse counts the notifying groups of one folder, and among them those
+// that want every change: the folder's watch asks for every change while
+// one of them remains, and only for commits otherwise.
+type dirUse struct{ groups, all int }
+
+// notifier is a Hub's OS notification instance. Its reading goroutine,
+// counted in the Hub's wg, hands what it reads to the Hub's dispatch.
+type notifier interface {
+	// add watches dir, for commits alone (see Options.CommitsOnly) or
+	// for every change; adding dir again replaces what its watch asks for.
+	add(dir string, commitsOnly bool) error
+	// remove drops dir's watch; a folder that is gone took it with it.
+	remove(dir string)
+	// close ends the instance and its reading goroutine.
+	close() error
+}
+
+// event is one notification as the Hub routes it.
+type event struct {
+	path string // the file or folder it names
+	gone bool   // path was removed or renamed away
+	// commit: the event is of a kind a commits-only watch asks for. A
+	// folder's watch asks for every change while any group of it wants
+	// them; its commits-only groups skip the rest.
+	commit bool
+	self   bool // path is a watched folder that was removed, renamed or unmounted
+	all    bool // events were lost (the OS's queue overflowed): wake every group
 }
 
 // groupKey names the watchers that can share one poll and one relevance
 // decision: the same folder, files and options.
 type groupKey struct {
-	dir      string
-	names    string // the names, NUL-separated
-	interval time.Duration
-	noNotify bool
+	dir         string
+	names       string // the names, NUL-separated
+	interval    time.Duration
+	noNotify    bool
+	commitsOnly bool
 }
 
 // group is the watchers of one groupKey.
@@ -95,9 +133,9 @@ type group struct {
 }
 
 // Watcher wakes waiters when chosen files of one folder change. Its folder
-// is watched, not the files, with fsnotify (SQLite's DELETE journal mode
-// creates and deletes the journal beside the file, and replaced files would
-// orphan a file watch), and the files' size and mtime are also polled every
+// is watched, not the files (SQLite's DELETE journal mode creates and
+// deletes the journal beside the file, and replaced files would orphan a
+// file watch), and the files' size and mtime are also polled every
 // Interval, because notifications do not cross every mount (virtiofs, NFS):
 // notification only makes the wake earlier.
 type Watcher struct {
@@ -172,7 +210,7 @@ func (h *Hub) Watch(dir string, names []string, o Options) (*Watcher, error) {
 		o.Interval = DefaultInterval
 	}
 	dir = filepath.Clean(dir)
-	key := groupKey{dir: dir, names: strings.Join(names, "\x00"), interval: o.Interval, noNotify: o.NoNotify}
+	key := groupKey{dir: dir, names: strings.Join(names, "\x00"), interval: o.Interval, noNotify: o.NoNotify, commitsOnly: o.CommitsOnly}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -199,10 +237,9 @@ func (h *Hub) newGroup(key groupKey, names []string) *group {
 		g.want[n] = true
 	}
 	if !key.noNotify {
-		g.notify = h.addWatch(key.dir)
+		g.notify = h.addWatch(key.dir, key.commitsOnly)
 	}
 	if g.notify {
-		h.dirs[key.dir]++
 		h.routeMu.Lock()
 		h.routes[key.dir] = append(h.routes[key.dir], g)
 		h.routeMu.Unlock()
@@ -215,20 +252,34 @@ func (h *Hub) newGroup(key groupKey, names []string) *group {
 }
 
 // addWatch adds dir to the notification instance, making the instance at
-// its first use, and reports whether dir is watched. It adds dir again for
-// each new group although dir may be watched already: a folder removed
-// and made again under the same name is then watched anew. h.mu is held.
-func (h *Hub) addWatch(dir string) bool {
-	if h.fw == nil {
-		fw, err := fsnotify.NewWatcher()
+// its first use, counts a new group of dir, and reports whether dir is
+// watched. It adds dir again for each new group although dir may be
+// watched already: a folder removed and made again under the same name is
+// then watched anew, and the watch asks for every change as soon as one
+// group wants them. h.mu is held.
+func (h *Hub) addWatch(dir string, commitsOnly bool) bool {
+	if h.nt == nil {
+		nt, err := newNotifier(h)
 		if err != nil {
 			return false // no instance to be had (the user's limit): poll
 		}
-		h.fw = fw
-		h.wg.Add(1)
-		go h.listen(fw)
+		h.nt = nt
 	}
-	return h.fw.Add(dir) == nil
+	u := h.dirs[dir]
+	if u == nil {
+		u = &dirUse{}
+	}
+	all := u.all
+	if !commitsOnly {
+		all++
+	}
+	if h.nt.add(dir, all == 0) != nil {
+		return false
+	}
+	u.groups++
+	u.all = all
+	h.dirs[dir] = u
+	return true
 }
 
 // leave takes w out of g; the last watcher of g stops its poll and gives
@@ -262,10 +313,19 @@ func (h *Hub) leave(g *group, w *Watcher) {
 		h.routes[g.key.dir] = rs
 	}
 	h.routeMu.Unlock()
-	if h.dirs[g.key.dir]--; h.dirs[g.key.dir] == 0 {
+	u := h.dirs[g.key.dir]
+	u.groups--
+	if !g.key.commitsOnly {
+		u.all--
+	}
+	switch {
+	case u.groups == 0:
 		delete(h.dirs, g.key.dir)
-		// A folder that is gone took its watch with it: nothing to remove.
-		_ = h.fw.Remove(g.key.dir)
+		h.nt.remove(g.key.dir)
+	case u.all == 0 && !g.key.commitsOnly:
+		// The last group that wanted every change went: ask for commits
+		// alone again. A folder that is gone has no watch to narrow.
+		_ = h.nt.add(g.key.dir, true)
 	}
 }
 
@@ -287,51 +347,61 @@ func (h *Hub) Close() error {
 	h.routeMu.Lock()
 	clear(h.routes)
 	h.routeMu.Unlock()
-	fw := h.fw
-	h.fw = nil
+	nt := h.nt
+	h.nt = nil
 	h.mu.Unlock()
 	var err error
-	if fw != nil {
-		err = fw.Close()
+	if nt != nil {
+		err = nt.close()
 	}
 	h.wg.Wait()
 	return err
 }
 
-// listen hands each notification to the groups of the folder it is in (and
-// of the folder it names, for a folder's own removal); an error, such as an
-// overflow of the OS's queue, which loses events, wakes every group to
-// read again.
-func (h *Hub) listen(fw *fsnotify.Watcher) {
-	defer h.wg.Done()
-	for {
-		select {
-		case ev, ok := <-fw.Events:
-			if !ok {
-				return
-			}
-			h.routeMu.RLock()
-			gs := append(append([]*group(nil), h.routes[filepath.Dir(ev.Name)]...), h.routes[ev.Name]...)
-			h.routeMu.RUnlock()
-			for _, g := range gs {
-				if g.relevant(ev) {
-					g.signal()
+// dispatch wakes, once each, the groups that the events of one read from
+// the OS concern: for a file, the groups of its folder that watch it (and
+// those of the folder it names, for a folder's removal seen from its
+// parent); for a watched folder removed, renamed or unmounted, every group
+// of it; after an overflow of the OS's queue, which loses events, every
+// group, to read again.
+func (h *Hub) dispatch(evs []event) {
+	type candidate struct {
+		g  *group
+		ev event
+	}
+	var cs []candidate
+	h.routeMu.RLock()
+	for _, ev := range evs {
+		if ev.all {
+			cs = cs[:0]
+			for _, rs := range h.routes {
+				for _, g := range rs {
+					cs = append(cs, candidate{g, ev})
 				}
 			}
-		case _, ok := <-fw.Errors:
-			if !ok {
-				return
-			}
-			h.routeMu.RLock()
-			var gs []*group
-			for _, rs := range h.routes {
-				gs = append(gs, rs...)
-			}
-			h.routeMu.RUnlock()
-			for _, g := range gs {
-				g.signal()
+			break
+		}
+		if !ev.self {
+			for _, g := range h.routes[filepath.Dir(ev.path)] {
+				cs = append(cs, candidate{g, ev})
 			}
 		}
+		for _, g := range h.routes[ev.path] {
+			cs = append(cs, candidate{g, ev})
+		}
+	}
+	h.routeMu.RUnlock()
+	var wake []*group
+	for _, c := range cs {
+		if slices.Contains(wake, c.g) {
+			continue
+		}
+		if c.ev.all || c.ev.self || c.g.relevant(c.ev) {
+			wake = append(wake, c.g)
+		}
+	}
+	for _, g := range wake {
+		g.signal()
 	}
 }
 
@@ -361,19 +431,24 @@ const journalSuffix = "-journal"
 // journal: the deletion is the commit. Waking on the earlier events would
 // send readers into the writer's lock, where SQLite's busy handler sleeps
 // them for milliseconds; so changes to a database file wake only when no
-// journal is beside it, and the journal's removal always wakes.
-func (g *group) relevant(ev fsnotify.Event) bool {
-	base := filepath.Base(ev.Name)
+// journal is beside it, and the journal's removal always wakes. A
+// commits-only group skips the events it did not ask for, which reach it
+// while another group of its folder asks for every change.
+func (g *group) relevant(ev event) bool {
+	if g.key.commitsOnly && !ev.commit {
+		return false
+	}
+	base := filepath.Base(ev.path)
 	if db, ok := strings.CutSuffix(base, journalSuffix); ok {
 		if len(g.want) > 0 && !g.want[db] && !g.want[base] {
 			return false
 		}
-		return ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)
+		return ev.gone
 	}
 	if len(g.want) > 0 && !g.want[base] {
 		return false
 	}
-	if _, err := os.Lstat(ev.Name + journalSuffix); err == nil {
+	if _, err := os.Lstat(ev.path + journalSuffix); err == nil {
 		return false // a transaction is open; its journal's removal will wake us
 	}
 	return true

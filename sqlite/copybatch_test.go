@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/sessiondb/sessiondb"
+)
+
+// batchCounter is a real store that records the sessions and messages of
+// each ImportSessions call Copy makes on it.
+type batchCounter struct {
+	sessiondb.Store
+	batches [][2]int // sessions, messages
+}
+
+func (b *batchCounter) ImportSessions(ctx context.Context, recs []map[string]any, o sessiondb.ImportOptions) ([]sessiondb.ImportResult, error) {
+	n := 0
+	for _, r := range recs {
+		n += sessiondb.RecordMessages(r)
+	}
+	b.batches = append(b.batches, [2]int{len(recs), n})
+	return b.Store.ImportSessions(ctx, recs, o)
+}
+
+// Copy cuts its batches as an import does: a batch of long sessions is
+// committed once it holds ImportBatchMessages messages, not after
+// CopyBatch sessions, so a copy never holds more than one batch of
+// messages in memory; short sessions still go CopyBatch at a time.
+func TestCopyBatchesBoundMessages(t *testing.T) {
+	ctx := context.Background()
+	from := openTestStore(t, filepath.Join(t.TempDir(), "from.db"), Options{})
+	long := sessiondb.ImportBatchMessages*2/5 + 1 // three of them pass the bound
+	var recs []map[string]any
+	add := func(id string, started float64, n int) {
+		msgs := make([]any, n)
+		for i := range msgs {
+			msgs[i] = map[string]any{"role": "user", "content": fmt.Sprintf("%s message %d", id, i), "timestamp": started + float64(i)}
+		}
+		recs = append(recs, map[string]any{"id": id, "source": "cli", "started_at": started, "messages": msgs})
+	}
+	for i := range 4 {
+		add(fmt.Sprintf("long%d", i), float64(1000+i*100000), long)
+	}
+	for i := range sessiondb.CopyBatch + 10 {
+		add(fmt.Sprintf("short%02d", i), float64(10_000_000+i), 2)
+	}
+	if _, err := from.ImportSessions(ctx, recs, sessiondb.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	to := &batchCounter{Store: openTestStore(t, filepath.Join(t.TempDir(), "to.db"), Options{})}
+	var progress []int
+	rep, err := sessiondb.Copy(ctx, from, to, func(done, total int) { progress = append(progress, done) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Copied != len(recs) || rep.Messages != int64(4*long+2*(sessiondb.CopyBatch+10)) {
+		t.Fatalf("copied %d sessions, %d messages; want %d, %d", rep.Copied, rep.Messages, len(recs), 4*long+2*(sessiondb.CopyBatch+10))
+	}
+	sessions := 0
+	for i, b := range to.batches {
+		sessions += b[0]
+		if b[0] > sessiondb.CopyBatch || b[1]-long >= sessiondb.ImportBatchMessages {
+			t.Errorf("batch %d holds %d sessions and %d messages: more than one session past the bounds (%d sessions, %d messages)",
+				i, b[0], b[1], sessiondb.CopyBatch, sessiondb.ImportBatchMessages)
+		}
+	}
+	// Oldest first: the bound is crossed at the third long session; the
+	// fourth opens a batch that CopyBatch sessions close; the rest follow.
+	want := [][2]int{{3, 3 * long}, {sessiondb.CopyBatch, long + 2*(sessiondb.CopyBatch-1)}, {11, 22}}
+	if fmt.Sprint(to.batches) != fmt.Sprint(want) {
+		t.Errorf("batches (sessions, messages) %v, want %v", to.batches, want)
+	}
+	if sessions != len(recs) || len(progress) != len(to.batches) || progress[len(progress)-1] != len(recs) {
+		t.Errorf("batches %v, progress %v: want every session once and a progress report per batch ending at %d", to.batches, progress, len(recs))
+	}
+}
