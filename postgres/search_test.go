@@ -347,7 +347,7 @@ WHERE to_tsvector('sessiondb_fts', sessiondb_fts_text(t)) IS DISTINCT FROM
 func TestIndexUpkeepMigratesAFilledStore(t *testing.T) {
 	ctx := context.Background()
 	s, conn, url, schema := freshSchema(t)
-	// The schema as 004 left it, before any message was written (006's
+	// The schema as 004 left it, before any message was written (007's
 	// table goes once the appends are in).
 	var trgm string
 	if err := conn.QueryRow(ctx, "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'").Scan(&trgm); err != nil {
