@@ -161,6 +161,13 @@ const pruneListenersSQL = `DELETE FROM sessiondb_listeners l WHERE NOT EXISTS (S
 const registerListenerSQL = `INSERT INTO sessiondb_listeners (pid, backend_start)
 SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid() ON CONFLICT DO NOTHING`
 
+// registerLockTimeout bounds the registration's wait for its lock. While
+// it waits, the appends that would read the table wait behind it; an
+// append held up (by a lock on its session's row another client keeps)
+// would hold them all. Past the bound the registration gives up and
+// tries again after a pause, its waiters looking again once it is in.
+const registerLockTimeout = "SET LOCAL lock_timeout = '1s'"
+
 // pollEvery is how often the waiters look again when the listener could
 // not register itself, and so may miss appends.
 const pollEvery = time.Second
@@ -188,16 +195,16 @@ const pollEvery = time.Second
 func (n *notifier) subscribe(ctx context.Context, conn *pgx.Conn) (registered bool, err error) {
 	listen := "LISTEN " + quoteIdent(n.s.channel())
 	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{AccessMode: pgx.ReadWrite}, func(tx pgx.Tx) error {
-		for _, q := range []string{"LOCK TABLE sessiondb_listeners IN ACCESS EXCLUSIVE MODE", listen, pruneListenersSQL, registerListenerSQL} {
+		for _, q := range []string{registerLockTimeout, "LOCK TABLE sessiondb_listeners IN ACCESS EXCLUSIVE MODE", listen, pruneListenersSQL, registerListenerSQL} {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err == nil || !refused(err) || retryable(err) {
-		// A lost race (two listeners pruning the same rows) is tried
-		// again on a new connection, registered.
+	if err == nil || !refused(err) || retryable(err) || sqlState(err) == pgLockNotAvailable {
+		// A lost race (two listeners pruning the same rows), or the lock
+		// not had in time, is tried again on a new connection.
 		return err == nil, err
 	}
 	n.s.log.Warn("message notifications: cannot register as a listener; waiters look again every "+pollEvery.String(), "err", err)

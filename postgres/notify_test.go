@@ -389,8 +389,17 @@ func TestNotifyFollowsTheListeners(t *testing.T) {
 // read the listeners' table before a listener registered, and commits
 // after that listener's first look, still reaches the waiter: the
 // registration waits for that transaction to commit. The append is held
-// between its read and its commit by a lock on its session's row.
+// between its read and its commit by a lock on its session's row, for
+// less than the registration's lock timeout, and for more: then the
+// registration gives up, tries again, and registers once the append is
+// in, waking the waiter to look again.
 func TestListenerStartingDuringAnAppendWakes(t *testing.T) {
+	for _, hold := range []time.Duration{200 * time.Millisecond, 2500 * time.Millisecond} {
+		t.Run(hold.String(), func(t *testing.T) { listenerDuringAppend(t, hold) })
+	}
+}
+
+func listenerDuringAppend(t *testing.T, hold time.Duration) {
 	s, url := batchStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -450,12 +459,15 @@ func TestListenerStartingDuringAnAppendWakes(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(hold)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	id := <-appended
 	if got := <-woke; got != id || id == 0 {
 		t.Errorf("the waiter woke with message %d, want %d: a lost wake", got, id)
+	}
+	if n := listenerRows(t, url); n != 1 {
+		t.Errorf("%d listener rows once the waiter woke, want 1 (its listener registered)", n)
 	}
 }
