@@ -44,6 +44,10 @@ type appender struct {
 	reqs chan *appendReq
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// listening is whether the last append committed saw a registered
+	// listener: the next append's pipeline carries the notification only
+	// then (see notifyAfter).
+	listening atomic.Bool
 }
 
 func newAppender(s *Store) *appender {
@@ -127,11 +131,17 @@ const insertMessageSQL = `INSERT INTO messages (session_id, role, content, conte
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`
 
 // appendOneSQL is a lone append as one statement: the row (whose session
-// must exist: the foreign key) and the session's counters.
+// must exist: the foreign key) and the session's counters; it returns the
+// new id and whether a listener is registered (listeningSQL).
 const appendOneSQL = `WITH ins AS (` + insertMessageSQL + `),
 upd AS (UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, tool_call_count = COALESCE(tool_call_count, 0) + $14
     WHERE id = $1 AND EXISTS (SELECT 1 FROM ins))
-SELECT id FROM ins`
+SELECT id, ` + listeningSQL + ` FROM ins`
+
+// listeningSQL is whether some process listens for appends: read in every
+// append's transaction, it holds the lock a listener's registration waits
+// for (notifier.subscribe).
+const listeningSQL = `EXISTS (SELECT 1 FROM sessiondb_listeners)`
 
 // lockSessionsSQL locks the sessions a batch names, in id order, so that
 // batches of different processes never deadlock, and returns those that
@@ -150,20 +160,60 @@ FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, n, t) WHERE s.id = 
 // every appending process of the cluster wait its turn through the
 // others' WAL flushes, and their commits could not share one. Sent right
 // behind the append in the same pipeline, it commits right after it, and
-// costs no flush: a notification is never durable anyway.
-const notifySQL = `SELECT pg_notify($1, k) FROM (SELECT set_config('synchronous_commit', 'off', true)) AS c, unnest($2::text[]) AS k`
+// costs no flush: a notification is never durable anyway. It calls
+// pg_notify only while a listener is registered.
+const notifySQL = `SELECT pg_notify($1, k) FROM (SELECT set_config('synchronous_commit', 'off', true)) AS c, unnest($2::text[]) AS k
+WHERE ` + listeningSQL
 
-// runOne writes a lone append: the appendOneSQL statement and the
-// notification, two transactions in one round trip (a pipeline).
+// notifyAfter is the notification an append's pipeline carries behind
+// its transaction: none while the last append saw no listener. Then an
+// append is one transaction, where the notification's, even calling no
+// pg_notify, cost four appending processes a tenth of their rate. The
+// append's own transaction reads whether a listener is registered
+// (listeningSQL); settle sends the notification after the commit when it
+// saw one its pipeline did not notify. No wake is lost: see
+// notifier.subscribe.
+func (a *appender) notifyAfter(ids []string) []pipeStmt {
+	if a.listening.Load() {
+		return a.notification(ids...)
+	}
+	return nil
+}
+
+// settle records whether the committed append saw a listener, and when
+// it did and its pipeline carried no notification (sent false), sends it
+// now, in a round trip of its own.
+func (a *appender) settle(ctx context.Context, saw, sent bool, ids []string) {
+	a.listening.Store(saw)
+	if saw && !sent {
+		if err := a.s.pipeline(ctx, a.notification(ids...), nil).err(); err != nil {
+			a.s.log.Warn("notify listeners of an append", "err", err)
+		}
+	}
+}
+
+// runOne writes a lone append: the appendOneSQL statement and, while
+// listeners are registered, the notification, two transactions in one
+// round trip (a pipeline).
 func (a *appender) runOne(ctx context.Context, r *appendReq) {
 	args := append(append([]any{r.sessionID}, r.args...), r.toolCalls)
+	var saw, sent bool
 	r.err = a.s.retry(ctx, "append messages", nil, func() error {
+		after := a.notifyAfter([]string{r.sessionID})
+		sent = after != nil
 		return a.s.pipeline(ctx, []pipeStmt{{name: "sessiondb_append_one", sql: appendOneSQL, args: args, row: func(v [][]byte) error {
-			return scanID(v, &r.id)
-		}}}, a.notification(r.sessionID)).err()
+			if len(v) != 2 {
+				return fmt.Errorf("append: the server returned %d columns, want the new id and whether a listener is registered", len(v))
+			}
+			saw = string(v[1]) == "t"
+			return scanID(v[:1], &r.id)
+		}}}, after).err()
 	})
 	if sqlState(r.err) == pgForeignKeyViolation {
 		r.id, r.err = 0, noSession(r.sessionID)
+	}
+	if r.err == nil {
+		a.settle(ctx, saw, sent, []string{r.sessionID})
 	}
 }
 
@@ -277,8 +327,8 @@ func refused(err error) bool {
 // runBatch writes live, two or more appends, in one transaction and one
 // round trip: it locks the sessions they name (in id order, so batches of
 // different processes never deadlock), inserts the rows, bumps each
-// session's counters once, commits, and then notifies listeners of the
-// new messages (notifySQL). A row the server refuses ends the transaction
+// session's counters once, reads whether a listener is registered,
+// commits, and then notifies listeners of the new messages (notifyAfter). A row the server refuses ends the transaction
 // with a *rowError naming it, or, when its session does not exist, every
 // append to a session the lock did not find.
 func (a *appender) runBatch(ctx context.Context, live []*appendReq) error {
@@ -309,8 +359,18 @@ func (a *appender) runBatch(ctx context.Context, live []*appendReq) error {
 			stmts = append(stmts, pipeStmt{name: "sessiondb_append_row", sql: insertMessageSQL, args: append([]any{r.sessionID}, r.args...),
 				row: func(v [][]byte) error { return scanID(v, &r.id) }})
 		}
-		stmts = append(stmts, pipeStmt{name: "sessiondb_append_counts", sql: countSQL, args: []any{sids, ns, ts}})
-		res := a.s.pipeline(ctx, stmts, a.notification(sids...))
+		var saw bool
+		stmts = append(stmts, pipeStmt{name: "sessiondb_append_counts", sql: countSQL, args: []any{sids, ns, ts}},
+			pipeStmt{name: "sessiondb_append_listening", sql: "SELECT " + listeningSQL, row: func(v [][]byte) error {
+				saw = len(v) == 1 && string(v[0]) == "t"
+				return nil
+			}})
+		after := a.notifyAfter(sids)
+		res := a.s.pipeline(ctx, stmts, after)
+		if res.err() == nil {
+			a.settle(ctx, saw, after != nil, sids)
+			return nil
+		}
 		if res.conn != nil || res.failed < 1 || res.failed > len(live) {
 			return res.err()
 		}

@@ -305,12 +305,25 @@ SELECT pg_notify('`+s.channel()+`', 'good')`)
 // The waiters still wake (TestNotifyOfALongID and the conformance suite's
 // waiter cases).
 func TestAppendCommitsBeforeItNotifies(t *testing.T) {
-	s, rec, _ := openTraced(t, 4)
+	s, rec, schemaURL := openTraced(t, 4)
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
 		if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: id, Source: "cli"}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A listener is registered (a connection's own row), and an append
+	// has seen it, so the appends below carry their notification.
+	listener, err := pgx.Connect(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(context.Background())
+	if _, err := listener.Exec(ctx, "INSERT INTO sessiondb_listeners (pid, backend_start) SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "b", Role: "user", Content: strPtr("first seen")}); err != nil {
+		t.Fatal(err)
 	}
 	rec.start()
 	if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "a", Role: "user", Content: strPtr("alone")}); err != nil {
@@ -352,7 +365,7 @@ func TestAppendCommitsBeforeItNotifies(t *testing.T) {
 		t.Errorf("%d statements wrote rows and %d notified; want 3 rows (one alone, two batched) and 2 notifications", inserts, notifies)
 	}
 	n, err := s.MessageCount(ctx, "")
-	if err != nil || n != 3 {
-		t.Errorf("MessageCount = %d, %v; want 3", n, err)
+	if err != nil || n != 4 {
+		t.Errorf("MessageCount = %d, %v; want 4", n, err)
 	}
 }
