@@ -212,7 +212,7 @@ func (s *Store) syncLastActive(ctx context.Context) (bool, error) {
 // mark, read through the reader pool.
 func (s *Store) lastActiveBehind(ctx context.Context) (bool, error) {
 	var behind sql.NullBool
-	if err := s.db.QueryRowContext(ctx, lastActiveBehind).Scan(&behind); err != nil {
+	if err := s.queryRow(ctx, lastActiveBehind).Scan(&behind); err != nil {
 		return false, s.readErr(err, "read the last-activity table's mark")
 	}
 	return behind.Bool, nil
