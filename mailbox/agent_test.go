@@ -381,12 +381,8 @@ func TestClearStaleProcessing(t *testing.T) {
 
 func TestAwaitResponsesWokenByChange(t *testing.T) {
 	f := newFixture(t)
-	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: time.Hour})
-	must(t, err)
-	defer a.Close()
 	// Start the watcher before the write so the change is seen.
-	_, err = a.inboundWatcher()
-	must(t, err)
+	a := watchingAgent(t, f)
 	done := make(chan struct{})
 	var got InboundRow
 	var werr error

@@ -41,11 +41,7 @@ func TestWatcherWaitsForTheJournalRemoval(t *testing.T) {
 // otherwise start a poll that finds nothing). A commit after the poll does.
 func TestWaitInboundSkipsWhatThePollSaw(t *testing.T) {
 	f := newFixture(t)
-	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: time.Hour})
-	must(t, err)
-	defer a.Close()
-	_, err = a.inboundWatcher()
-	must(t, err)
+	a := watchingAgent(t, f)
 	if !a.watcher.Notifying() {
 		t.Fatal("this test needs file-change notification")
 	}
@@ -83,11 +79,7 @@ func TestWaitInboundSkipsWhatThePollSaw(t *testing.T) {
 // transaction woke both sides' watchers before, some 80 a round trip.
 func TestAgentWatcherSleepsThroughWritesThatCommitNothing(t *testing.T) {
 	f := newFixture(t)
-	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: time.Hour})
-	must(t, err)
-	defer a.Close()
-	_, err = a.inboundWatcher()
-	must(t, err)
+	a := watchingAgent(t, f)
 	if !a.watcher.Notifying() {
 		t.Fatal("this test needs file-change notification")
 	}
@@ -111,4 +103,16 @@ func TestAgentWatcherSleepsThroughWritesThatCommitNothing(t *testing.T) {
 			t.Fatal("the enqueue's commit did not wake the agent's watcher")
 		}
 	}
+}
+
+// watchingAgent opens f's agent with its inbound watcher started (and a
+// poll too slow to matter), closed with the test.
+func watchingAgent(t *testing.T, f *fixture) *Agent {
+	t.Helper()
+	a, err := OpenAgent(ctxb, f.dir, AgentOptions{Now: f.clk.Now, PollInterval: time.Hour})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	_, err = a.inboundWatcher()
+	must(t, err)
+	return a
 }

@@ -43,18 +43,7 @@ func appendTogether(t *testing.T, s *Store, url string, ms []sessiondb.NewMessag
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lock, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close(context.Background())
-	tx, err := lock.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM sessions WHERE id = 'good' FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdGoodRow(t, ctx, url)
 	errs := make([]error, len(ms))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -81,7 +70,7 @@ func appendTogether(t *testing.T, s *Store, url string, ms []sessiondb.NewMessag
 	start(0)
 	waitFor("the first append to wait for the lock", func() bool {
 		var n int
-		err := lock.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+		err := tx.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
 			s.Schema()).Scan(&n)
 		return err == nil && n == 1
 	})
@@ -368,4 +357,24 @@ func TestAppendCommitsBeforeItNotifies(t *testing.T) {
 	if err != nil || n != 4 {
 		t.Errorf("MessageCount = %d, %v; want 4", n, err)
 	}
+}
+
+// holdGoodRow locks the session "good" on a connection of its own, in a
+// transaction the caller commits to let the appends that wait on it go;
+// the connection closes with the test.
+func holdGoodRow(t *testing.T, ctx context.Context, url string) pgx.Tx {
+	t.Helper()
+	lock, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close(context.Background()) })
+	tx, err := lock.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM sessions WHERE id = 'good' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

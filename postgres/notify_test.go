@@ -403,18 +403,7 @@ func listenerDuringAppend(t *testing.T, hold time.Duration) {
 	s, url := batchStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lock, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close(context.Background())
-	tx, err := lock.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM sessions WHERE id = 'good' FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdGoodRow(t, ctx, url)
 	// Read on a connection of its own: a transaction sees one snapshot
 	// of pg_stat_activity.
 	lockWaits := func() int {
