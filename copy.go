@@ -125,55 +125,47 @@ func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (
 
 	rep := &CopyReport{Sessions: len(order)}
 	var recs []map[string]any
-	msgs, reported := 0, 0
-	report := func(done int) {
-		if progress != nil && done > reported {
-			progress(done, len(order))
-		}
-		reported = done
-	}
-	// flush imports the batch read so far; done is how many of order it
-	// has seen.
+	msgs := 0
+	// flush imports the batch read so far (none when every session of it
+	// was deleted since the listing); done is how many of order it has seen.
 	flush := func(done int) error {
-		res, err := to.ImportSessions(ctx, recs, ImportOptions{KeepLiveState: true})
-		for _, r := range res {
-			if r.Imported {
-				rep.Copied++
-				rep.Dropped = MergeDropped(rep.Dropped, r.Dropped)
-			} else {
-				rep.Skipped++
+		if len(recs) > 0 {
+			res, err := to.ImportSessions(ctx, recs, ImportOptions{KeepLiveState: true})
+			for _, r := range res {
+				if r.Imported {
+					rep.Copied++
+					rep.Dropped = MergeDropped(rep.Dropped, r.Dropped)
+				} else {
+					rep.Skipped++
+				}
+			}
+			if err != nil {
+				return Wrap("", err, "copy")
 			}
 		}
-		if err != nil {
-			return Wrap("", err, "copy")
-		}
 		recs, msgs = nil, 0
-		report(done)
+		if progress != nil {
+			progress(done, len(order))
+		}
 		return nil
 	}
 	for i, id := range order {
 		rec, err := from.ExportSession(ctx, id)
-		if ErrorCode(err) == ENOTFOUND {
-			continue // deleted since the listing
-		}
-		if err != nil {
+		switch {
+		case ErrorCode(err) == ENOTFOUND: // deleted since the listing
+		case err != nil:
 			return rep, Wrap("", err, "copy: read session %s", id)
+		default:
+			recs, msgs = append(recs, rec), msgs+RecordMessages(rec)
 		}
 		// Batches are cut as an import's are (ImportBatchFull), so long
 		// sessions never hold more than one batch of messages in memory.
-		recs, msgs = append(recs, rec), msgs+RecordMessages(rec)
-		if ImportBatchFull(len(recs), msgs) {
+		if ImportBatchFull(len(recs), msgs) || i == len(order)-1 {
 			if err := flush(i + 1); err != nil {
 				return rep, err
 			}
 		}
 	}
-	if len(recs) > 0 {
-		if err := flush(len(order)); err != nil {
-			return rep, err
-		}
-	}
-	report(len(order)) // sessions deleted since the listing end it too
 
 	c, err := CompareCopies(ctx, from, to, order)
 	if err != nil {

@@ -233,9 +233,7 @@ func TestNotifyOfALongID(t *testing.T) {
 	}()
 	// The waiter is listening once its session has a waiter registered.
 	for {
-		s.notify.mu.Lock()
-		n := len(s.notify.waiters)
-		s.notify.mu.Unlock()
+		n := waiterCount(s)
 		if n == 1 {
 			break
 		}
@@ -269,9 +267,7 @@ func TestNotifyFromAnOlderProcess(t *testing.T) {
 		woke <- err
 	}()
 	for {
-		s.notify.mu.Lock()
-		n := len(s.notify.waiters)
-		s.notify.mu.Unlock()
+		n := waiterCount(s)
 		if n == 1 {
 			break
 		}
@@ -308,7 +304,7 @@ func TestAppendCommitsBeforeItNotifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer listener.Close(context.Background())
-	if _, err := listener.Exec(ctx, "INSERT INTO sessiondb_listeners (pid, backend_start) SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"); err != nil {
+	if _, err := listener.Exec(ctx, registerListenerSQL); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "b", Role: "user", Content: strPtr("first seen")}); err != nil {

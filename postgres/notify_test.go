@@ -58,9 +58,7 @@ func startWaiting(t *testing.T, ctx context.Context, s *Store, id string, afterI
 		woke <- err
 	}()
 	for {
-		s.notify.mu.Lock()
-		n := len(s.notify.waiters)
-		s.notify.mu.Unlock()
+		n := waiterCount(s)
 		if n > 0 {
 			return woke
 		}
@@ -185,9 +183,7 @@ func TestEveryAppendWakesANewListener(t *testing.T) {
 		// first look).
 		if mode := round % 6; mode > 0 {
 			for {
-				w.notify.mu.Lock()
-				n := len(w.notify.waiters)
-				w.notify.mu.Unlock()
+				n := waiterCount(w)
 				if n > 0 || rctx.Err() != nil {
 					break
 				}
@@ -365,7 +361,7 @@ func TestNotifyFollowsTheListeners(t *testing.T) {
 	marker("m1")
 	expect("no listener", "m1")
 
-	if _, err := raw.Exec(ctx, "INSERT INTO sessiondb_listeners (pid, backend_start) SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"); err != nil {
+	if _, err := raw.Exec(ctx, registerListenerSQL); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -440,9 +436,7 @@ func listenerDuringAppend(t *testing.T, hold time.Duration) {
 	// registered without waiting, has its waiter in place; then give its
 	// first look time to pass.
 	for {
-		w.notify.mu.Lock()
-		n := len(w.notify.waiters)
-		w.notify.mu.Unlock()
+		n := waiterCount(w)
 		if n > 0 || lockWaits() >= 2 {
 			break
 		}
@@ -459,4 +453,11 @@ func listenerDuringAppend(t *testing.T, hold time.Duration) {
 	if n := listenerRows(t, url); n != 1 {
 		t.Errorf("%d listener rows once the waiter woke, want 1 (its listener registered)", n)
 	}
+}
+
+// waiterCount is how many sessions s's notifier has waiters for.
+func waiterCount(s *Store) int {
+	s.notify.mu.Lock()
+	defer s.notify.mu.Unlock()
+	return len(s.notify.waiters)
 }

@@ -136,7 +136,11 @@ func intPtr(n sql.NullInt64) *int64 {
 // scanSession reads the columns of q.sessSel followed by extra, from one
 // row.
 func (q queries) scanSession(sc scanner, extra ...any) (*sessiondb.Session, error) {
-	return q.newSessionScanner(extra...).scan(sc)
+	x, err := q.newSessionScanner(extra...).scan(sc)
+	if err != nil {
+		return nil, err
+	}
+	return &x, nil
 }
 
 // sessionScanner reads rows of q.sessSel followed by extra. Its scan
@@ -171,11 +175,11 @@ func (q queries) newSessionScanner(extra ...any) *sessionScanner {
 	return ss
 }
 
-// scan reads one row into a new Session (the scanner's own fields are
+// scan reads one row into a Session of its own (the scanner's fields are
 // overwritten by the next row).
-func (ss *sessionScanner) scan(sc scanner) (*sessiondb.Session, error) {
+func (ss *sessionScanner) scan(sc scanner) (sessiondb.Session, error) {
 	if err := sc.Scan(ss.dest...); err != nil {
-		return nil, err
+		return sessiondb.Session{}, err
 	}
 	x := ss.x // the newer numeric columns, scanned in place
 	x.ID, x.Source = ss.id.String, ss.source.String
@@ -192,7 +196,7 @@ func (ss *sessionScanner) scan(sc scanner) (*sessiondb.Session, error) {
 	x.DisplayName, x.OriginJSON = strPtr(ss.display), strPtr(ss.origin)
 	x.HandoffState, x.HandoffPlatform, x.HandoffError = strPtr(ss.hState), strPtr(ss.hPlatform), strPtr(ss.hErr)
 	x.CompressionFailureCooldownUntil, x.CompressionFailureError = floatPtr(ss.cooldown), strPtr(ss.cErr)
-	return &x, nil
+	return x, nil
 }
 
 // rawMessage is a message row as stored, before tool_calls is decoded.

@@ -47,7 +47,7 @@ func (r *richScanner) scan(sc scanner) (sessiondb.RichSession, error) {
 	if err != nil {
 		return sessiondb.RichSession{}, err
 	}
-	return sessiondb.RichSession{Session: *x, Preview: sessiondb.Preview(r.raw), LastActive: r.last.Float64}, nil
+	return sessiondb.RichSession{Session: x, Preview: sessiondb.Preview(r.raw), LastActive: r.last.Float64}, nil
 }
 
 // listFilter is what a listing selects besides the kind of child: the
@@ -182,7 +182,7 @@ func (s *Store) listArms(ctx context.Context, base listArm, childWhere []string,
 		return []listArm{base}, nil
 	}
 	notDelegate := "NOT (" + s.delegate("s") + ")"
-	if !s.si.readIndex("sessiondb_sessions_branch_marked") || !s.si.readIndex("sessiondb_sessions_branched") || !s.si.readIndex("sessiondb_sessions_root_delegates") {
+	if !s.si.current["sessiondb_sessions_branch_marked"] || !s.si.current["sessiondb_sessions_branched"] || !s.si.current["sessiondb_sessions_root_delegates"] {
 		// A file without our indexes as they are now (a newer Hermes'
 		// file, or one opened read-only) is read as Hermes reads it: one walk in
 		// the listing's order that stops at the page's end.
@@ -304,16 +304,13 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 	}
 	rs := s.newRichScanner()
 	rows, err := sqlitedb.Append(ctx, readers{s}, "SELECT "+s.q.sessSel+s.richExtra()+" FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
-		[]any{jsonStrings(ids)}, nil, func(row sqlitedb.Row) (*sessiondb.RichSession, error) {
-			r, err := rs.scan(row)
-			return &r, err
-		})
+		[]any{jsonStrings(ids)}, nil, func(row sqlitedb.Row) (sessiondb.RichSession, error) { return rs.scan(row) })
 	if err != nil {
 		return nil, s.readErr(err, "list sessions: tips")
 	}
 	byID := make(map[string]*sessiondb.RichSession, len(rows))
-	for _, t := range rows {
-		byID[t.ID] = t
+	for i := range rows {
+		byID[rows[i].ID] = &rows[i]
 	}
 	for i := range out {
 		r := &out[i]

@@ -214,31 +214,25 @@ func (si *schemaInfo) needsReadIndexes() bool {
 		return false
 	}
 	for _, ix := range readIndexes {
-		if !si.hasIndex(ix.name, ix.ddl) {
+		if !si.current[ix.name] {
 			return true
 		}
 	}
 	return si.wantsLastActive() && !si.hasLastActive()
 }
 
-// hasIndex reports whether the file holds the index name as ddl makes it
-// now. An index of ours made by an older sessiondb under another
-// definition is not it: its partial condition may leave out rows a
-// query naming the index needs.
-func (si *schemaInfo) hasIndex(name, ddl string) bool {
-	return si.indexes[name] && si.indexSQL[name] == strings.Replace(ddl, "CREATE INDEX IF NOT EXISTS ", "CREATE INDEX ", 1)
-}
-
-// readIndex reports whether the file holds the read index name, as
-// readIndexes defines it now.
-func (si *schemaInfo) readIndex(name string) bool {
+// readIndexStored is each read index's DDL as sqlite_master holds it (the
+// statement without IF NOT EXISTS), which inspect compares with the
+// file's: an index of ours made by an older sessiondb under another
+// definition is not current, since its partial condition may leave out
+// rows a query naming the index needs.
+var readIndexStored = func() map[string]string {
+	m := make(map[string]string, len(readIndexes))
 	for _, ix := range readIndexes {
-		if ix.name == name {
-			return si.hasIndex(ix.name, ix.ddl)
-		}
+		m[ix.name] = strings.Replace(ix.ddl, "CREATE INDEX IF NOT EXISTS ", "CREATE INDEX ", 1)
 	}
-	return false
-}
+	return m
+}()
 
 // addReadIndexes creates the missing readIndexes and the last-activity
 // table inside tx. It decides from the schema read inside tx, not the one
@@ -254,7 +248,7 @@ func addReadIndexes(tx txRunner) error {
 		return nil
 	}
 	for _, ix := range readIndexes {
-		if si.indexes[ix.name] && !si.hasIndex(ix.name, ix.ddl) {
+		if si.indexes[ix.name] && !si.current[ix.name] {
 			// Made by an older sessiondb under another definition.
 			if err := tx.ExecScript("DROP INDEX " + ix.name); err != nil {
 				return sqlitedb.Wrap(err, "replace index %s", ix.name)
@@ -275,7 +269,7 @@ type schemaInfo struct {
 	hasVersion bool // a version row exists
 	tables     map[string]bool
 	indexes    map[string]bool
-	indexSQL   map[string]string // by name, as sqlite_master holds it
+	current    map[string]bool // the read indexes defined as readIndexes has them now
 	triggers   map[string]bool
 	sessCols   map[string]bool
 	msgCols    map[string]bool
@@ -325,7 +319,7 @@ func (si *schemaInfo) fresh() bool {
 // inspect reads the file's schema through q: the reader pool before any
 // lock, and again inside the migration transaction.
 func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
-	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, indexSQL: map[string]string{}, triggers: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, usageCols: map[string]bool{}, colTypes: map[string]string{}}
+	si := &schemaInfo{tables: map[string]bool{}, indexes: map[string]bool{}, current: map[string]bool{}, triggers: map[string]bool{}, sessCols: map[string]bool{}, msgCols: map[string]bool{}, usageCols: map[string]bool{}, colTypes: map[string]string{}}
 	err := sqlitedb.Each(ctx, q, "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')", nil, func(r sqlitedb.Row) error {
 		var typ, name string
 		var text sql.NullString
@@ -341,7 +335,9 @@ func inspect(ctx context.Context, q sqlitedb.Querier) (*schemaInfo, error) {
 		switch typ {
 		case "index":
 			si.indexes[name] = true
-			si.indexSQL[name] = text.String
+			if ddl, ok := readIndexStored[name]; ok && text.String == ddl {
+				si.current[name] = true
+			}
 		case "trigger":
 			si.triggers[name] = true
 		default:

@@ -189,11 +189,7 @@ func (s *Store) SearchSessions(ctx context.Context, source string, limit, offset
 	args = append(args, limit, offset)
 	ss := s.q.newSessionScanner()
 	out, err := sqlitedb.Append(ctx, readers{s}, q, args, []sessiondb.Session{}, func(r sqlitedb.Row) (sessiondb.Session, error) {
-		x, err := ss.scan(r)
-		if err != nil {
-			return sessiondb.Session{}, err
-		}
-		return *x, nil
+		return ss.scan(r)
 	})
 	if err != nil {
 		return nil, s.readErr(err, "search sessions")
