@@ -55,7 +55,9 @@ JSON goes to stdout. The phases:
   search        the query records, limit 20: one warm-up pass, three timed passes
   get_messages  the long session read back, 20 timed runs after a warm-up
   concurrent    one OS process per worker on one shared file, released together,
-                after one process alone appending the same messages (the baseline)
+                after one process alone appending the same messages (the baseline);
+                with --db, three rounds alternated with the bare loop in as many
+                processes, the median round's ratio kept
   group_commit  16 goroutines in one process against a serial run of the same messages
   raw           with --include-raw: the same SQL in a bare database/sql loop
   serve         with --serve: the HTTP server over the main store, timed from a
@@ -305,8 +307,11 @@ type concurrentResult struct {
 	SingleProcMsgsPerS float64 `json:"single_proc_msgs_per_s"`
 	RatioVsSingleProc  float64 `json:"ratio_vs_single_proc"`
 	// RatioVsRaw is aggregate_msgs_per_s over the bare loop's with as
-	// many processes (raw.concurrent; PostgreSQL).
-	RatioVsRaw *float64 `json:"ratio_vs_raw,omitempty"`
+	// many processes (raw.concurrent; PostgreSQL): the median of the
+	// alternated rounds' ratios, listed in RatiosByRound
+	// (concurrentAgainstBare).
+	RatioVsRaw    *float64  `json:"ratio_vs_raw,omitempty"`
+	RatiosByRound []float64 `json:"ratios_by_round,omitempty"`
 }
 
 type groupCommitResult struct {
