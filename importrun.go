@@ -53,6 +53,22 @@ type ImportTx[P PreparedSession] interface {
 	Alone(id string, fn func(ImportTx[P]) error) (failed, fatal error)
 }
 
+// BulkImportTx is an ImportTx that can insert a whole batch in a few
+// statements, where Insert takes a few a session: a server's, where each
+// statement is a round trip.
+type BulkImportTx[P PreparedSession] interface {
+	// InsertAll inserts ps as Insert would one after another, all or
+	// nothing, in a transaction nested in this one: each is then called
+	// once for each of ps in order, with that transaction, whether the
+	// session was inserted (false: its id was taken) and the parent it
+	// names but could not link to; an error from each undoes it all.
+	// done false means nothing was written, and the caller inserts them
+	// one at a time, which names what failed: the batch cannot go in
+	// whole (a message without its id or with a taken one, a title
+	// taken, ...). fatal is as Alone's.
+	InsertAll(ps []P, each func(tx ImportTx[P], i int, inserted bool, missingParent string) error) (done bool, fatal error)
+}
+
 // linkBatch is the changes one import transaction makes to the links,
 // kept apart until it commits.
 type linkBatch struct {
@@ -69,10 +85,16 @@ func insertLinked[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *link
 	if err != nil || !ok {
 		return false, err
 	}
-	id := p.SessionID()
+	return true, linkInserted(l, tx, batch, p.SessionID(), missingParent)
+}
+
+// linkInserted links to id, just inserted in tx, the children waiting for
+// it, and records that id waits for missingParent when it names one; l.mu
+// is held.
+func linkInserted[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *linkBatch, id, missingParent string) error {
 	for _, c := range append(append([]string(nil), l.pending[id]...), batch.byBatch[id]...) {
 		if err := tx.LinkChild(id, c); err != nil {
-			return false, err
+			return err
 		}
 	}
 	batch.done = append(batch.done, id)
@@ -80,7 +102,7 @@ func insertLinked[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *link
 		batch.waiting = append(batch.waiting, [2]string{missingParent, id})
 		batch.byBatch[missingParent] = append(batch.byBatch[missingParent], id)
 	}
-	return true, nil
+	return nil
 }
 
 // apply keeps the links of a committed batch; l.mu is held.
@@ -154,6 +176,19 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 	if len(prepared) > 0 {
 		err = b.Write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx ImportTx[P]) error {
 			batch, results, insertErr = linkBatch{byBatch: map[string][]string{}}, results[:0], nil
+			if bulk, ok := tx.(BulkImportTx[P]); ok && len(prepared) > 1 {
+				done, fatal := bulk.InsertAll(prepared, func(tx ImportTx[P], i int, inserted bool, missingParent string) error {
+					results = append(results, result(prepared[i], inserted))
+					if !inserted {
+						return nil
+					}
+					return linkInserted(l, tx, &batch, prepared[i].SessionID(), missingParent)
+				})
+				if fatal != nil || done {
+					return fatal
+				}
+				batch, results = linkBatch{byBatch: map[string][]string{}}, results[:0]
+			}
 			for _, p := range prepared {
 				var ok bool
 				failed, fatal := tx.Alone(p.SessionID(), func(tx ImportTx[P]) error {

@@ -13,11 +13,13 @@ import (
 	"github.com/sessiondb/sessiondb/internal/pgtest"
 )
 
-// recorder is a tracer that keeps every statement a store sends.
+// recorder is a tracer that keeps every statement a store sends, and
+// counts its round trips: a statement alone, a pipeline or a COPY.
 type recorder struct {
-	mu  sync.Mutex
-	on  bool
-	got []traced
+	mu    sync.Mutex
+	on    bool
+	got   []traced
+	trips int
 }
 
 type traced struct {
@@ -29,7 +31,22 @@ type traced struct {
 func (r *recorder) start() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.on, r.got = true, nil
+	r.on, r.got, r.trips = true, nil, 0
+}
+
+// roundTrips is how many round trips were recorded since start.
+func (r *recorder) roundTrips() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.trips
+}
+
+func (r *recorder) trip() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on {
+		r.trips++
+	}
 }
 
 func (r *recorder) stop() []traced {
@@ -64,12 +81,20 @@ func (r *recorder) add(sql string, args []any) {
 
 func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	r.add(d.SQL, d.Args)
+	r.trip()
 	return ctx
 }
 func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 func (r *recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.trip()
 	return ctx
 }
+func (r *recorder) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	r.add("COPY "+d.TableName.Sanitize(), nil)
+	r.trip()
+	return ctx
+}
+func (r *recorder) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
 func (r *recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
 	r.add(d.SQL, d.Args)
 }

@@ -411,14 +411,16 @@ func importedColumns(m sessiondb.ImportRow) (names []string, vals []any) {
 	return names, vals
 }
 
+// advanceSequenceSQL moves the message id sequence past $1 where it is
+// not past it yet, so the next id taken from it is above $1. A sequence
+// no id has been taken from yet has no last value: its first id would be
+// its start, 1.
+const advanceSequenceSQL = `SELECT setval(seq, $1) FROM (SELECT pg_get_serial_sequence('messages', 'id')::regclass AS seq) s
+    WHERE coalesce(pg_sequence_last_value(seq), 0) < $1`
+
 // advanceSequence moves the message id sequence to at least id.
 func (s *Store) advanceSequence(ctx context.Context, tx pgx.Tx, id int64) error {
-	var seq string
-	if err := tx.QueryRow(ctx, "SELECT pg_get_serial_sequence('messages', 'id')").Scan(&seq); err != nil {
-		return err
-	}
-	// seq comes back quoted as needed: it is an identifier, not a value.
-	_, err := tx.Exec(ctx, "SELECT setval($1::regclass, $2) FROM "+seq+" WHERE last_value < $2", seq, id)
+	_, err := tx.Exec(ctx, advanceSequenceSQL, id)
 	return err
 }
 
@@ -450,6 +452,13 @@ func insertImported(ctx context.Context, tx pgx.Tx, sessionID string, m sessiond
 // insertUsage inserts one usage row of an imported session; two rows of
 // one route add up, as Hermes adds each call's usage to its row.
 func insertUsage(ctx context.Context, tx pgx.Tx, sessionID string, u sessiondb.ImportRow) error {
+	q, args := usageInsert(sessionID, u)
+	_, err := tx.Exec(ctx, q, args...)
+	return err
+}
+
+// usageInsert is the statement insertUsage runs, and its arguments.
+func usageInsert(sessionID string, u sessiondb.ImportRow) (string, []any) {
 	names := []string{"session_id"}
 	var sums []string
 	for _, c := range u.Cols {
@@ -465,8 +474,7 @@ func insertUsage(ctx context.Context, tx pgx.Tx, sessionID string, u sessiondb.I
 	} else {
 		q += "UPDATE SET " + strings.Join(sums, ", ")
 	}
-	_, err := tx.Exec(ctx, q, append([]any{sessionID}, u.Vals...)...)
-	return err
+	return q, append([]any{sessionID}, u.Vals...)
 }
 
 // ImportSession inserts one session of an export in one transaction (see

@@ -95,3 +95,141 @@ func TestPoolSize(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestImportBatchInAFewRoundTrips: a batch of sessions goes in with a
+// handful of round trips in all, not a few a session, and stores what the
+// session-by-session path stores: the messages in order (their ids kept,
+// or new ones in the batch's order), the parents (earlier in the batch,
+// later in it, already stored, or missing until a later import), the
+// usage rows, a taken id skipped, and the id sequence past every id.
+func TestImportBatchInAFewRoundTrips(t *testing.T) {
+	for _, withIDs := range []bool{true, false} {
+		t.Run(map[bool]string{true: "kept ids", false: "new ids"}[withIDs], func(t *testing.T) {
+			s, rec, _ := openTraced(t, 2)
+			ctx := context.Background()
+			for _, id := range []string{"p0", "old"} {
+				if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: id, Source: "cli"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			parents := map[string]string{"b00": "b05", "b06": "b01", "b07": "p0", "b08": "nowhere"}
+			var recs []map[string]any
+			for i := range 30 {
+				id := "b" + pad2(i)
+				if i == 12 {
+					id = "old"
+				}
+				var msgs []any
+				for j := range 5 {
+					m := map[string]any{"role": "user", "content": id + " says " + itoa(j), "timestamp": 1000.0 + float64(i*10+j)}
+					if j == 2 {
+						m["tool_calls"] = []any{map[string]any{"id": "c"}} // another set of columns
+					}
+					if withIDs {
+						m["id"] = float64(10_000 + i*10 + j)
+					}
+					msgs = append(msgs, m)
+				}
+				r := map[string]any{"id": id, "source": "cli", "started_at": 1000.0 + float64(i), "messages": msgs}
+				if p := parents[id]; p != "" {
+					r["parent_session_id"] = p
+				}
+				if i == 3 {
+					r[sessiondb.UsageKey] = []any{map[string]any{"model": "m", "billing_provider": "x", "input_tokens": 7.0, "api_call_count": 1.0}}
+				}
+				recs = append(recs, r)
+			}
+			rec.start()
+			results, err := s.ImportSessions(ctx, recs, sessiondb.ImportOptions{})
+			trips := rec.roundTrips()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if trips > 12 {
+				t.Errorf("a batch of %d sessions took %d round trips; want a handful", len(recs), trips)
+			}
+			for i, r := range results {
+				if r.Imported != (i != 12) {
+					t.Errorf("session %d imported = %v", i, r.Imported)
+				}
+			}
+			if len(results) != len(recs) {
+				t.Fatalf("%d results for %d records", len(results), len(recs))
+			}
+			last := int64(0)
+			for i := range 30 {
+				id := "b" + pad2(i)
+				if i == 12 {
+					continue
+				}
+				got, err := s.GetMessages(ctx, id)
+				if err != nil || len(got) != 5 {
+					t.Fatalf("%s: %d messages, %v", id, len(got), err)
+				}
+				for j, m := range got {
+					if *m.Content != id+" says "+itoa(j) {
+						t.Errorf("%s message %d = %q", id, j, *m.Content)
+					}
+					if withIDs && m.ID != int64(10_000+i*10+j) {
+						t.Errorf("%s message %d has id %d, want its own %d", id, j, m.ID, 10_000+i*10+j)
+					}
+					if !withIDs && m.ID <= last {
+						t.Errorf("%s message %d has id %d, not after %d: the batch's order is lost", id, j, m.ID, last)
+					}
+					last = m.ID
+				}
+				sess, err := s.GetSession(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := parents[id]
+				if want == "nowhere" {
+					want = ""
+				}
+				if got := deref(sess.ParentSessionID); got != want {
+					t.Errorf("%s has parent %q, want %q", id, got, want)
+				}
+			}
+			var rows, tokens int64
+			if err := s.pool.QueryRow(ctx, "SELECT count(*), coalesce(sum(input_tokens), 0) FROM session_model_usage WHERE session_id = 'b03'").Scan(&rows, &tokens); err != nil || rows != 1 || tokens != 7 {
+				t.Errorf("b03's usage: %d rows, %d input tokens (%v); want 1, 7", rows, tokens, err)
+			}
+			if _, err := s.ImportSessions(ctx, []map[string]any{{"id": "nowhere", "source": "cli", "started_at": 900.0}, {"id": "z", "source": "cli", "started_at": 901.0}}, sessiondb.ImportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if sess, err := s.GetSession(ctx, "b08"); err != nil || deref(sess.ParentSessionID) != "nowhere" {
+				t.Errorf("b08 after its parent's import: %+v, %v; want its parent linked", sess, err)
+			}
+			next, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "b01", Role: "user", Content: strPtr("after")})
+			if err != nil || next <= last {
+				t.Errorf("the next append took id %d (%v); want one past %d", next, err, last)
+			}
+		})
+	}
+}
+
+// TestImportedIDOneMovesAFreshSequence: a message imported with id 1 into
+// a store no id has been taken from moves the sequence past it, so the
+// next append does not take 1 again.
+func TestImportedIDOneMovesAFreshSequence(t *testing.T) {
+	s, _, _ := openTraced(t, 2)
+	ctx := context.Background()
+	rec := map[string]any{"id": "s", "source": "cli", "started_at": 1000.0,
+		"messages": []any{map[string]any{"id": 1.0, "role": "user", "content": "first", "timestamp": 1001.0}}}
+	if _, err := s.ImportSession(ctx, rec, sessiondb.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "s", Role: "user", Content: strPtr("second")})
+	if err != nil || id != 2 {
+		t.Errorf("AppendMessage = %d, %v; want id 2", id, err)
+	}
+}
+
+func pad2(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
