@@ -9,10 +9,13 @@ import (
 // ImportLinks remembers, for one store, the sessions imported before
 // their parent, so that the parent's import, later through the same store,
 // links them (exports list children before their parents). Its zero value
-// is ready; ImportOne and ImportBatch take turns through it.
+// is ready. Imports through it may run at once: each transaction links the
+// waiting children it sees, and once it commits (apply) the links a
+// concurrent import left to it are made in a second transaction.
 type ImportLinks struct {
 	mu      sync.Mutex
 	pending map[string][]string // parent id: children waiting for it
+	seen    map[string]bool     // ids imported through these links
 }
 
 // PreparedSession is one record an import has validated and converted,
@@ -43,7 +46,8 @@ type ImportTx[P PreparedSession] interface {
 	// changed) when its id is taken. missingParent is the parent it
 	// names but could not link to, "" when none.
 	Insert(p P) (inserted bool, missingParent string, err error)
-	// LinkChild makes parent the parent of child, where child has none.
+	// LinkChild makes parent the parent of child, where child has none
+	// and parent is in the store.
 	LinkChild(parent, child string) error
 	// Alone runs fn, in a transaction nested in this one, so that its
 	// failure undoes fn's writes only. failed is
@@ -75,11 +79,16 @@ type linkBatch struct {
 	done    []string    // parents now imported
 	waiting [][2]string // {parent, child}
 	byBatch map[string][]string
+	linked  map[[2]string]bool // {parent, child} of pending, linked here
+}
+
+func newLinkBatch() linkBatch {
+	return linkBatch{byBatch: map[string][]string{}, linked: map[[2]string]bool{}}
 }
 
 // insertLinked inserts p in tx and links the children waiting for it,
-// from earlier imports through the store or earlier in the batch; l.mu is
-// held, and what changes in the links is recorded in batch.
+// from earlier imports through the store or earlier in the batch; what
+// changes in the links is recorded in batch.
 func insertLinked[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *linkBatch, p P) (bool, error) {
 	ok, missingParent, err := tx.Insert(p)
 	if err != nil || !ok {
@@ -89,10 +98,18 @@ func insertLinked[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *link
 }
 
 // linkInserted links to id, just inserted in tx, the children waiting for
-// it, and records that id waits for missingParent when it names one; l.mu
-// is held.
+// it, and records that id waits for missingParent when it names one.
 func linkInserted[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *linkBatch, id, missingParent string) error {
-	for _, c := range append(append([]string(nil), l.pending[id]...), batch.byBatch[id]...) {
+	l.mu.Lock()
+	pending := append([]string(nil), l.pending[id]...)
+	l.mu.Unlock()
+	for _, c := range pending {
+		if err := tx.LinkChild(id, c); err != nil {
+			return err
+		}
+		batch.linked[[2]string{id, c}] = true
+	}
+	for _, c := range batch.byBatch[id] {
 		if err := tx.LinkChild(id, c); err != nil {
 			return err
 		}
@@ -105,17 +122,54 @@ func linkInserted[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *link
 	return nil
 }
 
-// apply keeps the links of a committed batch; l.mu is held.
-func (l *ImportLinks) apply(b *linkBatch) {
+// apply keeps the links of a committed batch and returns the {parent,
+// child} links left to make: those an import running at the same time
+// made known after this one looked (a child waiting for a parent imported
+// here, or a parent of a child imported here that committed first).
+func (l *ImportLinks) apply(b *linkBatch) (left [][2]string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.pending == nil {
-		l.pending = map[string][]string{}
+		l.pending, l.seen = map[string][]string{}, map[string]bool{}
 	}
+	here := make(map[string]bool, len(b.done))
 	for _, id := range b.done {
+		here[id], l.seen[id] = true, true
+		for _, c := range l.pending[id] {
+			if !b.linked[[2]string{id, c}] {
+				left = append(left, [2]string{id, c})
+			}
+		}
 		delete(l.pending, id)
 	}
 	for _, w := range b.waiting {
-		l.pending[w[0]] = append(l.pending[w[0]], w[1])
+		switch {
+		case here[w[0]]:
+			// its parent came later in the batch, which linked it
+		case l.seen[w[0]]:
+			left = append(left, w)
+		default:
+			l.pending[w[0]] = append(l.pending[w[0]], w[1])
+		}
 	}
+	return left
+}
+
+// commitLinks applies a committed batch to l, and makes in one more
+// transaction the links it leaves.
+func commitLinks[P PreparedSession](ctx context.Context, l *ImportLinks, b SessionImporter[P], batch *linkBatch) error {
+	left := l.apply(batch)
+	if len(left) == 0 {
+		return nil
+	}
+	return b.Write(ctx, fmt.Sprintf("link %d imported sessions to their parents", len(left)), func(tx ImportTx[P]) error {
+		for _, w := range left {
+			if err := tx.LinkChild(w[0], w[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // result is what importing p did.
@@ -135,12 +189,10 @@ func ImportOne[P PreparedSession](ctx context.Context, l *ImportLinks, b Session
 	if err != nil {
 		return ImportResult{}, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var batch linkBatch
 	imported := false
 	err = b.Write(ctx, "import session "+p.SessionID(), func(tx ImportTx[P]) error {
-		batch = linkBatch{byBatch: map[string][]string{}}
+		batch = newLinkBatch()
 		var err error
 		imported, err = insertLinked(l, tx, &batch, p)
 		return err
@@ -148,8 +200,7 @@ func ImportOne[P PreparedSession](ctx context.Context, l *ImportLinks, b Session
 	if err != nil {
 		return ImportResult{}, err
 	}
-	l.apply(&batch)
-	return result(p, imported), nil
+	return result(p, imported), commitLinks(ctx, l, b, &batch)
 }
 
 // ImportBatch is ImportService.ImportSessions over backend b: the records
@@ -169,13 +220,11 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 		}
 		prepared = append(prepared, p)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var batch linkBatch
 	var insertErr error
 	if len(prepared) > 0 {
 		err = b.Write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx ImportTx[P]) error {
-			batch, results, insertErr = linkBatch{byBatch: map[string][]string{}}, results[:0], nil
+			batch, results, insertErr = newLinkBatch(), results[:0], nil
 			if bulk, ok := tx.(BulkImportTx[P]); ok && len(prepared) > 1 {
 				done, fatal := bulk.InsertAll(prepared, func(tx ImportTx[P], i int, inserted bool, missingParent string) error {
 					results = append(results, result(prepared[i], inserted))
@@ -187,7 +236,7 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 				if fatal != nil || done {
 					return fatal
 				}
-				batch, results = linkBatch{byBatch: map[string][]string{}}, results[:0]
+				batch, results = newLinkBatch(), results[:0]
 			}
 			for _, p := range prepared {
 				var ok bool
@@ -210,7 +259,9 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 		if err != nil {
 			return nil, err
 		}
-		l.apply(&batch)
+		if err := commitLinks(ctx, l, b, &batch); err != nil {
+			return results, err
+		}
 	}
 	if insertErr != nil {
 		return results, insertErr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 )
 
@@ -20,8 +21,12 @@ func (p memSession) DroppedFields() []DroppedField {
 // with a transaction that is a copy of it, kept only when Write's fn
 // succeeds; a record whose id starts with "bad" fails to insert.
 type memImporter struct {
+	mu      sync.Mutex
 	parents map[string]string
 	writes  int
+	// hook, when set, is called as a write has begun (its copy taken)
+	// and as it has committed, with the write's description.
+	hook func(stage, what string)
 }
 
 type memTx struct{ parents map[string]string }
@@ -35,14 +40,36 @@ func (b *memImporter) Prepare(rec map[string]any, _ ImportOptions) (memSession, 
 	return memSession{id, parent}, nil
 }
 
-func (b *memImporter) Write(_ context.Context, _ string, fn func(ImportTx[memSession]) error) error {
+func (b *memImporter) Write(_ context.Context, what string, fn func(ImportTx[memSession]) error) error {
+	b.mu.Lock()
 	b.writes++
 	tx := &memTx{parents: clone(b.parents)}
+	b.mu.Unlock()
+	b.at("begun", what)
 	if err := fn(tx); err != nil {
 		return err
 	}
-	b.parents = tx.parents
+	b.mu.Lock()
+	for id, parent := range tx.parents {
+		if old, ok := b.parents[id]; !ok || (old == "" && parent != "") {
+			b.parents[id] = parent // what this write changed
+		}
+	}
+	b.mu.Unlock()
+	b.at("committed", what)
 	return nil
+}
+
+func (b *memImporter) at(stage, what string) {
+	if b.hook != nil {
+		b.hook(stage, what)
+	}
+}
+
+func (b *memImporter) parentOf(id string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.parents[id]
 }
 
 func clone(m map[string]string) map[string]string {
@@ -147,5 +174,82 @@ func TestImportLinks(t *testing.T) {
 	}
 	if _, err := ImportBatch(ctx, &links, b, []map[string]any{{"id": ""}}, ImportOptions{}); err == nil || b.writes != writes+1 {
 		t.Errorf("nothing prepared: err %v, %d writes, want the error and no write", err, b.writes-writes-1)
+	}
+}
+
+// TestImportLinksAtOnce: imports through one ImportLinks may run at once,
+// and a child is linked to its parent whichever commits and records its
+// links first. Each case holds one import at a point of its write while
+// the other runs; an import that left a link to the other makes it in a
+// write of its own.
+func TestImportLinksAtOnce(t *testing.T) {
+	ctx := context.Background()
+	type hold struct{ stage, what string } // where the first import waits
+	for _, tc := range []struct {
+		name        string
+		first, then map[string]any
+		hold        hold
+	}{
+		// The child commits, then the parent's import looks for waiting
+		// children before the child's import has recorded it.
+		{"child committed, not recorded", rec("c", "p"), rec("p", ""), hold{"committed", "import session c"}},
+		// The parent commits and has not recorded itself when the child,
+		// which did not see it, commits and records that it waits.
+		{"parent committed, not recorded", rec("p", ""), rec("c", "p"), hold{"committed", "import session p"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var links ImportLinks
+			b := &memImporter{parents: map[string]string{}}
+			// In the second case the child's write must not see the
+			// parent: it begins first and waits until the parent commits.
+			childFirst := tc.first["id"] == "p"
+			reached, release := make(chan struct{}), make(chan struct{})
+			childBegun, parentCommitted := make(chan struct{}), make(chan struct{})
+			b.hook = func(stage, what string) {
+				switch {
+				case stage == tc.hold.stage && what == tc.hold.what:
+					close(reached)
+					<-release
+				case childFirst && stage == "begun" && what == "import session c":
+					close(childBegun)
+					<-parentCommitted
+				}
+			}
+			done := make(chan error, 1)
+			go func() {
+				if childFirst {
+					<-childBegun
+				}
+				_, err := ImportOne(ctx, &links, b, tc.first, ImportOptions{})
+				done <- err
+			}()
+			thenDone := make(chan error, 1)
+			if childFirst {
+				go func() {
+					_, err := ImportOne(ctx, &links, b, tc.then, ImportOptions{})
+					thenDone <- err
+				}()
+				<-reached
+				close(parentCommitted)
+				if err := <-thenDone; err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				<-reached
+				if _, err := ImportOne(ctx, &links, b, tc.then, ImportOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := b.parentOf("c"); got != "" {
+				t.Fatalf("c linked to %q before the held import recorded its links; the case did not hold", got)
+			}
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := b.parentOf("c"); got != "p" {
+				t.Errorf("c's parent = %q, want p", got)
+			}
+		})
 	}
 }

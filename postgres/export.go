@@ -319,7 +319,7 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 }
 
 func (t importTx) LinkChild(parent, child string) error {
-	_, err := t.tx.Exec(t.ctx, "UPDATE sessions SET parent_session_id = $1 WHERE id = $2 AND parent_session_id IS NULL", parent, child)
+	_, err := t.tx.Exec(t.ctx, "UPDATE sessions SET parent_session_id = $1 WHERE id = $2 AND parent_session_id IS NULL AND EXISTS (SELECT 1 FROM sessions WHERE id = $1)", parent, child)
 	return err
 }
 

@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessiondb/sessiondb"
@@ -341,6 +343,15 @@ func (b *bencher) exportForImport(ctx context.Context, st sessiondb.Store) error
 	return nil
 }
 
+// importJobs is how many batches the import phase writes at once: as
+// `sessiondb import` does, two on PostgreSQL and one on a SQLite file.
+func importJobs(db string) int {
+	if db != "" {
+		return 2
+	}
+	return 1
+}
+
 // importPhase imports the exported sessions into a fresh store.
 func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	st, path, err := b.open(ctx, "import")
@@ -353,18 +364,47 @@ func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	bar := b.p.counter("import", len(b.importRecs), "sessions")
 	b.settle()
 	start := b.cfg.now()
-	// In batches, as `sessiondb import` commits a file.
+	// In batches, as `sessiondb import` commits a file, and as many at
+	// once as it writes (importJobs).
+	var batches [][2]int
 	for i := 0; i < len(b.importRecs); {
 		j, msgs := i, 0
 		for j < len(b.importRecs) && !sessiondb.ImportBatchFull(j-i, msgs) {
 			msgs += sessiondb.RecordMessages(b.importRecs[j])
 			j++
 		}
-		if _, err := st.ImportSessions(ctx, b.importRecs[i:j], sessiondb.ImportOptions{}); err != nil {
-			return sessiondb.Wrap("", err, "import sessions %v to %v", b.importRecs[i]["id"], b.importRecs[j-1]["id"])
-		}
-		bar.Set(int64(j))
+		batches = append(batches, [2]int{i, j})
 		i = j
+	}
+	next := make(chan [2]int)
+	errs := make(chan error, importJobs(b.db))
+	var imported atomic.Int64
+	for range cap(errs) {
+		go func() {
+			var failed error
+			for r := range next {
+				if failed != nil {
+					continue
+				}
+				if _, err := st.ImportSessions(ctx, b.importRecs[r[0]:r[1]], sessiondb.ImportOptions{}); err != nil {
+					failed = sessiondb.Wrap("", err, "import sessions %v to %v", b.importRecs[r[0]]["id"], b.importRecs[r[1]-1]["id"])
+					continue
+				}
+				bar.Set(imported.Add(int64(r[1] - r[0])))
+			}
+			errs <- failed
+		}()
+	}
+	for _, r := range batches {
+		next <- r
+	}
+	close(next)
+	var failed error
+	for range cap(errs) {
+		failed = cmp.Or(failed, <-errs)
+	}
+	if failed != nil {
+		return failed
 	}
 	took := b.since(start)
 	bar.Done()

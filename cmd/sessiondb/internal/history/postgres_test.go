@@ -2,6 +2,8 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -184,4 +186,104 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	t.Setenv("SESSIONDB_DATABASE_URL", url)
 	t.Setenv("SESSIONDB_HOME", t.TempDir())
 	check(mustCLI(t, "sessions"), false)
+}
+
+// TestImportInParallelOnPostgres: on PostgreSQL import writes two batches
+// at once by default. A file of 300 sessions (six batches), whose
+// continuations come before their parents and right after them, imports
+// whole, each message in its session in order and each continuation under
+// its parent, as the same file does one batch at a time; the report counts
+// every session once.
+func TestImportInParallelOnPostgres(t *testing.T) {
+	const n = 300
+	var b strings.Builder
+	parentOf := map[string]string{}
+	for i := range n {
+		id := "s" + strconv.Itoa(i)
+		rec := map[string]any{"id": id, "source": "cli", "started_at": 1000.0 + float64(i)}
+		switch {
+		case i%7 == 0 && i+60 < n:
+			parentOf[id] = "s" + strconv.Itoa(i+60) // in a later batch
+		case i%11 == 0 && i > 0:
+			parentOf[id] = "s" + strconv.Itoa(i-1) // just before, maybe in the batch being written
+		}
+		if p := parentOf[id]; p != "" {
+			rec["parent_session_id"] = p
+		}
+		var msgs []any
+		for j := range 20 {
+			msgs = append(msgs, map[string]any{"role": "user", "content": id + " line " + strconv.Itoa(j), "timestamp": 2000.0 + float64(j)})
+		}
+		rec["messages"] = msgs
+		line, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(line, '\n'))
+	}
+	file := filepath.Join(t.TempDir(), "many.jsonl")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	shapes := map[string]string{}
+	for _, jobs := range []string{"1", "2"} {
+		url := pgURL(t)
+		args := []string{"--db", url, "--json", "import", file}
+		if jobs == "1" {
+			args = append(args, "--jobs", "1")
+		}
+		var rep struct{ Imported, Skipped, Failed int }
+		mustCLI(t, args...).Decode(t, &rep)
+		if rep.Imported != n || rep.Skipped != 0 || rep.Failed != 0 {
+			t.Errorf("--jobs %s: report %+v, want %d imported", jobs, rep, n)
+		}
+		// What each session holds, ids aside (they follow the order the
+		// batches committed in).
+		type exported struct {
+			ID       string  `json:"id"`
+			Parent   *string `json:"parent_session_id"`
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		byID := map[string]exported{}
+		for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, "--db", url, "export").Stdout), "\n") {
+			var e exported
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("export line %q: %v", line, err)
+			}
+			byID[e.ID] = e
+		}
+		if len(byID) != n {
+			t.Errorf("--jobs %s: %d sessions exported, want %d", jobs, len(byID), n)
+		}
+		var shape strings.Builder
+		for i := range n {
+			id := "s" + strconv.Itoa(i)
+			s := byID[id]
+			parent := ""
+			if s.Parent != nil {
+				parent = *s.Parent
+			}
+			if parent != parentOf[id] || len(s.Messages) != 20 {
+				t.Errorf("--jobs %s: %s has parent %q and %d messages, want %q and 20", jobs, id, parent, len(s.Messages), parentOf[id])
+			}
+			for j, m := range s.Messages {
+				if m.Content != id+" line "+strconv.Itoa(j) {
+					t.Errorf("--jobs %s: %s message %d = %q", jobs, id, j, m.Content)
+					break
+				}
+			}
+			fmt.Fprintf(&shape, "%s<%s:%d;", id, parent, len(s.Messages))
+		}
+		shapes[jobs] = shape.String()
+	}
+	if shapes["1"] != shapes["2"] {
+		t.Errorf("two batches at once stored another history than one at a time")
+	}
+	r := runCLI(t, "", "--db", pgURL(t), "import", file, "--jobs", "-1")
+	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "--jobs") {
+		t.Errorf("--jobs -1: exit %d, stderr %q; want invalid naming --jobs", r.Code, r.Stderr)
+	}
 }

@@ -60,7 +60,7 @@ nothing is installed, and how to install the binary.`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, cli.CreateStore, func(st sessiondb.Store) error {
-				res, err := h.importRecords(ctx, st, recs, size, "examples/conversations.jsonl", false)
+				res, err := h.importRecords(ctx, st, recs, size, true, "examples/conversations.jsonl", false, 1)
 				if err != nil {
 					return err
 				}

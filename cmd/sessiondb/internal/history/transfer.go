@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,11 +11,13 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	"github.com/sessiondb/sessiondb/internal/safefile"
 )
 
@@ -140,6 +143,7 @@ func (h *group) export(ctx context.Context, st sessiondb.Store, id, source, out 
 
 func (h *group) importCmd() *cobra.Command {
 	var detach bool
+	var jobs int
 	c := &cobra.Command{
 		Use:   "import <file.jsonl|->",
 		Short: "Load sessions from a JSON Lines export (ours or Hermes')",
@@ -164,7 +168,9 @@ rewind_count keep their defaults (copy keeps them). Hermes' own export
 (hermes sessions export) is read as it is: content given as a list of parts
 is stored as Hermes stores it. Sessions commit in batches (up to 50
 sessions or 5,000 messages, and whatever has been read before the input
-makes it wait), each session all or nothing; interrupted, the command keeps
+makes it wait), each session all or nothing. On PostgreSQL two batches are
+written at once by default, as the server inserts them on two cores
+(--jobs sets how many; a SQLite file takes one). Interrupted, the command keeps
 the batches committed and says how many sessions they hold. A bad line is
 reported with its line number and what was wrong, the lines around it are
 still imported, and the command exits with status 2. A continuation that
@@ -177,15 +183,20 @@ they still show, export and delete there).`,
 		Example: `  sessiondb import examples/conversations.jsonl
   sessiondb --db /tmp/copy.db import backup.jsonl
   sessiondb export --source cli | sessiondb --db other.db import -
-  sessiondb import telegram-only.jsonl --detach-orphans`,
+  sessiondb import telegram-only.jsonl --detach-orphans
+  sessiondb --db postgres://db.internal/agents import history.jsonl --jobs 4`,
 		Args: cli.ExactArgs(1, "one file (or - for stdin)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := h.checkSynchronous(); err != nil {
 				return err
 			}
+			if jobs < 0 {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--jobs %d: give 1 or more batches at once (0: the default)", jobs)
+			}
 			name := args[0]
 			var r io.Reader = h.In
 			var size int64
+			regular := false
 			if name != "-" {
 				f, err := os.Open(name)
 				if err != nil {
@@ -200,13 +211,19 @@ they still show, export and delete there).`,
 					if fi.IsDir() {
 						return sessiondb.Errorf(sessiondb.EINVALID, "%s is a folder: give the JSONL file to import", name)
 					}
-					size = fi.Size()
+					size, regular = fi.Size(), fi.Mode().IsRegular()
 				}
 				r = f
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, cli.CreateStore, func(st sessiondb.Store) error {
-				res, err := h.importRecords(ctx, st, r, size, name, detach)
+				if jobs == 0 {
+					jobs = 1
+					if loc, err := h.HistoryPath(); err == nil && store.IsURL(loc) {
+						jobs = 2
+					}
+				}
+				res, err := h.importRecords(ctx, st, r, size, regular, name, detach, jobs)
 				if err != nil {
 					if res.Imported > 0 {
 						fmt.Fprintf(h.Err, "stopped after importing %d session(s), which stay imported; importing the file again skips them\n", res.Imported)
@@ -218,6 +235,7 @@ they still show, export and delete there).`,
 		},
 	}
 	c.Flags().BoolVar(&detach, "detach-orphans", false, "import a session whose parent is missing from store and input without its parent, instead of failing it")
+	c.Flags().IntVar(&jobs, "jobs", 0, "batches written at once, each in a transaction of its own (default 2 on PostgreSQL, where the server inserts them on as many cores; 1 on a SQLite file, which takes one writer at a time)")
 	h.addSynchronousFlag(c)
 	return c
 }
@@ -257,25 +275,42 @@ type pendingLine struct {
 // collected in the result; only a failure of the store or the input as a
 // whole (or cancellation) is returned, with the result so far: what it
 // counts as imported is committed.
-func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Reader, size int64, name string, detach bool) (*importReport, error) {
+func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Reader, size int64, regular bool, name string, detach bool, jobs int) (*importReport, error) {
 	res := &importReport{Errors: []lineError{}, Dropped: []sessiondb.DroppedField{}}
 	bar := cli.NewProgressLine(h.Err, h.Now, "importing", size, "bytes")
 	defer bar.Done()
 	// A line's failure is found when it is read, or when its batch
 	// commits; the report names them in the file's order.
 	defer func() { slices.SortStableFunc(res.Errors, func(a, b lineError) int { return a.Line - b.Line }) }()
+	// Up to jobs batches are written at once (each a transaction of its
+	// own, on a connection of its own); mu guards what their writers
+	// report into: res, present and fatal.
+	var mu sync.Mutex
+	var writers sync.WaitGroup
+	defer writers.Wait()
+	slots := make(chan struct{}, max(jobs, 1))
+	var fatal error
 	fail := func(line int, id string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
 		res.Failed++
 		res.Errors = append(res.Errors, lineError{Line: line, Session: id, Error: err.Error()})
 	}
 	// present caches sessions known to be in the store, so a chain of
 	// continuations does not cost a lookup per record.
 	present := map[string]bool{}
+	isPresent := func(id string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return present[id]
+	}
 	// Records are committed in batches (sessiondb.ImportBatchFull, and
 	// whenever the input read so far is used up), one transaction each;
-	// queued names the ids waiting in the batch.
+	// queued names the ids waiting in the batch, writing those of the
+	// batches being written (each closed once its batch is done).
 	var queue []pendingLine
 	queued, queuedMsgs := map[string]bool{}, 0
+	writing := map[string]chan struct{}{}
 	var flush func() error
 	hasSession := func(id string) (bool, error) {
 		if queued[id] {
@@ -285,13 +320,19 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 				return false, err
 			}
 		}
-		if present[id] {
+		if done, ok := writing[id]; ok {
+			<-done
+			delete(writing, id)
+		}
+		if isPresent(id) {
 			return true, nil
 		}
 		_, err := st.GetSession(ctx, id)
 		switch sessiondb.ErrorCode(err) {
 		case "":
+			mu.Lock()
 			present[id] = true
+			mu.Unlock()
 			return true, nil
 		case sessiondb.ENOTFOUND:
 			return false, nil
@@ -300,33 +341,37 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 	}
 	importOne := func(p pendingLine) error {
 		r, err := st.ImportSession(ctx, p.rec, sessiondb.ImportOptions{})
-		imported := r.Imported
-		res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
-		switch {
-		case err != nil && (sessiondb.ErrorCode(err) == sessiondb.EINTERNAL || sessiondb.ErrorCode(err) == sessiondb.EBUSY):
+		if err != nil && (sessiondb.ErrorCode(err) == sessiondb.EINTERNAL || sessiondb.ErrorCode(err) == sessiondb.EBUSY) {
 			// The store itself is failing: stop rather than report every
 			// remaining line as bad.
 			return sessiondb.Wrap("", err, "%s line %d (session %s)", name, p.line, p.id)
-		case err != nil:
-			fail(p.line, p.id, err)
-		case imported:
-			res.Imported++
-			present[p.id] = true
-		default:
-			res.Skipped++
-			present[p.id] = true
 		}
-		return nil
-	}
-	flush = func() error {
-		if len(queue) == 0 {
+		if err != nil {
+			fail(p.line, p.id, err)
 			return nil
 		}
-		recs := make([]map[string]any, len(queue))
-		for i, p := range queue {
+		mu.Lock()
+		defer mu.Unlock()
+		res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
+		if r.Imported {
+			res.Imported++
+		} else {
+			res.Skipped++
+		}
+		present[p.id] = true
+		return nil
+	}
+	// write imports one batch; batches run at once up to jobs.
+	write := func(batch []pendingLine) error {
+		recs := make([]map[string]any, len(batch))
+		for i, p := range batch {
 			recs[i] = p.rec
 		}
 		results, err := st.ImportSessions(ctx, recs, sessiondb.ImportOptions{})
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err() // stopped: the rest are not bad lines
+		}
+		mu.Lock()
 		for i, r := range results {
 			res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
 			if r.Imported {
@@ -334,22 +379,56 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 			} else {
 				res.Skipped++
 			}
-			present[queue[i].id] = true
+			present[batch[i].id] = true
 		}
-		rest := queue[len(results):]
-		queue, queuedMsgs = nil, 0
-		clear(queued)
+		mu.Unlock()
 		if err != nil {
 			// The batch stopped at rest[0] (the sessions before it are
 			// committed) or failed whole: the rest go one at a time,
 			// each failure named by its line as before.
-			for _, p := range rest {
+			for _, p := range batch[len(results):] {
 				if err := importOne(p); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
+	}
+	failed := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fatal
+	}
+	flush = func() error {
+		if err := failed(); err != nil || len(queue) == 0 {
+			return err
+		}
+		batch, done := queue, make(chan struct{})
+		for _, p := range batch {
+			writing[p.id] = done
+		}
+		queue, queuedMsgs = nil, 0
+		clear(queued)
+		slots <- struct{}{}
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			defer func() { <-slots }()
+			defer close(done)
+			if err := write(batch); err != nil {
+				mu.Lock()
+				fatal = cmp.Or(fatal, err)
+				mu.Unlock()
+			}
+		}()
+		return nil
+	}
+	// settle waits for every batch being written, and gives the first
+	// failure of the store itself.
+	settle := func() error {
+		writers.Wait()
+		clear(writing)
+		return failed()
 	}
 	enqueue := func(p pendingLine) error {
 		queue = append(queue, p)
@@ -367,9 +446,13 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 	for line := 1; ; line++ {
 		// Before a read that may wait (a pipe whose writer is slow, a
 		// person at a terminal), what was read is committed: a batch
-		// waits for input no longer than it takes to arrive.
-		if br.Buffered() == 0 {
+		// waits for input no longer than it takes to arrive. A regular
+		// file's reads do not wait: its batches are cut by size alone.
+		if !regular && br.Buffered() == 0 {
 			if err := flush(); err != nil {
+				return res, err
+			}
+			if err := settle(); err != nil {
 				return res, err
 			}
 		}
@@ -407,6 +490,9 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		}
 	}
 	if err := flush(); err != nil {
+		return res, err
+	}
+	if err := settle(); err != nil {
 		return res, err
 	}
 	// Records whose parent came later in the file (an export is newest
