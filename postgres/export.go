@@ -414,8 +414,16 @@ func importedColumns(m sessiondb.ImportRow) (names []string, vals []any) {
 // advanceSequenceSQL moves the message id sequence past $1 where it is
 // not past it yet, so the next id taken from it is above $1. A sequence
 // no id has been taken from yet has no last value: its first id would be
-// its start, 1.
-const advanceSequenceSQL = `SELECT setval(seq, $1) FROM (SELECT pg_get_serial_sequence('messages', 'id')::regclass AS seq) s
+// its start, 1. setval is not transactional and the check and the set are
+// two steps: two imports at once could both see the sequence behind, and
+// the lower set land last, leaving ids the next appends take again. So the
+// check and the set run under a transaction-scoped advisory lock on the
+// sequence (taken in the subquery, which OFFSET 0 keeps from being merged
+// with the check), held to the import's commit.
+const advanceSequenceSQL = `SELECT setval(seq, $1) FROM (
+    SELECT seq FROM (SELECT pg_get_serial_sequence('messages', 'id')::regclass AS seq) q,
+        LATERAL (SELECT pg_advisory_xact_lock(hashtextextended('sessiondb message ids ' || seq::oid::text, 0))) l
+    OFFSET 0) s
     WHERE coalesce(pg_sequence_last_value(seq), 0) < $1`
 
 // advanceSequence moves the message id sequence to at least id.
