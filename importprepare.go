@@ -7,6 +7,10 @@ import (
 	"slices"
 )
 
+// MaxImportedMessageID is the highest message id an import keeps: 2^53,
+// past which a JSON number is no longer exact.
+const MaxImportedMessageID = 1 << 53
+
 // ImportRow is one row an import inserts: its columns and values in step.
 type ImportRow struct {
 	Cols []string
@@ -295,6 +299,13 @@ func importMessage(i int, m map[string]any, convert func(field, col string, v an
 				dropped.add("messages."+k, 1)
 			}
 		case k == "id":
+			// Export pages through a session's messages from id 0 up, so
+			// an id below 1 would be stored and never exported; an id near
+			// the type's maximum leaves the next append none to take. 2^53
+			// is the bound JSON numbers keep exactly (ImportValue).
+			if id, isInt := val.(int64); isInt && (id < 1 || id > MaxImportedMessageID) {
+				return row, Errorf(EINVALID, "messages[%d].id %d: give a message id from 1 to %d, or none for a new one", i, id, int64(MaxImportedMessageID))
+			}
 			row.ID = val
 		default:
 			if k == "tool_calls" {

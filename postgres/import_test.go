@@ -245,7 +245,7 @@ func TestImportAtOnceKeepsSequencePastIDs(t *testing.T) {
 	s, _, _ := openTraced(t, 4)
 	ctx := context.Background()
 	for round := range 400 {
-		base := int64(round) * 1000
+		base := int64(round+1) * 1000
 		var wg sync.WaitGroup
 		for g := range 2 {
 			wg.Add(1)

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -519,5 +520,45 @@ func TestLongSessionIDFromHermes(t *testing.T) {
 	}
 	if n := sqlitetest.QueryValue(t, path, "SELECT count(*) FROM messages"); n != int64(0) {
 		t.Errorf("%v messages left after the delete, want 0", n)
+	}
+}
+
+// TestImportedMessageIDsInRange: an imported message id must be from 1 to
+// 2^53. Export pages through a session's messages from id 0 up, so a
+// message stored with id 0 or below was never exported again (the session
+// counted two messages and exported none); an id of the id type's maximum
+// leaves the next append no id to take. Each is refused naming the field,
+// and nothing of its session is stored; 1 and 2^53 are kept.
+func TestImportedMessageIDsInRange(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "state.db"))
+	ctx := context.Background()
+	rec := func(id string, msgID any) map[string]any {
+		return map[string]any{"id": id, "source": "cli", "started_at": 1.0, "messages": []any{
+			map[string]any{"id": 5.0, "role": "user", "content": "kept", "timestamp": 1.0},
+			map[string]any{"id": msgID, "role": "user", "content": "edge", "timestamp": 2.0},
+		}}
+	}
+	for i, bad := range []any{0.0, -3.0, json.Number("-9223372036854775808"), json.Number("9223372036854775807"), json.Number("9007199254740993")} {
+		id := fmt.Sprintf("bad%d", i)
+		_, err := s.ImportSession(ctx, rec(id, bad), sessiondb.ImportOptions{})
+		if sessiondb.ErrorCode(err) != sessiondb.EINVALID || !strings.Contains(fmt.Sprint(err), "messages[1].id") {
+			t.Errorf("message id %v: error %v, want invalid naming messages[1].id", bad, err)
+		}
+		if _, err := s.GetSession(ctx, id); sessiondb.ErrorCode(err) != sessiondb.ENOTFOUND {
+			t.Errorf("message id %v: the session is stored (%v)", bad, err)
+		}
+	}
+	for i, good := range []any{1.0, json.Number("9007199254740992")} {
+		id := fmt.Sprintf("good%d", i)
+		if _, err := s.ImportSession(ctx, rec(id, good), sessiondb.ImportOptions{}); err != nil {
+			t.Fatalf("message id %v: %v", good, err)
+		}
+		out, err := s.ExportSession(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs, _ := out["messages"].([]map[string]any); len(msgs) != 2 {
+			t.Errorf("message id %v: %d messages exported, want 2", good, len(msgs))
+		}
 	}
 }
