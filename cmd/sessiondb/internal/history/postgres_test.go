@@ -287,3 +287,51 @@ func TestImportInParallelOnPostgres(t *testing.T) {
 		t.Errorf("--jobs -1: exit %d, stderr %q; want invalid naming --jobs", r.Code, r.Stderr)
 	}
 }
+
+// TestImportSameIDInTwoBatchesOnPostgres: a session id twice in a file,
+// the second in the next batch, keeps the first line's session, as one
+// batch at a time does, though two batches are written at once: the first
+// batch (fifty sessions of 99 messages) takes longer to prepare than the
+// second (one short session), so the second, unwaited, won the id.
+func TestImportSameIDInTwoBatchesOnPostgres(t *testing.T) {
+	var b strings.Builder
+	line := func(rec map[string]any) {
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(raw, '\n'))
+	}
+	for i := range 50 {
+		id := "s" + strconv.Itoa(i)
+		if i == 49 {
+			id = "dup"
+		}
+		var msgs []any
+		for j := range 99 {
+			msgs = append(msgs, map[string]any{"role": "user", "content": id + " first " + strconv.Itoa(j), "timestamp": 2000.0 + float64(j)})
+		}
+		line(map[string]any{"id": id, "source": "cli", "started_at": 1000.0 + float64(i), "messages": msgs})
+	}
+	line(map[string]any{"id": "dup", "source": "cli", "started_at": 5.0, "messages": []any{map[string]any{"role": "user", "content": "second", "timestamp": 1.0}}})
+	file := filepath.Join(t.TempDir(), "dup.jsonl")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		url := pgURL(t)
+		var rep struct{ Imported, Skipped, Failed int }
+		mustCLI(t, "--db", url, "--json", "import", file).Decode(t, &rep)
+		if rep.Imported != 50 || rep.Skipped != 1 || rep.Failed != 0 {
+			t.Errorf("report %+v, want 50 imported and 1 skipped", rep)
+		}
+		var got struct {
+			StartedAt float64 `json:"started_at"`
+			Messages  []any   `json:"messages"`
+		}
+		mustCLI(t, "--db", url, "--json", "export", "dup").Decode(t, &got)
+		if got.StartedAt != 1049 || len(got.Messages) != 99 {
+			t.Fatalf("dup holds the session started at %v with %d messages, want the first line's (1049, 99)", got.StartedAt, len(got.Messages))
+		}
+	}
+}

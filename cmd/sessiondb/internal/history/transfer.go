@@ -313,6 +313,13 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 	var queue []pendingLine
 	queued, queuedMsgs := map[string]bool{}, 0
 	writing := map[string]chan struct{}{}
+	// wait waits for the batch being written that holds id, if one does.
+	wait := func(id string) {
+		if done, ok := writing[id]; ok {
+			<-done
+			delete(writing, id)
+		}
+	}
 	var flush func() error
 	hasSession := func(id string) (bool, error) {
 		if queued[id] {
@@ -322,10 +329,7 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 				return false, err
 			}
 		}
-		if done, ok := writing[id]; ok {
-			<-done
-			delete(writing, id)
-		}
+		wait(id)
 		if isPresent(id) {
 			return true, nil
 		}
@@ -433,6 +437,10 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		return failed()
 	}
 	enqueue := func(p pendingLine) error {
+		// An id a batch being written holds: the first line in the file
+		// wins, as one batch at a time, so this one waits for that batch
+		// (and is skipped), rather than racing it.
+		wait(p.id)
 		queue = append(queue, p)
 		queued[p.id] = true
 		queuedMsgs += sessiondb.RecordMessages(p.rec)
