@@ -15,7 +15,15 @@ import (
 type ImportLinks struct {
 	mu      sync.Mutex
 	pending map[string][]string // parent id: children waiting for it
-	seen    map[string]bool     // ids imported through these links
+	// recent holds the ids imported while another import was running,
+	// with the count of applies that recorded them: a running import
+	// that began before may have missed them (its child waits for one).
+	// Only what an import still running may have missed is kept, so the
+	// links hold no more than a few batches' ids, however much a store
+	// imports in its life.
+	recent  map[string]uint64
+	applied uint64         // batches applied so far
+	running map[uint64]int // imports running, by the applied count they began at
 }
 
 // PreparedSession is one record an import has validated and converted,
@@ -122,6 +130,37 @@ func linkInserted[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *link
 	return nil
 }
 
+// begin notes that an import begins; end, given what begin returned,
+// that it is over.
+func (l *ImportLinks) begin() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running == nil {
+		l.pending, l.recent, l.running = map[string][]string{}, map[string]uint64{}, map[uint64]int{}
+	}
+	l.running[l.applied]++
+	return l.applied
+}
+
+func (l *ImportLinks) end(began uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[began]--; l.running[began] == 0 {
+		delete(l.running, began)
+	}
+	// An id recorded at or before the count the oldest running import
+	// began at was committed before that import began: it saw it.
+	oldest := l.applied
+	for n := range l.running {
+		oldest = min(oldest, n)
+	}
+	for id, n := range l.recent {
+		if n <= oldest {
+			delete(l.recent, id)
+		}
+	}
+}
+
 // apply keeps the links of a committed batch and returns the {parent,
 // child} links left to make: those an import running at the same time
 // made known after this one looked (a child waiting for a parent imported
@@ -129,12 +168,10 @@ func linkInserted[P PreparedSession](l *ImportLinks, tx ImportTx[P], batch *link
 func (l *ImportLinks) apply(b *linkBatch) (left [][2]string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending == nil {
-		l.pending, l.seen = map[string][]string{}, map[string]bool{}
-	}
+	l.applied++
 	here := make(map[string]bool, len(b.done))
 	for _, id := range b.done {
-		here[id], l.seen[id] = true, true
+		here[id], l.recent[id] = true, l.applied
 		for _, c := range l.pending[id] {
 			if !b.linked[[2]string{id, c}] {
 				left = append(left, [2]string{id, c})
@@ -146,7 +183,7 @@ func (l *ImportLinks) apply(b *linkBatch) (left [][2]string) {
 		switch {
 		case here[w[0]]:
 			// its parent came later in the batch, which linked it
-		case l.seen[w[0]]:
+		case l.recent[w[0]] > 0:
 			left = append(left, w)
 		default:
 			l.pending[w[0]] = append(l.pending[w[0]], w[1])
@@ -189,6 +226,7 @@ func ImportOne[P PreparedSession](ctx context.Context, l *ImportLinks, b Session
 	if err != nil {
 		return ImportResult{}, err
 	}
+	defer l.end(l.begin())
 	var batch linkBatch
 	imported := false
 	err = b.Write(ctx, "import session "+p.SessionID(), func(tx ImportTx[P]) error {
@@ -223,6 +261,7 @@ func ImportBatch[P PreparedSession](ctx context.Context, l *ImportLinks, b Sessi
 	var batch linkBatch
 	var insertErr error
 	if len(prepared) > 0 {
+		defer l.end(l.begin())
 		err = b.Write(ctx, fmt.Sprintf("import %d sessions", len(prepared)), func(tx ImportTx[P]) error {
 			batch, results, insertErr = newLinkBatch(), results[:0], nil
 			if bulk, ok := tx.(BulkImportTx[P]); ok && len(prepared) > 1 {
