@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -269,6 +271,189 @@ func TestImportAtOnceKeepsSequencePastIDs(t *testing.T) {
 		if last < base+101 {
 			id, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "r0-0-0", Role: "user", Content: strPtr("after")})
 			t.Fatalf("round %d: the sequence stands at %d, below the imported id %d; the next append took %d (%v)", round, last, base+101, id, err)
+		}
+	}
+}
+
+// oddRecords is a batch of sessions of odd shapes: a session its own
+// parent, two that are each other's, NUL bytes and invalid UTF-8 in content,
+// a multimodal content, the highest id an import keeps, an id twice in the
+// batch, messages of five sets of columns and, with taken, a message id
+// another session holds. withIDs gives the messages their ids.
+func oddRecords(withIDs, taken bool) []map[string]any {
+	var recs []map[string]any
+	mk := func(id string, parent string, msgs []any) {
+		r := map[string]any{"id": id, "source": "cli", "started_at": 1000.0, "messages": msgs}
+		if parent != "" {
+			r["parent_session_id"] = parent
+		}
+		recs = append(recs, r)
+	}
+	msg := func(id float64, content any, extra map[string]any) map[string]any {
+		m := map[string]any{"role": "user", "content": content, "timestamp": 1000.0}
+		if withIDs {
+			m["id"] = id
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	mk("self", "self", []any{msg(5, "a\x00b", nil), msg(6, "bad \xff utf8", nil)})
+	mk("cyA", "cyB", []any{msg(7, "x", map[string]any{"tool_calls": []any{map[string]any{"id": "c"}}})})
+	mk("cyB", "cyA", []any{msg(8, "y", map[string]any{"reasoning": "r"})})
+	mk("big", "", []any{msg(float64(1<<53-1), "near max", nil), msg(9, "\x00json:[{\"type\":\"text\",\"text\":\"p\"}]", nil)})
+	mk("dup", "", []any{msg(11, "first dup", nil)})
+	mk("dup", "", []any{msg(12, "second dup", nil)})
+	if taken {
+		mk("takes", "", []any{msg(100, "takes a taken id", nil), msg(101, "free", nil)})
+	}
+	return recs
+}
+
+// TestImportBulkStoresWhatOneAtATimeDoes: a batch of odd sessions
+// (oddRecords) imported in one ImportSessions, through InsertAll or, with a
+// taken message id, its fallback, stores what importing them one at a time
+// stores: every session exported the same (ids too, whether kept or taken
+// from the sequence), the session holding the taken id untouched, and the
+// next append's id the same.
+func TestImportBulkStoresWhatOneAtATimeDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		withIDs, taken bool
+	}{{"kept ids", true, false}, {"kept ids, one taken", true, true}, {"new ids", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := map[bool]string{}
+			for _, bulk := range []bool{true, false} {
+				s, _, _ := openTraced(t, 2)
+				ctx := context.Background()
+				owner := map[string]any{"id": "owner", "source": "cli", "started_at": 1.0, "messages": []any{map[string]any{"id": 100.0, "role": "user", "content": "owned", "timestamp": 1.0}}}
+				if _, err := s.ImportSession(ctx, owner, sessiondb.ImportOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				recs := oddRecords(tc.withIDs, tc.taken)
+				var results []sessiondb.ImportResult
+				if bulk {
+					var err error
+					if results, err = s.ImportSessions(ctx, recs, sessiondb.ImportOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					for _, r := range recs {
+						res, err := s.ImportSession(ctx, r, sessiondb.ImportOptions{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						results = append(results, res)
+					}
+				}
+				var b strings.Builder
+				for i, r := range results {
+					fmt.Fprintf(&b, "%s imported %v\n", recs[i]["id"], r.Imported)
+				}
+				for _, id := range []string{"owner", "self", "cyA", "cyB", "big", "dup", "takes"} {
+					rec, err := s.ExportSession(ctx, id)
+					line, _ := json.Marshal(rec)
+					fmt.Fprintf(&b, "%s %v\n", line, err)
+				}
+				next, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "owner", Role: "user", Content: strPtr("after")})
+				fmt.Fprintf(&b, "next append %d %v\n", next, err)
+				stored[bulk] = b.String()
+			}
+			if stored[true] != stored[false] {
+				t.Errorf("in one batch:\n%s\none at a time:\n%s", stored[true], stored[false])
+			}
+			if !strings.Contains(stored[true], `"content":"owned"`) || strings.Count(stored[true], "dup imported true") != 1 {
+				t.Errorf("the owner's message or the one dup is missing:\n%s", stored[true])
+			}
+		})
+	}
+}
+
+// TestImportChildAndParentAtOnce: a child and its parent imported in two
+// batches at once through one store, in both orders, a hundred and fifty
+// times: the child is linked to its parent every time, and a grandchild
+// that came with the parent to the child, with no error and no deadlock.
+func TestImportChildAndParentAtOnce(t *testing.T) {
+	s, _, _ := openTraced(t, 6)
+	ctx := context.Background()
+	for it := 0; it < 150; it++ {
+		p, c := fmt.Sprintf("p%d", it), fmt.Sprintf("c%d", it)
+		gc := fmt.Sprintf("g%d", it)
+		mk := func(id, parent string, n int) map[string]any {
+			var msgs []any
+			for j := 0; j < n; j++ {
+				msgs = append(msgs, map[string]any{"role": "user", "content": id, "timestamp": 1.0})
+			}
+			r := map[string]any{"id": id, "source": "cli", "started_at": 1.0, "messages": msgs}
+			if parent != "" {
+				r["parent_session_id"] = parent
+			}
+			return r
+		}
+		var wg sync.WaitGroup
+		batches := [][]map[string]any{
+			{mk(c, p, it%5), mk(c+"x", "", 2)},
+			{mk(p, "", (it/5)%5), mk(gc, c, 1)},
+		}
+		if it%2 == 1 {
+			batches[0], batches[1] = batches[1], batches[0]
+		}
+		for _, b := range batches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.ImportSessions(ctx, b, sessiondb.ImportOptions{}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, pair := range [][2]string{{c, p}, {gc, c}} {
+			got, err := s.GetSession(ctx, pair[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ParentSessionID == nil || *got.ParentSessionID != pair[1] {
+				t.Errorf("it %d: %s parent %v want %s", it, pair[0], got.ParentSessionID, pair[1])
+			}
+		}
+	}
+}
+
+// TestImportSameSessionsAtOnce: two batches at once holding the same two
+// sessions in opposite orders, their messages with the same ids, which
+// lock each other's rows (a deadlock the server breaks and the write
+// retries): no error, each session once with its five messages.
+func TestImportSameSessionsAtOnce(t *testing.T) {
+	s, _, _ := openTraced(t, 6)
+	ctx := context.Background()
+	for it := 0; it < 20; it++ {
+		a, b := fmt.Sprintf("a%d", it), fmt.Sprintf("b%d", it)
+		mk := func(id string, base int, tag string) map[string]any {
+			var msgs []any
+			for j := 0; j < 5; j++ {
+				msgs = append(msgs, map[string]any{"id": float64(it*100 + base + j + 1), "role": "user", "content": id + tag, "timestamp": 1.0})
+			}
+			return map[string]any{"id": id, "source": "cli", "started_at": 1.0, "messages": msgs}
+		}
+		var wg sync.WaitGroup
+		for _, batch := range [][]map[string]any{{mk(a, 0, "x"), mk(b, 5, "x")}, {mk(b, 5, "y"), mk(a, 0, "y")}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := s.ImportSessions(ctx, batch, sessiondb.ImportOptions{})
+				if err != nil {
+					t.Errorf("it %d: %v (%v)", it, err, res)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, id := range []string{a, b} {
+			ms, err := s.GetMessages(ctx, id)
+			if err != nil || len(ms) != 5 {
+				t.Errorf("it %d: %s has %d messages (%v)", it, id, len(ms), err)
+			}
 		}
 	}
 }
