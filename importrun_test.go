@@ -260,7 +260,7 @@ func TestImportLinksAtOnce(t *testing.T) {
 // nothing keeps: what an ImportLinks holds is all an import leaves.
 type forgetfulImporter struct{ memImporter }
 
-func (forgetfulImporter) Write(_ context.Context, _ string, fn func(ImportTx[memSession]) error) error {
+func (*forgetfulImporter) Write(_ context.Context, _ string, fn func(ImportTx[memSession]) error) error {
 	return fn(&memTx{parents: map[string]string{}})
 }
 
