@@ -373,10 +373,9 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		for i, p := range batch {
 			recs[i] = p.rec
 		}
+		// results are committed whatever err says: they are counted
+		// first, so that a stopped import's count holds them.
 		results, err := st.ImportSessions(ctx, recs, sessiondb.ImportOptions{})
-		if err != nil && ctx.Err() != nil {
-			return ctx.Err() // stopped: the rest are not bad lines
-		}
 		mu.Lock()
 		for i, r := range results {
 			res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
@@ -388,6 +387,9 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 			present[batch[i].id] = true
 		}
 		mu.Unlock()
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err() // stopped: the rest are not bad lines
+		}
 		if err != nil {
 			// The batch stopped at rest[0] (the sessions before it are
 			// committed) or failed whole: the rest go one at a time,
