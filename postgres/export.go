@@ -382,6 +382,14 @@ func copyMessages(ctx context.Context, s *Store, tx pgx.Tx, sessionID string, ms
 		}
 		return s.advanceSequence(ctx, sp, maxID)
 	})
+	return triedInSavepoint(err)
+}
+
+// triedInSavepoint is the outcome of a fast path tried in a savepoint:
+// done, or given up with nothing written (the slower path then meets the
+// failure and names it), unless the failure makes the whole transaction
+// retry.
+func triedInSavepoint(err error) (done bool, fatal error) {
 	switch {
 	case err == nil:
 		return true, nil

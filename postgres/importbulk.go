@@ -82,14 +82,7 @@ func (t importTx) InsertAll(ps []*sessiondb.PreparedImport, each func(tx session
 		}
 		return nil
 	})
-	switch {
-	case err == nil:
-		return true, nil
-	case retryable(err):
-		return false, err
-	default:
-		return false, nil
-	}
+	return triedInSavepoint(err)
 }
 
 // insertSessions inserts each session of ps in one pipeline, each with its
