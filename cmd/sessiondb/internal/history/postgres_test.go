@@ -282,9 +282,11 @@ func TestImportInParallelOnPostgres(t *testing.T) {
 	if shapes["1"] != shapes["2"] {
 		t.Errorf("two batches at once stored another history than one at a time")
 	}
-	r := runCLI(t, "", "--db", pgURL(t), "import", file, "--jobs", "-1")
-	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "--jobs") {
-		t.Errorf("--jobs -1: exit %d, stderr %q; want invalid naming --jobs", r.Code, r.Stderr)
+	for _, jobs := range []string{"-1", "65"} {
+		r := runCLI(t, "", "--db", pgURL(t), "import", file, "--jobs", jobs)
+		if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "--jobs") {
+			t.Errorf("--jobs %s: exit %d, stderr %q; want invalid naming --jobs", jobs, r.Code, r.Stderr)
+		}
 	}
 }
 

@@ -192,8 +192,9 @@ they still show, export and delete there).`,
 			if err := h.checkSynchronous(); err != nil {
 				return err
 			}
-			if jobs < 0 {
-				return sessiondb.Errorf(sessiondb.EINVALID, "--jobs %d: give 1 or more batches at once (0: the default)", jobs)
+			if jobs < 0 || jobs > maxImportJobs {
+				// Each batch being written is held in memory whole.
+				return sessiondb.Errorf(sessiondb.EINVALID, "--jobs %d: give 1 to %d batches at once (0: the default)", jobs, maxImportJobs)
 			}
 			name := args[0]
 			var r io.Reader = h.In
@@ -237,10 +238,14 @@ they still show, export and delete there).`,
 		},
 	}
 	c.Flags().BoolVar(&detach, "detach-orphans", false, "import a session whose parent is missing from store and input without its parent, instead of failing it")
-	c.Flags().IntVar(&jobs, "jobs", 0, "batches written at once, each in a transaction of its own (default 2 on PostgreSQL, where the server inserts them on as many cores; 1 on a SQLite file, which takes one writer at a time)")
+	c.Flags().IntVar(&jobs, "jobs", 0, "batches written at once, each in a transaction of its own (1 to 64; default 2 on PostgreSQL, where the server inserts them on as many cores; 1 on a SQLite file, which takes one writer at a time)")
 	h.addSynchronousFlag(c)
 	return c
 }
+
+// maxImportJobs bounds import --jobs: a batch being written is in memory
+// whole (up to 5,000 messages), and a server's connections run out first.
+const maxImportJobs = 64
 
 // importReport counts what an import did.
 type importReport struct {
