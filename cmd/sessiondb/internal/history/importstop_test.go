@@ -10,7 +10,7 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
-	"github.com/sessiondb/sessiondb/sqlite"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 )
 
 // stopAfterBatch is a real store whose import is stopped (as Ctrl-C
@@ -33,7 +33,7 @@ func (s stopAfterBatch) ImportSessions(ctx context.Context, recs []map[string]an
 func TestImportStoppedCountsWhatCommitted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "state.db"), sqlite.Options{})
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "state.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
