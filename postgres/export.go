@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -280,7 +279,7 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	if tag.RowsAffected() == 0 {
 		return false, "", nil // already there: skipped, nothing changed
 	}
-	copied, err := copyMessages(ctx, s, tx, p.ID, p.Messages)
+	copied, err := copyMessages(t, p)
 	if err != nil {
 		return false, "", err
 	}
@@ -339,48 +338,27 @@ func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*sessiondb.Prepare
 }
 
 // copyMessages inserts a session's imported messages with COPY, one COPY
-// per run of messages that carry the same columns, in a savepoint: one
-// round trip for what takes one a message row by row (bench --db, 10,000
-// messages in 100 sessions: 1,200 msgs/s before, 1,690-1,730 after, where
-// PostgreSQL's own INSERT ... SELECT of the same rows into the same schema
-// does 1,870: the indexes are the rest, docs/benchmarks.md).
+// per set of columns (copyAllMessages), in a savepoint: one round trip for
+// what takes one a message row by row (bench --db, 10,000 messages in 100
+// sessions: 1,200 msgs/s before, 1,690-1,730 after, where PostgreSQL's own
+// INSERT ... SELECT of the same rows into the same schema does 1,870: the
+// indexes are the rest, docs/benchmarks.md).
 // It copies only when every message has its original id, and then moves
 // the id sequence past them. It returns false, having written nothing,
 // when it cannot: a message without an id, a taken id (COPY has no ON
 // CONFLICT) or any other failure, which the row-by-row path then meets
 // and names with the message's index, or gets past by giving a taken id
 // a new one. A failure that makes the transaction retry is returned.
-func copyMessages(ctx context.Context, s *Store, tx pgx.Tx, sessionID string, msgs []sessiondb.ImportRow) (bool, error) {
-	if len(msgs) < 2 {
+func copyMessages(t importTx, p *sessiondb.PreparedImport) (bool, error) {
+	maxID, withIDs, without, ok := messageIDs([]*sessiondb.PreparedImport{p})
+	if !ok || without > 0 || withIDs < 2 {
 		return false, nil
 	}
-	var maxID int64
-	for _, m := range msgs {
-		id, ok := m.ID.(int64)
-		if !ok {
-			return false, nil
+	err := pgx.BeginFunc(t.ctx, t.tx, func(sp pgx.Tx) error {
+		if err := copyAllMessages(sp, t, []*sessiondb.PreparedImport{p}, []bool{true}, nil); err != nil {
+			return err
 		}
-		maxID = max(maxID, id)
-	}
-	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-		for start := 0; start < len(msgs); {
-			end := start + 1
-			for end < len(msgs) && slices.Equal(msgs[end].Cols, msgs[start].Cols) {
-				end++
-			}
-			var names []string
-			rows := make([][]any, 0, end-start)
-			for _, m := range msgs[start:end] {
-				cols, vals := importedColumns(m)
-				names = append([]string{"id", "session_id"}, cols...)
-				rows = append(rows, append([]any{m.ID, sessionID}, vals...))
-			}
-			if _, err := sp.CopyFrom(ctx, pgx.Identifier{"messages"}, names, pgx.CopyFromRows(rows)); err != nil {
-				return err
-			}
-			start = end
-		}
-		return s.advanceSequence(ctx, sp, maxID)
+		return t.s.advanceSequence(t.ctx, sp, maxID)
 	})
 	return triedInSavepoint(err)
 }

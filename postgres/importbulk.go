@@ -22,21 +22,8 @@ import (
 // failure too, so that the session-by-session path meets it and names the
 // session it belongs to.
 func (t importTx) InsertAll(ps []*sessiondb.PreparedImport, each func(tx sessiondb.ImportTx[*sessiondb.PreparedImport], i int, inserted bool, missingParent string) error) (bool, error) {
-	var maxID int64
-	withIDs, without := 0, 0
-	for _, p := range ps {
-		for _, m := range p.Messages {
-			if id, ok := m.ID.(int64); ok {
-				maxID = max(maxID, id)
-				withIDs++
-			} else if m.ID == nil {
-				without++
-			} else {
-				return false, nil
-			}
-		}
-	}
-	if withIDs > 0 && without > 0 {
+	maxID, withIDs, without, ok := messageIDs(ps)
+	if !ok || (withIDs > 0 && without > 0) {
 		return false, nil
 	}
 	ctx := t.ctx
@@ -83,6 +70,24 @@ func (t importTx) InsertAll(ps []*sessiondb.PreparedImport, each func(tx session
 		return nil
 	})
 	return triedInSavepoint(err)
+}
+
+// messageIDs counts the messages of ps that keep their original id and
+// those that have none, with the highest id kept; ok is false when an id
+// is of another kind.
+func messageIDs(ps []*sessiondb.PreparedImport) (maxID int64, withIDs, without int, ok bool) {
+	for _, p := range ps {
+		for _, m := range p.Messages {
+			if id, isInt := m.ID.(int64); isInt {
+				maxID, withIDs = max(maxID, id), withIDs+1
+			} else if m.ID == nil {
+				without++
+			} else {
+				return 0, 0, 0, false
+			}
+		}
+	}
+	return maxID, withIDs, without, true
 }
 
 // insertSessions inserts each session of ps in one pipeline, each with its

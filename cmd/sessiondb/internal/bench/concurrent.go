@@ -229,15 +229,11 @@ func (b *bencher) concurrentAgainstBare(ctx context.Context, res *benchResult) e
 		var o, w *workersRun
 		for k := range 2 {
 			raw := (k == 0) == (r%2 == 1) // ours first in even rounds
-			what := "the store"
+			what, name := "the store", "concurrent"
 			if raw {
-				what = "the bare loop"
+				what, name = "the bare loop", "concurrent_raw"
 			}
 			b.p.phase("concurrent, round %d of %d: %s in %d processes", r+1, concurrentRounds, what, len(ws))
-			name := "concurrent"
-			if raw {
-				name = "concurrent_raw"
-			}
 			run, err := b.runWorkers(ctx, name, ws, raw)
 			if err != nil {
 				return err

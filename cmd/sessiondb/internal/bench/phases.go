@@ -343,15 +343,6 @@ func (b *bencher) exportForImport(ctx context.Context, st sessiondb.Store) error
 	return nil
 }
 
-// importJobs is how many batches the import phase writes at once: as
-// `sessiondb import` does, two on PostgreSQL and one on a SQLite file.
-func importJobs(db string) int {
-	if db != "" {
-		return 2
-	}
-	return 1
-}
-
 // importPhase imports the exported sessions into a fresh store.
 func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	st, path, err := b.open(ctx, "import")
@@ -365,7 +356,7 @@ func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 	b.settle()
 	start := b.cfg.now()
 	// In batches, as `sessiondb import` commits a file, and as many at
-	// once as it writes (importJobs).
+	// once as it writes (store.ImportJobs).
 	var batches [][2]int
 	for i := 0; i < len(b.importRecs); {
 		j, msgs := i, 0
@@ -377,7 +368,7 @@ func (b *bencher) importPhase(ctx context.Context, res *benchResult) error {
 		i = j
 	}
 	next := make(chan [2]int)
-	errs := make(chan error, importJobs(b.db))
+	errs := make(chan error, store.ImportJobs(b.db))
 	var imported atomic.Int64
 	for range cap(errs) {
 		go func() {

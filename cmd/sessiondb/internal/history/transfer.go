@@ -221,10 +221,8 @@ they still show, export and delete there).`,
 			ctx := c.Context()
 			return h.withStore(ctx, cli.CreateStore, func(st sessiondb.Store) error {
 				if jobs == 0 {
-					jobs = 1
-					if loc, err := h.HistoryPath(); err == nil && store.IsURL(loc) {
-						jobs = 2
-					}
+					loc, _ := h.HistoryPath()
+					jobs = store.ImportJobs(loc)
 				}
 				res, err := h.importRecords(ctx, st, r, size, regular, name, detach, jobs)
 				if err != nil {
@@ -311,6 +309,16 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		defer mu.Unlock()
 		return present[id]
 	}
+	// count records what importing session id did; mu is held.
+	count := func(id string, r sessiondb.ImportResult) {
+		res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
+		if r.Imported {
+			res.Imported++
+		} else {
+			res.Skipped++
+		}
+		present[id] = true
+	}
 	// Records are committed in batches (sessiondb.ImportBatchFull, and
 	// whenever the input read so far is used up), one transaction each;
 	// queued names the ids waiting in the batch, writing those of the
@@ -363,13 +371,7 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
-		if r.Imported {
-			res.Imported++
-		} else {
-			res.Skipped++
-		}
-		present[p.id] = true
+		count(p.id, r)
 		return nil
 	}
 	// write imports one batch; batches run at once up to jobs.
@@ -383,13 +385,7 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		results, err := st.ImportSessions(ctx, recs, sessiondb.ImportOptions{})
 		mu.Lock()
 		for i, r := range results {
-			res.Dropped = sessiondb.MergeDropped(res.Dropped, r.Dropped)
-			if r.Imported {
-				res.Imported++
-			} else {
-				res.Skipped++
-			}
-			present[batch[i].id] = true
+			count(batch[i].id, r)
 		}
 		mu.Unlock()
 		if err != nil && ctx.Err() != nil {

@@ -47,6 +47,17 @@ func SQLiteVersion(ctx context.Context) string { return sqlite.LibraryVersion(ct
 // IsURL reports whether target names a PostgreSQL server, not a file.
 func IsURL(target string) bool { return open.IsURL(target) }
 
+// ImportJobs is how many import batches are written at once by default to
+// the store at target: two on PostgreSQL, whose server inserts each
+// batch's rows on a core of its own, one on a SQLite file, which takes one
+// writer at a time. import and bench's import phase both use it.
+func ImportJobs(target string) int {
+	if IsURL(target) {
+		return 2
+	}
+	return 1
+}
+
 // Backend names the backend Open picks for target: "sqlite" or "postgres".
 func Backend(target string) string { return open.Backend(target) }
 
