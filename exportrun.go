@@ -3,6 +3,7 @@ package sessiondb
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 )
 
@@ -48,8 +49,8 @@ const (
 // store keeps (ExportValue).
 type RowReader interface {
 	// MessageRows returns at most limit of the session's rows whose id is
-	// above after, in ascending id order.
-	MessageRows(ctx context.Context, sessionID string, after int64, limit int) ([]map[string]any, error)
+	// at or above from, in ascending id order.
+	MessageRows(ctx context.Context, sessionID string, from int64, limit int) ([]map[string]any, error)
 }
 
 // ExportPages reads session id's message rows through r in id order, a
@@ -59,10 +60,12 @@ type RowReader interface {
 // hold about ExportPageBytes. An error of r or of page stops and is
 // returned.
 func ExportPages(ctx context.Context, r RowReader, id string, page func([]map[string]any) error) error {
-	var after int64
+	// From the lowest id there is: another writer may have stored ids of 0
+	// and below (SQLite takes any integer), and a move must carry them.
+	from := int64(math.MinInt64)
 	limit := exportPageFirst
 	for {
-		rows, err := r.MessageRows(ctx, id, after, limit)
+		rows, err := r.MessageRows(ctx, id, from, limit)
 		if err != nil {
 			return err
 		}
@@ -72,10 +75,11 @@ func ExportPages(ctx context.Context, r RowReader, id string, page func([]map[st
 		if err := page(rows); err != nil {
 			return err
 		}
-		if len(rows) < limit {
+		last := rowID(rows[len(rows)-1])
+		if len(rows) < limit || last == math.MaxInt64 {
 			return nil
 		}
-		after = rowID(rows[len(rows)-1])
+		from = last + 1
 		size := 0
 		for _, m := range rows {
 			size += rowBytes(m)

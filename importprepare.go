@@ -299,8 +299,8 @@ func importMessage(i int, m map[string]any, convert func(field, col string, v an
 				dropped.add("messages."+k, 1)
 			}
 		case k == "id":
-			// Export pages through a session's messages from id 0 up, so
-			// an id below 1 would be stored and never exported; an id near
+			// Transcript pages (GetMessagesPage) read from id 1 up, so an
+			// id below 1 would be stored and never shown; an id near
 			// the type's maximum leaves the next append none to take. 2^53
 			// is the bound JSON numbers keep exactly (ImportValue).
 			if id, isInt := val.(int64); isInt && (id < 1 || id > MaxImportedMessageID) {

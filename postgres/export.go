@@ -101,9 +101,9 @@ ORDER BY model COLLATE "C", billing_provider COLLATE "C", billing_base_url COLLA
 // MessageRows reads rows of sessiondb.ExportPages: every message row of the
 // session (hidden ones included) with every column, content exactly as
 // written.
-func (r pageReader) MessageRows(ctx context.Context, sessionID string, after int64, limit int) ([]map[string]any, error) {
-	rows, err := queryRecords(ctx, r.s.pool, "SELECT "+exportMessageColumns+" FROM messages WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-		sessionID, after, limit)
+func (r pageReader) MessageRows(ctx context.Context, sessionID string, from int64, limit int) ([]map[string]any, error) {
+	rows, err := queryRecords(ctx, r.s.pool, "SELECT "+exportMessageColumns+" FROM messages WHERE session_id = $1 AND id >= $2 ORDER BY id LIMIT $3",
+		sessionID, from, limit)
 	if err != nil {
 		return nil, r.s.readErr(err, "export messages of %s", sessionID)
 	}

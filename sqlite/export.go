@@ -51,10 +51,10 @@ func (s *Store) ExportSessionPages(ctx context.Context, id string, row func(map[
 // MessageRows reads rows of sessiondb.ExportPages: every stored message
 // row of the session (hidden ones included) with every column. Their ids
 // are cut from an index on the session first, so no whole row is sorted.
-func (r pageReader) MessageRows(ctx context.Context, sessionID string, after int64, limit int) ([]map[string]any, error) {
+func (r pageReader) MessageRows(ctx context.Context, sessionID string, from int64, limit int) ([]map[string]any, error) {
 	var out []map[string]any
-	err := sqlitedb.Each(ctx, readers{r.s}, "SELECT * FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?) ORDER BY id",
-		[]any{sessionID, after, limit}, func(row sqlitedb.Row) error {
+	err := sqlitedb.Each(ctx, readers{r.s}, "SELECT * FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? AND id >= ? ORDER BY id LIMIT ?) ORDER BY id",
+		[]any{sessionID, from, limit}, func(row sqlitedb.Row) error {
 			m, err := rowMap(row)
 			if err != nil {
 				return err
