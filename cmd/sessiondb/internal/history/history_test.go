@@ -210,6 +210,19 @@ func TestImportInputs(t *testing.T) {
 			errorsHave: []string{`field parent_session_id: session "nope"`},
 		},
 		{
+			// Each is told apart from a parent that is missing.
+			name: "a session its own parent, and parents in a loop",
+			input: []string{
+				`{"id":"self","source":"cli","started_at":1700000000,"parent_session_id":"self","messages":[]}`,
+				`{"id":"la","source":"cli","started_at":1700000000,"parent_session_id":"lb","messages":[]}`,
+				`{"id":"lb","source":"cli","started_at":1700000000,"parent_session_id":"la","messages":[]}`,
+			},
+			wantCode: cli.ExitInvalid, failed: 3, failLines: []int{1, 2, 3},
+			errorsHave: []string{`session "self" is the session itself`,
+				`session "lb" is in the input but was not imported first: its own parents loop`,
+				`session "la" is in the input but was not imported first`},
+		},
+		{
 			name:     "a parent in neither store nor file, detached",
 			input:    []string{strings.Replace(lines[proj2ID], `"parent_session_id":"`+projID, `"parent_session_id":"nope`, 1)},
 			flags:    []string{"--detach-orphans"},

@@ -533,13 +533,24 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 		}
 		held = rest
 	}
+	waiting := make(map[string]bool, len(held))
+	for _, p := range held {
+		waiting[p.id] = true
+	}
 	for _, p := range held {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		if !detach {
+			why := "is neither in the store nor in the input"
+			switch {
+			case p.parent == p.id:
+				why = "is the session itself"
+			case waiting[p.parent]:
+				why = "is in the input but was not imported first: its own parents loop or end outside the store and the input"
+			}
 			fail(p.line, p.id, sessiondb.Errorf(sessiondb.EINVALID,
-				"field parent_session_id: session %q is neither in the store nor in the input (--detach-orphans imports it without a parent)", p.parent))
+				"field parent_session_id: session %q %s (--detach-orphans imports it without a parent)", p.parent, why))
 			continue
 		}
 		p.rec["parent_session_id"] = nil
