@@ -2,6 +2,7 @@ package sessiondb
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // CopyBatch is the most sessions Copy hands to ImportSessions at once,
@@ -60,24 +62,38 @@ type CopyReport struct {
 	Dropped []DroppedField `json:"dropped,omitempty"`
 }
 
+// CopyOptions tunes Copy.
+type CopyOptions struct {
+	// Jobs is how many batches are written into the target at once, each
+	// in a transaction of its own, while the next is read from the
+	// source; 0 is one. A PostgreSQL server inserts each batch's rows on
+	// a core of its own; a SQLite file takes one writer at a time.
+	Jobs int
+	// Progress, when not nil, is called after each batch is written, with
+	// the sessions done so far and the total, from one goroutine at a
+	// time.
+	Progress func(done, total int)
+}
+
 // Copy copies every session of from into to, whole: every column of its
 // row (its live gateway state too: ImportOptions.KeepLiveState), every
 // message row with all its columns (hidden ones with their marks), its
 // usage rows by model, and its parent link, through the import service:
 // parents before their children, batches cut by ImportBatchFull (at most
 // CopyBatch sessions, about ImportBatchMessages messages) per
-// ImportSessions call, each session all-or-nothing. What to has no place for is left
+// ImportSessions call, each session all-or-nothing, up to opts.Jobs
+// batches at once (a child whose parent's batch is still being written is
+// linked once it commits: ImportLinks). What to has no place for is left
 // out and named in the report's Dropped. Sessions already in to are
 // skipped, so a copy that was interrupted is resumed by running it again,
-// and running it twice changes nothing. progress, when not nil, is called
-// after each batch with the sessions done and the total.
+// and running it twice changes nothing.
 //
 // At the end it verifies the copy: every copied session read back from to
 // must equal the source's on what both keep (CompareCopies); a session
 // that differs (one that was in to before, with other content) is a
 // conflict naming it. A title held in to by another session stops the
 // copy with conflict.
-func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (*CopyReport, error) {
+func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, error) {
 	type node struct {
 		id, parent string
 	}
@@ -124,47 +140,80 @@ func Copy(ctx context.Context, from, to Store, progress func(done, total int)) (
 	}
 
 	rep := &CopyReport{Sessions: len(order)}
-	var recs []map[string]any
-	msgs := 0
-	// flush imports the batch read so far (none when every session of it
-	// was deleted since the listing); done is how many of order it has seen.
-	flush := func(done int) error {
-		if len(recs) > 0 {
-			res, err := to.ImportSessions(ctx, recs, ImportOptions{KeepLiveState: true})
-			for _, r := range res {
-				if r.Imported {
-					rep.Copied++
-					rep.Dropped = MergeDropped(rep.Dropped, r.Dropped)
-				} else {
-					rep.Skipped++
-				}
-			}
-			if err != nil {
-				return Wrap("", err, "copy")
-			}
-		}
-		recs, msgs = nil, 0
-		if progress != nil {
-			progress(done, len(order))
-		}
-		return nil
+	// Up to Jobs batches are written at once; mu guards the report, the
+	// sessions done and the first failure, which the writers share.
+	var (
+		mu      sync.Mutex
+		writers sync.WaitGroup
+		failure error
+		done    int
+	)
+	slots := make(chan struct{}, max(opts.Jobs, 1))
+	failed := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return failure
 	}
+	// write imports one batch (none when every session of it was deleted
+	// since the listing); seen is how many sessions of order it accounts
+	// for, the deleted ones included.
+	write := func(recs []map[string]any, seen int) {
+		defer writers.Done()
+		defer func() { <-slots }()
+		var res []ImportResult
+		var err error
+		if len(recs) > 0 {
+			res, err = to.ImportSessions(ctx, recs, ImportOptions{KeepLiveState: true})
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range res {
+			if r.Imported {
+				rep.Copied++
+				rep.Dropped = MergeDropped(rep.Dropped, r.Dropped)
+			} else {
+				rep.Skipped++
+			}
+		}
+		if err != nil {
+			failure = cmp.Or(failure, Wrap("", err, "copy"))
+			return
+		}
+		done += seen
+		if opts.Progress != nil && failure == nil {
+			opts.Progress(done, len(order))
+		}
+	}
+	var recs []map[string]any
+	msgs, seen := 0, 0
 	for i, id := range order {
+		if err := failed(); err != nil {
+			break
+		}
 		rec, err := from.ExportSession(ctx, id)
-		switch {
-		case ErrorCode(err) == ENOTFOUND: // deleted since the listing
-		case err != nil:
-			return rep, Wrap("", err, "copy: read session %s", id)
-		default:
+		if err != nil && ErrorCode(err) != ENOTFOUND { // not found: deleted since the listing
+			mu.Lock()
+			failure = cmp.Or(failure, Wrap("", err, "copy: read session %s", id))
+			mu.Unlock()
+			break
+		}
+		if err == nil {
 			recs, msgs = append(recs, rec), msgs+RecordMessages(rec)
 		}
+		seen++
 		// Batches are cut as an import's are (ImportBatchFull), so long
-		// sessions never hold more than one batch of messages in memory.
+		// sessions never hold more than Jobs+1 batches of messages in
+		// memory.
 		if ImportBatchFull(len(recs), msgs) || i == len(order)-1 {
-			if err := flush(i + 1); err != nil {
-				return rep, err
-			}
+			slots <- struct{}{}
+			writers.Add(1)
+			go write(recs, seen)
+			recs, msgs, seen = nil, 0, 0
 		}
+	}
+	writers.Wait()
+	if err := failed(); err != nil {
+		return rep, err
 	}
 
 	c, err := CompareCopies(ctx, from, to, order)

@@ -53,7 +53,7 @@ func TestCopyBatchesBoundMessages(t *testing.T) {
 
 	to := &batchCounter{Store: openTestStore(t, filepath.Join(t.TempDir(), "to.db"), Options{})}
 	var progress []int
-	rep, err := sessiondb.Copy(ctx, from, to, func(done, total int) { progress = append(progress, done) })
+	rep, err := sessiondb.Copy(ctx, from, to, sessiondb.CopyOptions{Progress: func(done, total int) { progress = append(progress, done) }})
 	if err != nil {
 		t.Fatal(err)
 	}

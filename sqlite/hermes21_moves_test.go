@@ -201,7 +201,7 @@ func TestHermes21CopyKeepsEverything(t *testing.T) {
 	from := openTestStore(t, src, Options{ReadOnly: true})
 	dst := hermes21Empty(t)
 	to := openTestStore(t, dst, Options{})
-	rep, err := sessiondb.Copy(context.Background(), from, to, nil)
+	rep, err := sessiondb.Copy(context.Background(), from, to, sessiondb.CopyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestHermes21CopyIntoSchema6NamesWhatItDrops(t *testing.T) {
 	from := openTestStore(t, src, Options{ReadOnly: true})
 	dst := filepath.Join(t.TempDir(), "v6.db")
 	to := openTestStore(t, dst, Options{})
-	rep, err := sessiondb.Copy(context.Background(), from, to, nil)
+	rep, err := sessiondb.Copy(context.Background(), from, to, sessiondb.CopyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,13 @@ import (
 
 	"github.com/sessiondb/sessiondb"
 	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/cli"
+	"github.com/sessiondb/sessiondb/cmd/sessiondb/internal/store"
 	"github.com/sessiondb/sessiondb/internal/errtext"
 )
 
 func (h *group) copyCmd() *cobra.Command {
 	var from, to string
+	var jobs int
 	c := &cobra.Command{
 		Use:   "copy --from STORE --to STORE",
 		Short: "Copy every session from one store to another (a file to PostgreSQL, or back)",
@@ -29,13 +31,16 @@ hidden row such a file cannot mark is left out rather than made live. To
 keep everything in a file, copy into a state.db the current Hermes made.
 
 Parents are copied before their children, a batch of sessions per commit,
-each session whole or not at all. Sessions already in the target are
-skipped, so an interrupted copy is resumed by running it again, and a second
-run changes nothing. At the end both sides are read back and compared with a
+each session whole or not at all. Into PostgreSQL two batches are written
+at once by default, while the next is read, as the server inserts them on
+two cores (--jobs sets how many; a SQLite file takes one). Sessions already
+in the target are skipped, so an interrupted copy is resumed by running it
+again, and a second run changes nothing. At the end both sides are read back and compared with a
 checksum over every copied session (what both sides keep: the columns both
 have, the messages in order, the usage rows); a difference fails the command.`,
 		Example: `  sessiondb copy --from ~/.hermes/state.db --to postgres://agent@db.internal/sessions
-  sessiondb copy --from postgres://agent@db.internal/sessions --to backup.db`,
+  sessiondb copy --from postgres://agent@db.internal/sessions --to backup.db
+  sessiondb copy --from ~/.hermes/state.db --to postgres://db.internal/agents --jobs 4`,
 		Args: cli.ExactArgs(0, "no arguments (the stores are --from and --to)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if from == "" || to == "" {
@@ -44,19 +49,26 @@ have, the messages in order, the usage rows); a difference fails the command.`,
 			if from == to {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--from and --to name the same store")
 			}
+			if jobs < 0 || jobs > maxImportJobs {
+				return sessiondb.Errorf(sessiondb.EINVALID, "--jobs %d: give 1 to %d batches at once (0: the default)", jobs, maxImportJobs)
+			}
+			if jobs == 0 {
+				jobs = store.ImportJobs(to)
+			}
 			if err := h.checkSynchronous(); err != nil {
 				return err
 			}
-			return h.copy(c.Context(), from, to)
+			return h.copy(c.Context(), from, to, jobs)
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "the store to copy from: a state.db file or a postgres:// URL (read only)")
 	c.Flags().StringVar(&to, "to", "", "the store to copy into: a state.db file or a postgres:// URL (created when missing)")
+	c.Flags().IntVar(&jobs, "jobs", 0, "batches written at once, each in a transaction of its own (1 to 64; default 2 into PostgreSQL, 1 into a SQLite file)")
 	h.addSynchronousFlag(c)
 	return c
 }
 
-func (h *group) copy(ctx context.Context, from, to string) (err error) {
+func (h *group) copy(ctx context.Context, from, to string, jobs int) (err error) {
 	src, err := h.OpenHistoryAt(ctx, from, cli.ReadStore, "")
 	if err != nil {
 		return err
@@ -68,12 +80,12 @@ func (h *group) copy(ctx context.Context, from, to string) (err error) {
 	}
 	defer cli.CloseInto(&err, dst, "close "+errtext.RedactPassword(to))
 	var bar *cli.ProgressLine
-	rep, err := sessiondb.Copy(ctx, src, dst, func(done, total int) {
+	rep, err := sessiondb.Copy(ctx, src, dst, sessiondb.CopyOptions{Jobs: jobs, Progress: func(done, total int) {
 		if bar == nil {
 			bar = cli.NewProgressLine(h.Err, h.Now, "copying", int64(total), "sessions")
 		}
 		bar.Set(int64(done))
-	})
+	}})
 	bar.Done()
 	if err != nil {
 		if rep != nil && rep.Copied > 0 {

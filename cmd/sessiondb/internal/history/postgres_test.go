@@ -337,3 +337,92 @@ func TestImportSameIDInTwoBatchesOnPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyInParallelOnPostgres: copy writes two batches into PostgreSQL at
+// once by default. A file of 300 sessions (six batches), whose
+// continuations start right after their parents and sixty sessions on
+// (so a child's batch is often written while its parent's still is),
+// copies whole: every continuation under its parent, every message in
+// order, the same history as one batch at a time, and the report counts
+// every session once. --jobs out of bounds is refused by name.
+func TestCopyInParallelOnPostgres(t *testing.T) {
+	const n = 300
+	var b strings.Builder
+	parentOf := map[string]string{}
+	for i := range n {
+		id := fmt.Sprintf("s%03d", i)
+		rec := map[string]any{"id": id, "source": "cli", "started_at": 1000.0 + float64(i)}
+		switch {
+		case i%7 == 0 && i >= 60:
+			parentOf[id] = fmt.Sprintf("s%03d", i-60) // a batch or so before
+		case i%11 == 0 && i > 0:
+			parentOf[id] = fmt.Sprintf("s%03d", i-1) // just before, maybe in the same batch
+		}
+		if p := parentOf[id]; p != "" {
+			rec["parent_session_id"] = p
+		}
+		var msgs []any
+		for j := range 20 {
+			msgs = append(msgs, map[string]any{"role": "user", "content": id + " line " + strconv.Itoa(j), "timestamp": 2000.0 + float64(i) + float64(j)/100})
+		}
+		rec["messages"] = msgs
+		line, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(line, '\n'))
+	}
+	jsonl := filepath.Join(t.TempDir(), "many.jsonl")
+	if err := os.WriteFile(jsonl, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "from.db")
+	mustCLI(t, "--db", file, "import", jsonl)
+	want := mustCLI(t, "--db", file, "export").Stdout
+
+	for _, jobs := range []string{"", "1", "3"} {
+		url := pgURL(t)
+		args := []string{"--json", "copy", "--from", file, "--to", url}
+		if jobs != "" {
+			args = append(args, "--jobs", jobs)
+		}
+		var rep struct{ Sessions, Copied, Skipped int }
+		mustCLI(t, args...).Decode(t, &rep)
+		if rep.Sessions != n || rep.Copied != n || rep.Skipped != 0 {
+			t.Errorf("--jobs %q: report %+v, want %d copied", jobs, rep, n)
+		}
+		// Back into a file, whose export is the original's byte for byte:
+		// parents, messages, their ids and order.
+		back := filepath.Join(t.TempDir(), "back.db")
+		mustCLI(t, "copy", "--from", url, "--to", back)
+		if got := mustCLI(t, "--db", back, "export").Stdout; got != want {
+			t.Errorf("--jobs %q: the history copied through PostgreSQL differs from the original (%d and %d bytes)", jobs, len(got), len(want))
+		}
+		// And the parents as the input gave them.
+		var parents []struct {
+			ID     string  `json:"id"`
+			Parent *string `json:"parent_session_id"`
+		}
+		mustCLI(t, "--db", url, "--json", "sessions", "--children", "--limit", "1000").Decode(t, &parents)
+		linked := 0
+		for _, p := range parents {
+			got := ""
+			if p.Parent != nil {
+				got = *p.Parent
+				linked++
+			}
+			if got != parentOf[p.ID] {
+				t.Errorf("--jobs %q: %s has parent %q, want %q", jobs, p.ID, got, parentOf[p.ID])
+			}
+		}
+		if len(parents) != n || linked != len(parentOf) {
+			t.Errorf("--jobs %q: %d sessions listed, %d linked; want %d and %d", jobs, len(parents), linked, n, len(parentOf))
+		}
+	}
+	for _, jobs := range []string{"-1", "65"} {
+		r := runCLI(t, "", "copy", "--from", file, "--to", pgURL(t), "--jobs", jobs)
+		if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "--jobs") {
+			t.Errorf("--jobs %s: exit %d, stderr %q; want invalid naming --jobs", jobs, r.Code, r.Stderr)
+		}
+	}
+}
