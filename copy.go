@@ -252,34 +252,58 @@ func CompareCopies(ctx context.Context, from, to Store, ids []string) (*Comparis
 	sort.Strings(sorted)
 	c := &Comparison{}
 	total := sha256.New()
-	for _, id := range sorted {
-		var docs [2]map[string]any
-		for i, st := range []Store{from, to} {
-			rec, err := st.ExportSession(ctx, id)
-			if ErrorCode(err) == ENOTFOUND {
-				continue
+	// A window of sessions is read at once, both sides of each at once:
+	// a server answers one connection while the file answers another.
+	// The window bounds what is held in memory.
+	var docs [compareWindow][2]map[string]any
+	var errs [compareWindow][2]error
+	for start := 0; start < len(sorted); start += compareWindow {
+		win := sorted[start:min(start+compareWindow, len(sorted))]
+		var wg sync.WaitGroup
+		for k, id := range win {
+			for i, st := range []Store{from, to} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					docs[k][i], errs[k][i] = nil, nil
+					rec, err := st.ExportSession(ctx, id)
+					if ErrorCode(err) == ENOTFOUND {
+						return
+					}
+					if err != nil {
+						errs[k][i] = Wrap("", err, "compare session %s", id)
+						return
+					}
+					if docs[k][i], err = jsonDoc(rec); err != nil {
+						errs[k][i] = Wrap(EINTERNAL, err, "compare session %s", id)
+					}
+				}()
 			}
+		}
+		wg.Wait()
+		for k, id := range win {
+			if err := cmp.Or(errs[k][0], errs[k][1]); err != nil {
+				return nil, err
+			}
+			a, b, n, err := comparedForms(docs[k][0], docs[k][1])
 			if err != nil {
-				return nil, Wrap("", err, "compare session %s", id)
-			}
-			if docs[i], err = jsonDoc(rec); err != nil {
 				return nil, Wrap(EINTERNAL, err, "compare session %s", id)
 			}
-		}
-		a, b, n, err := comparedForms(docs[0], docs[1])
-		if err != nil {
-			return nil, Wrap(EINTERNAL, err, "compare session %s", id)
-		}
-		c.Messages += n
-		sum := sha256.Sum256(a)
-		fmt.Fprintf(total, "%s %s\n", id, hex.EncodeToString(sum[:]))
-		if !bytes.Equal(a, b) && len(c.Differ) < 5 {
-			c.Differ = append(c.Differ, id)
+			docs[k] = [2]map[string]any{}
+			c.Messages += n
+			sum := sha256.Sum256(a)
+			fmt.Fprintf(total, "%s %s\n", id, hex.EncodeToString(sum[:]))
+			if !bytes.Equal(a, b) && len(c.Differ) < 5 {
+				c.Differ = append(c.Differ, id)
+			}
 		}
 	}
 	c.Sum = hex.EncodeToString(total.Sum(nil))
 	return c, nil
 }
+
+// compareWindow is how many sessions CompareCopies reads at once.
+const compareWindow = 4
 
 // jsonDoc is rec as JSON decodes it; nil for nil.
 func jsonDoc(rec map[string]any) (map[string]any, error) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sessiondb/sessiondb"
+	"github.com/sessiondb/sessiondb/internal/sqlitedb/sqlitetest"
 )
 
 // batchCounter is a real store that records the sessions and messages of
@@ -76,5 +78,67 @@ func TestCopyBatchesBoundMessages(t *testing.T) {
 	}
 	if sessions != len(recs) || len(progress) != len(to.batches) || progress[len(progress)-1] != len(recs) {
 		t.Errorf("batches %v, progress %v: want every session once and a progress report per batch ending at %d", to.batches, progress, len(recs))
+	}
+}
+
+// A copy is checked at the end: a session the target held before with
+// other content is skipped, and the copy fails with conflict naming it;
+// a message changed in the target afterwards is found by CompareCopies,
+// wherever it falls among the sessions compared at once, and the sum
+// over the source does not depend on the target.
+func TestCopyFindsCopiesThatDiffer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	from := openTestStore(t, filepath.Join(dir, "from.db"), Options{})
+	to := openTestStore(t, filepath.Join(dir, "to.db"), Options{})
+	rec := func(id, text string) map[string]any {
+		return map[string]any{"id": id, "source": "cli", "started_at": 1000.0,
+			"messages": []any{map[string]any{"role": "user", "content": text, "timestamp": 1001.0}}}
+	}
+	var ids []string
+	var src []map[string]any
+	for i := range 10 {
+		id := fmt.Sprintf("s%02d", i)
+		ids = append(ids, id)
+		src = append(src, rec(id, "the source's "+id))
+	}
+	if _, err := from.ImportSessions(ctx, src, sessiondb.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := to.ImportSessions(ctx, []map[string]any{rec("s03", "other"), rec("s07", "other")}, sessiondb.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sessiondb.Copy(ctx, from, to, sessiondb.CopyOptions{Jobs: 2})
+	if sessiondb.ErrorCode(err) != sessiondb.ECONFLICT || !strings.Contains(fmt.Sprint(err), "s03, s07") {
+		t.Fatalf("copy over two sessions held with other content: %v; want conflict naming s03, s07", err)
+	}
+	if rep.Copied != 8 || rep.Skipped != 2 {
+		t.Errorf("report %+v: want 8 copied, 2 skipped", rep)
+	}
+
+	same, err := sessiondb.CompareCopies(ctx, from, from, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(same.Differ) != 0 || same.Messages != 10 || len(same.Sum) != 64 {
+		t.Fatalf("a store against itself: %+v", same)
+	}
+	for _, id := range []string{"s03", "s07"} {
+		if _, err := to.DeleteSession(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err = sessiondb.Copy(ctx, from, to, sessiondb.CopyOptions{}); err != nil || rep.Copied != 2 || rep.Checksum != same.Sum {
+		t.Fatalf("copy again: %+v, %v; want 2 copied and checksum %s", rep, err, same.Sum)
+	}
+	for _, id := range []string{"s00", "s05", "s09"} {
+		sqlitetest.ExecFile(t, filepath.Join(dir, "to.db"), "UPDATE messages SET content = 'changed' WHERE session_id = ?", id)
+	}
+	c, err := sessiondb.CompareCopies(ctx, from, to, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Differ, ",") != "s00,s05,s09" || c.Sum != same.Sum {
+		t.Errorf("compared after three changes: differ %v, sum %s; want s00,s05,s09 and %s", c.Differ, c.Sum, same.Sum)
 	}
 }
