@@ -82,8 +82,10 @@ type CopyOptions struct {
 // parents before their children, batches cut by ImportBatchFull (at most
 // CopyBatch sessions, about ImportBatchMessages messages) per
 // ImportSessions call, each session all-or-nothing, up to opts.Jobs
-// batches at once (a child whose parent's batch is still being written is
-// linked once it commits: ImportLinks). What to has no place for is left
+// batches at once (a batch holding a child waits for its parent's batch,
+// so that no stop leaves a child in to without its parent; a parent
+// placed after its child, in a loop of parents, is linked once it
+// commits: ImportLinks). What to has no place for is left
 // out and named in the report's Dropped. Sessions already in to are
 // skipped, so a copy that was interrupted is resumed by running it again,
 // and running it twice changes nothing.
@@ -154,12 +156,28 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 		defer mu.Unlock()
 		return failure
 	}
+	// batchOf is the batch each session handed to a writer is in; ended
+	// is closed for each batch once its writer is over.
+	batchOf := make(map[string]int, len(order))
+	var ended []chan struct{}
 	// write imports one batch (none when every session of it was deleted
 	// since the listing); seen is how many sessions of order it accounts
-	// for, the deleted ones included.
-	write := func(recs []map[string]any, seen int) {
+	// for, the deleted ones included. It begins once the batches holding
+	// its sessions' parents are over, and writes nothing once a batch
+	// failed: a child committed before its parent, whose batch then fails
+	// or is killed, would stay without it for good, since the run that
+	// resumes the copy knows nothing of the link it waits for
+	// (ImportLinks lives in one process).
+	write := func(recs []map[string]any, seen int, after []chan struct{}, end chan struct{}) {
 		defer writers.Done()
+		defer close(end)
 		defer func() { <-slots }()
+		for _, ch := range after {
+			<-ch
+		}
+		if failed() != nil {
+			return
+		}
 		var res []ImportResult
 		var err error
 		if len(recs) > 0 {
@@ -185,6 +203,7 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 		}
 	}
 	var recs []map[string]any
+	var ids []string // of recs
 	msgs, seen := 0, 0
 	for i, id := range order {
 		if err := failed(); err != nil {
@@ -198,17 +217,30 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 			break
 		}
 		if err == nil {
-			recs, msgs = append(recs, rec), msgs+RecordMessages(rec)
+			recs, ids, msgs = append(recs, rec), append(ids, id), msgs+RecordMessages(rec)
 		}
 		seen++
 		// Batches are cut as an import's are (ImportBatchFull), so long
 		// sessions never hold more than Jobs+1 batches of messages in
 		// memory.
 		if ImportBatchFull(len(recs), msgs) || i == len(order)-1 {
+			b := len(ended)
+			var after []chan struct{}
+			deps := map[int]bool{}
+			for _, id := range ids {
+				batchOf[id] = b
+				// A parent placed after its child (a cycle) is linked by
+				// ImportLinks instead.
+				if p, ok := batchOf[byID[id].parent]; ok && p < b && !deps[p] {
+					deps[p] = true
+					after = append(after, ended[p])
+				}
+			}
+			ended = append(ended, make(chan struct{}))
 			slots <- struct{}{}
 			writers.Add(1)
-			go write(recs, seen)
-			recs, msgs, seen = nil, 0, 0
+			go write(recs, seen, after, ended[b])
+			recs, ids, msgs, seen = nil, nil, 0, 0
 		}
 	}
 	writers.Wait()

@@ -33,9 +33,11 @@ keep everything in a file, copy into a state.db the current Hermes made.
 Parents are copied before their children, a batch of sessions per commit,
 each session whole or not at all. Into PostgreSQL two batches are written
 at once by default, while the next is read, as the server inserts them on
-two cores (--jobs sets how many; a SQLite file takes one). Sessions already
-in the target are skipped, so an interrupted copy is resumed by running it
-again, and a second run changes nothing. At the end both sides are read back and compared with a
+two cores (--jobs sets how many; a SQLite file takes one); a batch holding
+a continuation waits for its parent's batch, so a stopped copy leaves no
+child without its parent. Sessions already in the target are skipped, so an
+interrupted copy is resumed by running it again, and a second run changes
+nothing. At the end both sides are read back and compared with a
 checksum over every copied session (what both sides keep: the columns both
 have, the messages in order, the usage rows); a difference fails the command.`,
 		Example: `  sessiondb copy --from ~/.hermes/state.db --to postgres://agent@db.internal/sessions
