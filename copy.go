@@ -60,6 +60,11 @@ type CopyReport struct {
 	// of a newer Hermes its schema lacks) and was not copied, summed over
 	// the copied sessions; nil when nothing was.
 	Dropped []DroppedField `json:"dropped,omitempty"`
+	// Unparented names the source's sessions whose parent is not in the
+	// source (deleted with the foreign keys off) or is the session itself:
+	// a link no store can hold, so they are copied without it. Nil when
+	// there are none.
+	Unparented []string `json:"unparented,omitempty"`
 }
 
 // CopyOptions tunes Copy.
@@ -86,7 +91,9 @@ type CopyOptions struct {
 // so that no stop leaves a child in to without its parent; a parent
 // placed after its child, in a loop of parents, is linked once it
 // commits: ImportLinks). What to has no place for is left
-// out and named in the report's Dropped. Sessions already in to are
+// out and named in the report's Dropped; a parent the source lacks, or
+// that is the session itself, is left out and the session named in
+// Unparented. Sessions already in to are
 // skipped, so a copy that was interrupted is resumed by running it again,
 // and running it twice changes nothing.
 //
@@ -120,6 +127,13 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 	for _, n := range all {
 		byID[n.id] = n
 	}
+	rep := &CopyReport{Sessions: len(all)}
+	for _, n := range all {
+		if _, ok := byID[n.parent]; n.parent != "" && (!ok || n.parent == n.id) {
+			rep.Unparented = append(rep.Unparented, n.id)
+		}
+	}
+	sort.Strings(rep.Unparented)
 	// Each session goes after its ancestors: walk up the unplaced ones
 	// (marking them, so a cycle in damaged data ends the walk) and place
 	// the chain from the top down.
@@ -141,7 +155,6 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 		}
 	}
 
-	rep := &CopyReport{Sessions: len(order)}
 	// Up to Jobs batches are written at once; mu guards the report, the
 	// sessions done and the first failure, which the writers share.
 	var (
@@ -278,10 +291,16 @@ type Comparison struct {
 // mark a hidden message, the source's hidden messages are left out (an
 // import does not store them); message_count and tool_call_count are
 // compared only where hidden messages were kept, an import recomputing
-// them otherwise. A missing session counts as empty on its side.
+// them otherwise. A missing session counts as empty on its side. A
+// parent outside ids, or the session itself, counts as none on the
+// source's side: Copy leaves such a link out (CopyReport.Unparented).
 func CompareCopies(ctx context.Context, from, to Store, ids []string) (*Comparison, error) {
 	sorted := append([]string(nil), ids...)
 	sort.Strings(sorted)
+	in := make(map[string]bool, len(sorted))
+	for _, id := range sorted {
+		in[id] = true
+	}
 	c := &Comparison{}
 	total := sha256.New()
 	// A window of sessions is read at once, both sides of each at once:
@@ -308,6 +327,9 @@ func CompareCopies(ctx context.Context, from, to Store, ids []string) (*Comparis
 					}
 					if docs[k][i], err = jsonDoc(rec); err != nil {
 						errs[k][i] = Wrap(EINTERNAL, err, "compare session %s", id)
+					}
+					if p, ok := docs[k][i]["parent_session_id"].(string); ok && i == 0 && (p == id || !in[p]) {
+						docs[k][i]["parent_session_id"] = nil
 					}
 				}()
 			}

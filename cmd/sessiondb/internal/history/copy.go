@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +40,10 @@ child without its parent. Sessions already in the target are skipped, so an
 interrupted copy is resumed by running it again, and a second run changes
 nothing. At the end both sides are read back and compared with a
 checksum over every copied session (what both sides keep: the columns both
-have, the messages in order, the usage rows); a difference fails the command.`,
+have, the messages in order, the usage rows); a difference fails the command.
+A session whose parent the source lacks (deleted with the foreign keys off),
+or is the session itself, is copied without it, named in a warning and under
+"unparented" in --json.`,
 		Example: `  sessiondb copy --from ~/.hermes/state.db --to postgres://agent@db.internal/sessions
   sessiondb copy --from postgres://agent@db.internal/sessions --to backup.db
   sessiondb copy --from ~/.hermes/state.db --to postgres://db.internal/agents --jobs 4`,
@@ -104,6 +108,14 @@ func (h *group) copy(ctx context.Context, from, to string, jobs int) (err error)
 	if len(rep.Dropped) > 0 {
 		fmt.Fprintf(h.Err, "warning: the target has no place for %s: not copied (a newer Hermes' fields in an older file; copy into a state.db the current Hermes made to keep them)\n",
 			sessiondb.DroppedText(rep.Dropped))
+	}
+	if n := len(rep.Unparented); n > 0 {
+		names := strings.Join(rep.Unparented[:min(n, 5)], ", ")
+		if n > 5 {
+			names += ", ..."
+		}
+		fmt.Fprintf(h.Err, "warning: %d sessions name a parent the source lacks, or themselves, and were copied without it: %s\n",
+			n, cli.PrintableLine(names))
 	}
 	fmt.Fprintf(h.Out, "copied %d sessions (%d were there already), %d messages in all; checksum %s matches on both sides\n",
 		rep.Copied, rep.Skipped, rep.Messages, rep.Checksum)
