@@ -200,7 +200,9 @@ type ImportService interface {
 	// not stored and are named in the result's Dropped; so are hidden rows
 	// (active 0) where the store cannot mark them. The live state
 	// (LiveStateColumns) is reset unless opts keeps it. Message ids are
-	// kept when free (else the message gets a new one). message_count and
+	// kept when free, up to the first message that is not, which gets a
+	// new id and so does every one after it (a new id is above every id
+	// there is: a kept id after it would reorder the session). message_count and
 	// tool_call_count are recomputed from the inserted messages, except
 	// when the record keeps hidden rows: then they are taken as given,
 	// being what Hermes' last write left, which no count of rows can

@@ -286,10 +286,17 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	// Row by row, kept ids may lie ahead of the id sequence: it is moved
 	// past them before the next row that takes its id from it, and at the
 	// end, so no later append picks one of them.
+	// Once a message takes a new id (its own is taken, or it has none),
+	// every later one does: a new id is above every id there is, and an
+	// id kept after it would put that message before it.
 	var ahead int64
+	renumber := false
 	for i, m := range p.Messages {
 		if copied {
 			break // copyMessages moved the sequence itself
+		}
+		if renumber {
+			m.ID = nil
 		}
 		id, err := insertImported(ctx, tx, p.ID, m, func() error {
 			if ahead == 0 {
@@ -302,7 +309,7 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 		if err != nil {
 			return false, "", sessiondb.Wrap("", s.classify(err, "insert"), "import session %s: messages[%d]", p.ID, i)
 		}
-		ahead = max(ahead, id)
+		ahead, renumber = max(ahead, id), id == 0
 	}
 	if ahead > 0 {
 		if err := s.advanceSequence(ctx, tx, ahead); err != nil {

@@ -326,10 +326,19 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 		}
 		return false, "", err
 	}
+	// Once a message takes a new id (its own is taken, or it has none),
+	// every later one does: a new id is above every id there is, and an
+	// id kept after it would put that message before it.
+	renumber := false
 	for i, m := range p.Messages {
-		if err := insertImported(tx, p.ID, m); err != nil {
+		if renumber {
+			m.ID = nil
+		}
+		kept, err := insertImported(tx, p.ID, m)
+		if err != nil {
 			return false, "", sessiondb.Wrap("", err, "import session %s: messages[%d]", p.ID, i)
 		}
+		renumber = !kept
 	}
 	for i, u := range p.Usage {
 		if err := t.s.insertUsage(tx, p.ID, u); err != nil {
@@ -365,7 +374,7 @@ func (t importTx) Alone(id string, fn func(sessiondb.ImportTx[*sessiondb.Prepare
 // sessiondb.ImportService says: a session id that already exists is
 // skipped; values of columns and tables the file lacks are counted in the
 // result's Dropped; wrong JSON types are invalid, naming the field.
-// Message ids are kept when free. A parent not yet imported is linked
+// Message ids are kept when free, up to the first that is not (ImportSession). A parent not yet imported is linked
 // once it is, by this Store (exports list children before their parents).
 func (s *Store) ImportSession(ctx context.Context, rec map[string]any, opts sessiondb.ImportOptions) (sessiondb.ImportResult, error) {
 	return sessiondb.ImportOne(ctx, &s.imports, importer{s}, rec, opts)
@@ -382,22 +391,22 @@ func (s *Store) ImportSessions(ctx context.Context, recs []map[string]any, opts 
 }
 
 // insertImported inserts one message, with its original id when that id
-// is free.
-func insertImported(tx *sqlitedb.Tx, sessionID string, m sessiondb.ImportRow) error {
+// is free, and reports whether it kept it.
+func insertImported(tx *sqlitedb.Tx, sessionID string, m sessiondb.ImportRow) (kept bool, err error) {
 	cols := "session_id, " + strings.Join(m.Cols, ", ")
 	ph := placeholders(len(m.Cols) + 1)
 	args := append([]any{sessionID}, m.Vals...)
 	if m.ID != nil {
 		res, err := tx.Exec("INSERT OR IGNORE INTO messages (id, "+cols+") VALUES (?, "+ph+")", append([]any{m.ID}, args...)...)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
+			return err == nil, err
 		}
 	}
-	_, err := tx.Exec("INSERT INTO messages ("+cols+") VALUES ("+ph+")", args...)
-	return err
+	_, err = tx.Exec("INSERT INTO messages ("+cols+") VALUES ("+ph+")", args...)
+	return false, err
 }
 
 // insertUsage inserts one usage row of an imported session. A file whose

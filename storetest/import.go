@@ -146,8 +146,9 @@ func testImport(t *testing.T, h Harness) {
 		if len(ms) != 3 {
 			t.Fatalf("%d messages, want 3", len(ms))
 		}
-		if ms[0].ID == taken || ms[1].ID != 500 || ms[2].ID <= 500 {
-			t.Errorf("ids = %d %d %d; want a new id for the taken one, 500 kept, then a later one", ms[0].ID, ms[1].ID, ms[2].ID)
+		// The first id is taken: every message takes a new one, in order.
+		if ms[0].ID == taken || ms[1].ID <= ms[0].ID || ms[2].ID <= ms[1].ID || deref(ms[0].Content) != "first" {
+			t.Errorf("ids = %d %d %d, first %q; want new ids in the record's order", ms[0].ID, ms[1].ID, ms[2].ID, deref(ms[0].Content))
 		}
 		if ms[1].Timestamp != 1002 || string(ms[1].ToolCalls) != `[{"id":"a"},{"id":"b"}]` || deref(ms[1].ReasoningDetails) != `[{"k":1}]` {
 			t.Errorf("assistant message = %+v", ms[1])
@@ -171,6 +172,40 @@ func testImport(t *testing.T, h Harness) {
 		e.importOne(importRecord("parent"), true)
 		if p := deref(e.get("child").ParentSessionID); p != "parent" {
 			t.Errorf("parent_session_id = %s after the parent's import, want parent", p)
+		}
+	})
+
+	// A session whose message ids are partly taken (another machine's
+	// history merged in) keeps its messages in their order: from the
+	// first taken id on, every message takes a new id, above every id
+	// kept before it. One at a time and in a batch alike.
+	t.Run("TakenIDsKeepOrder", func(t *testing.T) {
+		for _, batch := range []bool{false, true} {
+			e := newEnv(t, h)
+			msg := func(id float64, text string) map[string]any {
+				return map[string]any{"id": id, "role": "user", "content": text, "timestamp": 1000 + id}
+			}
+			owner := map[string]any{"id": "owner", "source": "cli", "started_at": 1.0, "messages": []any{msg(2, "owned"), msg(100, "owned too")}}
+			e.importOne(owner, true)
+			merged := map[string]any{"id": "merged", "source": "cli", "started_at": 2.0,
+				"messages": []any{msg(1, "first"), msg(2, "second"), msg(3, "third"), msg(4, "fourth")}}
+			other := map[string]any{"id": "other", "source": "cli", "started_at": 3.0, "messages": []any{msg(5, "free")}}
+			if batch {
+				_, err := e.s.ImportSessions(e.ctx, []map[string]any{merged, other}, sessiondb.ImportOptions{})
+				noErr(t, "ImportSessions", err)
+			} else {
+				e.importOne(merged, true)
+			}
+			var got []string
+			for _, m := range objectsOf(e.exported("merged")["messages"]) {
+				got = append(got, m["content"].(string))
+			}
+			if strings.Join(got, " ") != "first second third fourth" {
+				t.Errorf("batch %v: the messages of a session whose id 2 was taken read %v, want first second third fourth", batch, got)
+			}
+			if owned := objectsOf(e.exported("owner")["messages"]); len(owned) != 2 || owned[0]["content"] != "owned" {
+				t.Errorf("batch %v: the session holding the taken id reads %v", batch, owned)
+			}
 		}
 	})
 
@@ -330,4 +365,15 @@ func testImport(t *testing.T, h Harness) {
 			})
 		}
 	})
+}
+
+// objectsOf is a decoded JSON list of objects.
+func objectsOf(v any) []map[string]any {
+	list, _ := v.([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		out = append(out, m)
+	}
+	return out
 }

@@ -167,8 +167,9 @@ handoff_*, compression_failure_*, compression_fallback_streak and
 rewind_count keep their defaults (copy keeps them). Hermes' own export
 (hermes sessions export) is read as it is: content given as a list of parts
 is stored as Hermes stores it. A message keeps its id where no other message
-holds it, and takes a new one where one does; an id given must be from 1
-to 2^53 (9007199254740992). Sessions commit in batches (up to 50
+holds it; from the first that another holds on, a session's messages take
+new ids, in order, so the session reads as it did. An id given must be from
+1 to 2^53 (9007199254740992). Sessions commit in batches (up to 50
 sessions or 5,000 messages, and whatever has been read before the input
 makes it wait), each session all or nothing. On PostgreSQL two batches are
 written at once by default, as the server inserts them on two cores
