@@ -258,6 +258,11 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 	}
 	writers.Wait()
 	if err := failed(); err != nil {
+		if ctx.Err() != nil {
+			// Stopped: what a writer or a read cut short made of it ("conn
+			// closed") is not the cause.
+			return rep, Wrap(CarriedCode(ctx.Err()), ctx.Err(), "copy stopped")
+		}
 		return rep, err
 	}
 
