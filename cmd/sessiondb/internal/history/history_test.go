@@ -223,6 +223,16 @@ func TestImportInputs(t *testing.T) {
 				`session "la" is in the input but was not imported first`},
 		},
 		{
+			// Its parent is in the file, but failed: named by its line.
+			name: "a parent in the input that failed",
+			input: []string{
+				`{"id":"kid","source":"cli","started_at":1700000000,"parent_session_id":"bad","messages":[]}`,
+				`{"id":"bad","source":"cli","started_at":1700000000,"messages":[{"role":"user","timestamp":"noon"}]}`,
+			},
+			wantCode: cli.ExitInvalid, failed: 2, failLines: []int{1, 2},
+			errorsHave: []string{`session "bad" is in the input but failed to import (line 2)`, "messages[0].timestamp"},
+		},
+		{
 			name:     "a parent in neither store nor file, detached",
 			input:    []string{strings.Replace(lines[proj2ID], `"parent_session_id":"`+projID, `"parent_session_id":"nope`, 1)},
 			flags:    []string{"--detach-orphans"},

@@ -538,6 +538,13 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 	for _, p := range held {
 		waiting[p.id] = true
 	}
+	// Every writer is done: res is read without mu.
+	failedAt := make(map[string]int, len(res.Errors))
+	for _, e := range res.Errors {
+		if _, ok := failedAt[e.Session]; !ok && e.Session != "" {
+			failedAt[e.Session] = e.Line
+		}
+	}
 	for _, p := range held {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -547,6 +554,8 @@ func (h *group) importRecords(ctx context.Context, st sessiondb.Store, r io.Read
 			switch {
 			case p.parent == p.id:
 				why = "is the session itself"
+			case failedAt[p.parent] > 0:
+				why = fmt.Sprintf("is in the input but failed to import (line %d)", failedAt[p.parent])
 			case waiting[p.parent]:
 				why = "is in the input but was not imported first: its own parents loop or end outside the store and the input"
 			}
