@@ -162,6 +162,7 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 		writers sync.WaitGroup
 		failure error
 		done    int
+		copied  = map[string]bool{} // imported by this run
 	)
 	slots := make(chan struct{}, max(opts.Jobs, 1))
 	failed := func() error {
@@ -181,7 +182,7 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 	// or is killed, would stay without it for good, since the run that
 	// resumes the copy knows nothing of the link it waits for
 	// (ImportLinks lives in one process).
-	write := func(recs []map[string]any, seen int, after []chan struct{}, end chan struct{}) {
+	write := func(recs []map[string]any, ids []string, seen int, after []chan struct{}, end chan struct{}) {
 		defer writers.Done()
 		defer close(end)
 		defer func() { <-slots }()
@@ -198,8 +199,9 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		for _, r := range res {
+		for i, r := range res {
 			if r.Imported {
+				copied[ids[i]] = true
 				rep.Copied++
 				rep.Dropped = MergeDropped(rep.Dropped, r.Dropped)
 			} else {
@@ -252,7 +254,7 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 			ended = append(ended, make(chan struct{}))
 			slots <- struct{}{}
 			writers.Add(1)
-			go write(recs, seen, after, ended[b])
+			go write(recs, ids, seen, after, ended[b])
 			recs, ids, msgs, seen = nil, nil, 0, 0
 		}
 	}
@@ -272,7 +274,16 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (*CopyReport, e
 	}
 	rep.Messages, rep.Checksum = c.Messages, c.Sum
 	if len(c.Differ) > 0 {
-		return rep, Errorf(ECONFLICT, "copy: the target's copies differ from the source for sessions %s (were they in the target before, with other content?)", strings.Join(c.Differ, ", "))
+		// A session this run imported was not in the target before: it
+		// changed in the source since it was read (a session in use).
+		why := make([]string, len(c.Differ))
+		for i, id := range c.Differ {
+			why[i] = id + ": in the target before, with other content"
+			if copied[id] {
+				why[i] = id + ": changed in the source while it was copied (a session in use)"
+			}
+		}
+		return rep, Errorf(ECONFLICT, "copy: the target's copies differ from the source, %s; delete them from the target and copy again to copy them anew", strings.Join(why, "; "))
 	}
 	return rep, nil
 }
@@ -296,7 +307,8 @@ type Comparison struct {
 // mark a hidden message, the source's hidden messages are left out (an
 // import does not store them); message_count and tool_call_count are
 // compared only where hidden messages were kept, an import recomputing
-// them otherwise. A missing session counts as empty on its side. A
+// them otherwise. A session from lacks is not compared (deleted since
+// it was listed); one to lacks counts as empty there. A
 // parent outside ids, or the session itself, counts as none on the
 // source's side: Copy leaves such a link out (CopyReport.Unparented).
 func CompareCopies(ctx context.Context, from, to Store, ids []string) (*Comparison, error) {
@@ -343,6 +355,9 @@ func CompareCopies(ctx context.Context, from, to Store, ids []string) (*Comparis
 		for k, id := range win {
 			if err := cmp.Or(errs[k][0], errs[k][1]); err != nil {
 				return nil, err
+			}
+			if docs[k][0] == nil {
+				continue
 			}
 			a, b, n, err := comparedForms(docs[k][0], docs[k][1])
 			if err != nil {

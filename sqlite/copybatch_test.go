@@ -109,7 +109,7 @@ func TestCopyFindsCopiesThatDiffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := sessiondb.Copy(ctx, from, to, sessiondb.CopyOptions{Jobs: 2})
-	if sessiondb.ErrorCode(err) != sessiondb.ECONFLICT || !strings.Contains(fmt.Sprint(err), "s03, s07") {
+	if sessiondb.ErrorCode(err) != sessiondb.ECONFLICT || !strings.Contains(fmt.Sprint(err), "s03: in the target before, with other content; s07: in the target before") {
 		t.Fatalf("copy over two sessions held with other content: %v; want conflict naming s03, s07", err)
 	}
 	if rep.Copied != 8 || rep.Skipped != 2 {

@@ -40,8 +40,11 @@ child without its parent. Sessions already in the target are skipped, so an
 interrupted copy is resumed by running it again, and a second run changes
 nothing. At the end both sides are read back and compared with a
 checksum over every copied session (what both sides keep: the columns both
-have, the messages in order, the usage rows); a difference fails the command.
-A session whose parent the source lacks (deleted with the foreign keys off),
+have, the messages in order, the usage rows); a difference fails the command,
+naming each session as held in the target before with other content, or as
+changed in the source while it was copied (a session in use: copy it anew by
+deleting it from the target and copying again). A session deleted from the
+source since it was listed is not compared. A session whose parent the source lacks (deleted with the foreign keys off),
 or is the session itself, is copied without it, named in a warning and under
 "unparented" in --json.`,
 		Example: `  sessiondb copy --from ~/.hermes/state.db --to postgres://agent@db.internal/sessions
