@@ -43,6 +43,18 @@ func (p *PreparedImport) SessionID() string { return p.ID }
 // DroppedFields is p.Dropped.
 func (p *PreparedImport) DroppedFields() []DroppedField { return p.Dropped }
 
+// TitleTaken is the conflict of inserting p's row where err, the store's
+// unique violation, says its title is another session's: the title is
+// named, which the store's words do not.
+func (p *PreparedImport) TitleTaken(err error) error {
+	for i, c := range p.Session.Cols {
+		if t, ok := p.Session.Vals[i].(string); ok && c == "title" {
+			return Wrap(ECONFLICT, err, "import session %s: its title %q is another session's", p.ID, t)
+		}
+	}
+	return Wrap(ECONFLICT, err, "import session %s (its title may be taken)", p.ID)
+}
+
 // ImportColumns is how a backend stores a record's values: Session,
 // Message and Usage convert the value v of column col (field names it in
 // errors) to what the backend stores, and report false for a column the

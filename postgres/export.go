@@ -271,7 +271,7 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	}
 	tag, err := tx.Exec(ctx, "INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(1, len(cols))+") ON CONFLICT (id) DO NOTHING", vals...)
 	if sqlState(err) == pgUniqueViolation {
-		return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.ID)
+		return false, "", p.TitleTaken(err)
 	}
 	if err != nil {
 		return false, "", err

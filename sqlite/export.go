@@ -322,7 +322,7 @@ func (t importTx) Insert(p *sessiondb.PreparedImport) (bool, string, error) {
 	}
 	if _, err := tx.Exec("INSERT INTO sessions ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(len(cols))+")", vals...); err != nil {
 		if sqlitedb.IsUnique(err) {
-			return false, "", sessiondb.Wrap(sessiondb.ECONFLICT, err, "import session %s (its title may be taken)", p.ID)
+			return false, "", p.TitleTaken(err)
 		}
 		return false, "", err
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -217,6 +218,15 @@ func testImport(t *testing.T, h Harness) {
 		rec["title"] = "Shared"
 		r, err := e.s.ImportSession(e.ctx, rec, sessiondb.ImportOptions{})
 		wantCode(t, "ImportSession with a taken title", err, sessiondb.ECONFLICT)
+		if !strings.Contains(fmt.Sprint(err), `import session b: its title "Shared" is another session's`) {
+			t.Errorf("ImportSession with a taken title: %v; want it to name the session and the title", err)
+		}
+		// In a batch, through the bulk path where a backend has one.
+		recs := []map[string]any{importRecord("c"), rec}
+		_, err = e.s.ImportSessions(e.ctx, recs, sessiondb.ImportOptions{})
+		if !strings.Contains(fmt.Sprint(err), `import session b: its title "Shared" is another session's`) {
+			t.Errorf("ImportSessions with a taken title: %v; want it to name the session and the title", err)
+		}
 		if r.Imported {
 			t.Error("ImportSession reported true with an error")
 		}
