@@ -97,7 +97,12 @@ func (h *group) copy(ctx context.Context, from, to string, jobs int) (err error)
 	}})
 	bar.Done()
 	if err != nil {
-		if rep != nil && rep.Copied > 0 {
+		switch {
+		case rep == nil || rep.Copied == 0:
+		case ctx.Err() != nil:
+			// Interrupted: the error is not printed (cli.Run), so this is.
+			fmt.Fprintf(h.Err, "stopped after copying %d sessions, which stay; running the copy again resumes it\n", rep.Copied)
+		default:
 			return sessiondb.Wrap("", err, "%d sessions were copied before it stopped; run it again to resume", rep.Copied)
 		}
 		return err
