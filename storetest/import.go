@@ -177,9 +177,10 @@ func testImport(t *testing.T, h Harness) {
 	})
 
 	// A session whose message ids are partly taken (another machine's
-	// history merged in) keeps its messages in their order: from the
-	// first taken id on, every message takes a new id, above every id
-	// kept before it. One at a time and in a batch alike.
+	// history merged in), or that has a message without one, keeps its
+	// messages in their order: from the first taken or missing id on,
+	// every message takes a new id, above every id kept before it. One at
+	// a time and in a batch alike.
 	t.Run("TakenIDsKeepOrder", func(t *testing.T) {
 		for _, batch := range []bool{false, true} {
 			e := newEnv(t, h)
@@ -190,19 +191,24 @@ func testImport(t *testing.T, h Harness) {
 			e.importOne(owner, true)
 			merged := map[string]any{"id": "merged", "source": "cli", "started_at": 2.0,
 				"messages": []any{msg(1, "first"), msg(2, "second"), msg(3, "third"), msg(4, "fourth")}}
-			other := map[string]any{"id": "other", "source": "cli", "started_at": 3.0, "messages": []any{msg(5, "free")}}
+			// A message without an id between two with free ones.
+			unnumbered := map[string]any{"role": "user", "content": "middle", "timestamp": 1050.0}
+			mixed := map[string]any{"id": "mixed", "source": "cli", "started_at": 3.0, "messages": []any{msg(50, "before"), unnumbered, msg(51, "after")}}
 			if batch {
-				_, err := e.s.ImportSessions(e.ctx, []map[string]any{merged, other}, sessiondb.ImportOptions{})
+				_, err := e.s.ImportSessions(e.ctx, []map[string]any{merged, mixed}, sessiondb.ImportOptions{})
 				noErr(t, "ImportSessions", err)
 			} else {
 				e.importOne(merged, true)
+				e.importOne(mixed, true)
 			}
-			var got []string
-			for _, m := range objectsOf(e.exported("merged")["messages"]) {
-				got = append(got, m["content"].(string))
-			}
-			if strings.Join(got, " ") != "first second third fourth" {
-				t.Errorf("batch %v: the messages of a session whose id 2 was taken read %v, want first second third fourth", batch, got)
+			for id, want := range map[string]string{"merged": "first second third fourth", "mixed": "before middle after"} {
+				var got []string
+				for _, m := range objectsOf(e.exported(id)["messages"]) {
+					got = append(got, m["content"].(string))
+				}
+				if strings.Join(got, " ") != want {
+					t.Errorf("batch %v: the messages of %s read %v, want %s", batch, id, got, want)
+				}
 			}
 			if owned := objectsOf(e.exported("owner")["messages"]); len(owned) != 2 || owned[0]["content"] != "owned" {
 				t.Errorf("batch %v: the session holding the taken id reads %v", batch, owned)
