@@ -2,6 +2,8 @@ package sessiondb
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -48,6 +50,28 @@ type UsageRow struct {
 	// part of CostUSD that is estimated (the sessions not billed).
 	CostUSD          float64 `json:"cost_usd"`
 	CostEstimatedUSD float64 `json:"cost_estimated_usd"`
+}
+
+// MarshalJSON writes r with its costs to 15 significant digits: a sum of
+// costs carries float noise in its last digits (0.094228 summed as
+// 0.09422799999999999), which a script reading --json need not see.
+func (r UsageRow) MarshalJSON() ([]byte, error) {
+	type plain UsageRow
+	p := plain(r)
+	for _, c := range []*float64{&p.EstimatedCostUSD, &p.ActualCostUSD, &p.CostUSD, &p.CostEstimatedUSD} {
+		*c = RoundSum(*c)
+	}
+	return json.Marshal(p)
+}
+
+// RoundSum is x to 15 significant digits, the float noise of a sum
+// (0.09422799999999999) rounded off (0.094228).
+func RoundSum(x float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 15, 64), 64)
+	if err != nil {
+		return x
+	}
+	return r
 }
 
 // Tokens is the row's input + output (see the function Tokens).

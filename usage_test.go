@@ -2,6 +2,7 @@ package sessiondb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -114,6 +115,38 @@ func TestFormatUSD(t *testing.T) {
 	} {
 		if got := FormatUSD(v); got != want {
 			t.Errorf("FormatUSD(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// A usage row's JSON gives its cost sums without the float noise of the
+// addition, and keeps every other field and every cost that is exact.
+func TestUsageRowJSONRoundsSums(t *testing.T) {
+	var r UsageRow
+	for _, c := range []float64{0.094163, 0.001369 - 0.001369, 0.001369} {
+		r.Add(UsageRow{Sessions: 1, CostUSD: c, EstimatedCostUSD: c, ActualCostUSD: 1e-7, CostEstimatedUSD: 123456.789})
+	}
+	r.Key, r.InputTokens = "m", 7
+	if r.CostUSD == 0.095532 {
+		t.Fatalf("the sum %v has no noise to round: the test proves nothing", r.CostUSD)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"cost_usd":0.095532`, `"estimated_cost_usd":0.095532`, `"actual_cost_usd":3e-7`,
+		`"cost_estimated_usd":370370.367`, `"key":"m"`, `"sessions":3`, `"input_tokens":7`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON %s lacks %s", b, want)
+		}
+	}
+	rep, err := json.Marshal(UsageReport{Total: r, ByModel: []UsageRow{r}})
+	if err != nil || strings.Count(string(rep), `"cost_usd":0.095532,`) != 2 {
+		t.Errorf("a report's rows are not written alike: %s, %v", rep, err)
+	}
+	for x, want := range map[float64]float64{0.09422799999999999: 0.094228, 0.1 + 0.2: 0.3, 1e-12: 1e-12, 0: 0, -2.0000000000000004: -2} {
+		if got := RoundSum(x); got != want {
+			t.Errorf("RoundSum(%v) = %v, want %v", x, got, want)
 		}
 	}
 }

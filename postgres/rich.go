@@ -150,6 +150,27 @@ func (s *Store) projectTips(ctx context.Context, out []sessiondb.RichSession) ([
 	return out, nil
 }
 
+// lastActiveSQL is the last activity of the session whose id is the SQL
+// expression id: its newest message's timestamp, else startedAt.
+func lastActiveSQL(id, startedAt string) string {
+	return `COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = ` + id + `), ` + startedAt + `)`
+}
+
+// chainLastActiveSQL is the key by last activity (sessiondb.SortLastActive)
+// of the session of alias a: its own last activity, or, for a session
+// ended by compression, the newest over its chain, every continuation on
+// from it (no branch, delegate or tool session), as Hermes'
+// order_by_last_active walks (its effective_last_active). UNION stops at
+// a cycle of parents.
+func chainLastActiveSQL(a string) string {
+	return `CASE WHEN ` + a + `.end_reason = 'compression' THEN (WITH RECURSIVE down(id) AS (SELECT ` + a + `.id
+    UNION SELECT child.id FROM down JOIN sessions parent ON parent.id = down.id JOIN sessions child ON child.parent_session_id = down.id
+    WHERE parent.end_reason = 'compression' AND ` + configMemberSQL("child", "_branched_from") + ` IS NULL
+      AND ` + configMemberSQL("child", "_delegate_from") + ` IS NULL AND COALESCE(child.source, '') <> 'tool')
+  SELECT max(` + lastActiveSQL("down.id", "(SELECT ds.started_at FROM sessions ds WHERE ds.id = down.id)") + `) FROM down)
+  ELSE ` + lastActiveSQL(a+".id", a+".started_at") + ` END`
+}
+
 // sortKey is the SQL expression of a listing's sort key, alias s. Where q
 // shows a compression chain as one row (sessiondb.RichSession's Chain),
 // its cost and tokens are the chain's totals, which the row shows.
@@ -157,7 +178,7 @@ func sortKey(q sessiondb.SessionQuery) string {
 	var each func(a string) string
 	switch q.SortOrDefault() {
 	case sessiondb.SortLastActive:
-		return `COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = s.id), s.started_at)`
+		return chainLastActiveSQL("s")
 	case sessiondb.SortCost:
 		each = usageSQL.SessionCostSQL
 	case sessiondb.SortTokens:

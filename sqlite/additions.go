@@ -33,6 +33,7 @@ var additions = func() []sessiondb.Addition {
 		}
 	}
 	add("index", "sqlite_autoindex_"+lastActiveTable+"_1", last+", its primary key")
+	add("index", "sqlite_autoindex_"+lastActiveDirty+"_1", last+", its chains' primary key")
 	add(metaKey, lastActiveMark, last+", the last message it took in")
 	add("table", "state_meta", "holds sessiondb's keys (a newer Hermes makes its own)")
 	add("index", "sqlite_autoindex_state_meta_1", "state_meta's primary key")

@@ -18,8 +18,11 @@ import (
 // configMember is member key of a's model_config, NULL when there is none
 // or model_config is not JSON: one bad row never fails a listing, where
 // Hermes' json_extract would.
-func (s *Store) configMember(a, key string) string {
-	if !s.si.sessCols["model_config"] {
+func (s *Store) configMember(a, key string) string { return configMember(s.si, a, key) }
+
+// configMember is Store.configMember for a file whose schema is si.
+func configMember(si *schemaInfo, a, key string) string {
+	if !si.sessCols["model_config"] {
 		return "NULL"
 	}
 	return "(CASE WHEN json_valid(" + a + ".model_config) THEN json_extract(" + a + ".model_config, '$." + key + "') END)"
@@ -39,8 +42,11 @@ func (s *Store) branch(a string) string {
 // continuation is true for a child c of a compression-ended parent that
 // carries the conversation on: not a branch, not a delegate, not of
 // source tool (Hermes' get_compression_tip).
-func (s *Store) continuation(c string) string {
-	return s.configMember(c, "_branched_from") + " IS NULL AND " + s.configMember(c, "_delegate_from") + " IS NULL AND COALESCE(" + c + ".source, '') <> 'tool'"
+func (s *Store) continuation(c string) string { return continuationSQL(s.si, c) }
+
+// continuationSQL is Store.continuation for a file whose schema is si.
+func continuationSQL(si *schemaInfo, c string) string {
+	return configMember(si, c, "_branched_from") + " IS NULL AND " + configMember(si, c, "_delegate_from") + " IS NULL AND COALESCE(" + c + ".source, '') <> 'tool'"
 }
 
 // branchMarked is true for a child of alias a that carries the /branch

@@ -23,14 +23,25 @@ func lastActiveRows(t *testing.T, path string) []string {
 
 // definedRows is what sessiondb_last_active must hold, computed from the
 // session and message rows by the definition of last activity (the newest
-// message's timestamp, else started_at), written out here independently.
+// message's timestamp, else started_at) and of a chain's (the newest over
+// the session and every session reached from it through a parent ended by
+// compression to a child that is no branch, no delegate and not of source
+// tool: Hermes' order_by_last_active), written out here independently.
 func definedRows(t *testing.T, path string) []string {
 	t.Helper()
-	return rowLines(sqlitetest.QueryFile(t, path, `SELECT s.id, s.parent_session_id, s.source,
-        CASE WHEN EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
+	return rowLines(sqlitetest.QueryFile(t, path, `WITH RECURSIVE own(id, active) AS (
+        SELECT s.id, CASE WHEN EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
              THEN (SELECT m.timestamp FROM messages m WHERE m.session_id = s.id ORDER BY m.timestamp DESC LIMIT 1)
-             ELSE s.started_at END
-        FROM sessions s ORDER BY s.id`))
+             ELSE s.started_at END FROM sessions s),
+    reach(top, id) AS (
+        SELECT id, id FROM sessions
+        UNION
+        SELECT r.top, c.id FROM reach r JOIN sessions p ON p.id = r.id JOIN sessions c ON c.parent_session_id = p.id
+        WHERE p.end_reason = 'compression' AND COALESCE(c.source, '') <> 'tool'
+          AND NOT (json_valid(c.model_config) AND (json_extract(c.model_config, '$._branched_from') IS NOT NULL
+                                                OR json_extract(c.model_config, '$._delegate_from') IS NOT NULL)))
+    SELECT s.id, s.parent_session_id, s.source, (SELECT MAX(o.active) FROM reach r JOIN own o ON o.id = r.id WHERE r.top = s.id)
+    FROM sessions s ORDER BY s.id`))
 }
 
 func rowLines(rows [][]any) []string {

@@ -38,6 +38,14 @@ INSERT INTO messages (session_id, role, content, timestamp) SELECT printf('s%06d
 	if err != nil {
 		b.Fatal(err)
 	}
+	appendAndList := func(id string) error {
+		text := "one more"
+		if _, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: id, Role: "user", Content: &text}); err != nil {
+			return err
+		}
+		_, err := s.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortLastActive})
+		return err
+	}
 	deep := sessiondb.SessionQuery{}
 	deep.After = deep.NextCursor(1.7e9+50000, "s050000")
 	cases := []struct {
@@ -56,6 +64,17 @@ INSERT INTO messages (session_id, role, content, timestamp) SELECT printf('s%06d
 			return err
 		}},
 		{"rich offset 1000", func() error { _, err := s.ListSessionsRich(ctx, sessiondb.RichFilter{Offset: 1000}); return err }},
+		// A listing by last activity after an append catches the table up
+		// first: for a plain session, its row; for a continuation, its
+		// chain's key too. "append alone" is the append without the
+		// listing, the floor of the two after it.
+		{"append alone", func() error {
+			text := "one more"
+			_, err := s.AppendMessage(ctx, sessiondb.NewMessage{SessionID: "s000003", Role: "user", Content: &text})
+			return err
+		}},
+		{"last activity after an append", func() error { return appendAndList("s000003") }},
+		{"last activity after an append to a continuation", func() error { return appendAndList("s000002") }},
 	}
 	if first.Next == "" {
 		b.Fatal("one page only")

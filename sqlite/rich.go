@@ -358,7 +358,7 @@ func (s *Store) sortKey(q sessiondb.SessionQuery) string {
 	var each func(a string) string
 	switch q.SortOrDefault() {
 	case sessiondb.SortLastActive:
-		return lastActiveOf("s.id", "s.started_at")
+		return chainLastActive(s.si, "s")
 	case sessiondb.SortCost:
 		each = d.SessionCostSQL
 	case sessiondb.SortTokens:

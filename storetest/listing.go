@@ -288,3 +288,60 @@ func testListingEscapedMarkers(t *testing.T, h Harness) {
 		t.Errorf("ListSessionsRich: %v, want %v", got, want)
 	}
 }
+
+// testListingByChainActivity: by last activity a compression chain takes
+// the place of its newest activity anywhere on it, as Hermes'
+// order_by_last_active does (its effective_last_active: the most recent
+// of every continuation's newest message, or start): a message on the
+// live tip, a continuation started, and a parent ended by compression
+// after its child had messages each move the chain to where its newest
+// activity is, with or without children listed.
+func testListingByChainActivity(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	byActivity := sessiondb.SessionQuery{Sort: sessiondb.SortLastActive}
+	withChildren := sessiondb.SessionQuery{Sort: sessiondb.SortLastActive, IncludeChildren: true}
+	check := func(step string, q sessiondb.SessionQuery, want []string) {
+		t.Helper()
+		if got := walkSessions(t, e, q, 0); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", step, got, want)
+		}
+		if got := walkSessions(t, e, q, 1); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s, page by page: %v, want %v", step, got, want)
+		}
+	}
+	// old → live, a chain whose root's own activity is the oldest; mid a
+	// plain session in between.
+	e.compressionChain("old", "live")
+	e.msg("old", "user", "the chain's first words")
+	e.create("mid", "cli")
+	e.msg("mid", "user", "a session in between")
+	check("before the tip speaks", byActivity, []string{"mid", "live"})
+	e.msg("live", "user", "the tip speaks last")
+	check("a message on the tip", byActivity, []string{"live", "mid"})
+	// With children each row is its own session, the chain's root still
+	// in its chain's place (the tip ties with it; Hermes breaks the tie
+	// by start).
+	if got := walkSessions(t, e, withChildren, 1); len(got) != 3 || got[2] != "mid" {
+		t.Errorf("with children: %v, want old and live before mid", got)
+	}
+	e.msg("mid", "user", "mid speaks again")
+	check("mid speaks again", byActivity, []string{"mid", "live"})
+
+	// A continuation started without a message yet: its start is the
+	// chain's newest activity.
+	e.create("quiet", "cli")
+	e.msg("quiet", "user", "before the new continuation")
+	e.end("live", "compression")
+	e.child("next", "live")
+	check("a continuation started", byActivity, []string{"next", "quiet", "mid"})
+
+	// A child with the newest message joins its parent's chain when the
+	// parent ends by compression after it.
+	e.create("late", "cli")
+	e.child("latec", "late")
+	e.create("after", "cli")
+	e.msg("latec", "user", "the child speaks before its parent ends")
+	check("before the parent ends", byActivity, []string{"after", "late", "next", "quiet", "mid"})
+	e.end("late", "compression")
+	check("the parent ended by compression", byActivity, []string{"latec", "after", "next", "quiet", "mid"})
+}

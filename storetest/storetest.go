@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListSessionsRich", testRich},
 		{"ListSessions", testListSessions},
 		{"ListingKinds", testListingKinds},
+		{"ListingByChainActivity", testListingByChainActivity},
 		{"ListingEscapedMarkers", testListingEscapedMarkers},
 		{"Lineage", testLineage},
 		{"ListSessionsUnderWrites", testListSessionsUnderWrites},

@@ -350,3 +350,54 @@ func rowDiffs(hermes, ours map[string]any) []string {
 	}
 	return out
 }
+
+// The chains Hermes wrote (sqlite/testdata/hermes21chains), copied to
+// PostgreSQL, list by last activity as Hermes' order_by_last_active lists
+// them: each chain at its newest activity anywhere on it.
+func TestHermes21ChainsByActivityOnPostgres(t *testing.T) {
+	const dir = "../../../../sqlite/testdata/hermes21chains"
+	ctx := context.Background()
+	b, err := os.ReadFile(filepath.Join(dir, "listing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Listings map[string][]struct {
+			ID string `json:"id"`
+		} `json:"list_sessions_rich"`
+	}
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(file, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := pgURL(t)
+	mustCLI(t, "copy", "--from", file, "--to", url)
+	st, err := store.Open(ctx, url, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for name, source := range map[string]string{"order_by_last_active": "", "cli": "cli", "telegram": "telegram"} {
+		var ids, got []string
+		for _, r := range want.Listings[name] {
+			ids = append(ids, r.ID)
+		}
+		p, err := st.ListSessions(ctx, sessiondb.SessionQuery{Sort: sessiondb.SortLastActive, Source: source, Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Sessions {
+			got = append(got, r.ID)
+		}
+		if len(ids) == 0 || !reflect.DeepEqual(got, ids) {
+			t.Errorf("%s: ours %v, Hermes %v", name, got, ids)
+		}
+	}
+}

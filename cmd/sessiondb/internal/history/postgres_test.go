@@ -196,35 +196,19 @@ func TestPasswordNeverPrinted(t *testing.T) {
 // every session once.
 func TestImportInParallelOnPostgres(t *testing.T) {
 	const n = 300
-	var b strings.Builder
+	var ids []string
 	parentOf := map[string]string{}
 	for i := range n {
 		id := "s" + strconv.Itoa(i)
-		rec := map[string]any{"id": id, "source": "cli", "started_at": 1000.0 + float64(i)}
+		ids = append(ids, id)
 		switch {
 		case i%7 == 0 && i+60 < n:
 			parentOf[id] = "s" + strconv.Itoa(i+60) // in a later batch
 		case i%11 == 0 && i > 0:
 			parentOf[id] = "s" + strconv.Itoa(i-1) // just before, maybe in the batch being written
 		}
-		if p := parentOf[id]; p != "" {
-			rec["parent_session_id"] = p
-		}
-		var msgs []any
-		for j := range 20 {
-			msgs = append(msgs, map[string]any{"role": "user", "content": id + " line " + strconv.Itoa(j), "timestamp": 2000.0 + float64(j)})
-		}
-		rec["messages"] = msgs
-		line, err := json.Marshal(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(append(line, '\n'))
 	}
-	file := filepath.Join(t.TempDir(), "many.jsonl")
-	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := sessionsFile(t, ids, parentOf)
 
 	shapes := map[string]string{}
 	for _, jobs := range []string{"1", "2"} {
@@ -347,35 +331,19 @@ func TestImportSameIDInTwoBatchesOnPostgres(t *testing.T) {
 // every session once. --jobs out of bounds is refused by name.
 func TestCopyInParallelOnPostgres(t *testing.T) {
 	const n = 300
-	var b strings.Builder
+	var ids []string
 	parentOf := map[string]string{}
 	for i := range n {
 		id := fmt.Sprintf("s%03d", i)
-		rec := map[string]any{"id": id, "source": "cli", "started_at": 1000.0 + float64(i)}
+		ids = append(ids, id)
 		switch {
 		case i%7 == 0 && i >= 60:
 			parentOf[id] = fmt.Sprintf("s%03d", i-60) // a batch or so before
 		case i%11 == 0 && i > 0:
 			parentOf[id] = fmt.Sprintf("s%03d", i-1) // just before, maybe in the same batch
 		}
-		if p := parentOf[id]; p != "" {
-			rec["parent_session_id"] = p
-		}
-		var msgs []any
-		for j := range 20 {
-			msgs = append(msgs, map[string]any{"role": "user", "content": id + " line " + strconv.Itoa(j), "timestamp": 2000.0 + float64(i) + float64(j)/100})
-		}
-		rec["messages"] = msgs
-		line, err := json.Marshal(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(append(line, '\n'))
 	}
-	jsonl := filepath.Join(t.TempDir(), "many.jsonl")
-	if err := os.WriteFile(jsonl, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	jsonl := sessionsFile(t, ids, parentOf)
 	file := filepath.Join(t.TempDir(), "from.db")
 	mustCLI(t, "--db", file, "import", jsonl)
 	want := mustCLI(t, "--db", file, "export").Stdout
@@ -425,4 +393,33 @@ func TestCopyInParallelOnPostgres(t *testing.T) {
 			t.Errorf("--jobs %s: exit %d, stderr %q; want invalid naming --jobs", jobs, r.Code, r.Stderr)
 		}
 	}
+}
+
+// sessionsFile writes an import file of sessions ids, in that order, each
+// under the parent parentOf names and holding 20 messages whose content
+// names the session and the line.
+func sessionsFile(t *testing.T, ids []string, parentOf map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	for i, id := range ids {
+		rec := map[string]any{"id": id, "source": "cli", "started_at": 1000.0 + float64(i)}
+		if p := parentOf[id]; p != "" {
+			rec["parent_session_id"] = p
+		}
+		var msgs []any
+		for j := range 20 {
+			msgs = append(msgs, map[string]any{"role": "user", "content": id + " line " + strconv.Itoa(j), "timestamp": 2000.0 + float64(i) + float64(j)/100})
+		}
+		rec["messages"] = msgs
+		line, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(line, '\n'))
+	}
+	file := filepath.Join(t.TempDir(), "sessions.jsonl")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
