@@ -44,9 +44,9 @@ have, the messages in order, the usage rows); a difference fails the command,
 naming each session as held in the target before with other content, or as
 changed in the source while it was copied (a session in use: copy it anew by
 deleting it from the target and copying again). A session deleted from the
-source since it was listed is not compared. A session whose parent the source lacks (deleted with the foreign keys off),
-or is the session itself, is copied without it, named in a warning and under
-"unparented" in --json.`,
+source since it was listed is not compared. A session whose parent the
+source lacks (deleted with the foreign keys off), or is the session itself,
+is copied without it, named in a warning and under "unparented" in --json.`,
 		Example: `  sessiondb copy --from ~/.hermes/state.db --to postgres://agent@db.internal/sessions
   sessiondb copy --from postgres://agent@db.internal/sessions --to backup.db
   sessiondb copy --from ~/.hermes/state.db --to postgres://db.internal/agents --jobs 4`,
