@@ -79,6 +79,10 @@ is copied without it, named in a warning and under "unparented" in --json.`,
 
 func (h *group) copy(ctx context.Context, from, to string, jobs int) (err error) {
 	src, err := h.OpenHistoryAt(ctx, from, cli.ReadStore, "")
+	if sessiondb.ErrorCode(err) == sessiondb.ENOTFOUND && !store.IsURL(from) {
+		// The generic hint names --db, which copy does not take.
+		return sessiondb.Errorf(sessiondb.ENOTFOUND, "--from %s: no history store there; name a state.db file or a postgres:// URL to copy from", cli.PrintableLine(from))
+	}
 	if err != nil {
 		return err
 	}

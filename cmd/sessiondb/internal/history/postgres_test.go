@@ -140,6 +140,16 @@ func TestCopyRoundTrip(t *testing.T) {
 	if r.Code != cli.ExitInvalid || !strings.Contains(r.Stderr, "--to") {
 		t.Errorf("copy without --to: exit %d, %q", r.Code, r.Stderr)
 	}
+	// A --from that holds no store is named as --from, and nothing is made
+	// at --to.
+	missing, target := filepath.Join(t.TempDir(), "missing.db"), filepath.Join(t.TempDir(), "made.db")
+	r = runCLI(t, "", "copy", "--from", missing, "--to", target)
+	if r.Code != cli.ExitNotFound || !strings.Contains(r.Stderr, "--from "+missing) || strings.Contains(r.Stderr, "--db") {
+		t.Errorf("copy from a missing file: exit %d, %q; want not found naming --from", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Errorf("copy from a missing file made %s", target)
+	}
 }
 
 // TestPasswordNeverPrinted: a URL holding a password, given with --db or
