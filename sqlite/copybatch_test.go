@@ -88,13 +88,8 @@ func TestCopyBatchesBoundMessages(t *testing.T) {
 // over the source does not depend on the target.
 func TestCopyFindsCopiesThatDiffer(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	from := openTestStore(t, filepath.Join(dir, "from.db"), Options{})
-	to := openTestStore(t, filepath.Join(dir, "to.db"), Options{})
-	rec := func(id, text string) map[string]any {
-		return map[string]any{"id": id, "source": "cli", "started_at": 1000.0,
-			"messages": []any{map[string]any{"role": "user", "content": text, "timestamp": 1001.0}}}
-	}
+	dir, from, to := copyStores(t)
+	rec := func(id, text string) map[string]any { return oneMessage(id, text, 1000) }
 	var ids []string
 	var src []map[string]any
 	for i := range 10 {
@@ -141,4 +136,19 @@ func TestCopyFindsCopiesThatDiffer(t *testing.T) {
 	if strings.Join(c.Differ, ",") != "s00,s05,s09" || c.Sum != same.Sum {
 		t.Errorf("compared after three changes: differ %v, sum %s; want s00,s05,s09 and %s", c.Differ, c.Sum, same.Sum)
 	}
+}
+
+// copyStores opens two stores in one temporary folder, from.db and to.db,
+// a copy's source and target.
+func copyStores(t *testing.T) (dir string, from, to *Store) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, openTestStore(t, filepath.Join(dir, "from.db"), Options{}), openTestStore(t, filepath.Join(dir, "to.db"), Options{})
+}
+
+// oneMessage is an import record of a cli session started at started
+// holding one user message, text, a second later.
+func oneMessage(id, text string, started float64) map[string]any {
+	return map[string]any{"id": id, "source": "cli", "started_at": started,
+		"messages": []any{map[string]any{"role": "user", "content": text, "timestamp": started + 1}}}
 }

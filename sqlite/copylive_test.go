@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,13 +16,8 @@ import (
 // do; a session the target did hold before is still named as such.
 func TestCopyOfAStoreInUse(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	from := openTestStore(t, filepath.Join(dir, "from.db"), Options{})
-	to := openTestStore(t, filepath.Join(dir, "to.db"), Options{})
-	rec := func(id, text string, started float64) map[string]any {
-		return map[string]any{"id": id, "source": "cli", "started_at": started,
-			"messages": []any{map[string]any{"role": "user", "content": text, "timestamp": started + 1}}}
-	}
+	_, from, to := copyStores(t)
+	rec := oneMessage
 	var recs []map[string]any
 	for i := range sessiondb.CopyBatch + 10 {
 		recs = append(recs, rec(fmt.Sprintf("s%03d", i), "hello", 1000+float64(i)))

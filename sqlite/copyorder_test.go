@@ -20,9 +20,7 @@ import (
 // parent, with the checksum of the source.
 func TestCopyStoppedLeavesNoOrphan(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	from := openTestStore(t, filepath.Join(dir, "from.db"), Options{})
-	to := openTestStore(t, filepath.Join(dir, "to.db"), Options{})
+	dir, from, to := copyStores(t)
 	rec := func(id string, started float64, n int) map[string]any {
 		msgs := make([]any, n)
 		for i := range msgs {
