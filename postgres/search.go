@@ -217,9 +217,15 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	}
 	args := []any{terms[0], limit, offset}
 	var b strings.Builder
-	lead, span := strconv.Itoa(fts.LikeLead), strconv.Itoa(fts.LikeSpan+1)
-	b.WriteString("SELECT " + hitColumns + ", (strpos(m.content, $1) > " + lead + "+1)::int::text || substr(m.content, greatest(1, strpos(m.content, $1) - " + lead + "), " + span + ")" +
-		" FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.content IS NOT NULL")
+	// The page is cut on the matches' ids first, and only its rows are
+	// joined to their sessions: joined before the sort, every match was,
+	// and the planner chose by its estimate of their number between a
+	// lookup per match and a scan of every session.
+	b.WriteString("SELECT m.id FROM messages m")
+	if f.Sources != nil || len(f.ExcludeSources) > 0 {
+		b.WriteString(" JOIN sessions s ON s.id = m.session_id")
+	}
+	b.WriteString(" WHERE m.content IS NOT NULL")
 	cjk := false
 	for _, t := range terms {
 		args = append(args, "%"+fts.EscapeLike(t)+"%")
@@ -235,7 +241,11 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	filters, args := searchFilters(f, args)
 	b.WriteString(filters)
 	b.WriteString(` ORDER BY m."timestamp" DESC, m.id DESC LIMIT $2 OFFSET $3`)
-	hits, err := s.queryHits(ctx, b.String(), args)
+	lead, span := strconv.Itoa(fts.LikeLead), strconv.Itoa(fts.LikeSpan+1)
+	sel := "SELECT " + hitColumns + ", (strpos(m.content, $1) > " + lead + "+1)::int::text || substr(m.content, greatest(1, strpos(m.content, $1) - " + lead + "), " + span + ")" +
+		" FROM (" + b.String() + ") p JOIN messages m ON m.id = p.id JOIN sessions s ON s.id = m.session_id" +
+		` ORDER BY m."timestamp" DESC, m.id DESC`
+	hits, err := s.queryHits(ctx, sel, args)
 	snippet := fts.Snippet{Open: ">>>", Close: "<<<", Ellipsis: "..."}.Like(terms)
 	for i := range hits {
 		hits[i].Snippet = snippet([]byte(hits[i].Snippet))
