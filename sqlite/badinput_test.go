@@ -562,3 +562,26 @@ func TestImportedMessageIDsInRange(t *testing.T) {
 		}
 	}
 }
+
+// A session row whose column holds what the schema does not (text in
+// message_count, written by another program) fails a listing with an
+// error naming that session, so it can be found and mended; the other
+// sessions still read one by one.
+func TestMalformedSessionRowIsNamed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openStore(t, path)
+	for _, id := range []string{"fine", "odd one"} {
+		if _, err := s.CreateSession(ctx, sessiondb.NewSession{ID: id, Source: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sqlitetest.ExecFile(t, path, "UPDATE sessions SET message_count = 'x' WHERE id = 'odd one'")
+	_, err := s.ListSessions(ctx, sessiondb.SessionQuery{})
+	if err == nil || !strings.Contains(err.Error(), `session "odd one"`) || !strings.Contains(err.Error(), "message_count") {
+		t.Fatalf("listing over a malformed row: %v; want an error naming the session and the column", err)
+	}
+	if got, err := s.GetSession(ctx, "fine"); err != nil || got.ID != "fine" {
+		t.Fatalf("the other session: %v, %v", got, err)
+	}
+}

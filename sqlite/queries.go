@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"database/sql"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sessiondb/sessiondb"
@@ -178,7 +180,13 @@ func (q queries) newSessionScanner(extra ...any) *sessionScanner {
 // scan reads one row into a Session of its own (the scanner's fields are
 // overwritten by the next row).
 func (ss *sessionScanner) scan(sc scanner) (sessiondb.Session, error) {
+	ss.id = sql.NullString{}
 	if err := sc.Scan(ss.dest...); err != nil {
+		if ss.id.Valid {
+			// The id scans first: a later column that is not what the
+			// schema says (text in message_count) names its session.
+			return sessiondb.Session{}, fmt.Errorf("session %s: %w", strconv.Quote(ss.id.String), err)
+		}
 		return sessiondb.Session{}, err
 	}
 	x := ss.x // the newer numeric columns, scanned in place
