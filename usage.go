@@ -59,14 +59,14 @@ func (r UsageRow) MarshalJSON() ([]byte, error) {
 	type plain UsageRow
 	p := plain(r)
 	for _, c := range []*float64{&p.EstimatedCostUSD, &p.ActualCostUSD, &p.CostUSD, &p.CostEstimatedUSD} {
-		*c = RoundSum(*c)
+		*c = roundSum(*c)
 	}
 	return json.Marshal(p)
 }
 
-// RoundSum is x to 15 significant digits, the float noise of a sum
+// roundSum is x to 15 significant digits, the float noise of a sum
 // (0.09422799999999999) rounded off (0.094228).
-func RoundSum(x float64) float64 {
+func roundSum(x float64) float64 {
 	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 15, 64), 64)
 	if err != nil {
 		return x

@@ -145,8 +145,8 @@ func TestUsageRowJSONRoundsSums(t *testing.T) {
 		t.Errorf("a report's rows are not written alike: %s, %v", rep, err)
 	}
 	for x, want := range map[float64]float64{0.09422799999999999: 0.094228, 0.1 + 0.2: 0.3, 1e-12: 1e-12, 0: 0, -2.0000000000000004: -2} {
-		if got := RoundSum(x); got != want {
-			t.Errorf("RoundSum(%v) = %v, want %v", x, got, want)
+		if got := roundSum(x); got != want {
+			t.Errorf("roundSum(%v) = %v, want %v", x, got, want)
 		}
 	}
 }

@@ -159,14 +159,12 @@ func lastActiveSQL(id, startedAt string) string {
 // chainLastActiveSQL is the key by last activity (sessiondb.SortLastActive)
 // of the session of alias a: its own last activity, or, for a session
 // ended by compression, the newest over its chain, every continuation on
-// from it (no branch, delegate or tool session), as Hermes'
-// order_by_last_active walks (its effective_last_active). UNION stops at
+// from it (continuationSQL), as Hermes' order_by_last_active walks (its effective_last_active). UNION stops at
 // a cycle of parents.
 func chainLastActiveSQL(a string) string {
 	return `CASE WHEN ` + a + `.end_reason = 'compression' THEN (WITH RECURSIVE down(id) AS (SELECT ` + a + `.id
     UNION SELECT child.id FROM down JOIN sessions parent ON parent.id = down.id JOIN sessions child ON child.parent_session_id = down.id
-    WHERE parent.end_reason = 'compression' AND ` + configMemberSQL("child", "_branched_from") + ` IS NULL
-      AND ` + configMemberSQL("child", "_delegate_from") + ` IS NULL AND COALESCE(child.source, '') <> 'tool')
+    WHERE parent.end_reason = 'compression' AND ` + continuationSQL("child") + `)
   SELECT max(` + lastActiveSQL("down.id", "(SELECT ds.started_at FROM sessions ds WHERE ds.id = down.id)") + `) FROM down)
   ELSE ` + lastActiveSQL(a+".id", a+".started_at") + ` END`
 }

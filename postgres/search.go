@@ -73,6 +73,7 @@ func searchFilters(f sessiondb.SearchFilter, args []any) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	// filtersSessions says when these two read the session row.
 	if f.Sources != nil {
 		b.WriteString(" AND s.source = ANY(" + next(f.Sources) + ")")
 	}
@@ -83,6 +84,12 @@ func searchFilters(f sessiondb.SearchFilter, args []any) (string, []any) {
 		b.WriteString(" AND m.role = ANY(" + next(f.Roles) + ")")
 	}
 	return b.String(), args
+}
+
+// filtersSessions reports whether searchFilters' conditions read the
+// session row (alias s), which a query must then join.
+func filtersSessions(f sessiondb.SearchFilter) bool {
+	return f.Sources != nil || len(f.ExcludeSources) > 0
 }
 
 const hitColumns = `m.id, m.session_id, m.role, m."timestamp", m.tool_name, s.source, s.model, s.started_at`
@@ -222,7 +229,7 @@ func (s *Store) likeSearch(ctx context.Context, q string, f sessiondb.SearchFilt
 	// and the planner chose by its estimate of their number between a
 	// lookup per match and a scan of every session.
 	b.WriteString("SELECT m.id FROM messages m")
-	if f.Sources != nil || len(f.ExcludeSources) > 0 {
+	if filtersSessions(f) {
 		b.WriteString(" JOIN sessions s ON s.id = m.session_id")
 	}
 	b.WriteString(" WHERE m.content IS NOT NULL")

@@ -209,12 +209,16 @@ func nextContinuationSQL() string {
 	return `SELECT c.id FROM sessions c
 WHERE c.parent_session_id = $1
   AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = $1 AND p.end_reason = 'compression')
-  AND ` + configMemberSQL("c", "_branched_from") + ` IS NULL
-  AND ` + configMemberSQL("c", "_delegate_from") + ` IS NULL
-  AND COALESCE(c.source, '') <> 'tool'
+  AND ` + continuationSQL("c") + `
 ORDER BY CASE WHEN c.end_reason = 'compression' THEN 0 WHEN c.ended_at IS NULL THEN 1 ELSE 2 END,
-  COALESCE((SELECT max(m."timestamp") FROM messages m WHERE m.session_id = c.id), c.started_at) DESC,
+  ` + lastActiveSQL("c.id", "c.started_at") + ` DESC,
   c.started_at DESC, c.id COLLATE "C" DESC LIMIT 1`
+}
+
+// continuationSQL is true for a child c of a compression-ended parent that
+// carries the conversation on: no branch, delegate or tool session.
+func continuationSQL(c string) string {
+	return configMemberSQL(c, "_branched_from") + " IS NULL AND " + configMemberSQL(c, "_delegate_from") + " IS NULL AND COALESCE(" + c + ".source, '') <> 'tool'"
 }
 
 // CompressionTip follows compression continuations from id

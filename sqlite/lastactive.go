@@ -53,9 +53,11 @@ func lastActiveOf(id, startedAt string) string {
 }
 
 // lastActiveRecompute sets the last activity of the table's rows that
-// where selects, from messages and the session's started_at.
-func lastActiveRecompute(where string) string {
-	return "UPDATE " + lastActiveTable + " SET last_active = " +
+// where selects, from messages and the session's started_at; target is
+// the table as the UPDATE names it (lastActiveTable, or lastActiveUpdate
+// outside a trigger).
+func lastActiveRecompute(target, where string) string {
+	return "UPDATE " + target + " SET last_active = " +
 		lastActiveOf(lastActiveTable+".session_id", "(SELECT s.started_at FROM sessions s WHERE s.id = "+lastActiveTable+".session_id)") +
 		" WHERE " + where + ";"
 }
@@ -76,8 +78,17 @@ const lastActiveDirty = "sessiondb_last_active_dirty"
 // added only when missing), so an outer INSERT OR ABORT cannot make it
 // fail, and it uses no UPSERT, which an older SQLite lacks.
 func lastActiveMarkDirty(id string) string {
-	return "INSERT INTO " + lastActiveDirty + " (session_id) SELECT " + id + " WHERE " + id + " IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " +
-		lastActiveDirty + " WHERE session_id = " + id + ");"
+	return lastActiveAddDirty(id, "", id+" IS NOT NULL")
+}
+
+// lastActiveAddDirty inserts into lastActiveDirty the id sel selects
+// (from from, when not "") where cond holds and it is not there yet.
+func lastActiveAddDirty(sel, from, cond string) string {
+	if from != "" {
+		from = " FROM " + from
+	}
+	return "INSERT INTO " + lastActiveDirty + " (session_id) SELECT " + sel + from + " WHERE " + cond +
+		" AND NOT EXISTS (SELECT 1 FROM " + lastActiveDirty + " WHERE session_id = " + sel + ");"
 }
 
 // lastActiveMarkChained is lastActiveMarkDirty for a session whose
@@ -85,9 +96,7 @@ func lastActiveMarkDirty(id string) string {
 // parent or ended by compression. The row of any other session is exact
 // once its trigger recomputed it.
 func lastActiveMarkChained(id string) string {
-	return "INSERT INTO " + lastActiveDirty + " (session_id) SELECT x.id FROM sessions x WHERE x.id = " + id +
-		" AND (x.parent_session_id IS NOT NULL OR x.end_reason = 'compression') AND NOT EXISTS (SELECT 1 FROM " +
-		lastActiveDirty + " WHERE session_id = x.id);"
+	return lastActiveAddDirty("x.id", "sessions x", "x.id = "+id+" AND (x.parent_session_id IS NOT NULL OR x.end_reason = 'compression')")
 }
 
 // chainLastActive is the key by last activity (sessiondb.SortLastActive)
@@ -145,15 +154,15 @@ var lastActiveObjects = []struct{ name, ddl string }{
 	{"sessiondb_last_active_message_below", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_below AFTER INSERT ON messages
 WHEN new.id <= ` + lastActiveMarkValue + `
 BEGIN
-    ` + lastActiveRecompute("session_id = new.session_id") + `
+    ` + lastActiveRecompute(lastActiveTable, "session_id = new.session_id") + `
     ` + lastActiveMarkChained("new.session_id") + `
 END`},
 	{"sessiondb_last_active_message_delete", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_delete AFTER DELETE ON messages BEGIN
-    ` + lastActiveRecompute("session_id = old.session_id") + `
+    ` + lastActiveRecompute(lastActiveTable, "session_id = old.session_id") + `
     ` + lastActiveMarkChained("old.session_id") + `
 END`},
 	{"sessiondb_last_active_message_update", `CREATE TRIGGER IF NOT EXISTS sessiondb_last_active_message_update AFTER UPDATE OF session_id, timestamp ON messages BEGIN
-    ` + lastActiveRecompute("session_id IN (old.session_id, new.session_id)") + `
+    ` + lastActiveRecompute(lastActiveTable, "session_id IN (old.session_id, new.session_id)") + `
     ` + lastActiveMarkChained("old.session_id") + `
     ` + lastActiveMarkChained("new.session_id") + `
 END`},
@@ -202,7 +211,7 @@ const lastActiveBehind = "SELECT (SELECT COALESCE(MAX(id), -1) FROM messages) > 
 // then moves the mark: the table is then exact for every message the
 // transaction sees.
 func lastActiveCatchUp(si *schemaInfo) string {
-	return strings.Replace(lastActiveRecompute("session_id IN ("+lastActiveNewSessions+")"), "UPDATE "+lastActiveTable+" ", "UPDATE "+lastActiveUpdate+" ", 1) + "\n" +
+	return lastActiveRecompute(lastActiveUpdate, "session_id IN ("+lastActiveNewSessions+")") + "\n" +
 		lastActiveChains(si) + "\n" + lastActiveSetMark
 }
 

@@ -283,7 +283,7 @@ func TestLastActiveMigration(t *testing.T) {
 		path := buildFixture(t, 6, true)
 		openTestStore(t, path, Options{}).Close()
 		sqlitetest.ExecFile(t, path, "CREATE TRIGGER sessiondb_last_active_message_insert AFTER INSERT ON messages BEGIN "+
-			lastActiveRecompute("session_id = new.session_id")+" END")
+			lastActiveRecompute(lastActiveTable, "session_id = new.session_id")+" END")
 		s := openTestStore(t, path, Options{})
 		if strings.Contains(strings.Join(masterSQL(t, path), "\n"), "sessiondb_last_active_message_insert") {
 			t.Error("the earlier trigger is still there")

@@ -58,11 +58,9 @@ is copied without it, named in a warning and under "unparented" in --json.`,
 			if from == to {
 				return sessiondb.Errorf(sessiondb.EINVALID, "--from and --to name the same store")
 			}
-			if jobs < 0 || jobs > maxImportJobs {
-				return sessiondb.Errorf(sessiondb.EINVALID, "--jobs %d: give 1 to %d batches at once (0: the default)", jobs, maxImportJobs)
-			}
-			if jobs == 0 {
-				jobs = store.ImportJobs(to)
+			jobs, err := importJobs(jobs, to)
+			if err != nil {
+				return err
 			}
 			if err := h.checkSynchronous(); err != nil {
 				return err
@@ -72,7 +70,7 @@ is copied without it, named in a warning and under "unparented" in --json.`,
 	}
 	c.Flags().StringVar(&from, "from", "", "the store to copy from: a state.db file or a postgres:// URL (read only)")
 	c.Flags().StringVar(&to, "to", "", "the store to copy into: a state.db file or a postgres:// URL (created when missing)")
-	c.Flags().IntVar(&jobs, "jobs", 0, "batches written at once, each in a transaction of its own (1 to 64; default 2 into PostgreSQL, 1 into a SQLite file)")
+	addJobsFlag(c, &jobs)
 	h.addSynchronousFlag(c)
 	return c
 }

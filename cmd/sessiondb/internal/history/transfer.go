@@ -193,9 +193,10 @@ they still show, export and delete there).`,
 			if err := h.checkSynchronous(); err != nil {
 				return err
 			}
-			if jobs < 0 || jobs > maxImportJobs {
-				// Each batch being written is held in memory whole.
-				return sessiondb.Errorf(sessiondb.EINVALID, "--jobs %d: give 1 to %d batches at once (0: the default)", jobs, maxImportJobs)
+			loc, _ := h.HistoryPath()
+			jobs, err := importJobs(jobs, loc)
+			if err != nil {
+				return err
 			}
 			name := args[0]
 			var r io.Reader = h.In
@@ -221,10 +222,6 @@ they still show, export and delete there).`,
 			}
 			ctx := c.Context()
 			return h.withStore(ctx, cli.CreateStore, func(st sessiondb.Store) error {
-				if jobs == 0 {
-					loc, _ := h.HistoryPath()
-					jobs = store.ImportJobs(loc)
-				}
 				res, err := h.importRecords(ctx, st, r, size, regular, name, detach, jobs)
 				if err != nil {
 					if res.Imported > 0 {
@@ -237,14 +234,31 @@ they still show, export and delete there).`,
 		},
 	}
 	c.Flags().BoolVar(&detach, "detach-orphans", false, "import a session whose parent is missing from store and input without its parent, instead of failing it")
-	c.Flags().IntVar(&jobs, "jobs", 0, "batches written at once, each in a transaction of its own (1 to 64; default 2 on PostgreSQL, where the server inserts them on as many cores; 1 on a SQLite file, which takes one writer at a time)")
+	addJobsFlag(c, &jobs)
 	h.addSynchronousFlag(c)
 	return c
 }
 
-// maxImportJobs bounds import --jobs: a batch being written is in memory
-// whole (up to 5,000 messages), and a server's connections run out first.
+// maxImportJobs bounds --jobs: a batch being written is in memory whole
+// (up to 5,000 messages), and a server's connections run out first.
 const maxImportJobs = 64
+
+// addJobsFlag adds --jobs, the batches import and copy write at once, to c.
+func addJobsFlag(c *cobra.Command, jobs *int) {
+	c.Flags().IntVar(jobs, "jobs", 0, "batches written at once, each in a transaction of its own (1 to 64; default 2 on PostgreSQL, where the server inserts them on as many cores; 1 on a SQLite file, which takes one writer at a time)")
+}
+
+// importJobs checks --jobs and gives what it means for the store at
+// target: the number given, or by default store.ImportJobs.
+func importJobs(jobs int, target string) (int, error) {
+	if jobs < 0 || jobs > maxImportJobs {
+		return 0, sessiondb.Errorf(sessiondb.EINVALID, "--jobs %d: give 1 to %d batches at once (0: the default)", jobs, maxImportJobs)
+	}
+	if jobs == 0 {
+		return store.ImportJobs(target), nil
+	}
+	return jobs, nil
+}
 
 // importReport counts what an import did.
 type importReport struct {
