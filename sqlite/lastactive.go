@@ -310,7 +310,7 @@ func (s *Store) syncLastActive(ctx context.Context) (bool, error) {
 		return false, sqlitedb.Wrap(err, "%s: open a writer on %s", what, s.path)
 	}
 	defer done()
-	if err := w.Do(ctx, func(tx *sqlitedb.Tx) error { return tx.ExecScript(lastActiveCatchUp(s.si)) }); err != nil {
+	if err := w.Do(ctx, func(tx *sqlitedb.Tx) error { return tx.ExecScript(s.q.lastActiveCatchUp) }); err != nil {
 		return false, s.writeErr(err, what)
 	}
 	return true, nil

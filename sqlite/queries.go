@@ -39,6 +39,9 @@ type queries struct {
 	archived string
 	// lastActive: listings by last activity read sessiondb_last_active.
 	lastActive bool
+	// lastActiveCatchUp is the script that catches the table up, made
+	// once for the file's columns.
+	lastActiveCatchUp string
 }
 
 func selectList(alias string, cols []column, have map[string]bool, override map[string]string) string {
@@ -93,6 +96,7 @@ func buildQueries(si *schemaInfo) queries {
 		q.msgSel += ", " + newerList("m", newerMessageColumns, si.msgCols)
 	}
 	q.lastActive = si.usesLastActive()
+	q.lastActiveCatchUp = lastActiveCatchUp(si)
 	if si.sessCols["archived"] {
 		q.archived = "COALESCE(s.archived, 0) <> 0"
 	}
