@@ -3,6 +3,8 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,6 +50,24 @@ func TestCreateFileLeavesExistingAlone(t *testing.T) {
 	planted.Untouched(t)
 	if fi, _ := os.Lstat(planted.Link); fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link was replaced")
+	}
+}
+
+// TestCreateFileRefusesALinkToNothing: a link whose target is missing is
+// refused, naming both, and nothing is created where it points (SQLite
+// would create it there with the umask's mode).
+func TestCreateFileRefusesALinkToNothing(t *testing.T) {
+	dir := t.TempDir()
+	link, target := filepath.Join(dir, "state.db"), filepath.Join(dir, "elsewhere.db")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	created, _, err := CreateFile(link, 0o700, 0o600)
+	if created || err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), target) {
+		t.Errorf("CreateFile through a link to nothing = %v, %v; want an error naming the link's target", created, err)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link's target was created: %v", err)
 	}
 }
 

@@ -172,6 +172,13 @@ func CreateFile(path string, dirMode, fileMode fs.FileMode) (created bool, warn,
 		if statErr == nil && fi.IsDir() {
 			return false, nil, fmt.Errorf("database path %q is a directory", path)
 		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			// A link to nothing: SQLite would create the file it points
+			// to, with the umask's mode (0644), where a link someone
+			// planted says.
+			target, _ := os.Readlink(path)
+			return false, nil, fmt.Errorf("database path %q is a symbolic link to %q, which does not exist: create the database there, or remove the link", path, target)
+		}
 		return false, nil, nil
 	default:
 		return false, nil, err
